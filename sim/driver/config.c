@@ -1,0 +1,123 @@
+/*
+ * config.c — the simulated GPU's settings, read once from SIMGPU_* variables.
+ *
+ * A bad value prints one line on stderr naming the variable, the value and
+ * the default kept; the simulator then runs with that default.
+ */
+#include "sim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+sim_config sim_cfg;
+
+/* Writes one diagnostic line to stderr without allocating. */
+static void complain(const char *name, const char *value, const char *why, const char *kept)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line, "simgpu: %s=%s: %s; using %s\n", name, value, why, kept);
+    if (n > 0)
+        (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* Parses "4G", "512M", "1073741824" (K/M/G/T = powers of 1024, optional
+ * trailing "B" or "iB"). Returns false on anything else or on overflow. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        return false;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return false;
+    uint64_t mult = 1;
+    switch (*end) {
+    case 'k': case 'K': mult = 1ull << 10; end++; break;
+    case 'm': case 'M': mult = 1ull << 20; end++; break;
+    case 'g': case 'G': mult = 1ull << 30; end++; break;
+    case 't': case 'T': mult = 1ull << 40; end++; break;
+    default: break;
+    }
+    if (mult > 1 && *end == 'i')
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end)
+        return false;
+    double bytes = v * (double)mult;
+    if (bytes >= 18446744073709551615.0)
+        return false;
+    *out = (uint64_t)bytes;
+    return true;
+}
+
+/* Parses a positive finite number. */
+static bool parse_positive(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v > 0) || v > 1e12)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Reads a positive real setting, keeping `def` on a bad value. */
+static double real_setting(const char *name, double def)
+{
+    const char *s = getenv(name);
+    double v;
+    if (!s)
+        return def;
+    if (parse_positive(s, &v))
+        return v;
+    char kept[64];
+    snprintf(kept, sizeof kept, "the default %g", def);
+    complain(name, s, "not a positive number", kept);
+    return def;
+}
+
+/* Loads every SIMGPU_* setting into sim_cfg (called once, under cuInit). */
+void sim_config_load(void)
+{
+    sim_cfg.devices = 1;
+    sim_cfg.mem_bytes = 4ull << 30;
+    const char *s = getenv("SIMGPU_DEVICES");
+    if (s) {
+        char *end;
+        errno = 0;
+        long n = strtol(s, &end, 10);
+        if (errno || end == s || *end || n < 0 || n > SIM_MAX_DEVICES) {
+            complain("SIMGPU_DEVICES", s, "not a device count from 0 to 16", "the default 1");
+        } else {
+            sim_cfg.devices = (int)n;
+            if (n == 0)
+                complain("SIMGPU_DEVICES", s, "no simulated devices",
+                         "none: cuInit returns CUDA_ERROR_NO_DEVICE");
+        }
+    }
+    s = getenv("SIMGPU_MEM");
+    if (s) {
+        uint64_t v;
+        if (!parse_size(s, &v) || v < (1ull << 20))
+            complain("SIMGPU_MEM", s, "not a size of at least 1M (e.g. 4G, 512M)",
+                     "the default 4G");
+        else
+            sim_cfg.mem_bytes = v;
+    }
+    sim_cfg.link_gbps = real_setting("SIMGPU_LINK_GBPS", 55.0);
+    sim_cfg.fault_us = real_setting("SIMGPU_FAULT_US", 30.0);
+    sim_cfg.fault_gbps = real_setting("SIMGPU_FAULT_GBPS", 10.0);
+    sim_cfg.hbm_gbps = real_setting("SIMGPU_HBM_GBPS", 2000.0);
+    s = getenv("SIMGPU_LAUNCH_US");
+    sim_cfg.launch_us = 0.0;
+    if (s && strcmp(s, "0") != 0)
+        sim_cfg.launch_us = real_setting("SIMGPU_LAUNCH_US", 0.0);
+    s = getenv("SIMGPU_REPORT");
+    sim_cfg.report = s && *s && strcmp(s, "0") != 0;
+}

@@ -1,0 +1,200 @@
+/*
+ * copy.c — cuMemcpy* and cuMemset* in every direction, sync and async.
+ *
+ * Device ranges are checked against the registry (a range that runs past
+ * its allocation is INVALID_VALUE); the bytes move at once; the time model
+ * charges the copy to the engine its direction uses. Copies do not migrate
+ * managed memory: a managed range counts as where its first block lives.
+ */
+#include "sim.h"
+
+#include <string.h>
+
+enum { WHERE_HOST, WHERE_DEVICE };
+
+/* Where [p, p+n) lives for the time model; INVALID_VALUE if `must_be_cuda`
+ * and the range is not inside one allocation (under sim_lock). */
+static CUresult locate(uintptr_t p, size_t n, bool must_be_cuda, int *where)
+{
+    sim_alloc *a = sim_registry_find(p);
+    if (!a) {
+        *where = WHERE_HOST;
+        return must_be_cuda ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    }
+    if (n > a->base + a->size - p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (a->kind == SIM_MEM_HOST)
+        *where = WHERE_HOST;
+    else if (a->kind == SIM_MEM_MANAGED)
+        *where = a->blocks[(p - a->base) / SIM_BLOCK_BYTES].loc >= 0 ? WHERE_DEVICE : WHERE_HOST;
+    else
+        *where = WHERE_DEVICE;
+    return CUDA_SUCCESS;
+}
+
+/* One copy: checks, moves the bytes, models the time. dst_dev / src_dev say
+ * whether the API declares that side a device pointer. */
+static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, bool dst_dev, bool src_dev,
+                     CUstream s, bool ptds, bool sync)
+{
+    CUstream st;
+    CUresult r = sim_resolve_stream(s, ptds, &st);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (!dst || !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    int wd, ws;
+    pthread_mutex_lock(&sim_lock);
+    r = locate(dst, n, dst_dev, &wd);
+    if (r == CUDA_SUCCESS)
+        r = locate(src, n, src_dev, &ws);
+    pthread_mutex_unlock(&sim_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
+    memmove((void *)dst, (const void *)src, n);
+    pthread_mutex_lock(&sim_lock);
+    double end;
+    if (wd == WHERE_DEVICE && ws == WHERE_DEVICE)
+        end = sim_schedule(st, SIM_ENGINE_COMPUTE, 2.0 * (double)n / sim_cfg.hbm_gbps);
+    else if (wd == WHERE_DEVICE)
+        end = sim_schedule(st, SIM_ENGINE_H2D, sim_link_ns(n));
+    else if (ws == WHERE_DEVICE)
+        end = sim_schedule(st, SIM_ENGINE_D2H, sim_link_ns(n));
+    else
+        end = sim_schedule(st, SIM_ENGINE_COMPUTE, 0.0);
+    if (sync)
+        sim_host_wait(end);
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+#define U(p) ((uintptr_t)(p))
+
+SIM_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return copy(dst, src, n, false, false, NULL, false, true); }
+SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return copy(dst, src, n, false, false, NULL, true, true); }
+SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(dst, src, n, false, false, s, false, false); }
+SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(dst, src, n, false, false, s, true, false); }
+
+SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{ return copy(dst, U(src), n, true, false, NULL, false, true); }
+SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
+{ return copy(dst, U(src), n, true, false, NULL, true, true); }
+SIM_EXPORT CUresult cuMemcpyHtoD(CUdeviceptr_v1 dst, const void *src, unsigned int n)
+{ return copy(dst, U(src), n, true, false, NULL, false, true); }
+SIM_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{ return copy(U(dst), src, n, false, true, NULL, false, true); }
+SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+{ return copy(U(dst), src, n, false, true, NULL, true, true); }
+SIM_EXPORT CUresult cuMemcpyDtoH(void *dst, CUdeviceptr_v1 src, unsigned int n)
+{ return copy(U(dst), src, n, false, true, NULL, false, true); }
+SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return copy(dst, src, n, true, true, NULL, false, true); }
+SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return copy(dst, src, n, true, true, NULL, true, true); }
+SIM_EXPORT CUresult cuMemcpyDtoD(CUdeviceptr_v1 dst, CUdeviceptr_v1 src, unsigned int n)
+{ return copy(dst, src, n, true, true, NULL, false, true); }
+
+SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{ return copy(dst, U(src), n, true, false, s, false, false); }
+SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{ return copy(dst, U(src), n, true, false, s, true, false); }
+SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(U(dst), src, n, false, true, s, false, false); }
+SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(U(dst), src, n, false, true, s, true, false); }
+SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(dst, src, n, true, true, s, false, false); }
+SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(dst, src, n, true, true, s, true, false); }
+
+SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                                 size_t n)
+{
+    if (!sim_ctx_valid(dctx) || !sim_ctx_valid(sctx))
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_CONTEXT;
+    return copy(dst, src, n, true, true, NULL, false, true);
+}
+
+SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+                                      CUcontext sctx, size_t n, CUstream s)
+{
+    if (!sim_ctx_valid(dctx) || !sim_ctx_valid(sctx))
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_CONTEXT;
+    return copy(dst, src, n, true, true, s, false, false);
+}
+
+/* One memset of n elements of `width` bytes each. */
+static CUresult set(CUdeviceptr dst, unsigned value, unsigned width, size_t n, CUstream s,
+                    bool ptds, bool sync)
+{
+    CUstream st;
+    CUresult r = sim_resolve_stream(s, ptds, &st);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (dst % width)
+        return CUDA_ERROR_INVALID_VALUE;
+    int where;
+    pthread_mutex_lock(&sim_lock);
+    r = locate(dst, n * width, true, &where);
+    pthread_mutex_unlock(&sim_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (width == 1) {
+        memset((void *)(uintptr_t)dst, (int)(value & 0xff), n);
+    } else if (width == 2) {
+        uint16_t *p = (uint16_t *)(uintptr_t)dst;
+        for (size_t i = 0; i < n; i++)
+            p[i] = (uint16_t)value;
+    } else {
+        uint32_t *p = (uint32_t *)(uintptr_t)dst;
+        for (size_t i = 0; i < n; i++)
+            p[i] = value;
+    }
+    pthread_mutex_lock(&sim_lock);
+    double ns = where == WHERE_DEVICE ? (double)(n * width) / sim_cfg.hbm_gbps
+                                      : sim_link_ns(n * width);
+    double end = sim_schedule(st, SIM_ENGINE_COMPUTE, ns);
+    if (sync)
+        sim_host_wait(end);
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+{ return set(d, v, 1, n, NULL, false, true); }
+SIM_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
+{ return set(d, v, 1, n, NULL, true, true); }
+SIM_EXPORT CUresult cuMemsetD8(CUdeviceptr_v1 d, unsigned char v, unsigned int n)
+{ return set(d, v, 1, n, NULL, false, true); }
+SIM_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
+{ return set(d, v, 2, n, NULL, false, true); }
+SIM_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n)
+{ return set(d, v, 2, n, NULL, true, true); }
+SIM_EXPORT CUresult cuMemsetD16(CUdeviceptr_v1 d, unsigned short v, unsigned int n)
+{ return set(d, v, 2, n, NULL, false, true); }
+SIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
+{ return set(d, v, 4, n, NULL, false, true); }
+SIM_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n)
+{ return set(d, v, 4, n, NULL, true, true); }
+SIM_EXPORT CUresult cuMemsetD32(CUdeviceptr_v1 d, unsigned int v, unsigned int n)
+{ return set(d, v, 4, n, NULL, false, true); }
+SIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{ return set(d, v, 1, n, s, false, false); }
+SIM_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{ return set(d, v, 1, n, s, true, false); }
+SIM_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+{ return set(d, v, 2, n, s, false, false); }
+SIM_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+{ return set(d, v, 2, n, s, true, false); }
+SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{ return set(d, v, 4, n, s, false, false); }
+SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{ return set(d, v, 4, n, s, true, false); }

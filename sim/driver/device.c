@@ -1,0 +1,283 @@
+/*
+ * device.c — initialisation, devices and their attributes, the model
+ * counters, the exit report, and fork safety of the simulated driver.
+ */
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
+sim_device sim_devices[SIM_MAX_DEVICES];
+bool sim_initialized;
+static CUresult init_result = CUDA_ERROR_NOT_INITIALIZED;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+/* Prints every device's counters to stderr at exit (SIMGPU_REPORT=1). */
+static void report_at_exit(void)
+{
+    for (int d = 0; d < sim_cfg.devices; d++) {
+        const simgpu_counters *c = &sim_devices[d].c;
+        char line[512];
+        int n = snprintf(line, sizeof line,
+                         "simgpu: device %d: faults=%llu to_device=%llu to_host=%llu remote=%llu "
+                         "prefetch=%llu evictions=%llu launches=%llu peak=%llu modeled_ms=%.3f\n",
+                         d, (unsigned long long)c->faults, (unsigned long long)c->bytes_to_device,
+                         (unsigned long long)c->bytes_to_host, (unsigned long long)c->remote_bytes,
+                         (unsigned long long)c->prefetch_bytes, (unsigned long long)c->evictions,
+                         (unsigned long long)c->launches, (unsigned long long)c->peak_device_bytes,
+                         sim_device_idle_ns(d) / 1e6);
+        if (n > 0)
+            (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    }
+}
+
+/* Fork: the child gets a fresh, unlocked mutex; its tables stay a copy. */
+static void before_fork(void) { pthread_mutex_lock(&sim_lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&sim_lock); }
+static void after_fork_child(void)
+{
+    pthread_mutex_init(&sim_lock, NULL);
+    sim_reset_thread_state();
+}
+
+/* Sets up devices from the configuration; runs once per process. */
+static void load_once(void)
+{
+    sim_config_load();
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    for (int d = 0; d < sim_cfg.devices; d++) {
+        sim_device *dev = &sim_devices[d];
+        dev->ordinal = d;
+        dev->capacity = sim_cfg.mem_bytes;
+        dev->primary = (struct CUctx_st){.magic = SIM_MAGIC_CTX, .device = d, .primary = true};
+        dev->legacy = (struct CUstream_st){.magic = SIM_MAGIC_STREAM, .device = d,
+                                           .ctx = &dev->primary, .kind = SIM_STREAM_LEGACY};
+        dev->default_pool = (struct CUmemPoolHandle_st){.magic = SIM_MAGIC_POOL, .device = d,
+                                                        .is_default = true};
+        dev->current_pool = &dev->default_pool;
+        dev->lru.next = dev->lru.prev = &dev->lru;
+    }
+    if (sim_cfg.report)
+        atexit(report_at_exit);
+    init_result = sim_cfg.devices > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}
+
+/* Returns CUDA_SUCCESS once cuInit has succeeded. */
+CUresult sim_check_init(void)
+{
+    return sim_initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+SIM_EXPORT CUresult cuInit(unsigned int flags)
+{
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_once(&config_once, load_once);
+    if (init_result == CUDA_SUCCESS)
+        sim_initialized = true;
+    return init_result;
+}
+
+SIM_EXPORT CUresult cuDriverGetVersion(int *version)
+{
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    *version = SIM_DRIVER_VERSION;
+    return CUDA_SUCCESS;
+}
+
+/* Validates an ordinal after init. */
+static CUresult check_device(CUdevice dev)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    return dev >= 0 && dev < sim_cfg.devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal < 0 || ordinal >= sim_cfg.devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetCount(int *count)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    *count = sim_cfg.devices;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!name || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(name, (size_t)len, "lmshim simulated GPU %d", (int)dev);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    *bytes = sim_devices[dev].capacity;
+    return CUDA_SUCCESS;
+}
+
+/* v1 ABI: 32-bit byte count, saturated. */
+SIM_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
+{
+    size_t b;
+    CUresult r = cuDeviceTotalMem_v2(bytes ? &b : NULL, dev);
+    if (r == CUDA_SUCCESS)
+        *bytes = b > 0xffffffffu ? 0xffffffffu : (unsigned int)b;
+    return r;
+}
+
+SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!uuid)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(uuid->bytes, 0, sizeof uuid->bytes);
+    memcpy(uuid->bytes, "lmshim-simgpu", 13);
+    uuid->bytes[15] = (char)dev;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+/* The value of one attribute of a simulated Hopper-class device. */
+static int attribute_value(CUdevice_attribute a, CUdevice dev)
+{
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED: return 0;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x10 + dev;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 6144;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 50 << 20;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: return 0;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
+    default: return 0;
+    }
+}
+
+SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pi || (int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pi = attribute_value(attrib, dev);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
+{
+    CUresult r = check_device(dev);
+    if (r == CUDA_SUCCESS)
+        r = check_device(peer);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!can)
+        return CUDA_ERROR_INVALID_VALUE;
+    *can = dev != peer;
+    return CUDA_SUCCESS;
+}
+
+/* ---- counters ----------------------------------------------------------- */
+
+/* Reads one device's counters, or all summed when device < 0. */
+SIM_EXPORT int simgpuGetCounters(int device, simgpu_counters *out)
+{
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!sim_initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (device >= sim_cfg.devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&sim_lock);
+    memset(out, 0, sizeof *out);
+    for (int d = 0; d < sim_cfg.devices; d++) {
+        if (device >= 0 && d != device)
+            continue;
+        const simgpu_counters *c = &sim_devices[d].c;
+        out->faults += c->faults;
+        out->bytes_to_device += c->bytes_to_device;
+        out->bytes_to_host += c->bytes_to_host;
+        out->remote_bytes += c->remote_bytes;
+        out->prefetch_bytes += c->prefetch_bytes;
+        out->evictions += c->evictions;
+        out->launches += c->launches;
+        out->peak_device_bytes += c->peak_device_bytes;
+        out->used_device_bytes += sim_devices[d].used;
+        double t = sim_device_idle_ns(d);
+        if (t > out->modeled_ns)
+            out->modeled_ns = t;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+/* Zeroes every counter; peaks restart from the bytes in use now. */
+SIM_EXPORT int simgpuResetCounters(void)
+{
+    if (!sim_initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&sim_lock);
+    for (int d = 0; d < sim_cfg.devices; d++) {
+        memset(&sim_devices[d].c, 0, sizeof sim_devices[d].c);
+        sim_devices[d].c.peak_device_bytes = sim_devices[d].used;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}

@@ -1,0 +1,480 @@
+/*
+ * stream.c — streams, events and the modeled timeline.
+ *
+ * Work runs synchronously when it is issued, so each stream's order holds
+ * trivially. The timeline is modeled: every operation occupies one engine of
+ * its device (compute, host-to-device copy, device-to-host copy) and starts
+ * at the latest of its stream's last completion, the engine's availability,
+ * the modeled host clock and, for the legacy default stream, the completion
+ * of every blocking stream of the device (docs/SIMULATOR.md).
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+double sim_host_ns;
+
+static CUstream *streams;        /* live user and per-thread streams (sim_lock) */
+static size_t nstreams, capstreams;
+static uint64_t next_stream_id = 16;
+static __thread CUstream per_thread[SIM_MAX_DEVICES];
+static pthread_key_t per_thread_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+/* Adds a stream to the live list (under sim_lock). */
+static bool list_add(CUstream s)
+{
+    if (nstreams == capstreams) {
+        size_t ncap = capstreams ? capstreams * 2 : 32;
+        CUstream *n = realloc(streams, ncap * sizeof *n);
+        if (!n)
+            return false;
+        streams = n;
+        capstreams = ncap;
+    }
+    streams[nstreams++] = s;
+    return true;
+}
+
+/* Removes a stream from the live list; false if it was not there. */
+static bool list_remove(CUstream s)
+{
+    for (size_t i = 0; i < nstreams; i++)
+        if (streams[i] == s) {
+            streams[i] = streams[--nstreams];
+            return true;
+        }
+    return false;
+}
+
+/* Thread exit: the thread's per-thread default streams go away. */
+static void per_thread_destroy(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&sim_lock);
+    for (int d = 0; d < SIM_MAX_DEVICES; d++)
+        if (per_thread[d]) {
+            list_remove(per_thread[d]);
+            free(per_thread[d]);
+            per_thread[d] = NULL;
+        }
+    pthread_mutex_unlock(&sim_lock);
+}
+
+static void make_key(void) { pthread_key_create(&per_thread_key, per_thread_destroy); }
+
+/* The calling thread's per-thread default stream on `device` (lazily made). */
+static CUstream per_thread_stream(int device)
+{
+    if (per_thread[device])
+        return per_thread[device];
+    pthread_once(&key_once, make_key);
+    CUstream s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    *s = (struct CUstream_st){.magic = SIM_MAGIC_STREAM, .device = device,
+                              .ctx = &sim_devices[device].primary, .kind = SIM_STREAM_PER_THREAD};
+    pthread_mutex_lock(&sim_lock);
+    s->id = next_stream_id++;
+    bool ok = list_add(s);
+    pthread_mutex_unlock(&sim_lock);
+    if (!ok) {
+        free(s);
+        return NULL;
+    }
+    per_thread[device] = s;
+    pthread_setspecific(per_thread_key, s);
+    return s;
+}
+
+/* Turns a stream argument into a stream object: NULL is the legacy default
+ * stream, or the per-thread one for _ptsz/_ptds entry points. */
+CUresult sim_resolve_stream(CUstream s, bool ptds, CUstream *out)
+{
+    int d;
+    CUresult r = sim_current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (s == CU_STREAM_PER_THREAD || (!s && ptds)) {
+        *out = per_thread_stream(d);
+        return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (!s || s == CU_STREAM_LEGACY) {
+        *out = &sim_devices[d].legacy;
+        return CUDA_SUCCESS;
+    }
+    bool found = false;
+    pthread_mutex_lock(&sim_lock);
+    for (size_t i = 0; i < nstreams && !found; i++)
+        found = streams[i] == s;
+    pthread_mutex_unlock(&sim_lock);
+    if (!found || s->magic != SIM_MAGIC_STREAM)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+/* Latest completion among the blocking streams of a device (under lock). */
+static double blocking_done(int device)
+{
+    double t = sim_devices[device].legacy.t_ns;
+    for (size_t i = 0; i < nstreams; i++)
+        if (streams[i]->device == device && !(streams[i]->flags & CU_STREAM_NON_BLOCKING) &&
+            streams[i]->t_ns > t)
+            t = streams[i]->t_ns;
+    return t;
+}
+
+/* Places an operation of `duration_ns` on stream s and one engine; returns
+ * its modeled completion time (under sim_lock). */
+double sim_schedule(CUstream s, int engine, double duration_ns)
+{
+    sim_device *dev = &sim_devices[s->device];
+    sim_engine *e = engine == SIM_ENGINE_COMPUTE ? &dev->compute
+                  : engine == SIM_ENGINE_H2D     ? &dev->h2d : &dev->d2h;
+    double start = s->t_ns;
+    if (e->busy_ns > start)
+        start = e->busy_ns;
+    if (sim_host_ns > start)
+        start = sim_host_ns;
+    if (s->kind == SIM_STREAM_LEGACY) {
+        double b = blocking_done(s->device);
+        if (b > start)
+            start = b;
+    } else if (!(s->flags & CU_STREAM_NON_BLOCKING) && dev->legacy.t_ns > start) {
+        start = dev->legacy.t_ns;
+    }
+    double end = start + duration_ns;
+    s->t_ns = end;
+    e->busy_ns = end;
+    return end;
+}
+
+/* The host waits until t_ns (a synchronize). */
+void sim_host_wait(double t_ns)
+{
+    if (t_ns > sim_host_ns)
+        sim_host_ns = t_ns;
+}
+
+/* When every engine and stream of a device is done (under sim_lock). */
+double sim_device_idle_ns(int device)
+{
+    sim_device *dev = &sim_devices[device];
+    double t = blocking_done(device);
+    const double e[3] = {dev->compute.busy_ns, dev->h2d.busy_ns, dev->d2h.busy_ns};
+    for (int i = 0; i < 3; i++)
+        if (e[i] > t)
+            t = e[i];
+    for (size_t i = 0; i < nstreams; i++)
+        if (streams[i]->device == device && streams[i]->t_ns > t)
+            t = streams[i]->t_ns;
+    return t;
+}
+
+/* ---- streams ----------------------------------------------------------- */
+
+SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    CUcontext ctx;
+    CUresult r = sim_current_ctx(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstream s = calloc(1, sizeof *s);
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *s = (struct CUstream_st){.magic = SIM_MAGIC_STREAM, .device = ctx->device, .ctx = ctx,
+                              .kind = SIM_STREAM_USER, .flags = flags,
+                              .priority = priority < -5 ? -5 : priority > 0 ? 0 : priority};
+    pthread_mutex_lock(&sim_lock);
+    s->id = next_stream_id++;
+    s->t_ns = sim_host_ns;
+    bool ok = list_add(s);
+    pthread_mutex_unlock(&sim_lock);
+    if (!ok) {
+        free(s);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *phStream = s;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int flags)
+{
+    return cuStreamCreateWithPriority(phStream, flags, 0);
+}
+
+SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    bool found = s->magic == SIM_MAGIC_STREAM && s->kind == SIM_STREAM_USER && list_remove(s);
+    pthread_mutex_unlock(&sim_lock);
+    if (!found)
+        return CUDA_ERROR_INVALID_HANDLE;
+    s->magic = 0;
+    free(s);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
+
+/* Shared body of cuStreamSynchronize and its _ptsz twin. */
+static CUresult stream_sync(CUstream s, bool ptds)
+{
+    CUstream st;
+    CUresult r = sim_resolve_stream(s, ptds, &st);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&sim_lock);
+    sim_host_wait(st->kind == SIM_STREAM_LEGACY ? blocking_done(st->device) : st->t_ns);
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamSynchronize(CUstream s) { return stream_sync(s, false); }
+SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { return stream_sync(s, true); }
+
+/* Work is done when issued, so a valid stream is always idle. */
+static CUresult stream_query(CUstream s, bool ptds)
+{
+    CUstream st;
+    return sim_resolve_stream(s, ptds, &st);
+}
+
+SIM_EXPORT CUresult cuStreamQuery(CUstream s) { return stream_query(s, false); }
+SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream s) { return stream_query(s, true); }
+
+/* Validates an event handle (live events carry their magic). */
+static bool event_valid(CUevent e)
+{
+    return e && e->magic == SIM_MAGIC_EVENT;
+}
+
+/* Shared body of cuStreamWaitEvent and its _ptsz twin. */
+static CUresult stream_wait_event(CUstream s, CUevent e, unsigned flags, bool ptds)
+{
+    CUstream st;
+    CUresult r = sim_resolve_stream(s, ptds, &st);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!event_valid(e))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    if (e->recorded && e->t_ns > st->t_ns)
+        st->t_ns = e->t_ns;
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    return stream_wait_event(s, e, flags, false);
+}
+
+SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags)
+{
+    return stream_wait_event(s, e, flags, true);
+}
+
+/* Shared body of the stream property queries. */
+static CUresult stream_props(CUstream s, bool ptds, unsigned *flags, CUdevice *device,
+                             CUcontext *ctx, int *priority, unsigned long long *id)
+{
+    CUstream st;
+    CUresult r = sim_resolve_stream(s, ptds, &st);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (flags)
+        *flags = st->flags;
+    if (device)
+        *device = st->device;
+    if (ctx)
+        *ctx = st->ctx;
+    if (priority)
+        *priority = st->priority;
+    if (id)
+        *id = st->id;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamGetFlags(CUstream s, unsigned int *flags)
+{
+    return flags ? stream_props(s, false, flags, NULL, NULL, NULL, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *flags)
+{
+    return flags ? stream_props(s, true, flags, NULL, NULL, NULL, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *device)
+{
+    return device ? stream_props(s, false, NULL, device, NULL, NULL, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream s, CUdevice *device)
+{
+    return device ? stream_props(s, true, NULL, device, NULL, NULL, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *ctx)
+{
+    return ctx ? stream_props(s, false, NULL, NULL, ctx, NULL, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream s, CUcontext *ctx)
+{
+    return ctx ? stream_props(s, true, NULL, NULL, ctx, NULL, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT CUresult cuStreamGetPriority(CUstream s, int *priority)
+{
+    return priority ? stream_props(s, false, NULL, NULL, NULL, priority, NULL)
+                    : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT CUresult cuStreamGetId(CUstream s, unsigned long long *id)
+{
+    return id ? stream_props(s, false, NULL, NULL, NULL, NULL, id) : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Shared body of cuLaunchHostFunc: the function runs in stream order,
+ * which (work being synchronous) is now. */
+static CUresult launch_host_func(CUstream s, CUhostFn fn, void *user, bool ptds)
+{
+    CUstream st;
+    CUresult r = sim_resolve_stream(s, ptds, &st);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    fn(user);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user)
+{
+    return launch_host_func(s, fn, user, false);
+}
+
+SIM_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user)
+{
+    return launch_host_func(s, fn, user, true);
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+SIM_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int flags)
+{
+    CUcontext ctx;
+    CUresult r = sim_current_ctx(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+    if (!phEvent || (flags & ~known))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUevent e = calloc(1, sizeof *e);
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *e = (struct CUevent_st){.magic = SIM_MAGIC_EVENT, .flags = flags, .device = ctx->device};
+    *phEvent = e;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!event_valid(e))
+        return CUDA_ERROR_INVALID_HANDLE;
+    e->magic = 0;
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventDestroy(CUevent e) { return cuEventDestroy_v2(e); }
+
+/* Shared body of the cuEventRecord entry points. */
+static CUresult event_record(CUevent e, CUstream s, bool ptds)
+{
+    CUstream st;
+    CUresult r = sim_resolve_stream(s, ptds, &st);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!event_valid(e))
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    double t = st->kind == SIM_STREAM_LEGACY ? blocking_done(st->device) : st->t_ns;
+    if (sim_host_ns > t)
+        t = sim_host_ns;
+    st->t_ns = t > st->t_ns ? t : st->t_ns;
+    e->t_ns = t;
+    e->recorded = true;
+    e->device = st->device;
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, false); }
+SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, true); }
+
+SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
+{
+    return flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL ? CUDA_ERROR_INVALID_VALUE
+                                                        : event_record(e, s, false);
+}
+
+SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags)
+{
+    return flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL ? CUDA_ERROR_INVALID_VALUE
+                                                        : event_record(e, s, true);
+}
+
+SIM_EXPORT CUresult cuEventQuery(CUevent e)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    return event_valid(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+SIM_EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!event_valid(e))
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    if (e->recorded)
+        sim_host_wait(e->t_ns);
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ms)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!event_valid(start) || !event_valid(end))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!start->recorded || !end->recorded ||
+        ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *ms = (float)((end->t_ns - start->t_ns) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+    return cuEventElapsedTime_v2(ms, start, end);
+}

@@ -1,0 +1,246 @@
+/*
+ * memory.c — allocation, copies, memsets, managed-memory hints and pointer
+ * queries of the simulated runtime; each is a thin call into the driver.
+ */
+#include "rt.h"
+
+#include <stdint.h>
+
+#define DP(p) ((CUdeviceptr)(uintptr_t)(p))
+
+RT_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    if (!devPtr)
+        return rt_error(cudaErrorInvalidValue);
+    if (size == 0) {            /* the runtime answers NULL for zero bytes */
+        *devPtr = NULL;
+        return cudaSuccess;
+    }
+    CUdeviceptr p;
+    CUresult r = rt_drv.cuMemAlloc(&p, size);
+    if (r == CUDA_SUCCESS)
+        *devPtr = (void *)(uintptr_t)p;
+    return rt_result(r);
+}
+
+RT_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    if (!devPtr || !pitch)
+        return rt_error(cudaErrorInvalidValue);
+    CUdeviceptr p;
+    CUresult r = rt_drv.cuMemAllocPitch(&p, pitch, width, height, 4);
+    if (r == CUDA_SUCCESS)
+        *devPtr = (void *)(uintptr_t)p;
+    return rt_result(r);
+}
+
+RT_EXPORT cudaError_t cudaFree(void *devPtr)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess || !devPtr)  /* cudaFree(NULL) is a no-op */
+        return e;
+    return rt_result(rt_drv.cuMemFree(DP(devPtr)));
+}
+
+RT_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    if (!devPtr || size == 0)
+        return rt_error(cudaErrorInvalidValue);
+    CUdeviceptr p;
+    CUresult r = rt_drv.cuMemAllocManaged(&p, size, flags);
+    if (r == CUDA_SUCCESS)
+        *devPtr = (void *)(uintptr_t)p;
+    return rt_result(r);
+}
+
+RT_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    if (!pHost)
+        return rt_error(cudaErrorInvalidValue);
+    return rt_result(rt_drv.cuMemHostAlloc(pHost, size, flags));
+}
+
+RT_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+    return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
+}
+
+RT_EXPORT cudaError_t cudaFreeHost(void *ptr)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess || !ptr)
+        return e;
+    return rt_result(rt_drv.cuMemFreeHost(ptr));
+}
+
+RT_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    if (!pDevice)
+        return rt_error(cudaErrorInvalidValue);
+    CUdeviceptr p;
+    CUresult r = rt_drv.cuMemHostGetDevicePointer(&p, pHost, flags);
+    if (r == CUDA_SUCCESS)
+        *pDevice = (void *)(uintptr_t)p;
+    return rt_result(r);
+}
+
+/* Shared body of cudaMemcpy and cudaMemcpyAsync. */
+static cudaError_t memcpy_kind(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                               CUstream s, bool async)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    CUresult r;
+    switch (kind) {
+    case cudaMemcpyHostToDevice:
+        r = async ? rt_drv.cuMemcpyHtoDAsync(DP(dst), src, n, s) : rt_drv.cuMemcpyHtoD(DP(dst), src, n);
+        break;
+    case cudaMemcpyDeviceToHost:
+        r = async ? rt_drv.cuMemcpyDtoHAsync(dst, DP(src), n, s) : rt_drv.cuMemcpyDtoH(dst, DP(src), n);
+        break;
+    case cudaMemcpyDeviceToDevice:
+        r = async ? rt_drv.cuMemcpyDtoDAsync(DP(dst), DP(src), n, s)
+                  : rt_drv.cuMemcpyDtoD(DP(dst), DP(src), n);
+        break;
+    case cudaMemcpyHostToHost:
+    case cudaMemcpyDefault:
+        r = async ? rt_drv.cuMemcpyAsync(DP(dst), DP(src), n, s) : rt_drv.cuMemcpy(DP(dst), DP(src), n);
+        break;
+    default:
+        return rt_error(cudaErrorInvalidMemcpyDirection);
+    }
+    return rt_result(r);
+}
+
+RT_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+{
+    return memcpy_kind(dst, src, n, kind, NULL, false);
+}
+
+RT_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
+                                      enum cudaMemcpyKind kind, cudaStream_t s)
+{
+    return memcpy_kind(dst, src, n, kind, (CUstream)s, true);
+}
+
+RT_EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t n)
+{
+    cudaError_t e = rt_enter();
+    return e != cudaSuccess ? e : rt_result(rt_drv.cuMemsetD8(DP(devPtr), (unsigned char)value, n));
+}
+
+RT_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t n, cudaStream_t s)
+{
+    cudaError_t e = rt_enter();
+    return e != cudaSuccess ? e
+         : rt_result(rt_drv.cuMemsetD8Async(DP(devPtr), (unsigned char)value, n, (CUstream)s));
+}
+
+RT_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t s)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    if (!devPtr)
+        return rt_error(cudaErrorInvalidValue);
+    CUdeviceptr p;
+    CUresult r = rt_drv.cuMemAllocAsync(&p, size, (CUstream)s);
+    if (r == CUDA_SUCCESS)
+        *devPtr = (void *)(uintptr_t)p;
+    return rt_result(r);
+}
+
+RT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
+                                              cudaStream_t s)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    if (!ptr)
+        return rt_error(cudaErrorInvalidValue);
+    CUdeviceptr p;
+    CUresult r = rt_drv.cuMemAllocFromPoolAsync(&p, size, (CUmemoryPool)pool, (CUstream)s);
+    if (r == CUDA_SUCCESS)
+        *ptr = (void *)(uintptr_t)p;
+    return rt_result(r);
+}
+
+RT_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t s)
+{
+    cudaError_t e = rt_enter();
+    return e != cudaSuccess ? e : rt_result(rt_drv.cuMemFreeAsync(DP(devPtr), (CUstream)s));
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+{
+    cudaError_t e = rt_enter();
+    return e != cudaSuccess ? e
+         : rt_result(rt_drv.cuDeviceGetDefaultMemPool((CUmemoryPool *)pool, device));
+}
+
+/* The driver's location for a runtime location (same numbering). */
+static CUmemLocation location(struct cudaMemLocation l)
+{
+    CUmemLocation c = {.type = (CUmemLocationType)l.type, .id = l.id};
+    return c;
+}
+
+RT_EXPORT cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t n, struct cudaMemLocation l,
+                                           unsigned int flags, cudaStream_t s)
+{
+    cudaError_t e = rt_enter();
+    return e != cudaSuccess ? e
+         : rt_result(rt_drv.cuMemPrefetchAsync(DP(devPtr), n, location(l), flags, (CUstream)s));
+}
+
+RT_EXPORT cudaError_t cudaMemAdvise(const void *devPtr, size_t n, enum cudaMemoryAdvise advice,
+                                    struct cudaMemLocation l)
+{
+    cudaError_t e = rt_enter();
+    return e != cudaSuccess ? e
+         : rt_result(rt_drv.cuMemAdvise(DP(devPtr), n, (CUmem_advise)advice, location(l)));
+}
+
+RT_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *ptr)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    if (!a)
+        return rt_error(cudaErrorInvalidValue);
+    unsigned int type = 0;
+    int managed = 0, ordinal = -2;
+    CUdeviceptr dptr = 0;
+    void *hptr = NULL;
+    CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                   CU_POINTER_ATTRIBUTE_HOST_POINTER};
+    void *data[] = {&type, &managed, &ordinal, &dptr, &hptr};
+    CUresult r = rt_drv.cuPointerGetAttributes(5, which, data, DP(ptr));
+    if (r != CUDA_SUCCESS)
+        return rt_result(r);
+    a->type = managed ? cudaMemoryTypeManaged
+            : type == CU_MEMORYTYPE_DEVICE ? cudaMemoryTypeDevice
+            : type == CU_MEMORYTYPE_HOST ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered;
+    a->device = a->type == cudaMemoryTypeUnregistered ? -2 : ordinal;
+    a->devicePointer = (void *)(uintptr_t)dptr;
+    a->hostPointer = a->type == cudaMemoryTypeUnregistered ? (void *)ptr : hptr;
+    return cudaSuccess;
+}
