@@ -73,17 +73,12 @@ typedef int (*simgpu_register_fn)(const simgpu_kernel *k);
 typedef int (*simgpu_counters_fn)(int device, simgpu_counters *out);
 typedef int (*simgpu_reset_fn)(void);
 
-/* Finds a symbol of the simulated driver; NULL when it is not loaded. */
+/* Finds a symbol of the simulated driver, loading it if needed; NULL when
+ * there is none. The library stays loaded for the life of the process. */
 static inline void *simgpu_symbol(const char *name)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!h)
-        h = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!h)
-        return NULL;
-    void *sym = dlsym(h, name);
-    dlclose(h);
-    return sym;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    return h ? dlsym(h, name) : NULL;
 }
 
 /* Registers a kernel; returns 0 (CUDA_SUCCESS) or a CUresult. */

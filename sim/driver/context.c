@@ -14,12 +14,6 @@ static __thread CUcontext ctx_stack[STACK_DEPTH];
 static __thread int ctx_depth;
 static CUcontext created[MAX_CREATED];   /* live created contexts (sim_lock) */
 
-/* Forgets the calling thread's context stack (a fork child starts clean). */
-void sim_reset_thread_state(void)
-{
-    ctx_depth = 0;
-}
-
 /* True when ctx is a primary context or a live created one. */
 bool sim_ctx_valid(CUcontext ctx)
 {

@@ -34,14 +34,12 @@ static void report_at_exit(void)
     }
 }
 
-/* Fork: the child gets a fresh, unlocked mutex; its tables stay a copy. */
+/* Fork: the lock is held across fork so the child's copy of the tables is
+ * consistent; the child gets a fresh mutex and keeps using its copy (more
+ * permissive than a real driver, so that interposers can be tested there). */
 static void before_fork(void) { pthread_mutex_lock(&sim_lock); }
 static void after_fork_parent(void) { pthread_mutex_unlock(&sim_lock); }
-static void after_fork_child(void)
-{
-    pthread_mutex_init(&sim_lock, NULL);
-    sim_reset_thread_state();
-}
+static void after_fork_child(void) { pthread_mutex_init(&sim_lock, NULL); }
 
 /* Sets up devices from the configuration; runs once per process. */
 static void load_once(void)

@@ -153,7 +153,6 @@ CUresult sim_check_init(void);
 CUresult sim_current_ctx(CUcontext *out);          /* INVALID_CONTEXT if none */
 CUresult sim_current_device(int *out);
 bool sim_ctx_valid(CUcontext ctx);
-void sim_reset_thread_state(void);
 
 /* ---- registry (registry.c) ---------------------------------------------- */
 
