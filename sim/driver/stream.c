@@ -214,8 +214,12 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
         return r;
     if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
         return CUDA_ERROR_INVALID_HANDLE;
+    bool found = false;
     pthread_mutex_lock(&sim_lock);
-    bool found = s->magic == SIM_MAGIC_STREAM && s->kind == SIM_STREAM_USER && list_remove(s);
+    for (size_t i = 0; i < nstreams && !found; i++)
+        found = streams[i] == s && s->kind == SIM_STREAM_USER;
+    if (found)
+        list_remove(s);
     pthread_mutex_unlock(&sim_lock);
     if (!found)
         return CUDA_ERROR_INVALID_HANDLE;

@@ -1,31 +1,25 @@
 /*
- * spy_dlsym.c — a preload library that overrides dlsym (both glibc symbol
- * versions, as an interposer must) and counts lookups of
- * cuGetProcAddress_v2. Used to prove the simulated runtime reaches the
+ * spy_dlsym.c — a preload library that overrides dlsym the way an
+ * interposer must (src/dlsym_override.c) and counts the lookups of
+ * cuGetProcAddress_v2. Used to prove that the simulated runtime reaches the
  * driver through that lookup.
  */
-#include <dlfcn.h>
+#include <stdbool.h>
 #include <string.h>
 
+#include "dlsym_override.h"
+
 static int seen;
-typedef void *(*dlsym_fn)(void *, const char *);
 
 __attribute__((visibility("default"))) int spy_seen(void) { return seen; }
 
-/* Forwards to glibc's dlsym after counting the lookups of interest. */
-static void *spy(void *handle, const char *name, const char *version)
+/* Counts, never answers: glibc's dlsym answers every lookup. */
+bool lms_dlsym_filter(void *handle, const char *name, lms_dlsym_fn real, void **answer)
 {
-    static dlsym_fn real;
-    if (!real)
-        real = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", version);
+    (void)handle;
+    (void)real;
+    (void)answer;
     if (name && strcmp(name, "cuGetProcAddress_v2") == 0)
-        seen++;
-    return real(handle, name);
+        __atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED);
+    return false;
 }
-
-__attribute__((visibility("default"))) void *spy_dlsym_234(void *h, const char *n)
-{ return spy(h, n, "GLIBC_2.34"); }
-__attribute__((visibility("default"))) void *spy_dlsym_225(void *h, const char *n)
-{ return spy(h, n, "GLIBC_2.2.5"); }
-__asm__(".symver spy_dlsym_234, dlsym@@GLIBC_2.34");
-__asm__(".symver spy_dlsym_225, dlsym@GLIBC_2.2.5");

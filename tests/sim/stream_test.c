@@ -114,6 +114,11 @@ static void timeline(void)
     OK(cuEventElapsedTime(&ms1, t0, e1));
     CHECK_NEAR(ms1, 3 * one, 1e-4);
     OK(cuCtxSynchronize());
+    CUevent evs[] = {t0, e1, e2, e3};
+    for (int i = 0; i < 4; i++)
+        OK(cuEventDestroy(evs[i]));
+    OK(cuStreamDestroy(s1));
+    OK(cuStreamDestroy(s2));
     OK(cuMemFree(d1));
     OK(cuMemFree(d2));
     OK(cuMemFreeHost(h1));

@@ -1,0 +1,20 @@
+/*
+ * elf_symbol.h — look up a versioned symbol of a loaded library from its ELF
+ * tables, calling nothing in libc or the dynamic linker (elf_symbol.c).
+ */
+#ifndef LMS_ELF_SYMBOL_H
+#define LMS_ELF_SYMBOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Code that may run inside a sanitizer runtime's start-up, before its
+ * shadow memory exists, must not be instrumented. */
+#define LMS_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
+
+/* The address of `name` with version `version` (NULL: any version) in the
+ * loaded object whose file name is `library` (e.g. "libc.so.6"), or NULL.
+ * Safe to call at any time, from any thread, before any initialisation. */
+LMS_UNINSTRUMENTED void *lms_elf_symbol(const char *library, const char *name, const char *version);
+
+#endif
