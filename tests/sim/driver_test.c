@@ -436,7 +436,23 @@ static void v1_abi(void)
     CHECK_IS(free_v1(p), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* The CUDA 13 forms that name a context explicitly. */
+static void ctx_cuda13(void)
+{
+    CUcontext prim = setup(), mine;
+    OK(cuCtxCreate(&mine, NULL, 0, 0));
+    CUdevice d = -1;
+    OK(cuCtxGetDevice_v2(&d, prim));
+    CHECK(d == 0);
+    OK(cuCtxSynchronize_v2(prim));
+    OK(cuCtxSynchronize_v2(NULL));
+    OK(cuCtxDestroy(mine));
+    CHECK_IS(cuCtxGetDevice_v2(&d, mine), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_IS(cuCtxSynchronize_v2(mine), CUDA_ERROR_INVALID_CONTEXT);
+}
+
 static const test_case cases[] = {
+    {"ctx_cuda13", ctx_cuda13},
     {"init_required", init_required},
     {"no_devices", no_devices},
     {"device_query", device_query},

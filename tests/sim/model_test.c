@@ -280,7 +280,48 @@ static void evict_on_alloc(void)
     OK(cuMemFree(m));
 }
 
+/* Driver eviction is least-recently-used (SIMGPU_MEM=8M: four blocks). */
+static void lru_order(void)
+{
+    setup();
+    CUdeviceptr m;
+    OK(cuMemAllocManaged(&m, 5 * BLOCK, CU_MEM_ATTACH_GLOBAL));
+    const int order[] = {0, 1, 2, 3, 0, 4, 1, 0};   /* 4 evicts 1, then 1 evicts 2 */
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        OK(run_scan(m + (CUdeviceptr)order[i] * BLOCK, 64, 0, NULL));
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    CHECK_EQ_U(c.faults, 6);
+    CHECK_EQ_U(c.evictions, 2);
+    OK(run_scan(m + 3 * BLOCK, 64, 0, NULL));        /* 3 is still resident */
+    OK(run_scan(m + 2 * BLOCK, 64, 0, NULL));        /* 2 was evicted */
+    OK(simgpu_get_counters(0, &c));
+    CHECK_EQ_U(c.faults, 7);
+    OK(cuMemFree(m));
+}
+
+/* Pinned host memory is read over the link (zero-copy); launch overhead
+ * comes from SIMGPU_LAUNCH_US (set to 5 here). */
+static void zero_copy_and_launch_cost(void)
+{
+    setup();
+    void *h;
+    OK(cuMemAllocHost(&h, 110 * MiB));
+    OK(run_scan((CUdeviceptr)(uintptr_t)h, 110 * MiB, 0, NULL));
+    for (int i = 0; i < 10; i++)
+        OK(run_scan((CUdeviceptr)(uintptr_t)h, 0, 0, NULL));
+    OK(cuCtxSynchronize());
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    CHECK_EQ_U(c.remote_bytes, 110 * MiB);
+    CHECK_EQ_U(c.faults, 0);
+    CHECK_NEAR(c.modeled_ns, LINK_NS(110 * MiB) + 11 * 5e3, 1e-9);
+    OK(cuMemFreeHost(h));
+}
+
 static const test_case cases[] = {
+    {"lru_order", lru_order},
+    {"zero_copy_and_launch_cost", zero_copy_and_launch_cost},
     {"kernel_launch", kernel_launch},
     {"fault_3g_on_2g", fault_3g_on_2g},
     {"remote_advised", remote_advised},

@@ -167,7 +167,33 @@ static void spy(void)
         CHECK(seen() == 0);   /* an exported cuMemAlloc_v2 alone is never called */
 }
 
+/* Two devices through cudaSetDevice (SIMGPU_DEVICES=2). */
+static void two_devices(void)
+{
+    int n = 0, cur = -1;
+    OK(cudaGetDeviceCount(&n));
+    CHECK(n == 2);
+    void *a, *b;
+    OK(cudaMalloc(&a, 1 << 20));
+    OK(cudaSetDevice(1));
+    OK(cudaGetDevice(&cur));
+    CHECK(cur == 1);
+    OK(cudaMalloc(&b, 1 << 20));
+    struct cudaPointerAttributes at;
+    OK(cudaPointerGetAttributes(&at, a));
+    CHECK(at.device == 0);
+    OK(cudaPointerGetAttributes(&at, b));
+    CHECK(at.device == 1);
+    size_t f, t;
+    OK(cudaMemGetInfo(&f, &t));
+    CHECK(t - f == (1u << 20));
+    OK(cudaFree(b));
+    OK(cudaSetDevice(0));
+    OK(cudaFree(a));
+}
+
 static const test_case cases[] = {
+    {"two_devices", two_devices},
     {"vector_math", vector_math},
     {"managed_and_info", managed_and_info},
     {"errors", errors},

@@ -215,7 +215,47 @@ static void vmm(void)
     CHECK_IS(cuMemCreate(&hnd, gran, &prop, 0), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* The legacy default stream waits for blocking streams, not for
+ * non-blocking ones; and per-thread default streams are per thread. */
+static void legacy_and_per_thread(void)
+{
+    setup();
+    CUdeviceptr d;
+    void *h;
+    OK(cuMemAlloc(&d, 1 * GiB));
+    OK(cuMemAllocHost(&h, 1 * GiB));
+    CUstream blocking, nonblocking;
+    OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
+    OK(cuStreamCreate(&nonblocking, CU_STREAM_NON_BLOCKING));
+    CUevent t0, e;
+    OK(cuEventCreate(&t0, 0));
+    OK(cuEventCreate(&e, 0));
+    OK(cuEventRecord(t0, nonblocking));
+    OK(cuMemcpyDtoHAsync(h, d, 1 * GiB, nonblocking));   /* D2H engine, 19.5 ms */
+    OK(cuMemsetD8Async(d, 0, 16, NULL));                  /* legacy: does not wait for it */
+    OK(cuEventRecord(e, NULL));
+    float ms;
+    OK(cuEventElapsedTime(&ms, t0, e));
+    CHECK(ms < 1.0f);
+    OK(cuMemcpyDtoHAsync(h, d, 1 * GiB, blocking));       /* after the other copy: same engine */
+    OK(cuMemsetD8Async(d, 0, 16, NULL));                  /* legacy waits for `blocking` */
+    OK(cuEventRecord(e, NULL));
+    OK(cuEventElapsedTime(&ms, t0, e));
+    CHECK_NEAR(ms, 2 * LINK_NS(1 * GiB) / 1e6, 1e-3);
+    unsigned long long id_main = 0, id_again = 0;
+    OK(cuStreamGetId(CU_STREAM_PER_THREAD, &id_main));
+    OK(cuStreamGetId(CU_STREAM_PER_THREAD, &id_again));
+    CHECK(id_main == id_again && id_main != 0);
+    OK(cuEventDestroy(t0));
+    OK(cuEventDestroy(e));
+    OK(cuStreamDestroy(blocking));
+    OK(cuStreamDestroy(nonblocking));
+    OK(cuMemFree(d));
+    OK(cuMemFreeHost(h));
+}
+
 static const test_case cases[] = {
+    {"legacy_and_per_thread", legacy_and_per_thread},
     {"streams", streams},
     {"events", events},
     {"timeline", timeline},
