@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# deps.sh — installs the Debian packages the build and tests need, if missing.
+set -euo pipefail
+need=()
+for pkg in meson ninja-build pkg-config gcc libunwind-dev; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+[ ${#need[@]} -eq 0 ] && exit 0
+SUDO=
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq "${need[@]}" >/dev/null
