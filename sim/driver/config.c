@@ -5,6 +5,7 @@
  * the default kept; the simulator then runs with that default.
  */
 #include "sim.h"
+#include "units.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,38 +22,6 @@ static void complain(const char *name, const char *value, const char *why, const
     int n = snprintf(line, sizeof line, "simgpu: %s=%s: %s; using %s\n", name, value, why, kept);
     if (n > 0)
         (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-}
-
-/* Parses "4G", "512M", "1073741824" (K/M/G/T = powers of 1024, optional
- * trailing "B" or "iB"). Returns false on anything else or on overflow. */
-static bool parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!s || !*s || *s == '-')
-        return false;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return false;
-    uint64_t mult = 1;
-    switch (*end) {
-    case 'k': case 'K': mult = 1ull << 10; end++; break;
-    case 'm': case 'M': mult = 1ull << 20; end++; break;
-    case 'g': case 'G': mult = 1ull << 30; end++; break;
-    case 't': case 'T': mult = 1ull << 40; end++; break;
-    default: break;
-    }
-    if (mult > 1 && *end == 'i')
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end)
-        return false;
-    double bytes = v * (double)mult;
-    if (bytes >= 18446744073709551615.0)
-        return false;
-    *out = (uint64_t)bytes;
-    return true;
 }
 
 /* Parses a positive finite number. */
@@ -104,7 +73,7 @@ void sim_config_load(void)
     s = getenv("SIMGPU_MEM");
     if (s) {
         uint64_t v;
-        if (!parse_size(s, &v) || v < (1ull << 20))
+        if (!lms_parse_size(s, &v) || v < (1ull << 20))
             complain("SIMGPU_MEM", s, "not a size of at least 1M (e.g. 4G, 512M)",
                      "the default 4G");
         else

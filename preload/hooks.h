@@ -1,0 +1,53 @@
+/*
+ * hooks.h — what the hook files share: the real-pointer table generated
+ * from hooks.def, one-time initialisation, and the per-thread guard.
+ */
+#ifndef LMS_HOOKS_H
+#define LMS_HOOKS_H
+
+#include "driver.h"   /* cuda.h with every ABI variant declared */
+#include "engine.h"
+
+#define LMS_EXPORT __attribute__((visibility("default")))
+
+typedef enum {
+#define LMS_HOOK(sym, base, version, ptds, required) LMS_HOOK_##sym,
+#include "hooks.def"
+#undef LMS_HOOK
+    LMS_HOOK_COUNT
+} lms_hook_id;
+
+/* The real driver's pointer for each hooked variant (NULL if it has none). */
+extern void *lms_hook_real[LMS_HOOK_COUNT];
+
+/* The real function of a hooked symbol, typed. */
+#define REAL(sym) ((__typeof__(&sym))lms_hook_real[LMS_HOOK_##sym])
+
+/* Runs the one-time initialisation (again after fork). */
+void lms_hooks_init(void);
+
+/* Per-thread depth of hook calls; a hook entered from a hook passes through. */
+extern __thread int lms_hook_depth __attribute__((tls_model("initial-exec")));
+/* True while this thread initialises (lookups then pass through). */
+extern __thread bool lms_hook_initializing __attribute__((tls_model("initial-exec")));
+
+/* Enters a hook: initialises if needed; true when the body should run,
+ * false when the call must go straight to the real function. */
+static inline bool lms_hook_enter(void)
+{
+    lms_hooks_init();
+    if (!lms_active || lms_hook_depth)
+        return false;
+    lms_hook_depth = 1;
+    return true;
+}
+
+/* Leaves a hook entered with lms_hook_enter() == true. */
+static inline void lms_hook_leave(void) { lms_hook_depth = 0; }
+
+/* The hook for a real pointer, or the pointer itself when not hooked. */
+void *lms_hook_for_real(void *real);
+/* The hook exported under `name`, or NULL. */
+void *lms_hook_by_name(const char *name);
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * init.c — the hook table: resolving each hooked variant's real pointer
+ * through the real cuGetProcAddress with that variant's own version and
+ * flags, once per process (and again in a fork child), and the maps between
+ * real pointers, names and hooks.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "log.h"
+
+void *lms_hook_real[LMS_HOOK_COUNT];
+__thread int lms_hook_depth __attribute__((tls_model("initial-exec")));
+__thread bool lms_hook_initializing __attribute__((tls_model("initial-exec")));
+
+typedef struct hook_entry {
+    const char *symbol;    /* exported name of the variant */
+    const char *base;      /* cuGetProcAddress name */
+    int version;
+    bool per_thread;
+    bool required;
+    void *hook;
+} hook_entry;
+
+static const hook_entry entries[LMS_HOOK_COUNT] = {
+#define LMS_HOOK(sym, base, version, ptds, required) {#sym, #base, version, ptds, required, (void *)&sym},
+#include "hooks.def"
+#undef LMS_HOOK
+};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bool atfork_registered;
+
+static void fork_prepare(void) { lms_engine_fork_prepare(); }
+static void fork_parent(void) { lms_engine_fork_parent(); }
+/* The child redoes the one-time initialisation on its next hook. */
+static void fork_child(void)
+{
+    lms_engine_fork_child();
+    once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
+/* Sets up the engine and resolves every hooked variant. */
+static void init_once(void)
+{
+    lms_hook_initializing = true;
+    lms_engine_init();
+    for (int i = 0; i < LMS_HOOK_COUNT; i++) {
+        const hook_entry *e = &entries[i];
+        cuuint64_t flags = e->per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                                         : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+        lms_hook_real[i] = lms_driver_proc(e->base, e->version, flags);
+        if (!lms_hook_real[i] && e->required && lms_drv.handle)
+            lms_log(LMS_LEVEL_ERROR, "the driver has no %s: calls to it will fail", e->symbol);
+    }
+    if (!atfork_registered) {
+        atfork_registered = true;
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
+    }
+    lms_hook_initializing = false;
+}
+
+void lms_hooks_init(void)
+{
+    pthread_once(&once, init_once);
+}
+
+void *lms_hook_for_real(void *real)
+{
+    if (!real)
+        return real;
+    for (int i = 0; i < LMS_HOOK_COUNT; i++)
+        if (lms_hook_real[i] == real)
+            return entries[i].hook;
+    return real;
+}
+
+void *lms_hook_by_name(const char *name)
+{
+    for (int i = 0; i < LMS_HOOK_COUNT; i++)
+        if (strcmp(entries[i].symbol, name) == 0)
+            return entries[i].hook;
+    return NULL;
+}

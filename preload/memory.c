@@ -1,0 +1,325 @@
+/*
+ * memory.c — the allocation, free, info and pointer-query hooks. Each one
+ * guards, translates its arguments into a request, calls the engine
+ * (src/place.c) and returns the CUresult; no policy lives here.
+ */
+#include "chunks.h"
+#include "hooks.h"
+#include "place.h"
+
+/* The real call behind a hook, or NOT_SUPPORTED when the driver lacks it. */
+#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
+
+/* ---- device allocations ------------------------------------------------- */
+
+typedef struct alloc_args {
+    void *real;              /* the real entry point of the calling hook */
+    size_t size;
+    CUstream stream;
+    CUmemoryPool pool;
+    size_t *pitch;           /* pitched: where the pitch goes */
+    size_t width, height;
+    unsigned elem;
+} alloc_args;
+
+static CUresult native_alloc(void *ctx, CUdeviceptr *out)
+{
+    alloc_args *a = ctx;
+    return ((__typeof__(&cuMemAlloc_v2))a->real)(out, a->size);
+}
+
+static CUresult native_alloc_async(void *ctx, CUdeviceptr *out)
+{
+    alloc_args *a = ctx;
+    return ((__typeof__(&cuMemAllocAsync))a->real)(out, a->size, a->stream);
+}
+
+static CUresult native_alloc_pool(void *ctx, CUdeviceptr *out)
+{
+    alloc_args *a = ctx;
+    return ((__typeof__(&cuMemAllocFromPoolAsync))a->real)(out, a->size, a->pool, a->stream);
+}
+
+static CUresult native_alloc_pitch(void *ctx, CUdeviceptr *out)
+{
+    alloc_args *a = ctx;
+    return ((__typeof__(&cuMemAllocPitch_v2))a->real)(out, a->pitch, a->width, a->height, a->elem);
+}
+
+/* Places one device request made through a hook whose real entry is `real`. */
+static CUresult place(CUdeviceptr *out, int device, bool async, lms_native_alloc native,
+                      alloc_args *args)
+{
+    lms_alloc_request r = {.size = args->size, .device = device, .stream = args->stream,
+                           .async = async, .native = native, .native_ctx = args};
+    return lms_place_alloc(&r, out);
+}
+
+LMS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    if (!lms_hook_enter())
+        return PASS(cuMemAlloc_v2, dptr, bytesize);
+    CUresult r;
+    alloc_args a = {.real = (void *)REAL(cuMemAlloc_v2), .size = bytesize};
+    if (!a.real)
+        r = CUDA_ERROR_NOT_SUPPORTED;
+    else if (!dptr || bytesize == 0)
+        r = REAL(cuMemAlloc_v2)(dptr, bytesize);           /* CUDA answers bad arguments */
+    else
+        r = place(dptr, lms_driver_current_device(), false, native_alloc, &a);
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height,
+                                       unsigned int elem)
+{
+    if (!lms_hook_enter())
+        return PASS(cuMemAllocPitch_v2, dptr, pPitch, width, height, elem);
+    CUresult r;
+    alloc_args a = {.real = (void *)REAL(cuMemAllocPitch_v2), .pitch = pPitch, .width = width,
+                    .height = height, .elem = elem};
+    if (!a.real)
+        r = CUDA_ERROR_NOT_SUPPORTED;
+    else if (!dptr || !pPitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
+        r = REAL(cuMemAllocPitch_v2)(dptr, pPitch, width, height, elem);
+    else {
+        *pPitch = (width + 511) / 512 * 512;       /* the layout if it leaves the device */
+        a.size = *pPitch * height;
+        r = place(dptr, lms_driver_current_device(), false, native_alloc_pitch, &a);
+    }
+    lms_hook_leave();
+    return r;
+}
+
+/* Shared body of the stream-ordered allocation hooks. */
+static CUresult alloc_async(void *real, CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+                            CUstream stream)
+{
+    alloc_args a = {.real = real, .size = size, .stream = stream, .pool = pool};
+    if (!dptr || size == 0)
+        return pool ? native_alloc_pool(&a, dptr) : native_alloc_async(&a, dptr);
+    return place(dptr, lms_driver_stream_device(stream), true,
+                 pool ? native_alloc_pool : native_alloc_async, &a);
+}
+
+#define ASYNC_ALLOC_HOOK(sym)                                                         \
+    LMS_EXPORT CUresult sym(CUdeviceptr *dptr, size_t size, CUstream stream)          \
+    {                                                                                 \
+        if (!lms_hook_enter() || !REAL(sym))                                          \
+            return PASS(sym, dptr, size, stream);                                     \
+        CUresult r = alloc_async((void *)REAL(sym), dptr, size, NULL, stream);        \
+        lms_hook_leave();                                                             \
+        return r;                                                                     \
+    }
+
+#define POOL_ALLOC_HOOK(sym)                                                                   \
+    LMS_EXPORT CUresult sym(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream) \
+    {                                                                                          \
+        if (!lms_hook_enter() || !REAL(sym))                                                   \
+            return PASS(sym, dptr, size, pool, stream);                                        \
+        CUresult r = pool ? alloc_async((void *)REAL(sym), dptr, size, pool, stream)           \
+                          : REAL(sym)(dptr, size, pool, stream);                               \
+        lms_hook_leave();                                                                      \
+        return r;                                                                              \
+    }
+
+ASYNC_ALLOC_HOOK(cuMemAllocAsync)
+ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz)
+POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync)
+POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz)
+
+/* ---- frees --------------------------------------------------------------- */
+
+LMS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    if (!lms_hook_enter() || !REAL(cuMemFree_v2))
+        return PASS(cuMemFree_v2, dptr);
+    lms_free_op op = {.sync_free = REAL(cuMemFree_v2)};
+    CUresult r = lms_place_free(dptr, &op);
+    lms_hook_leave();
+    return r;
+}
+
+#define ASYNC_FREE_HOOK(sym)                                                     \
+    LMS_EXPORT CUresult sym(CUdeviceptr dptr, CUstream stream)                   \
+    {                                                                            \
+        if (!lms_hook_enter() || !REAL(sym) || !REAL(cuMemFree_v2))              \
+            return PASS(sym, dptr, stream);                                      \
+        lms_free_op op = {.sync_free = REAL(cuMemFree_v2), .async_free = REAL(sym), \
+                          .stream = stream};                                     \
+        CUresult r = lms_place_free(dptr, &op);                                  \
+        lms_hook_leave();                                                        \
+        return r;                                                                \
+    }
+
+ASYNC_FREE_HOOK(cuMemFreeAsync)
+ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz)
+
+/* ---- the 32-bit ABI: budget and accounting only (no fallback fits in a
+ *      32-bit pointer) ------------------------------------------------------ */
+
+static CUresult native_alloc_v1(void *ctx, CUdeviceptr *out)
+{
+    alloc_args *a = ctx;
+    CUdeviceptr_v1 p = 0;
+    CUresult r = REAL(cuMemAlloc)(&p, (unsigned int)a->size);
+    *out = p;
+    return r;
+}
+
+static CUresult free_v1(CUdeviceptr p) { return REAL(cuMemFree)((CUdeviceptr_v1)p); }
+
+LMS_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+    if (!lms_hook_enter() || !REAL(cuMemAlloc))
+        return PASS(cuMemAlloc, dptr, bytesize);
+    CUresult r;
+    if (!dptr || bytesize == 0) {
+        r = REAL(cuMemAlloc)(dptr, bytesize);
+    } else {
+        alloc_args a = {.size = bytesize};
+        lms_alloc_request req = {.size = bytesize, .device = lms_driver_current_device(),
+                                 .device_only = true, .native = native_alloc_v1, .native_ctx = &a};
+        CUdeviceptr p = 0;
+        r = lms_place_alloc(&req, &p);
+        if (r == CUDA_SUCCESS)
+            *dptr = (CUdeviceptr_v1)p;
+    }
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
+{
+    if (!lms_hook_enter() || !REAL(cuMemFree))
+        return PASS(cuMemFree, dptr);
+    lms_free_op op = {.sync_free = free_v1};
+    CUresult r = lms_place_free(dptr, &op);
+    lms_hook_leave();
+    return r;
+}
+
+/* ---- memory the program asks for in other kinds ------------------------- */
+
+LMS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    if (!lms_hook_enter() || !REAL(cuMemAllocManaged))
+        return PASS(cuMemAllocManaged, dptr, bytesize, flags);
+    CUresult r = REAL(cuMemAllocManaged)(dptr, bytesize, flags);
+    if (r == CUDA_SUCCESS)
+        lms_place_note_program(*dptr, bytesize, lms_driver_current_device(), LMS_PLACE_MANAGED);
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+{
+    if (!lms_hook_enter() || !REAL(cuMemHostAlloc))
+        return PASS(cuMemHostAlloc, pp, bytesize, flags);
+    CUresult r = REAL(cuMemHostAlloc)(pp, bytesize, flags);
+    if (r == CUDA_SUCCESS)
+        lms_place_note_program((uintptr_t)*pp, bytesize, lms_driver_current_device(), LMS_PLACE_PINNED);
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    if (!lms_hook_enter() || !REAL(cuMemAllocHost_v2))
+        return PASS(cuMemAllocHost_v2, pp, bytesize);
+    CUresult r = REAL(cuMemAllocHost_v2)(pp, bytesize);
+    if (r == CUDA_SUCCESS)
+        lms_place_note_program((uintptr_t)*pp, bytesize, lms_driver_current_device(), LMS_PLACE_PINNED);
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemFreeHost(void *p)
+{
+    if (!lms_hook_enter() || !REAL(cuMemFreeHost))
+        return PASS(cuMemFreeHost, p);
+    CUresult r = REAL(cuMemFreeHost)(p);
+    if (r == CUDA_SUCCESS)
+        lms_place_forget((uintptr_t)p);
+    lms_hook_leave();
+    return r;
+}
+
+/* ---- physical memory of the VMM API -------------------------------------- */
+
+LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    if (!lms_hook_enter() || !REAL(cuMemCreate))
+        return PASS(cuMemCreate, handle, size, prop, flags);
+    /* The device comes from the properties, and only from a device location. */
+    int device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+    CUresult r = device >= 0 ? lms_place_vmm_check(device, size) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+        r = REAL(cuMemCreate)(handle, size, prop, flags);
+    if (r == CUDA_SUCCESS && device >= 0)
+        lms_place_vmm_created(*handle, device, size);
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    if (!lms_hook_enter() || !REAL(cuMemRelease))
+        return PASS(cuMemRelease, handle);
+    CUresult r = REAL(cuMemRelease)(handle);
+    if (r == CUDA_SUCCESS)
+        lms_place_vmm_released(handle);
+    lms_hook_leave();
+    return r;
+}
+
+/* ---- memory info ---------------------------------------------------------- */
+
+LMS_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+    if (!lms_hook_enter() || !REAL(cuMemGetInfo_v2))
+        return PASS(cuMemGetInfo_v2, free_bytes, total);
+    CUresult r = lms_place_mem_info(free_bytes, total, REAL(cuMemGetInfo_v2));
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
+{
+    if (!lms_hook_enter() || !REAL(cuMemGetInfo_v2))
+        return PASS(cuMemGetInfo, free_bytes, total);
+    size_t f, t;
+    CUresult r = free_bytes && total ? lms_place_mem_info(&f, &t, REAL(cuMemGetInfo_v2))
+                                     : CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        *free_bytes = f > 0xffffffffu ? 0xffffffffu : (unsigned int)f;
+        *total = t > 0xffffffffu ? 0xffffffffu : (unsigned int)t;
+    }
+    lms_hook_leave();
+    return r;
+}
+
+/* ---- pointer queries: the driver tells the truth about every placement
+ *      (a managed chunk is managed memory); hooked so that every path to
+ *      them is seen and measured ------------------------------------------- */
+
+LMS_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr dptr)
+{
+    lms_hooks_init();
+    return PASS(cuMemGetAddressRange_v2, base, size, dptr);
+}
+
+LMS_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    lms_hooks_init();
+    return PASS(cuPointerGetAttribute, data, attribute, ptr);
+}
+
+LMS_EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attributes, void **data,
+                                           CUdeviceptr ptr)
+{
+    lms_hooks_init();
+    return PASS(cuPointerGetAttributes, n, attributes, data, ptr);
+}

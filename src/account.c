@@ -1,0 +1,105 @@
+/*
+ * account.c — per-device accounting (see account.h).
+ */
+#include "account.h"
+
+#include <sched.h>
+
+#include "driver.h"
+#include "log.h"
+
+lms_account lms_accounts[LMS_MAX_DEVICES];
+
+uint64_t lms_charge_of(uint64_t size)
+{
+    uint64_t g = size < (2ull << 20) ? 512 : 2ull << 20;
+    return (size + g - 1) / g * g;
+}
+
+/* Reads the device's memory and sets its budget (once per device). */
+static void setup(lms_account *a, int device)
+{
+    size_t total = 0;
+    if (!lms_drv.cuDeviceTotalMem || lms_drv.cuDeviceTotalMem(&total, device) != CUDA_SUCCESS)
+        total = 0;
+    a->physical = total;
+    a->budget = lms_options_budget(device, total);
+    if (LMS_LOG_ON(LMS_LEVEL_INFO)) {
+        lms_log(LMS_LEVEL_INFO, "device %d: memory=%llu budget=%llu frac=%g threshold=%llu", device,
+                (unsigned long long)a->physical, (unsigned long long)a->budget, lms_opt.frac,
+                (unsigned long long)lms_opt.threshold);
+    }
+}
+
+lms_account *lms_account_of(int device)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES)
+        return NULL;
+    lms_account *a = &lms_accounts[device];
+    if (atomic_load_explicit(&a->state, memory_order_acquire) == 2)
+        return a;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&a->state, &expect, 1)) {
+        setup(a, device);
+        atomic_store_explicit(&a->state, 2, memory_order_release);
+    } else {
+        while (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
+            sched_yield();
+    }
+    return a;
+}
+
+/* Raises the peak to at least `now`. */
+static void note_peak(lms_account *a, uint64_t now)
+{
+    uint64_t p = atomic_load_explicit(&a->peak, memory_order_relaxed);
+    while (now > p && !atomic_compare_exchange_weak_explicit(&a->peak, &p, now, memory_order_relaxed,
+                                                             memory_order_relaxed))
+        ;
+}
+
+bool lms_account_reserve(lms_account *a, uint64_t bytes, uint64_t limit)
+{
+    uint64_t u = atomic_load_explicit(&a->used, memory_order_relaxed);
+    do {
+        if (bytes > limit || u > limit - bytes)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&a->used, &u, u + bytes, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    note_peak(a, u + bytes);
+    return true;
+}
+
+void lms_account_force(lms_account *a, uint64_t bytes)
+{
+    uint64_t now = atomic_fetch_add_explicit(&a->used, bytes, memory_order_relaxed) + bytes;
+    note_peak(a, now);
+}
+
+void lms_account_release(lms_account *a, uint64_t bytes)
+{
+    atomic_fetch_sub_explicit(&a->used, bytes, memory_order_relaxed);
+}
+
+void lms_account_add_chunk(lms_account *a, const lms_chunk *c)
+{
+    atomic_fetch_add_explicit(&a->live_chunks[c->place], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->live_bytes[c->place], c->size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->allocs[c->place], 1, memory_order_relaxed);
+    if (c->flags & LMS_CHUNK_FALLBACK)
+        atomic_fetch_add_explicit(&a->fallbacks, 1, memory_order_relaxed);
+}
+
+void lms_account_drop_chunk(lms_account *a, const lms_chunk *c)
+{
+    atomic_fetch_sub_explicit(&a->live_chunks[c->place], 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&a->live_bytes[c->place], c->size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->frees, 1, memory_order_relaxed);
+}
+
+void lms_account_reset_setup(void)
+{
+    for (int d = 0; d < LMS_MAX_DEVICES; d++)
+        if (atomic_load(&lms_accounts[d].state) == 1)
+            atomic_store(&lms_accounts[d].state, 0);
+}

@@ -1,0 +1,53 @@
+/*
+ * account.h — per-device accounting (account.c): the budget, the bytes this
+ * process holds on the device, and counters by placement. Lock-free.
+ */
+#ifndef LMS_ACCOUNT_H
+#define LMS_ACCOUNT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "chunks.h"
+#include "options.h"
+
+typedef struct lms_account {
+    atomic_int state;                          /* 0 unknown, 1 setting up, 2 ready */
+    uint64_t physical;                         /* bytes of device memory (the driver's total) */
+    uint64_t budget;                           /* bytes: min(LMS_LIMIT, physical) */
+    _Atomic uint64_t used;                     /* bytes charged: device chunks (+ resident managed) */
+    _Atomic uint64_t peak;                     /* most bytes charged at once */
+    _Atomic uint64_t live_chunks[LMS_PLACE_COUNT];
+    _Atomic uint64_t live_bytes[LMS_PLACE_COUNT];
+    _Atomic uint64_t allocs[LMS_PLACE_COUNT];  /* chunks placed since start */
+    _Atomic uint64_t frees;                    /* chunks freed */
+    _Atomic uint64_t fallbacks;                /* device requests placed elsewhere */
+    _Atomic uint64_t oom_failures;             /* requests answered OUT_OF_MEMORY */
+} lms_account;
+
+extern lms_account lms_accounts[LMS_MAX_DEVICES];
+
+/* The account of a device, its budget set up on first use; NULL for a
+ * device out of range. */
+lms_account *lms_account_of(int device);
+
+/* Bytes a device allocation of `size` occupies: 512 B granules below 2 MiB,
+ * 2 MiB pages from there on (what CUDA drivers round to). */
+uint64_t lms_charge_of(uint64_t size);
+
+/* Charges bytes if they fit under `limit`; false (nothing charged) if not. */
+bool lms_account_reserve(lms_account *a, uint64_t bytes, uint64_t limit);
+/* Charges bytes whatever the limit. */
+void lms_account_force(lms_account *a, uint64_t bytes);
+/* Returns charged bytes. */
+void lms_account_release(lms_account *a, uint64_t bytes);
+
+/* Counts a new live chunk / a chunk gone. */
+void lms_account_add_chunk(lms_account *a, const lms_chunk *c);
+void lms_account_drop_chunk(lms_account *a, const lms_chunk *c);
+
+/* Forgets every device's setup (a fork child re-reads budgets lazily). */
+void lms_account_reset_setup(void);
+
+#endif

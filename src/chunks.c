@@ -1,0 +1,154 @@
+/*
+ * chunks.c — the chunk map (see chunks.h): 64 shards, each an
+ * open-addressing hash table with its own mutex, so threads allocating at
+ * once rarely meet. Entries live inline; tables grow by rehashing.
+ */
+#include "chunks.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHARDS 64
+#define EMPTY 0ull
+#define TOMB 1ull     /* a removed entry; keys 0 and 1 are never pointers */
+
+const char *const lms_place_names[LMS_PLACE_COUNT] = {"device", "managed", "host", "vmm", "pinned"};
+
+typedef struct shard {
+    pthread_mutex_t lock;
+    lms_chunk *slots;     /* cap entries, owned by the shard */
+    size_t cap;           /* a power of two, or 0 */
+    size_t used;          /* live + tombstones */
+    size_t live;
+} shard;
+
+static shard shards[SHARDS] = {[0 ... SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
+
+/* Mixes a pointer into a well spread hash. */
+static uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+}
+
+static shard *shard_of(uint64_t key) { return &shards[mix(key) & (SHARDS - 1)]; }
+
+/* Index of key's slot, or of the first free slot on its probe path. */
+static size_t probe(const shard *s, uint64_t key, bool for_insert)
+{
+    size_t mask = s->cap - 1, i = (mix(key) >> 6) & mask, tomb = SIZE_MAX;
+    for (;;) {
+        uint64_t k = s->slots[i].key;
+        if (k == key)
+            return i;
+        if (k == EMPTY)
+            return for_insert && tomb != SIZE_MAX ? tomb : i;
+        if (k == TOMB && tomb == SIZE_MAX)
+            tomb = i;
+        i = (i + 1) & mask;
+    }
+}
+
+/* Rehashes into a table of ncap slots; false if out of memory. */
+static bool grow(shard *s, size_t ncap)
+{
+    lms_chunk *old = s->slots;
+    size_t ocap = s->cap;
+    lms_chunk *n = calloc(ncap, sizeof *n);
+    if (!n)
+        return false;
+    s->slots = n;
+    s->cap = ncap;
+    s->used = s->live;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].key > TOMB)
+            s->slots[probe(s, old[i].key, true)] = old[i];
+    free(old);
+    return true;
+}
+
+bool lms_chunks_insert(const lms_chunk *c)
+{
+    shard *s = shard_of(c->key);
+    pthread_mutex_lock(&s->lock);
+    bool ok = true;
+    if ((s->used + 1) * 4 > s->cap * 3)
+        ok = grow(s, s->cap ? (s->live * 4 > s->cap ? s->cap * 2 : s->cap) : 64);
+    if (ok) {
+        size_t i = probe(s, c->key, true);
+        if (s->slots[i].key == EMPTY)
+            s->used++;
+        if (s->slots[i].key != c->key)
+            s->live++;
+        s->slots[i] = *c;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+bool lms_chunks_find(uint64_t key, lms_chunk *out)
+{
+    shard *s = shard_of(key);
+    pthread_mutex_lock(&s->lock);
+    bool found = false;
+    if (s->cap) {
+        size_t i = probe(s, key, false);
+        if (s->slots[i].key == key) {
+            *out = s->slots[i];
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+bool lms_chunks_remove(uint64_t key, lms_chunk *out)
+{
+    shard *s = shard_of(key);
+    pthread_mutex_lock(&s->lock);
+    bool found = false;
+    if (s->cap) {
+        size_t i = probe(s, key, false);
+        if (s->slots[i].key == key) {
+            if (out)
+                *out = s->slots[i];
+            s->slots[i].key = TOMB;
+            s->live--;
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+size_t lms_chunks_count(void)
+{
+    size_t n = 0;
+    for (int i = 0; i < SHARDS; i++) {
+        pthread_mutex_lock(&shards[i].lock);
+        n += shards[i].live;
+        pthread_mutex_unlock(&shards[i].lock);
+    }
+    return n;
+}
+
+void lms_chunks_lock_all(void)
+{
+    for (int i = 0; i < SHARDS; i++)
+        pthread_mutex_lock(&shards[i].lock);
+}
+
+void lms_chunks_unlock_all(void)
+{
+    for (int i = SHARDS - 1; i >= 0; i--)
+        pthread_mutex_unlock(&shards[i].lock);
+}
+
+void lms_chunks_reset_locks(void)
+{
+    for (int i = 0; i < SHARDS; i++)
+        pthread_mutex_init(&shards[i].lock, NULL);
+}

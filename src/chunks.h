@@ -1,0 +1,54 @@
+/*
+ * chunks.h — the chunk map: every pointer (or VMM handle) lmshim has seen
+ * handed out, with where it lives (chunks.c). Lookups by base address.
+ */
+#ifndef LMS_CHUNKS_H
+#define LMS_CHUNKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    LMS_PLACE_DEVICE,    /* device memory, as the program asked */
+    LMS_PLACE_MANAGED,   /* unified memory: lmshim's placement or the program's own */
+    LMS_PLACE_HOST,      /* pinned, mapped host memory standing in for device memory */
+    LMS_PLACE_VMM,       /* a cuMemCreate physical allocation (key: its handle) */
+    LMS_PLACE_PINNED,    /* the program's own pinned host memory */
+    LMS_PLACE_COUNT
+} lms_place;
+
+extern const char *const lms_place_names[LMS_PLACE_COUNT];
+
+enum {
+    LMS_CHUNK_FALLBACK = 1,   /* asked for device memory, placed elsewhere */
+    LMS_CHUNK_ASYNC = 2,      /* from a stream-ordered allocation */
+    LMS_CHUNK_PROGRAM = 4,    /* the program asked for this kind itself */
+};
+
+typedef struct lms_chunk {
+    uint64_t key;        /* base pointer; for VMM the handle | LMS_VMM_TAG */
+    uint64_t size;       /* bytes requested */
+    uint64_t charged;    /* bytes counted against the device budget */
+    int16_t device;      /* -1: none */
+    uint8_t place;       /* lms_place */
+    uint8_t flags;       /* LMS_CHUNK_* */
+} lms_chunk;
+
+#define LMS_VMM_TAG (1ull << 63)
+
+/* Adds a chunk (its key must not be present); false if out of memory. */
+bool lms_chunks_insert(const lms_chunk *c);
+/* Copies the chunk with this key into *out; false if unknown. */
+bool lms_chunks_find(uint64_t key, lms_chunk *out);
+/* Removes the chunk with this key, copying it to *out; false if unknown. */
+bool lms_chunks_remove(uint64_t key, lms_chunk *out);
+/* Live chunks. */
+size_t lms_chunks_count(void);
+
+/* fork support: hold every shard across fork; the child reinitialises. */
+void lms_chunks_lock_all(void);
+void lms_chunks_unlock_all(void);
+void lms_chunks_reset_locks(void);
+
+#endif

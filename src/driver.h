@@ -1,0 +1,39 @@
+/*
+ * driver.h — the real CUDA driver as the engine sees it (driver.c): the
+ * library handle, the real cuGetProcAddress_v2, and the functions of
+ * driver.def. Nothing here is exported; the engine never calls a hook.
+ */
+#ifndef LMS_DRIVER_H
+#define LMS_DRIVER_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdbool.h>
+
+typedef struct lms_driver {
+    void *handle;                                   /* dlopen("libcuda.so.1") */
+    PFN_cuGetProcAddress_v12000 get_proc_address;   /* the real one */
+#define LMS_DRIVER(name, version, pfn) pfn name;
+#include "driver.def"
+#undef LMS_DRIVER
+} lms_driver;
+
+extern lms_driver lms_drv;
+
+/* Loads the real driver and resolves driver.def. False (after one error
+ * line) when there is no driver or no cuGetProcAddress_v2; entries the
+ * driver lacks stay NULL and the engine checks before calling them. */
+bool lms_driver_open(void);
+
+/* The real pointer of one ABI variant: name, version, flags as cudart would
+ * ask. NULL when the driver has none. */
+void *lms_driver_proc(const char *name, int version, cuuint64_t flags);
+
+/* The device of the current context, or -1 (no context or no driver). */
+int lms_driver_current_device(void);
+
+/* The device of a stream (NULL: the current context's), or -1. */
+int lms_driver_stream_device(CUstream stream);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * engine.c — engine start-up (see engine.h).
+ */
+#include "engine.h"
+
+#include <stdlib.h>
+
+#include "account.h"
+#include "chunks.h"
+#include "driver.h"
+#include "log.h"
+#include "stats.h"
+
+bool lms_active;
+static bool exit_registered;
+
+/* At exit: the per-device summary when asked for. */
+static void at_exit(void)
+{
+    if (lms_active && (lms_opt.stats || LMS_LOG_ON(LMS_LEVEL_INFO)))
+        lms_stats_print();
+}
+
+bool lms_engine_init(void)
+{
+    lms_options_load();
+    if (lms_opt.disable)
+        lms_opt.log = LMS_LEVEL_OFF;   /* pure pass-through: not a word either */
+    lms_log_open();
+    bool driver = lms_driver_open();
+    lms_active = driver && !lms_opt.disable;
+    if (LMS_LOG_ON(LMS_LEVEL_DEBUG)) {
+        for (int i = 0; i < LMS_OPT_COUNT; i++) {
+            char v[300], env[64];
+            lms_option_value(i, v, sizeof v);
+            lms_log(LMS_LEVEL_DEBUG, "option %s=%s (%s)", lms_option_env(i, env, sizeof env), v,
+                    lms_opt.source[i] == LMS_SOURCE_ENV ? "environment" : "default");
+        }
+    }
+    if (!exit_registered) {
+        exit_registered = true;
+        atexit(at_exit);
+    }
+    return lms_active;
+}
+
+void lms_engine_fork_prepare(void) { lms_chunks_lock_all(); }
+void lms_engine_fork_parent(void) { lms_chunks_unlock_all(); }
+void lms_engine_fork_child(void)
+{
+    lms_chunks_reset_locks();
+    lms_account_reset_setup();
+}

@@ -1,0 +1,125 @@
+/*
+ * log.c — the output of lmshim (see log.h).
+ */
+#include "log.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int log_fd = 2;
+static const char *const level_names[] = {"off", "error", "warn", "info", "debug"};
+
+void lms_log_write(const char *text, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(log_fd, text, len);
+        if (n <= 0)
+            return;
+        text += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Formats "lmshim[pid] level: text\n" into a stack buffer and writes it. */
+static void vlog(lms_level level, const char *fmt, va_list ap)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof line, "lmshim[%d] %s: ", (int)getpid(), level_names[level]);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    if (m < 0)
+        m = 0;
+    size_t len = (size_t)n + ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m : sizeof line - (size_t)n - 2);
+    line[len++] = '\n';
+    lms_log_write(line, len);
+}
+
+void lms_log(lms_level level, const char *fmt, ...)
+{
+    if (!LMS_LOG_ON(level) || level == LMS_LEVEL_OFF)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, fmt, ap);
+    va_end(ap);
+}
+
+void lms_log_capped(lms_level level, atomic_uint *count, unsigned cap, const char *fmt, ...)
+{
+    if (!LMS_LOG_ON(level) || level == LMS_LEVEL_OFF)
+        return;
+    unsigned seen = atomic_fetch_add_explicit(count, 1, memory_order_relaxed);
+    if (seen > cap)
+        return;
+    if (seen == cap) {
+        lms_log(level, "(further messages like the last one suppressed)");
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, fmt, ap);
+    va_end(ap);
+}
+
+void lms_log_bad_value(const char *variable, const char *value, const char *kept)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line, "lmshim[%d] warn: %s=%s is not a valid value; keeping %s\n",
+                     (int)getpid(), variable, value, kept);
+    if (n > 0)
+        (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+void lms_expand_path(const char *t, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; *t && o + 1 < len; t++) {
+        char piece[256];
+        const char *add = NULL;
+        if (t[0] == '%' && t[1]) {
+            t++;
+            switch (*t) {
+            case 'p': snprintf(piece, sizeof piece, "%d", (int)getpid()); add = piece; break;
+            case 'r': snprintf(piece, sizeof piece, "%d", lms_rank()); add = piece; break;
+            case 'h':
+                if (gethostname(piece, sizeof piece) != 0)
+                    strcpy(piece, "host");
+                piece[sizeof piece - 1] = 0;
+                add = piece;
+                break;
+            case '%': add = "%"; break;
+            default: piece[0] = '%'; piece[1] = *t; piece[2] = 0; add = piece; break;
+            }
+        }
+        if (add) {
+            size_t n = strlen(add);
+            if (o + n >= len)
+                n = len - o - 1;
+            memcpy(out + o, add, n);
+            o += n;
+        } else {
+            out[o++] = *t;
+        }
+    }
+    out[o] = 0;
+}
+
+void lms_log_open(void)
+{
+    if (log_fd != 2) {
+        close(log_fd);
+        log_fd = 2;
+    }
+    if (!lms_opt.log_file[0])
+        return;
+    char path[512];
+    lms_expand_path(lms_opt.log_file, path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        lms_log_bad_value("LMS_LOG_FILE", path, "stderr (the file cannot be opened)");
+        return;
+    }
+    log_fd = fd;
+}

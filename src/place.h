@@ -1,0 +1,58 @@
+/*
+ * place.h — placement (place.c): where a new chunk goes under the LMS rule
+ * and the budget, how each placement is freed, and the budget's view of
+ * cuMemGetInfo. The hooks call these; these call only the real driver.
+ */
+#ifndef LMS_PLACE_H
+#define LMS_PLACE_H
+
+#include "driver.h"
+
+/* The allocation the program asked for, made by the real entry point of the
+ * hook that was called (cuMemAlloc_v2, cuMemAllocAsync_ptsz, ...). */
+typedef CUresult (*lms_native_alloc)(void *ctx, CUdeviceptr *out);
+
+typedef struct lms_alloc_request {
+    uint64_t size;             /* bytes asked for */
+    int device;                /* where the program wants them */
+    CUstream stream;           /* stream-ordered allocations: their stream */
+    bool async;                /* a stream-ordered allocation */
+    bool device_only;          /* never off the device (32-bit ABI): budget only */
+    lms_native_alloc native;   /* makes the device allocation as asked */
+    void *native_ctx;
+} lms_alloc_request;
+
+/* Places a device-memory request: on the device as asked, or in LMS_MODE
+ * memory by the LMS rule or on out-of-memory. Returns the CUresult the
+ * program gets; *out is the pointer it uses in every case. */
+CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out);
+
+/* The real frees of the hook that was called. */
+typedef struct lms_free_op {
+    CUresult (*sync_free)(CUdeviceptr);              /* cuMemFree_v2 */
+    CUresult (*async_free)(CUdeviceptr, CUstream);   /* cuMemFreeAsync(_ptsz), or NULL */
+    CUstream stream;
+} lms_free_op;
+
+/* Frees a pointer the way its placement needs; unknown pointers go to the
+ * real free unchanged (CUDA answers). Accounting changes only on success. */
+CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op);
+
+/* Records memory the program allocated itself in a non-device kind
+ * (LMS_PLACE_MANAGED / LMS_PLACE_PINNED): tracked, never charged. */
+void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place);
+/* Forgets such memory after the real free succeeded. */
+void lms_place_forget(uint64_t ptr);
+
+/* cuMemCreate / cuMemRelease: physical memory charged to its device. A
+ * creation past the budget is refused (OUT_OF_MEMORY) only with
+ * LMS_ON_OOM=fail; otherwise charged with one warning. */
+CUresult lms_place_vmm_check(int device, uint64_t size);
+void lms_place_vmm_created(uint64_t handle, int device, uint64_t size);
+void lms_place_vmm_released(uint64_t handle);
+
+/* cuMemGetInfo under the budget: total = min(budget, physical), free =
+ * clamp(total - used, 0, the driver's free). `real` answers first. */
+CUresult lms_place_mem_info(size_t *free_bytes, size_t *total, CUresult (*real)(size_t *, size_t *));
+
+#endif
