@@ -5,6 +5,7 @@
  * handle, answered with the hook of a hooked name.
  */
 #include "dlsym_override.h"
+#include "elf_symbol.h"
 #include "hooks.h"
 
 LMS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
@@ -32,10 +33,17 @@ LMS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVer
 }
 
 /* dlsym(handle, "cuX") for a hooked name: the hook, if the real lookup
- * finds the name there at all. Everything else: glibc answers. */
+ * finds the name there at all. Everything else: glibc answers. Sanitizer
+ * runtimes look names up before their shadow memory exists, so the test
+ * that lets their lookups through is not instrumented. */
+LMS_UNINSTRUMENTED static bool maybe_hooked(const char *name)
+{
+    return name && name[0] == 'c' && name[1] == 'u';
+}
+
 bool lms_dlsym_filter(void *handle, const char *name, lms_dlsym_fn real, void **answer)
 {
-    if (!name || name[0] != 'c' || name[1] != 'u' || lms_hook_initializing)
+    if (!maybe_hooked(name) || lms_hook_initializing)
         return false;
     void *hook = lms_hook_by_name(name);
     if (!hook)

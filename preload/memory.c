@@ -235,13 +235,14 @@ LMS_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
     return r;
 }
 
+static CUresult free_host(CUdeviceptr p) { return REAL(cuMemFreeHost)((void *)(uintptr_t)p); }
+
 LMS_EXPORT CUresult cuMemFreeHost(void *p)
 {
     if (!lms_hook_enter() || !REAL(cuMemFreeHost))
         return PASS(cuMemFreeHost, p);
-    CUresult r = REAL(cuMemFreeHost)(p);
-    if (r == CUDA_SUCCESS)
-        lms_place_forget((uintptr_t)p);
+    lms_free_op op = {.sync_free = free_host};
+    CUresult r = lms_place_free((uintptr_t)p, &op);
     lms_hook_leave();
     return r;
 }
@@ -268,9 +269,7 @@ LMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     if (!lms_hook_enter() || !REAL(cuMemRelease))
         return PASS(cuMemRelease, handle);
-    CUresult r = REAL(cuMemRelease)(handle);
-    if (r == CUDA_SUCCESS)
-        lms_place_vmm_released(handle);
+    CUresult r = lms_place_vmm_release(handle, REAL(cuMemRelease));
     lms_hook_leave();
     return r;
 }
@@ -297,6 +296,28 @@ LMS_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
         *free_bytes = f > 0xffffffffu ? 0xffffffffu : (unsigned int)f;
         *total = t > 0xffffffffu ? 0xffffffffu : (unsigned int)t;
     }
+    lms_hook_leave();
+    return r;
+}
+
+/* The device's memory as this process sees it: its budget. */
+LMS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    if (!lms_hook_enter() || !REAL(cuDeviceTotalMem_v2))
+        return PASS(cuDeviceTotalMem_v2, bytes, dev);
+    CUresult r = lms_place_total_mem(bytes, dev, REAL(cuDeviceTotalMem_v2));
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
+{
+    if (!lms_hook_enter() || !REAL(cuDeviceTotalMem_v2))
+        return PASS(cuDeviceTotalMem, bytes, dev);
+    size_t b = 0;
+    CUresult r = bytes ? lms_place_total_mem(&b, dev, REAL(cuDeviceTotalMem_v2)) : CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        *bytes = b > 0xffffffffu ? 0xffffffffu : (unsigned int)b;
     lms_hook_leave();
     return r;
 }

@@ -124,7 +124,9 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
 {
     lms_chunk c;
     bool async = op->async_free != NULL;
-    if (!p || !lms_chunks_find(p, &c))
+    /* Out of the map before the real free: once the driver has the address
+     * back it may hand it out again, to another thread, at once. */
+    if (!p || !lms_chunks_remove(p, &c))
         return async ? op->async_free(p, op->stream) : op->sync_free(p);
     CUresult r;
     switch (c.place) {
@@ -134,19 +136,18 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
     case LMS_PLACE_MANAGED:
     case LMS_PLACE_HOST:
         /* Not pool memory: a stream-ordered free waits for the stream. */
-        if (async && lms_drv.cuStreamSynchronize) {
-            r = lms_drv.cuStreamSynchronize(op->stream);
-            if (r != CUDA_SUCCESS)
-                return r;
-        }
-        r = c.place == LMS_PLACE_HOST ? lms_drv.cuMemFreeHost((void *)(uintptr_t)p) : op->sync_free(p);
+        r = async && lms_drv.cuStreamSynchronize ? lms_drv.cuStreamSynchronize(op->stream) : CUDA_SUCCESS;
+        if (r == CUDA_SUCCESS)
+            r = c.place == LMS_PLACE_HOST ? lms_drv.cuMemFreeHost((void *)(uintptr_t)p) : op->sync_free(p);
         break;
     default:
         r = op->sync_free(p);   /* CUDA says what freeing this means */
         break;
     }
-    if (r != CUDA_SUCCESS || !lms_chunks_remove(p, &c))
+    if (r != CUDA_SUCCESS) {
+        lms_chunks_insert(&c);  /* still allocated: keep tracking it */
         return r;
+    }
     lms_account *a = lms_account_of(c.device);
     if (a) {
         if (c.charged)
@@ -166,19 +167,6 @@ void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place)
                    .place = (uint8_t)place, .flags = LMS_CHUNK_PROGRAM};
     if (a && lms_chunks_insert(&c))
         lms_account_add_chunk(a, &c);
-}
-
-void lms_place_forget(uint64_t ptr)
-{
-    lms_chunk c;
-    if (!lms_chunks_remove(ptr, &c))
-        return;
-    lms_account *a = lms_account_of(c.device);
-    if (a) {
-        if (c.charged)
-            lms_account_release(a, c.charged);
-        lms_account_drop_chunk(a, &c);
-    }
 }
 
 CUresult lms_place_vmm_check(int device, uint64_t size)
@@ -212,9 +200,23 @@ void lms_place_vmm_created(uint64_t handle, int device, uint64_t size)
     }
 }
 
-void lms_place_vmm_released(uint64_t handle)
+CUresult lms_place_vmm_release(uint64_t handle, CUresult (*real)(CUmemGenericAllocationHandle))
 {
-    lms_place_forget(handle | LMS_VMM_TAG);
+    lms_chunk c;
+    bool known = lms_chunks_remove(handle | LMS_VMM_TAG, &c);
+    CUresult r = real(handle);
+    if (!known)
+        return r;
+    if (r != CUDA_SUCCESS) {
+        lms_chunks_insert(&c);
+        return r;
+    }
+    lms_account *a = lms_account_of(c.device);
+    if (a) {
+        lms_account_release(a, c.charged);
+        lms_account_drop_chunk(a, &c);
+    }
+    return r;
 }
 
 CUresult lms_place_mem_info(size_t *free_bytes, size_t *total, CUresult (*real)(size_t *, size_t *))
@@ -232,5 +234,16 @@ CUresult lms_place_mem_info(size_t *free_bytes, size_t *total, CUresult (*real)(
         f = *free_bytes;
     *total = t;
     *free_bytes = f;
+    return CUDA_SUCCESS;
+}
+
+CUresult lms_place_total_mem(size_t *bytes, CUdevice dev, CUresult (*real)(size_t *, CUdevice))
+{
+    CUresult r = real(bytes, dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    lms_account *a = lms_account_of(dev);
+    if (a && a->budget < *bytes)
+        *bytes = a->budget;
     return CUDA_SUCCESS;
 }
