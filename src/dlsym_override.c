@@ -15,11 +15,6 @@
 
 #include "elf_symbol.h"
 
-LMS_UNINSTRUMENTED lms_dlsym_fn lms_real_dlsym(const char *version)
-{
-    return (lms_dlsym_fn)lms_elf_symbol("libc.so.6", "dlsym", version);
-}
-
 /* What the trampoline does with one lookup. */
 typedef struct route_result {
     void *value;     /* the answer, when jump is NULL */

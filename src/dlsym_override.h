@@ -9,16 +9,12 @@
 
 #include <stdbool.h>
 
-typedef void *(*lms_dlsym_fn)(void *handle, const char *name);
+#include "elf_symbol.h"   /* lms_dlsym_fn, lms_real_dlsym */
 
 /* Provided by the library that links dlsym_override.c. Called for every
  * dlsym lookup except RTLD_NEXT ones; `real` is glibc's dlsym of the same
  * version (never NULL). Returns true and sets *answer to answer the lookup
  * itself; false lets glibc answer. Must not call dlsym through the PLT. */
 bool lms_dlsym_filter(void *handle, const char *name, lms_dlsym_fn real, void **answer);
-
-/* glibc's dlsym of a version ("GLIBC_2.34" or "GLIBC_2.2.5"), found in
- * libc's ELF tables; NULL if it cannot be found. */
-lms_dlsym_fn lms_real_dlsym(const char *version);
 
 #endif

@@ -7,7 +7,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
-#include "dlsym_override.h"
+#include "elf_symbol.h"
 #include "log.h"
 
 lms_driver lms_drv;

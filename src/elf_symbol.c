@@ -119,3 +119,8 @@ LMS_UNINSTRUMENTED void *lms_elf_symbol(const char *library, const char *name, c
     }
     return NULL;
 }
+
+lms_dlsym_fn lms_real_dlsym(const char *version)
+{
+    return (lms_dlsym_fn)lms_elf_symbol("libc.so.6", "dlsym", version);
+}

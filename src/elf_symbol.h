@@ -17,4 +17,10 @@
  * Safe to call at any time, from any thread, before any initialisation. */
 LMS_UNINSTRUMENTED void *lms_elf_symbol(const char *library, const char *name, const char *version);
 
+typedef void *(*lms_dlsym_fn)(void *handle, const char *name);
+
+/* glibc's dlsym of a version ("GLIBC_2.34" or "GLIBC_2.2.5"), found in
+ * libc's ELF tables; NULL if it cannot be found. */
+LMS_UNINSTRUMENTED lms_dlsym_fn lms_real_dlsym(const char *version);
+
 #endif

@@ -34,7 +34,7 @@ bool lms_engine_init(void)
             char v[300], env[64];
             lms_option_value(i, v, sizeof v);
             lms_log(LMS_LEVEL_DEBUG, "option %s=%s (%s)", lms_option_env(i, env, sizeof env), v,
-                    lms_opt.source[i] == LMS_SOURCE_ENV ? "environment" : "default");
+                    lms_option_source(i));
         }
     }
     if (!exit_registered) {

@@ -150,6 +150,24 @@ const char *lms_option_name(int i) { return i >= 0 && i < LMS_OPT_COUNT ? names[
 const char *lms_option_doc(int i) { return i >= 0 && i < LMS_OPT_COUNT ? docs[i] : NULL; }
 const char *lms_option_default(int i) { return i >= 0 && i < LMS_OPT_COUNT ? defaults[i] : NULL; }
 
+/* The parser of each option, in table order. */
+static bool (*const parsers[])(const char *, void *) = {
+#define LMS_OPTION(name, type, def, doc) parse_##type,
+#include "options.def"
+#undef LMS_OPTION
+};
+
+bool lms_option_valid(int i, const char *text)
+{
+    union { lms_limit limit; uint64_t size; double real; int word; bool flag; lms_PATH_t path; } scratch;
+    return i >= 0 && i < LMS_OPT_COUNT && text && parsers[i](text, &scratch);
+}
+
+const char *lms_option_source(int i)
+{
+    return lms_opt.source[i] == LMS_SOURCE_ENV ? "environment" : "default";
+}
+
 /* Reads one option: the default first, then the environment if valid. */
 static void load_one(int i, bool (*parse)(const char *, void *), void *field)
 {
@@ -172,7 +190,7 @@ static void load_one(int i, bool (*parse)(const char *, void *), void *field)
 void lms_options_load(void)
 {
     memset(&lms_opt, 0, sizeof lms_opt);
-#define LMS_OPTION(name, type, def, doc) load_one(LMS_OPT_##name, parse_##type, &lms_opt.name);
+#define LMS_OPTION(name, type, def, doc) load_one(LMS_OPT_##name, parsers[LMS_OPT_##name], &lms_opt.name);
 #include "options.def"
 #undef LMS_OPTION
     for (int d = 0; d < LMS_MAX_DEVICES; d++) {

@@ -65,6 +65,12 @@ const char *lms_option_env(int i, char *buf, size_t len);
 const char *lms_option_doc(int i);
 const char *lms_option_default(int i);
 
+/* True when text is a valid value for option i (nothing is changed). */
+bool lms_option_valid(int i, const char *text);
+
+/* Where option i's value came from: "default" or "environment". */
+const char *lms_option_source(int i);
+
 /* Writes the current value of option i as text. */
 void lms_option_value(int i, char *buf, size_t len);
 

@@ -1,0 +1,132 @@
+/*
+ * allocbench.c — what lmshim's hooks cost on the no-pressure path.
+ *
+ * One process loads the simulated driver (libcuda.so.1) and liblmshim.so
+ * side by side, without LD_PRELOAD: the driver's own entry points are the
+ * bare calls, the library's exported ones are the hooks. For each case it
+ * times the same loop through both, interleaved over several rounds, and
+ * prints the medians, their ratio and the nanoseconds the hooks add.
+ *
+ * usage: allocbench [rounds [iterations]]   (LD_LIBRARY_PATH must hold build/sim)
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
+typedef CUresult (*free_fn)(CUdeviceptr);
+typedef CUresult (*attr_fn)(void *, CUpointer_attribute, CUdeviceptr);
+typedef CUresult (*info_fn)(size_t *, size_t *);
+
+typedef struct api {
+    alloc_fn alloc;
+    free_fn free;
+    attr_fn attr;
+    info_fn info;
+} api;
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* Resolves the four entry points from a library handle. */
+static int load(void *h, api *a)
+{
+    a->alloc = (alloc_fn)dlsym(h, "cuMemAlloc_v2");
+    a->free = (free_fn)dlsym(h, "cuMemFree_v2");
+    a->attr = (attr_fn)dlsym(h, "cuPointerGetAttribute");
+    a->info = (info_fn)dlsym(h, "cuMemGetInfo_v2");
+    return a->alloc && a->free && a->attr && a->info ? 0 : -1;
+}
+
+enum { CASE_PAIR_4K, CASE_PAIR_48K, CASE_QUERY, CASE_INFO, CASES };
+static const char *const case_names[CASES] = {"alloc+free 4 KiB", "alloc+free 48 KiB",
+                                              "pointer query", "cuMemGetInfo"};
+
+/* ns per operation of one case through one API; -1 on a CUDA error. */
+static double run(const api *a, int which, long iters, CUdeviceptr probe)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        CUdeviceptr p;
+        int managed;
+        size_t f, t;
+        switch (which) {
+        case CASE_PAIR_4K:
+        case CASE_PAIR_48K:
+            if (a->alloc(&p, which == CASE_PAIR_4K ? 4096 : 49152) != CUDA_SUCCESS || a->free(p) != CUDA_SUCCESS)
+                return -1;
+            break;
+        case CASE_QUERY:
+            if (a->attr(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, probe) != CUDA_SUCCESS)
+                return -1;
+            break;
+        default:
+            if (a->info(&f, &t) != CUDA_SUCCESS)
+                return -1;
+            break;
+        }
+    }
+    return (now_ns() - t0) / (double)iters;
+}
+
+static int cmp(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? atoi(argv[1]) : 7;
+    long iters = argc > 2 ? atol(argv[2]) : 200000;
+    if (rounds < 1 || rounds > 101 || iters < 1) {
+        fprintf(stderr, "usage: allocbench [rounds (1-101) [iterations]]\n");
+        return 2;
+    }
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    const char *shim_path = getenv("LMSHIM_LIBRARY") ? getenv("LMSHIM_LIBRARY") : "liblmshim.so";
+    void *shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
+    api bare, hooked;
+    if (!drv || !shim || load(drv, &bare) || load(shim, &hooked)) {
+        fprintf(stderr, "allocbench: cannot load libcuda.so.1 and %s: %s\n", shim_path, dlerror());
+        return 1;
+    }
+    CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(drv, "cuInit");
+    CUresult (*retain)(CUcontext *, CUdevice) = (CUresult(*)(CUcontext *, CUdevice))dlsym(drv, "cuDevicePrimaryCtxRetain");
+    CUresult (*set)(CUcontext) = (CUresult(*)(CUcontext))dlsym(drv, "cuCtxSetCurrent");
+    CUcontext ctx;
+    if (init(0) || retain(&ctx, 0) || set(ctx)) {
+        fprintf(stderr, "allocbench: no device\n");
+        return 1;
+    }
+    CUdeviceptr probe;
+    if (hooked.alloc(&probe, 1 << 20) != CUDA_SUCCESS)
+        return 1;
+    double t[2][CASES][101];
+    for (int r = 0; r < rounds; r++)
+        for (int c = 0; c < CASES; c++)
+            for (int side = 0; side < 2; side++) {        /* bare, then hooked, each round */
+                t[side][c][r] = run(side ? &hooked : &bare, c, c < CASE_QUERY ? iters : iters * 4, probe);
+                if (t[side][c][r] < 0) {
+                    fprintf(stderr, "allocbench: a CUDA call failed\n");
+                    return 1;
+                }
+            }
+    printf("allocbench: %d rounds x %ld iterations, medians (ns per operation)\n", rounds, iters);
+    printf("%-20s %10s %10s %8s %12s\n", "case", "bare", "lmshim", "ratio", "added (ns)");
+    for (int c = 0; c < CASES; c++) {
+        qsort(t[0][c], (size_t)rounds, sizeof(double), cmp);
+        qsort(t[1][c], (size_t)rounds, sizeof(double), cmp);
+        double b = t[0][c][rounds / 2], h = t[1][c][rounds / 2];
+        printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", case_names[c], b, h, h / b, h - b);
+    }
+    hooked.free(probe);
+    return 0;
+}

@@ -1,0 +1,25 @@
+/*
+ * cli.h — the subcommands of the lmshim command and what they share.
+ */
+#ifndef LMS_CLI_H
+#define LMS_CLI_H
+
+#include <stddef.h>
+
+int lms_cmd_run(int argc, char **argv);
+int lms_cmd_info(int argc, char **argv);
+
+/* The directory of the lmshim executable (no trailing slash). */
+const char *lms_cli_self_dir(void);
+
+/* Finds a file of the build or install tree next to the executable: tries
+ * each relative path; returns 0 and the absolute path in out, or -1. */
+int lms_cli_find(const char *const *relative, char *out, size_t len);
+
+/* The simulated GPU's library directory (build/sim), or NULL. */
+const char *lms_cli_sim_dir(void);
+
+/* Prepends dir to a ':'-separated variable, keeping what is there. */
+int lms_cli_prepend_env(const char *var, const char *dir);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * info.c — `lmshim info`: the driver and its devices (name, memory,
+ * managed-memory support), and every option with its value and source.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "driver.h"
+#include "options.h"
+#include "units.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: lmshim info [--sim] [--sim-mem SIZE] [--sim-devices N]\n"
+          "Prints the CUDA driver, its devices and every lmshim option (value, source, meaning).\n"
+          "--sim* look at the simulated GPU instead of the real driver.\n", f);
+}
+
+/* Prints the driver and its devices; 0 when a driver answered. */
+static int print_devices(void)
+{
+    if (!lms_driver_open() || !lms_drv.cuInit || !lms_drv.cuDeviceGetCount) {
+        printf("driver: none (libcuda.so.1 cannot be loaded)\n");
+        return 1;
+    }
+    int version = 0, n = 0;
+    if (lms_drv.cuDriverGetVersion)
+        lms_drv.cuDriverGetVersion(&version);
+    printf("driver: CUDA %d.%d\n", version / 1000, version % 1000 / 10);
+    CUresult r = lms_drv.cuInit(0);
+    if (r != CUDA_SUCCESS || lms_drv.cuDeviceGetCount(&n) != CUDA_SUCCESS) {
+        printf("devices: none (cuInit returned %d)\n", (int)r);
+        return 1;
+    }
+    for (int d = 0; d < n; d++) {
+        char name[256] = "?", mem[32];
+        size_t total = 0;
+        int managed = 0;
+        lms_drv.cuDeviceGetName(name, sizeof name, d);
+        lms_drv.cuDeviceTotalMem(&total, d);
+        lms_drv.cuDeviceGetAttribute(&managed, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, d);
+        lms_format_size(mem, sizeof mem, total);
+        printf("device %d: %s, memory %s (%zu bytes), managed memory %s\n", d, name, mem, total,
+               managed ? "yes" : "no");
+    }
+    return 0;
+}
+
+int lms_cmd_info(int argc, char **argv)
+{
+    bool sim = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--sim") == 0) {
+            sim = true;
+        } else if ((strcmp(argv[i], "--sim-mem") == 0 || strcmp(argv[i], "--sim-devices") == 0) &&
+                   i + 1 < argc) {
+            setenv(argv[i][6] == 'm' ? "SIMGPU_MEM" : "SIMGPU_DEVICES", argv[i + 1], 1);
+            sim = true;
+            i++;
+        } else {
+            fprintf(stderr, "lmshim info: unknown flag '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (sim) {
+        /* The loader reads LD_LIBRARY_PATH at start: run again with it set. */
+        const char *dir = lms_cli_sim_dir();
+        if (!dir) {
+            fprintf(stderr, "lmshim info: no simulated GPU next to %s\n", lms_cli_self_dir());
+            return 2;
+        }
+        lms_cli_prepend_env("LD_LIBRARY_PATH", dir);
+        char *again[] = {"lmshim", "info", NULL};
+        execv("/proc/self/exe", again);
+        perror("lmshim info");
+        return 1;
+    }
+    lms_options_load();
+    print_devices();
+    printf("options (environment variable, value, source):\n");
+    for (int i = 0; i < LMS_OPT_COUNT; i++) {
+        char env[64], value[300];
+        lms_option_value(i, value, sizeof value);
+        printf("  %-14s %-10s %-11s %s\n", lms_option_env(i, env, sizeof env), value,
+               lms_option_source(i), lms_option_doc(i));
+    }
+    return 0;
+}

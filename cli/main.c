@@ -1,0 +1,87 @@
+/*
+ * main.c — the lmshim command: `lmshim run`, `lmshim info`, and the paths
+ * of the library and the simulated GPU relative to the executable.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: lmshim <command> [options]\n"
+          "  run  [flags] -- cmd args...   run a program with large model support\n"
+          "  info [--sim ...]              devices, driver, and every option with its value\n"
+          "  <command> --help              help of one command\n", f);
+}
+
+const char *lms_cli_self_dir(void)
+{
+    static char dir[PATH_MAX];
+    if (!dir[0]) {
+        ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+        if (n <= 0)
+            return ".";
+        dir[n] = 0;
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+    }
+    return dir;
+}
+
+int lms_cli_find(const char *const *relative, char *out, size_t len)
+{
+    for (int i = 0; relative[i]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", lms_cli_self_dir(), relative[i]);
+        if (realpath(path, out) && access(out, R_OK) == 0 && strlen(out) < len)
+            return 0;
+    }
+    return -1;
+}
+
+const char *lms_cli_sim_dir(void)
+{
+    static char dir[PATH_MAX];
+    static const char *const where[] = {"../sim/libcuda.so.1", "../lib/lmshim/sim/libcuda.so.1", NULL};
+    if (lms_cli_find(where, dir, sizeof dir) != 0)
+        return NULL;
+    *strrchr(dir, '/') = 0;
+    return dir;
+}
+
+int lms_cli_prepend_env(const char *var, const char *dir)
+{
+    const char *old = getenv(var);
+    size_t n = strlen(dir) + (old ? strlen(old) : 0) + 2;
+    char *v = malloc(n);
+    if (!v)
+        return -1;
+    snprintf(v, n, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+    int r = setenv(var, v, 1);
+    free(v);
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "run") == 0)
+        return lms_cmd_run(argc - 1, argv + 1);
+    if (strcmp(argv[1], "info") == 0)
+        return lms_cmd_info(argc - 1, argv + 1);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "lmshim: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
