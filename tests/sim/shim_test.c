@@ -441,7 +441,25 @@ static void deepbind_dlsym(void)
     CHECK_EQ_U(stats(0).used, 0);
 }
 
+/* LMS_DISABLE=1: a pure pass-through; the device simply runs out. */
+static void disabled(void)
+{
+    setup();
+    CUdeviceptr p[5];
+    for (int i = 0; i < 4; i++) {
+        OK(cuMemAlloc(&p[i], 256 * MiB));
+        CHECK(is_managed(p[i]) == 0);
+    }
+    CHECK_IS(cuMemAlloc(&p[4], 256 * MiB), CUDA_ERROR_OUT_OF_MEMORY);   /* SIMGPU_MEM=1G */
+    lms_device_stats s;
+    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get && get(0, &s) == -1);   /* lmshim never looked at a device */
+    for (int i = 0; i < 4; i++)
+        OK(cuMemFree(p[i]));
+}
+
 static const test_case cases[] = {
+    {"disabled", disabled},
     {"budget_1g", budget_1g},
     {"oom_fail", oom_fail},
     {"budget_345m", budget_345m},

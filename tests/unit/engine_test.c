@@ -1,0 +1,210 @@
+/*
+ * engine_test.c — the engine's modules alone, no CUDA library involved:
+ * sizes, option parsing and defaults, the chunk map under threads, budget
+ * accounting, log path expansion.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../common/check.h"
+#include "account.h"
+#include "chunks.h"
+#include "log.h"
+#include "options.h"
+#include "units.h"
+
+static void sizes(void)
+{
+    uint64_t b;
+    CHECK(lms_parse_size("400M", &b) && b == 400ull << 20);
+    CHECK(lms_parse_size("1.5G", &b) && b == 3ull << 29);
+    CHECK(lms_parse_size("4096", &b) && b == 4096);
+    CHECK(lms_parse_size("2KiB", &b) && b == 2048);
+    CHECK(!lms_parse_size("4Q", &b) && !lms_parse_size("", &b) && !lms_parse_size("-1M", &b));
+    CHECK(!lms_parse_size("99999999T", &b));
+    char s[32];
+    lms_format_size(s, sizeof s, 345ull << 20);
+    CHECK(strcmp(s, "345M") == 0);
+    lms_format_size(s, sizeof s, 1536ull << 20);
+    CHECK(strcmp(s, "1.50G") == 0);
+    lms_format_size(s, sizeof s, 512);
+    CHECK(strcmp(s, "512") == 0);
+}
+
+/* Sets exactly the given LMS_ variables (NULL-terminated name/value pairs). */
+static void env(const char *const *kv)
+{
+    static const char *const all[] = {"LMS_THRESHOLD", "LMS_FRAC", "LMS_MODE", "LMS_LIMIT", "LMS_LIMIT_1",
+                                      "LMS_ON_OOM", "LMS_LOG", "LMS_LOG_FILE", "LMS_STATS", "LMS_DISABLE"};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        unsetenv(all[i]);
+    for (; kv && kv[0]; kv += 2)
+        setenv(kv[0], kv[1], 1);
+    lms_options_load();
+}
+
+static void option_defaults(void)
+{
+    env(NULL);
+    CHECK_EQ_U(lms_opt.threshold, 8ull << 20);
+    CHECK(lms_opt.frac == 0.9 && lms_opt.mode == LMS_MODE_MANAGED && lms_opt.on_oom == LMS_ON_OOM_MANAGED);
+    CHECK(lms_opt.limit.is_fraction && lms_opt.limit.fraction == 1.0);
+    CHECK(lms_opt.log == LMS_LEVEL_WARN && !lms_opt.stats && !lms_opt.disable);
+    for (int i = 0; i < LMS_OPT_COUNT; i++)
+        CHECK(strcmp(lms_option_source(i), "default") == 0);
+    CHECK_EQ_U(lms_options_budget(0, 8ull << 30), 8ull << 30);
+}
+
+static void option_values(void)
+{
+    const char *const kv[] = {"LMS_THRESHOLD", "400M", "LMS_FRAC", "0.75", "LMS_MODE", "host",
+                              "LMS_LIMIT", "0.5", "LMS_LIMIT_1", "345M", "LMS_ON_OOM", "fail",
+                              "LMS_LOG", "debug", "LMS_STATS", "yes", "LMS_DISABLE", "off", NULL};
+    env(kv);
+    CHECK_EQ_U(lms_opt.threshold, 400ull << 20);
+    CHECK(lms_opt.frac == 0.75 && lms_opt.mode == LMS_MODE_HOST && lms_opt.on_oom == LMS_ON_OOM_FAIL);
+    CHECK(lms_opt.log == LMS_LEVEL_DEBUG && lms_opt.stats && !lms_opt.disable);
+    CHECK_EQ_U(lms_options_budget(0, 8ull << 30), 4ull << 30);       /* half of the device */
+    CHECK_EQ_U(lms_options_budget(1, 8ull << 30), 345ull << 20);     /* LMS_LIMIT_1 */
+    CHECK_EQ_U(lms_options_budget(1, 100ull << 20), 100ull << 20);   /* never above the device */
+    CHECK(strcmp(lms_option_source(LMS_OPT_frac), "environment") == 0);
+    char v[64];
+    lms_option_value(LMS_OPT_threshold, v, sizeof v);
+    CHECK(strcmp(v, "400M") == 0);
+}
+
+/* Bad values keep the default and say so on stderr (checked by the
+ * meson wrapper counting lines); the parsers reject what they must. */
+static void option_bad_values(void)
+{
+    const char *const kv[] = {"LMS_FRAC", "banana", "LMS_THRESHOLD", "lots", "LMS_MODE", "disk",
+                              "LMS_LIMIT", "-2", "LMS_LIMIT_1", "0", "LMS_STATS", "maybe", NULL};
+    env(kv);
+    CHECK(lms_opt.frac == 0.9);
+    CHECK_EQ_U(lms_opt.threshold, 8ull << 20);
+    CHECK(lms_opt.mode == LMS_MODE_MANAGED && lms_opt.limit.is_fraction && !lms_opt.stats);
+    CHECK(!lms_opt.device_limit_set[1]);
+    double f;
+    lms_limit l;
+    bool b;
+    CHECK(!lms_parse_fraction("1.5", &f) && !lms_parse_fraction("-0.1", &f) && lms_parse_fraction("0", &f));
+    CHECK(!lms_parse_limit("0", &l) && !lms_parse_limit("1.5", &l) && lms_parse_limit("2G", &l));
+    CHECK(!lms_parse_bool("2", &b) && lms_parse_bool("TRUE", &b) && b);
+    CHECK(lms_option_valid(LMS_OPT_mode, "host") && !lms_option_valid(LMS_OPT_mode, "hst"));
+}
+
+static void *insert_remove(void *arg)
+{
+    uint64_t base = (uint64_t)(uintptr_t)arg << 32;
+    for (int round = 0; round < 4; round++) {
+        for (uint64_t i = 0; i < 20000; i++) {
+            lms_chunk c = {.key = base + i * 256 + 4096, .size = i, .device = 0};
+            if (!lms_chunks_insert(&c))
+                return (void *)1;
+        }
+        for (uint64_t i = 0; i < 20000; i++) {
+            lms_chunk c;
+            if (!lms_chunks_find(base + i * 256 + 4096, &c) || c.size != i)
+                return (void *)2;
+            if (!lms_chunks_remove(base + i * 256 + 4096, &c) || c.size != i)
+                return (void *)3;
+            if (lms_chunks_find(base + i * 256 + 4096, &c))
+                return (void *)4;
+        }
+    }
+    return NULL;
+}
+
+static void chunk_map(void)
+{
+    lms_chunk c = {.key = 0x10000, .size = 5, .place = LMS_PLACE_MANAGED}, out;
+    CHECK(lms_chunks_insert(&c));
+    CHECK(lms_chunks_find(0x10000, &out) && out.size == 5 && out.place == LMS_PLACE_MANAGED);
+    CHECK(!lms_chunks_find(0x10100, &out));
+    CHECK(!lms_chunks_remove(0x10100, &out));
+    CHECK(lms_chunks_remove(0x10000, &out));
+    CHECK_EQ_U(lms_chunks_count(), 0);
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++)
+        CHECK(pthread_create(&th[i], NULL, insert_remove, (void *)(uintptr_t)(i + 1)) == 0);
+    for (int i = 0; i < 8; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        CHECK(rc == NULL);
+    }
+    CHECK_EQ_U(lms_chunks_count(), 0);
+}
+
+static void *reserve_release(void *arg)
+{
+    lms_account *a = arg;
+    for (int i = 0; i < 100000; i++) {
+        if (lms_account_reserve(a, 3000, 10000)) {
+            if (atomic_load(&a->used) > 10000)
+                return (void *)1;
+            lms_account_release(a, 3000);
+        }
+    }
+    return NULL;
+}
+
+static void accounting(void)
+{
+    CHECK_EQ_U(lms_charge_of(1), 512);
+    CHECK_EQ_U(lms_charge_of(1000), 1024);
+    CHECK_EQ_U(lms_charge_of(2ull << 20), 2ull << 20);
+    CHECK_EQ_U(lms_charge_of((3ull << 20) + 1), 4ull << 20);
+    static lms_account a;
+    CHECK(lms_account_reserve(&a, 600, 1000));
+    CHECK(!lms_account_reserve(&a, 600, 1000));
+    CHECK(!lms_account_reserve(&a, UINT64_MAX, 1000));
+    lms_account_force(&a, 900);
+    CHECK_EQ_U(atomic_load(&a.used), 1500);
+    CHECK_EQ_U(atomic_load(&a.peak), 1500);
+    lms_account_release(&a, 1500);
+    CHECK_EQ_U(atomic_load(&a.used), 0);
+    /* Eight threads never pass the limit together. */
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++)
+        CHECK(pthread_create(&th[i], NULL, reserve_release, &a) == 0);
+    for (int i = 0; i < 8; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        CHECK(rc == NULL);
+    }
+    CHECK_EQ_U(atomic_load(&a.used), 0);
+    CHECK(atomic_load(&a.peak) <= 10000);
+}
+
+static void log_paths(void)
+{
+    setenv("RANK", "3", 1);
+    char out[256], want[256], host[200];
+    lms_expand_path("/tmp/lms-%r-%p.log", out, sizeof out);
+    snprintf(want, sizeof want, "/tmp/lms-3-%d.log", (int)getpid());
+    CHECK(strcmp(out, want) == 0);
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = 0;
+    lms_expand_path("%h/%%/%x", out, sizeof out);
+    snprintf(want, sizeof want, "%s/%%/%%x", host);
+    CHECK(strcmp(out, want) == 0);
+    unsetenv("RANK");
+    setenv("SLURM_PROCID", "7", 1);
+    CHECK(lms_rank() == 7);
+    setenv("OMPI_COMM_WORLD_RANK", "5", 1);
+    CHECK(lms_rank() == 5);   /* OMPI before SLURM */
+}
+
+static const test_case cases[] = {
+    {"sizes", sizes},
+    {"option_defaults", option_defaults},
+    {"option_values", option_values},
+    {"option_bad_values", option_bad_values},
+    {"chunk_map", chunk_map},
+    {"accounting", accounting},
+    {"log_paths", log_paths},
+};
+
+TEST_MAIN(cases)
