@@ -27,6 +27,12 @@ typedef struct lms_device_stats {
     uint64_t frees;                        /* chunks freed (count) */
     uint64_t fallbacks;                    /* device requests placed elsewhere (count) */
     uint64_t oom_failures;                 /* requests answered out-of-memory (count) */
+    uint64_t prefetched_bytes;             /* managed bytes fetched to the device */
+    uint64_t prefetches;                   /* fetches issued (count) */
+    uint64_t evicted_bytes;                /* managed bytes sent back to the host */
+    uint64_t evictions;                    /* evictions issued (count) */
+    uint64_t launches_scanned;             /* launches whose chunks were looked at (count) */
+    uint64_t budget_violations;            /* times the budget was passed: always 0 (count) */
 } lms_device_stats;
 
 /* Fills *out for `device`; 0 on success, -1 for a device lmshim has not

@@ -24,6 +24,12 @@ typedef struct lms_account {
     _Atomic uint64_t frees;                    /* chunks freed */
     _Atomic uint64_t fallbacks;                /* device requests placed elsewhere */
     _Atomic uint64_t oom_failures;             /* requests answered OUT_OF_MEMORY */
+    _Atomic uint64_t prefetched_bytes;         /* managed bytes fetched to the device */
+    _Atomic uint64_t prefetches;               /* fetches issued (count) */
+    _Atomic uint64_t evicted_bytes;            /* managed bytes sent back to the host */
+    _Atomic uint64_t evictions;                /* evictions issued (count) */
+    _Atomic uint64_t launches_scanned;         /* launches that went through residency */
+    _Atomic uint64_t violations;               /* times used passed the budget (a bug) */
 } lms_account;
 
 extern lms_account lms_accounts[LMS_MAX_DEVICES];

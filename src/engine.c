@@ -9,6 +9,7 @@
 #include "chunks.h"
 #include "driver.h"
 #include "log.h"
+#include "residency.h"
 #include "stats.h"
 
 bool lms_active;
@@ -44,10 +45,21 @@ bool lms_engine_init(void)
     return lms_active;
 }
 
-void lms_engine_fork_prepare(void) { lms_chunks_lock_all(); }
-void lms_engine_fork_parent(void) { lms_chunks_unlock_all(); }
+void lms_engine_fork_prepare(void)
+{
+    lms_residency_fork_prepare();
+    lms_chunks_lock_all();
+}
+
+void lms_engine_fork_parent(void)
+{
+    lms_chunks_unlock_all();
+    lms_residency_fork_parent();
+}
+
 void lms_engine_fork_child(void)
 {
     lms_chunks_reset_locks();
+    lms_residency_fork_child();
     lms_account_reset_setup();
 }

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "log.h"
+#include "policy.h"
 #include "units.h"
 
 lms_options lms_opt;
@@ -125,6 +126,15 @@ static bool parse_LEVEL(const char *s, void *out)
     return true;
 }
 
+static bool parse_POLICY(const char *s, void *out)
+{
+    const lms_policy *p = lms_policy_find(s);
+    if (!p)
+        return false;
+    *(lms_POLICY_t *)out = p;
+    return true;
+}
+
 static bool parse_PATH(const char *s, void *out)
 {
     size_t n = strlen(s);
@@ -159,7 +169,8 @@ static bool (*const parsers[])(const char *, void *) = {
 
 bool lms_option_valid(int i, const char *text)
 {
-    union { lms_limit limit; uint64_t size; double real; int word; bool flag; lms_PATH_t path; } scratch;
+    union { lms_limit limit; uint64_t size; double real; int word; bool flag; lms_PATH_t path;
+            lms_POLICY_t policy; } scratch;
     return i >= 0 && i < LMS_OPT_COUNT && text && parsers[i](text, &scratch);
 }
 
@@ -223,6 +234,7 @@ void lms_option_value(int i, char *buf, size_t len)
     case LMS_OPT_mode: snprintf(buf, len, "%s", mode_words[lms_opt.mode]); break;
     case LMS_OPT_limit: format_limit(&lms_opt.limit, buf, len); break;
     case LMS_OPT_on_oom: snprintf(buf, len, "%s", oom_words[lms_opt.on_oom]); break;
+    case LMS_OPT_policy: snprintf(buf, len, "%s", lms_opt.policy ? lms_opt.policy->name : "?"); break;
     case LMS_OPT_log: snprintf(buf, len, "%s", level_words[lms_opt.log]); break;
     case LMS_OPT_log_file: snprintf(buf, len, "%s", lms_opt.log_file[0] ? lms_opt.log_file : "(stderr)"); break;
     case LMS_OPT_stats: snprintf(buf, len, "%d", lms_opt.stats); break;

@@ -32,6 +32,7 @@ typedef lms_on_oom lms_ON_OOM_t;
 typedef lms_level lms_LEVEL_t;
 typedef bool lms_BOOL_t;
 typedef char lms_PATH_t[256];
+typedef const struct lms_policy *lms_POLICY_t;
 
 typedef enum {
 #define LMS_OPTION(name, type, def, doc) LMS_OPT_##name,

@@ -7,6 +7,7 @@
 #include "account.h"
 #include "chunks.h"
 #include "log.h"
+#include "residency.h"
 
 /* Logs one placement decision at info (caffe style). */
 static void log_decision(const lms_chunk *c, const lms_account *a, const char *why)
@@ -73,6 +74,8 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     lms_account_add_chunk(a, &c);
+    if (place == LMS_PLACE_MANAGED)
+        lms_residency_add(p, r->size, r->device);
     log_decision(&c, a, fallback ? " (fallback)" : "");
     *out = p;
     return CUDA_SUCCESS;
@@ -128,6 +131,8 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
      * back it may hand it out again, to another thread, at once. */
     if (!p || !lms_chunks_remove(p, &c))
         return async ? op->async_free(p, op->stream) : op->sync_free(p);
+    if (c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM))
+        lms_residency_remove(p);   /* its residency charge goes back first */
     CUresult r;
     switch (c.place) {
     case LMS_PLACE_DEVICE:

@@ -32,6 +32,12 @@ int lms_stats_snapshot(int device, lms_device_stats *out)
     out->frees = atomic_load(&a->frees);
     out->fallbacks = atomic_load(&a->fallbacks);
     out->oom_failures = atomic_load(&a->oom_failures);
+    out->prefetched_bytes = atomic_load(&a->prefetched_bytes);
+    out->prefetches = atomic_load(&a->prefetches);
+    out->evicted_bytes = atomic_load(&a->evicted_bytes);
+    out->evictions = atomic_load(&a->evictions);
+    out->launches_scanned = atomic_load(&a->launches_scanned);
+    out->budget_violations = atomic_load(&a->violations);
     return 0;
 }
 
@@ -75,6 +81,13 @@ void lms_stats_print(void)
         add(buf, sizeof buf, &at, "  frees %llu, fallbacks %llu, out-of-memory answers %llu\n",
             (unsigned long long)st.frees, (unsigned long long)st.fallbacks,
             (unsigned long long)st.oom_failures);
+        if (st.launches_scanned) {
+            lms_format_size(s1, sizeof s1, st.prefetched_bytes);
+            lms_format_size(s2, sizeof s2, st.evicted_bytes);
+            add(buf, sizeof buf, &at, "  launches scanned %llu, prefetched %s in %llu, evicted %s in %llu\n",
+                (unsigned long long)st.launches_scanned, s1, (unsigned long long)st.prefetches, s2,
+                (unsigned long long)st.evictions);
+        }
         lms_log_write(buf, at);
     }
     at = 0;

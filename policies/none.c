@@ -1,0 +1,25 @@
+/*
+ * none.c — placement only: managed chunks stay where the LMS rule put them
+ * (on the host) and the GPU reads them over the link. Nothing is fetched,
+ * so nothing is evicted.
+ */
+#include <stddef.h>
+
+#include "policy.h"
+
+/* Never chooses: nothing this policy fetched needs room. */
+static int victim(void *state, const lms_policy_chunk *resident, int n, uint32_t distance)
+{
+    (void)state;
+    (void)resident;
+    (void)n;
+    (void)distance;
+    return -1;
+}
+
+const lms_policy lms_policy_none = {
+    .name = "none",
+    .doc = "placement only: the GPU reads managed chunks over the link",
+    .on_demand = false,
+    .victim = victim,
+};

@@ -1,0 +1,90 @@
+/*
+ * launch.c — the kernel launch hooks. With no managed chunk alive a launch
+ * costs one atomic load on top of the real call; otherwise its parameters
+ * are scanned and the residency engine runs before and after it.
+ */
+#include "hooks.h"
+#include "launch.h"
+
+#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
+
+/* The stream a launch really runs on: NULL means the per-thread default
+ * stream for the _ptsz variants. */
+static CUstream effective(CUstream s, bool ptds)
+{
+    return !s && ptds ? CU_STREAM_PER_THREAD : s;
+}
+
+/* Residency work before a launch; the token goes to after(). */
+static void before(CUfunction f, CUstream s, void **params, void **extra, lms_launch_token *tok)
+{
+    uint32_t ids[LMS_LAUNCH_MAX_CHUNKS];
+    int n = lms_launch_chunks(f, params, extra, ids, LMS_LAUNCH_MAX_CHUNKS);
+    lms_residency_before(lms_driver_stream_device(s), s, (uintptr_t)f, ids, n, tok);
+}
+
+#define LAUNCH_HOOK(sym, ptds)                                                                     \
+    LMS_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,      \
+                            unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,   \
+                            void **extra)                                                          \
+    {                                                                                              \
+        if (!lms_hook_enter() || !REAL(sym))                                                       \
+            return PASS(sym, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);                  \
+        if (!lms_residency_any()) {                                                                \
+            lms_hook_leave();                                                                      \
+            return REAL(sym)(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);                  \
+        }                                                                                          \
+        lms_launch_token tok;                                                                      \
+        CUstream es = effective(s, ptds);                                                          \
+        before(f, es, params, extra, &tok);                                                        \
+        CUresult r = REAL(sym)(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);                \
+        lms_residency_after(&tok, es);                                                             \
+        lms_hook_leave();                                                                          \
+        return r;                                                                                  \
+    }
+
+LAUNCH_HOOK(cuLaunchKernel, false)
+LAUNCH_HOOK(cuLaunchKernel_ptsz, true)
+
+#define LAUNCH_EX_HOOK(sym, ptds)                                                                  \
+    LMS_EXPORT CUresult sym(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)    \
+    {                                                                                              \
+        if (!lms_hook_enter() || !REAL(sym))                                                       \
+            return PASS(sym, c, f, params, extra);                                                 \
+        if (!lms_residency_any() || !c) {                                                          \
+            lms_hook_leave();                                                                      \
+            return REAL(sym)(c, f, params, extra);                                                 \
+        }                                                                                          \
+        lms_launch_token tok;                                                                      \
+        CUstream es = effective(c->hStream, ptds);                                                 \
+        before(f, es, params, extra, &tok);                                                        \
+        CUresult r = REAL(sym)(c, f, params, extra);                                               \
+        lms_residency_after(&tok, es);                                                             \
+        lms_hook_leave();                                                                          \
+        return r;                                                                                  \
+    }
+
+LAUNCH_EX_HOOK(cuLaunchKernelEx, false)
+LAUNCH_EX_HOOK(cuLaunchKernelEx_ptsz, true)
+
+#define LAUNCH_COOP_HOOK(sym, ptds)                                                                \
+    LMS_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,      \
+                            unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params)   \
+    {                                                                                              \
+        if (!lms_hook_enter() || !REAL(sym))                                                       \
+            return PASS(sym, f, gx, gy, gz, bx, by, bz, shmem, s, params);                         \
+        if (!lms_residency_any()) {                                                                \
+            lms_hook_leave();                                                                      \
+            return REAL(sym)(f, gx, gy, gz, bx, by, bz, shmem, s, params);                         \
+        }                                                                                          \
+        lms_launch_token tok;                                                                      \
+        CUstream es = effective(s, ptds);                                                          \
+        before(f, es, params, NULL, &tok);                                                         \
+        CUresult r = REAL(sym)(f, gx, gy, gz, bx, by, bz, shmem, s, params);                       \
+        lms_residency_after(&tok, es);                                                             \
+        lms_hook_leave();                                                                          \
+        return r;                                                                                  \
+    }
+
+LAUNCH_COOP_HOOK(cuLaunchCooperativeKernel, false)
+LAUNCH_COOP_HOOK(cuLaunchCooperativeKernel_ptsz, true)

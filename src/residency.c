@@ -1,0 +1,427 @@
+/*
+ * residency.c — the residency engine (see residency.h and
+ * docs/ARCHITECTURE.md "Residency").
+ *
+ * Chunks: every managed chunk lmshim placed, in an address-sorted table
+ * (for scanning kernel parameters) and an id-indexed table (for policies).
+ * Both are guarded by `map_lock`. Each device has a lock of its own that
+ * orders its launches' decisions; lock order is device, then map.
+ *
+ * Budget: a fetch is charged to the device's account before it is issued
+ * (a compare-and-swap against the budget, so device chunks + resident
+ * managed chunks never pass it); an eviction returns its charge when it is
+ * issued, and every later fetch on the device is ordered after the eviction
+ * on the GPU (it waits on the eviction's event), so the device never holds
+ * both. An eviction itself waits for the chunk's last use and any
+ * unfinished fetch of it.
+ */
+#include "residency.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "account.h"
+#include "log.h"
+#include "policy.h"
+
+atomic_uint lms_residency_live;
+
+typedef struct res_chunk {
+    uint64_t ptr, size;       /* the managed range */
+    uint64_t charge;          /* bytes charged while resident */
+    uint32_t id;
+    int device;
+    bool resident;            /* fetched to the device (charged) */
+    bool ready_pending;       /* fetched on the side stream: wait on ready_ev */
+    int pins;                 /* launches between before() and after() */
+    uint64_t last_use;        /* seq of its last launch */
+    CUevent used_ev;          /* recorded after its last launch */
+    CUevent ready_ev;         /* recorded after a side-stream fetch */
+} res_chunk;
+
+typedef struct res_device {
+    pthread_mutex_t lock;
+    const lms_policy *policy;
+    void *pstate;
+    bool ready;               /* policy state and streams set up */
+    uint64_t seq;             /* launches seen */
+    res_chunk **resident;     /* resident chunks, unordered */
+    int nresident, capresident;
+    lms_policy_chunk *view;   /* scratch for victim() */
+    int capview;
+    CUstream side, evict;     /* fetch-ahead and eviction streams */
+    CUevent evict_ev;         /* recorded after the latest eviction */
+    bool evict_pending;
+} res_device;
+
+static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
+static res_chunk **by_addr;          /* sorted by ptr */
+static int naddr, capaddr;
+static res_chunk **by_id;            /* index: id; NULL once freed */
+static uint32_t nids, capids;
+static res_device devices[LMS_MAX_DEVICES] = {
+    [0 ... LMS_MAX_DEVICES - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
+
+/* Index of the first chunk whose ptr is > p (under map_lock). */
+static int upper(uint64_t p)
+{
+    int lo = 0, hi = naddr;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (by_addr[mid]->ptr <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Grows an array of pointers to hold at least `need` entries. */
+static bool reserve_ptrs(void ***arr, int *cap, int need)
+{
+    if (need <= *cap)
+        return true;
+    int ncap = *cap ? *cap * 2 : 64;
+    while (ncap < need)
+        ncap *= 2;
+    void **n = realloc(*arr, (size_t)ncap * sizeof *n);
+    if (!n)
+        return false;
+    *arr = n;
+    *cap = ncap;
+    return true;
+}
+
+void lms_residency_add(uint64_t ptr, uint64_t size, int device)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES)
+        return;
+    res_chunk *c = calloc(1, sizeof *c);
+    if (!c)
+        return;   /* untracked: the GPU reads it over the link, nothing breaks */
+    *c = (res_chunk){.ptr = ptr, .size = size, .charge = lms_charge_of(size), .device = device};
+    pthread_rwlock_wrlock(&map_lock);
+    int capids_i = (int)capids;
+    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1) ||
+        !reserve_ptrs((void ***)&by_id, &capids_i, (int)nids + 1)) {
+        pthread_rwlock_unlock(&map_lock);
+        free(c);
+        return;
+    }
+    capids = (uint32_t)capids_i;
+    c->id = nids;
+    by_id[nids++] = c;
+    int i = upper(ptr);
+    memmove(&by_addr[i + 1], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
+    by_addr[i] = c;
+    naddr++;
+    atomic_fetch_add(&lms_residency_live, 1);
+    pthread_rwlock_unlock(&map_lock);
+}
+
+/* Drops c from its device's resident list (under the device lock). */
+static void unlist(res_device *d, res_chunk *c)
+{
+    for (int i = 0; i < d->nresident; i++)
+        if (d->resident[i] == c) {
+            d->resident[i] = d->resident[--d->nresident];
+            return;
+        }
+}
+
+void lms_residency_remove(uint64_t ptr)
+{
+    pthread_rwlock_wrlock(&map_lock);
+    int i = upper(ptr) - 1;
+    res_chunk *c = i >= 0 && by_addr[i]->ptr == ptr ? by_addr[i] : NULL;
+    if (c) {
+        memmove(&by_addr[i], &by_addr[i + 1], (size_t)(naddr - i - 1) * sizeof *by_addr);
+        naddr--;
+        by_id[c->id] = NULL;
+        atomic_fetch_sub(&lms_residency_live, 1);
+    }
+    pthread_rwlock_unlock(&map_lock);
+    if (!c)
+        return;
+    res_device *d = &devices[c->device];
+    pthread_mutex_lock(&d->lock);
+    if (c->resident) {
+        unlist(d, c);
+        lms_account *a = lms_account_of(c->device);
+        if (a)
+            lms_account_release(a, c->charge);
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (c->used_ev && lms_drv.cuEventDestroy)
+        lms_drv.cuEventDestroy(c->used_ev);
+    if (c->ready_ev && lms_drv.cuEventDestroy)
+        lms_drv.cuEventDestroy(c->ready_ev);
+    free(c);
+}
+
+int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
+{
+    int found = 0;
+    pthread_rwlock_rdlock(&map_lock);
+    if (naddr > 0) {
+        uint64_t lo = by_addr[0]->ptr, hi = by_addr[naddr - 1]->ptr + by_addr[naddr - 1]->size;
+        for (int w = 0; w < n && found < max; w++) {
+            uint64_t v = words[w];
+            if (v < lo || v >= hi)
+                continue;
+            int i = upper(v) - 1;
+            if (i < 0 || v - by_addr[i]->ptr >= by_addr[i]->size)
+                continue;
+            uint32_t id = by_addr[i]->id;
+            int k = found;   /* insert sorted, unique */
+            while (k > 0 && ids[k - 1] > id)
+                k--;
+            if (k > 0 && ids[k - 1] == id)
+                continue;
+            memmove(&ids[k + 1], &ids[k], (size_t)(found - k) * sizeof *ids);
+            ids[k] = id;
+            found++;
+        }
+    }
+    pthread_rwlock_unlock(&map_lock);
+    return found;
+}
+
+/* The chunk of an id (under map_lock), or NULL. */
+static res_chunk *chunk_of(uint32_t id)
+{
+    return id < nids ? by_id[id] : NULL;
+}
+
+/* Sets a device up on its first launch: policy state and its two streams. */
+static bool ready_device(res_device *d)
+{
+    if (d->ready)
+        return true;
+    d->policy = lms_opt.policy;
+    d->pstate = d->policy && d->policy->create ? d->policy->create() : NULL;
+    if (!d->policy || (d->policy->create && !d->pstate))
+        return false;
+    if (d->policy->on_demand &&
+        (!lms_drv.cuMemPrefetchAsync || !lms_drv.cuStreamCreate || !lms_drv.cuEventCreate ||
+         !lms_drv.cuEventRecord || !lms_drv.cuStreamWaitEvent ||
+         lms_drv.cuStreamCreate(&d->side, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+         lms_drv.cuStreamCreate(&d->evict, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+         lms_drv.cuEventCreate(&d->evict_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)) {
+        lms_log(LMS_LEVEL_WARN, "residency: cannot create streams or events; chunks stay where they are");
+        d->policy = lms_policy_find("none");
+    }
+    d->ready = true;
+    return true;
+}
+
+/* Counts a broken invariant (a bug if it ever happens) and says so once. */
+static void check_budget(lms_account *a)
+{
+    if (atomic_load(&a->used) > a->budget) {
+        static atomic_uint said;
+        atomic_fetch_add(&a->violations, 1);
+        lms_log_capped(LMS_LEVEL_ERROR, &said, 1, "residency: device bytes %llu passed the budget %llu",
+                       (unsigned long long)atomic_load(&a->used), (unsigned long long)a->budget);
+    }
+}
+
+/* Sends a resident chunk back to the host, after its last use. */
+static void evict(res_device *d, lms_account *a, res_chunk *c)
+{
+    if (c->used_ev)
+        lms_drv.cuStreamWaitEvent(d->evict, c->used_ev, 0);
+    if (c->ready_pending)
+        lms_drv.cuStreamWaitEvent(d->evict, c->ready_ev, 0);
+    CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST};
+    lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict);
+    lms_drv.cuEventRecord(d->evict_ev, d->evict);
+    d->evict_pending = true;
+    unlist(d, c);
+    c->resident = false;
+    c->ready_pending = false;
+    lms_account_release(a, c->charge);
+    atomic_fetch_add(&a->evicted_bytes, c->size);
+    atomic_fetch_add(&a->evictions, 1);
+}
+
+/* Reserves `bytes` of budget, evicting the policy's victims (chunks not
+ * needed before `distance`). False when no victim qualifies. */
+static bool make_room(res_device *d, lms_account *a, uint64_t bytes, uint32_t distance)
+{
+    while (!lms_account_reserve(a, bytes, a->budget)) {
+        if (d->nresident > d->capview) {
+            lms_policy_chunk *v = realloc(d->view, (size_t)d->capresident * sizeof *v);
+            if (!v)
+                return false;
+            d->view = v;
+            d->capview = d->capresident;
+        }
+        for (int i = 0; i < d->nresident; i++) {
+            const res_chunk *c = d->resident[i];
+            d->view[i] = (lms_policy_chunk){.id = c->id, .bytes = c->charge, .last_use = c->last_use,
+                                            .pinned = c->pins > 0};
+        }
+        int v = d->policy->victim(d->pstate, d->view, d->nresident, distance);
+        if (v < 0 || v >= d->nresident || d->resident[v]->pins > 0)
+            return false;
+        evict(d, a, d->resident[v]);
+    }
+    return true;
+}
+
+/* Fetches a chunk (its budget already reserved) on `stream`, after any
+ * eviction that made its room. */
+static void fetch(res_device *d, lms_account *a, res_chunk *c, CUstream stream, bool side)
+{
+    if (d->evict_pending)
+        lms_drv.cuStreamWaitEvent(stream, d->evict_ev, 0);
+    CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = c->device};
+    if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, dev, 0, stream) != CUDA_SUCCESS) {
+        lms_account_release(a, c->charge);
+        return;
+    }
+    if (side) {
+        if (!c->ready_ev && lms_drv.cuEventCreate(&c->ready_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+            c->ready_ev = NULL;
+        c->ready_pending = c->ready_ev && lms_drv.cuEventRecord(c->ready_ev, stream) == CUDA_SUCCESS;
+        if (!c->ready_pending)
+            lms_drv.cuStreamSynchronize(stream);   /* cannot order it: finish it now */
+    }
+    if (!reserve_ptrs((void ***)&d->resident, &d->capresident, d->nresident + 1)) {
+        lms_account_release(a, c->charge);   /* cannot list it: forget the fetch */
+        return;
+    }
+    d->resident[d->nresident++] = c;
+    c->resident = true;
+    atomic_fetch_add(&a->prefetched_bytes, c->size);
+    atomic_fetch_add(&a->prefetches, 1);
+    check_budget(a);
+}
+
+/* Fetches the policy's expected chunks on the side stream while the
+ * current kernel runs, as far as the budget allows without evicting a
+ * chunk needed sooner. */
+static void fetch_ahead(res_device *d, lms_account *a)
+{
+    enum { MAX = 256 };
+    uint32_t ids[MAX], dist[MAX];
+    int n = d->policy->ahead(d->pstate, ids, dist, MAX);
+    uint64_t window = 0;
+    pthread_rwlock_rdlock(&map_lock);
+    for (int i = 0; i < n; i++) {
+        res_chunk *c = chunk_of(ids[i]);
+        if (!c || c->device != (int)(d - devices))
+            continue;
+        window += c->charge;
+        if (window > a->budget)
+            break;   /* more than fits at once: the rest comes later */
+        if (c->resident)
+            continue;
+        c->pins++;   /* not a victim of its own room-making */
+        bool room = make_room(d, a, c->charge, dist[i]);
+        c->pins--;
+        if (!room)
+            break;
+        fetch(d, a, c, d->side, true);
+    }
+    pthread_rwlock_unlock(&map_lock);
+}
+
+void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
+                          lms_launch_token *tok)
+{
+    tok->device = -1;
+    lms_account *a = lms_account_of(device);
+    if (!a)
+        return;
+    res_device *d = &devices[device];
+    pthread_mutex_lock(&d->lock);
+    if (!ready_device(d)) {
+        pthread_mutex_unlock(&d->lock);
+        return;
+    }
+    atomic_fetch_add(&a->launches_scanned, 1);
+    tok->device = device;
+    tok->seq = ++d->seq;
+    tok->n = n < LMS_LAUNCH_MAX_CHUNKS ? n : LMS_LAUNCH_MAX_CHUNKS;
+    memcpy(tok->ids, ids, (size_t)tok->n * sizeof *ids);
+    if (d->policy->observe)
+        d->policy->observe(d->pstate, tok->seq, fn, ids, tok->n);
+    pthread_rwlock_rdlock(&map_lock);
+    res_chunk *mine[LMS_LAUNCH_MAX_CHUNKS];
+    int m = 0;
+    for (int i = 0; i < tok->n; i++) {
+        res_chunk *c = chunk_of(ids[i]);
+        if (c && c->device == device) {
+            c->pins++;
+            mine[m++] = c;
+        }
+    }
+    if (d->policy->on_demand)
+        for (int i = 0; i < m; i++) {
+            res_chunk *c = mine[i];
+            if (!c->resident && c->charge <= a->budget && make_room(d, a, c->charge, LMS_DISTANCE_NOW))
+                fetch(d, a, c, stream, false);
+            else if (c->resident && c->ready_pending)
+                lms_drv.cuStreamWaitEvent(stream, c->ready_ev, 0);
+        }
+    pthread_rwlock_unlock(&map_lock);
+    if (d->policy->ahead)
+        fetch_ahead(d, a);
+    pthread_mutex_unlock(&d->lock);
+}
+
+void lms_residency_after(lms_launch_token *tok, CUstream stream)
+{
+    if (tok->device < 0)
+        return;
+    res_device *d = &devices[tok->device];
+    pthread_mutex_lock(&d->lock);
+    pthread_rwlock_rdlock(&map_lock);
+    for (int i = 0; i < tok->n; i++) {
+        res_chunk *c = chunk_of(tok->ids[i]);
+        if (!c || c->device != tok->device)
+            continue;
+        c->pins--;
+        c->last_use = tok->seq;
+        if (d->policy->on_demand) {
+            if (!c->used_ev && lms_drv.cuEventCreate(&c->used_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+                c->used_ev = NULL;
+            if (c->used_ev)
+                lms_drv.cuEventRecord(c->used_ev, stream);
+        }
+    }
+    pthread_rwlock_unlock(&map_lock);
+    pthread_mutex_unlock(&d->lock);
+}
+
+void lms_residency_fork_prepare(void)
+{
+    for (int i = 0; i < LMS_MAX_DEVICES; i++)
+        pthread_mutex_lock(&devices[i].lock);
+    pthread_rwlock_wrlock(&map_lock);
+}
+
+void lms_residency_fork_parent(void)
+{
+    pthread_rwlock_unlock(&map_lock);
+    for (int i = LMS_MAX_DEVICES - 1; i >= 0; i--)
+        pthread_mutex_unlock(&devices[i].lock);
+}
+
+void lms_residency_fork_child(void)
+{
+    pthread_rwlock_init(&map_lock, NULL);
+    for (int i = 0; i < LMS_MAX_DEVICES; i++) {
+        pthread_mutex_init(&devices[i].lock, NULL);
+        if (devices[i].pstate && devices[i].policy && devices[i].policy->destroy)
+            devices[i].policy->destroy(devices[i].pstate);
+        devices[i].pstate = NULL;
+        devices[i].ready = false;   /* new streams and events on first launch */
+        devices[i].side = devices[i].evict = NULL;
+        devices[i].evict_ev = NULL;
+        devices[i].evict_pending = false;
+    }
+}

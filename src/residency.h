@@ -1,0 +1,57 @@
+/*
+ * residency.h — the residency engine (residency.c): which managed chunks
+ * are on the device. Before each launch it fetches the chunks the policy
+ * wants, evicting others to stay inside the budget; after it, it records
+ * where each chunk was last used.
+ */
+#ifndef LMS_RESIDENCY_H
+#define LMS_RESIDENCY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "driver.h"
+
+#define LMS_LAUNCH_MAX_CHUNKS 32   /* chunks one launch is tracked with */
+
+/* Live managed chunks under lmshim's residency control (fast-path test). */
+extern atomic_uint lms_residency_live;
+
+/* True when some managed chunk exists: launches must be scanned. */
+static inline bool lms_residency_any(void)
+{
+    return atomic_load_explicit(&lms_residency_live, memory_order_relaxed) != 0;
+}
+
+/* A managed chunk lmshim placed for `device` (size bytes at ptr). */
+void lms_residency_add(uint64_t ptr, uint64_t size, int device);
+/* The chunk at ptr is about to be freed: forget it, returning its charge. */
+void lms_residency_remove(uint64_t ptr);
+
+/* Finds the chunks whose ranges contain any of words[0..n); writes their ids
+ * (sorted, unique) and returns how many (at most max). */
+int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max);
+
+/* What before() handed to after() for one launch. */
+typedef struct lms_launch_token {
+    int device;                 /* -1: nothing to record */
+    uint64_t seq;
+    int n;
+    uint32_t ids[LMS_LAUNCH_MAX_CHUNKS];
+} lms_launch_token;
+
+/* Before a launch of fn on `device` and `stream` that uses chunks ids[0..n):
+ * fetch, evict and order as the policy decides. */
+void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
+                          lms_launch_token *tok);
+/* After the launch was issued on `stream`: record the chunks' last use. */
+void lms_residency_after(lms_launch_token *tok, CUstream stream);
+
+/* fork: hold every lock across fork; the child starts its devices afresh
+ * (the parent's streams and events are not the child's). */
+void lms_residency_fork_prepare(void);
+void lms_residency_fork_parent(void);
+void lms_residency_fork_child(void);
+
+#endif
