@@ -23,37 +23,37 @@
 
 #include "account.h"
 #include "log.h"
+#include "plan.h"
 #include "policy.h"
 
 atomic_uint lms_residency_live;
 
 typedef struct res_chunk {
+    lms_plan_chunk pc;        /* id, charge, resident, pins, last use: first member */
     uint64_t ptr, size;       /* the managed range */
-    uint64_t charge;          /* bytes charged while resident */
-    uint32_t id;
     int device;
-    bool resident;            /* fetched to the device (charged) */
     bool ready_pending;       /* fetched on the side stream: wait on ready_ev */
-    int pins;                 /* launches between before() and after() */
-    uint64_t last_use;        /* seq of its last launch */
     CUevent used_ev;          /* recorded after its last launch */
     CUevent ready_ev;         /* recorded after a side-stream fetch */
 } res_chunk;
 
 typedef struct res_device {
     pthread_mutex_t lock;
-    const lms_policy *policy;
-    void *pstate;
-    bool ready;               /* policy state and streams set up */
+    lms_plan plan;            /* the decisions and the resident list */
+    bool ready;               /* plan, streams and event set up */
     uint64_t seq;             /* launches seen */
-    res_chunk **resident;     /* resident chunks, unordered */
-    int nresident, capresident;
-    lms_policy_chunk *view;   /* scratch for victim() */
-    int capview;
     CUstream side, evict;     /* fetch-ahead and eviction streams */
     CUevent evict_ev;         /* recorded after the latest eviction */
     bool evict_pending;
 } res_device;
+
+/* What the mechanics need for one launch (the planner's ctx). */
+typedef struct live {
+    res_device *d;
+    lms_account *a;
+    int device;
+    CUstream stream;          /* the launch's stream */
+} live;
 
 static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
 static res_chunk **by_addr;          /* sorted by ptr */
@@ -100,7 +100,7 @@ void lms_residency_add(uint64_t ptr, uint64_t size, int device)
     res_chunk *c = calloc(1, sizeof *c);
     if (!c)
         return;   /* untracked: the GPU reads it over the link, nothing breaks */
-    *c = (res_chunk){.ptr = ptr, .size = size, .charge = lms_charge_of(size), .device = device};
+    *c = (res_chunk){.pc = {.charge = lms_charge_of(size)}, .ptr = ptr, .size = size, .device = device};
     pthread_rwlock_wrlock(&map_lock);
     int capids_i = (int)capids;
     if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1) ||
@@ -110,7 +110,7 @@ void lms_residency_add(uint64_t ptr, uint64_t size, int device)
         return;
     }
     capids = (uint32_t)capids_i;
-    c->id = nids;
+    c->pc.id = nids;
     by_id[nids++] = c;
     int i = upper(ptr);
     memmove(&by_addr[i + 1], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
@@ -118,16 +118,6 @@ void lms_residency_add(uint64_t ptr, uint64_t size, int device)
     naddr++;
     atomic_fetch_add(&lms_residency_live, 1);
     pthread_rwlock_unlock(&map_lock);
-}
-
-/* Drops c from its device's resident list (under the device lock). */
-static void unlist(res_device *d, res_chunk *c)
-{
-    for (int i = 0; i < d->nresident; i++)
-        if (d->resident[i] == c) {
-            d->resident[i] = d->resident[--d->nresident];
-            return;
-        }
 }
 
 void lms_residency_remove(uint64_t ptr)
@@ -138,7 +128,7 @@ void lms_residency_remove(uint64_t ptr)
     if (c) {
         memmove(&by_addr[i], &by_addr[i + 1], (size_t)(naddr - i - 1) * sizeof *by_addr);
         naddr--;
-        by_id[c->id] = NULL;
+        by_id[c->pc.id] = NULL;
         atomic_fetch_sub(&lms_residency_live, 1);
     }
     pthread_rwlock_unlock(&map_lock);
@@ -146,11 +136,11 @@ void lms_residency_remove(uint64_t ptr)
         return;
     res_device *d = &devices[c->device];
     pthread_mutex_lock(&d->lock);
-    if (c->resident) {
-        unlist(d, c);
+    if (c->pc.resident) {
+        lms_plan_forget(&d->plan, &c->pc);
         lms_account *a = lms_account_of(c->device);
         if (a)
-            lms_account_release(a, c->charge);
+            lms_account_release(a, c->pc.charge);
     }
     pthread_mutex_unlock(&d->lock);
     if (c->used_ev && lms_drv.cuEventDestroy)
@@ -173,7 +163,7 @@ int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
             int i = upper(v) - 1;
             if (i < 0 || v - by_addr[i]->ptr >= by_addr[i]->size)
                 continue;
-            uint32_t id = by_addr[i]->id;
+            uint32_t id = by_addr[i]->pc.id;
             int k = found;   /* insert sorted, unique */
             while (k > 0 && ids[k - 1] > id)
                 k--;
@@ -194,24 +184,23 @@ static res_chunk *chunk_of(uint32_t id)
     return id < nids ? by_id[id] : NULL;
 }
 
-/* Sets a device up on its first launch: policy state and its two streams. */
+/* Sets a device up on its first launch: the planner and two streams. */
 static bool ready_device(res_device *d)
 {
     if (d->ready)
         return true;
-    d->policy = lms_opt.policy;
-    d->pstate = d->policy && d->policy->create ? d->policy->create() : NULL;
-    if (!d->policy || (d->policy->create && !d->pstate))
-        return false;
-    if (d->policy->on_demand &&
+    const lms_policy *policy = lms_opt.policy ? lms_opt.policy : lms_policy_find("none");
+    if (policy->on_demand &&
         (!lms_drv.cuMemPrefetchAsync || !lms_drv.cuStreamCreate || !lms_drv.cuEventCreate ||
          !lms_drv.cuEventRecord || !lms_drv.cuStreamWaitEvent ||
          lms_drv.cuStreamCreate(&d->side, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
          lms_drv.cuStreamCreate(&d->evict, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
          lms_drv.cuEventCreate(&d->evict_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)) {
         lms_log(LMS_LEVEL_WARN, "residency: cannot create streams or events; chunks stay where they are");
-        d->policy = lms_policy_find("none");
+        policy = lms_policy_find("none");
     }
+    if (!lms_plan_init(&d->plan, policy))
+        return false;
     d->ready = true;
     return true;
 }
@@ -227,9 +216,21 @@ static void check_budget(lms_account *a)
     }
 }
 
-/* Sends a resident chunk back to the host, after its last use. */
-static void evict(res_device *d, lms_account *a, res_chunk *c)
+static bool op_reserve(void *ctx, uint64_t bytes)
 {
+    live *l = ctx;
+    return lms_account_reserve(l->a, bytes, l->a->budget);
+}
+
+static uint64_t op_budget(void *ctx) { return ((live *)ctx)->a->budget; }
+
+/* Sends a chunk back to the host after its last use and any unfinished
+ * fetch of it; later fetches wait for this eviction. */
+static void op_evict(void *ctx, lms_plan_chunk *pc)
+{
+    live *l = ctx;
+    res_chunk *c = (res_chunk *)pc;
+    res_device *d = l->d;
     if (c->used_ev)
         lms_drv.cuStreamWaitEvent(d->evict, c->used_ev, 0);
     if (c->ready_pending)
@@ -238,96 +239,61 @@ static void evict(res_device *d, lms_account *a, res_chunk *c)
     lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict);
     lms_drv.cuEventRecord(d->evict_ev, d->evict);
     d->evict_pending = true;
-    unlist(d, c);
-    c->resident = false;
     c->ready_pending = false;
-    lms_account_release(a, c->charge);
-    atomic_fetch_add(&a->evicted_bytes, c->size);
-    atomic_fetch_add(&a->evictions, 1);
+    lms_account_release(l->a, pc->charge);
+    atomic_fetch_add(&l->a->evicted_bytes, c->size);
+    atomic_fetch_add(&l->a->evictions, 1);
 }
 
-/* Reserves `bytes` of budget, evicting the policy's victims (chunks not
- * needed before `distance`). False when no victim qualifies. */
-static bool make_room(res_device *d, lms_account *a, uint64_t bytes, uint32_t distance)
+/* Fetches a chunk to the device on the launch stream, or ahead on the side
+ * stream (then launches that need it wait on its event). */
+static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
 {
-    while (!lms_account_reserve(a, bytes, a->budget)) {
-        if (d->nresident > d->capview) {
-            lms_policy_chunk *v = realloc(d->view, (size_t)d->capresident * sizeof *v);
-            if (!v)
-                return false;
-            d->view = v;
-            d->capview = d->capresident;
-        }
-        for (int i = 0; i < d->nresident; i++) {
-            const res_chunk *c = d->resident[i];
-            d->view[i] = (lms_policy_chunk){.id = c->id, .bytes = c->charge, .last_use = c->last_use,
-                                            .pinned = c->pins > 0};
-        }
-        int v = d->policy->victim(d->pstate, d->view, d->nresident, distance);
-        if (v < 0 || v >= d->nresident || d->resident[v]->pins > 0)
-            return false;
-        evict(d, a, d->resident[v]);
+    live *l = ctx;
+    res_chunk *c = (res_chunk *)pc;
+    res_device *d = l->d;
+    CUstream s = ahead ? d->side : l->stream;
+    if (d->evict_pending)
+        lms_drv.cuStreamWaitEvent(s, d->evict_ev, 0);
+    CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = c->device};
+    if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, dev, 0, s) != CUDA_SUCCESS) {
+        lms_account_release(l->a, pc->charge);
+        return false;
     }
+    c->ready_pending = false;
+    if (ahead) {
+        if (!c->ready_ev && lms_drv.cuEventCreate(&c->ready_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+            c->ready_ev = NULL;
+        c->ready_pending = c->ready_ev && lms_drv.cuEventRecord(c->ready_ev, s) == CUDA_SUCCESS;
+        if (!c->ready_pending)
+            lms_drv.cuStreamSynchronize(s);   /* cannot order it: finish it now */
+    }
+    atomic_fetch_add(&l->a->prefetched_bytes, c->size);
+    atomic_fetch_add(&l->a->prefetches, 1);
+    check_budget(l->a);
     return true;
 }
 
-/* Fetches a chunk (its budget already reserved) on `stream`, after any
- * eviction that made its room. */
-static void fetch(res_device *d, lms_account *a, res_chunk *c, CUstream stream, bool side)
+static void op_wait_ready(void *ctx, lms_plan_chunk *pc)
 {
-    if (d->evict_pending)
-        lms_drv.cuStreamWaitEvent(stream, d->evict_ev, 0);
-    CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = c->device};
-    if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, dev, 0, stream) != CUDA_SUCCESS) {
-        lms_account_release(a, c->charge);
-        return;
-    }
-    if (side) {
-        if (!c->ready_ev && lms_drv.cuEventCreate(&c->ready_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-            c->ready_ev = NULL;
-        c->ready_pending = c->ready_ev && lms_drv.cuEventRecord(c->ready_ev, stream) == CUDA_SUCCESS;
-        if (!c->ready_pending)
-            lms_drv.cuStreamSynchronize(stream);   /* cannot order it: finish it now */
-    }
-    if (!reserve_ptrs((void ***)&d->resident, &d->capresident, d->nresident + 1)) {
-        lms_account_release(a, c->charge);   /* cannot list it: forget the fetch */
-        return;
-    }
-    d->resident[d->nresident++] = c;
-    c->resident = true;
-    atomic_fetch_add(&a->prefetched_bytes, c->size);
-    atomic_fetch_add(&a->prefetches, 1);
-    check_budget(a);
+    live *l = ctx;
+    res_chunk *c = (res_chunk *)pc;
+    if (c->ready_pending)
+        lms_drv.cuStreamWaitEvent(l->stream, c->ready_ev, 0);
 }
 
-/* Fetches the policy's expected chunks on the side stream while the
- * current kernel runs, as far as the budget allows without evicting a
- * chunk needed sooner. */
-static void fetch_ahead(res_device *d, lms_account *a)
+/* The chunk of an id if it belongs to this device (under map_lock). */
+static lms_plan_chunk *op_lookup(void *ctx, uint32_t id)
 {
-    enum { MAX = 256 };
-    uint32_t ids[MAX], dist[MAX];
-    int n = d->policy->ahead(d->pstate, ids, dist, MAX);
-    uint64_t window = 0;
-    pthread_rwlock_rdlock(&map_lock);
-    for (int i = 0; i < n; i++) {
-        res_chunk *c = chunk_of(ids[i]);
-        if (!c || c->device != (int)(d - devices))
-            continue;
-        window += c->charge;
-        if (window > a->budget)
-            break;   /* more than fits at once: the rest comes later */
-        if (c->resident)
-            continue;
-        c->pins++;   /* not a victim of its own room-making */
-        bool room = make_room(d, a, c->charge, dist[i]);
-        c->pins--;
-        if (!room)
-            break;
-        fetch(d, a, c, d->side, true);
-    }
-    pthread_rwlock_unlock(&map_lock);
+    live *l = ctx;
+    res_chunk *c = chunk_of(id);
+    return c && c->device == l->device ? &c->pc : NULL;
 }
+
+static const lms_plan_ops live_ops = {
+    .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
+    .wait_ready = op_wait_ready, .lookup = op_lookup,
+};
 
 void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
                           lms_launch_token *tok)
@@ -347,29 +313,19 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     tok->seq = ++d->seq;
     tok->n = n < LMS_LAUNCH_MAX_CHUNKS ? n : LMS_LAUNCH_MAX_CHUNKS;
     memcpy(tok->ids, ids, (size_t)tok->n * sizeof *ids);
-    if (d->policy->observe)
-        d->policy->observe(d->pstate, tok->seq, fn, ids, tok->n);
+    live l = {.d = d, .a = a, .device = device, .stream = stream};
     pthread_rwlock_rdlock(&map_lock);
-    res_chunk *mine[LMS_LAUNCH_MAX_CHUNKS];
+    lms_plan_chunk *mine[LMS_LAUNCH_MAX_CHUNKS];
     int m = 0;
     for (int i = 0; i < tok->n; i++) {
-        res_chunk *c = chunk_of(ids[i]);
-        if (c && c->device == device) {
-            c->pins++;
-            mine[m++] = c;
+        lms_plan_chunk *pc = op_lookup(&l, ids[i]);
+        if (pc) {
+            pc->pins++;
+            mine[m++] = pc;
         }
     }
-    if (d->policy->on_demand)
-        for (int i = 0; i < m; i++) {
-            res_chunk *c = mine[i];
-            if (!c->resident && c->charge <= a->budget && make_room(d, a, c->charge, LMS_DISTANCE_NOW))
-                fetch(d, a, c, stream, false);
-            else if (c->resident && c->ready_pending)
-                lms_drv.cuStreamWaitEvent(stream, c->ready_ev, 0);
-        }
+    lms_plan_launch(&d->plan, &live_ops, &l, tok->seq, fn, tok->ids, tok->n, mine, m);
     pthread_rwlock_unlock(&map_lock);
-    if (d->policy->ahead)
-        fetch_ahead(d, a);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -384,9 +340,9 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
         res_chunk *c = chunk_of(tok->ids[i]);
         if (!c || c->device != tok->device)
             continue;
-        c->pins--;
-        c->last_use = tok->seq;
-        if (d->policy->on_demand) {
+        c->pc.pins--;
+        c->pc.last_use = tok->seq;
+        if (d->plan.policy->on_demand) {
             if (!c->used_ev && lms_drv.cuEventCreate(&c->used_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
                 c->used_ev = NULL;
             if (c->used_ev)
@@ -413,15 +369,10 @@ void lms_residency_fork_parent(void)
 
 void lms_residency_fork_child(void)
 {
+    /* The child keeps its copy of the chunks, plans, streams and events: a
+     * driver that lets a child use CUDA (the simulator) keeps them valid,
+     * and one that does not makes every CUDA call of the child fail anyway. */
     pthread_rwlock_init(&map_lock, NULL);
-    for (int i = 0; i < LMS_MAX_DEVICES; i++) {
+    for (int i = 0; i < LMS_MAX_DEVICES; i++)
         pthread_mutex_init(&devices[i].lock, NULL);
-        if (devices[i].pstate && devices[i].policy && devices[i].policy->destroy)
-            devices[i].policy->destroy(devices[i].pstate);
-        devices[i].pstate = NULL;
-        devices[i].ready = false;   /* new streams and events on first launch */
-        devices[i].side = devices[i].evict = NULL;
-        devices[i].evict_ev = NULL;
-        devices[i].evict_pending = false;
-    }
 }

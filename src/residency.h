@@ -48,8 +48,7 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
 /* After the launch was issued on `stream`: record the chunks' last use. */
 void lms_residency_after(lms_launch_token *tok, CUstream stream);
 
-/* fork: hold every lock across fork; the child starts its devices afresh
- * (the parent's streams and events are not the child's). */
+/* fork: hold every lock across fork; the child gets fresh locks. */
 void lms_residency_fork_prepare(void);
 void lms_residency_fork_parent(void);
 void lms_residency_fork_child(void);

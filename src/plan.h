@@ -1,0 +1,64 @@
+/*
+ * plan.h — the residency decisions (plan.c), apart from their mechanics.
+ * The live engine (residency.c) runs them with CUDA prefetches, events and
+ * a device account; `lmshim replay` runs the very same decisions over a
+ * trace with counters. Policies (policies/policy.h) are consulted here.
+ */
+#ifndef LMS_PLAN_H
+#define LMS_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+/* A managed chunk as the planner sees it; embedded in the caller's record. */
+typedef struct lms_plan_chunk {
+    uint32_t id;
+    uint64_t charge;      /* bytes charged while resident */
+    bool resident;
+    int pins;             /* in use by a launch not yet recorded */
+    uint64_t last_use;    /* seq of its last launch */
+} lms_plan_chunk;
+
+/* The mechanics, supplied by the caller. */
+typedef struct lms_plan_ops {
+    /* Charges bytes against the budget; false (nothing charged) if they do not fit. */
+    bool (*reserve)(void *ctx, uint64_t bytes);
+    /* The budget the window of fetch-ahead is measured against, in bytes. */
+    uint64_t (*budget)(void *ctx);
+    /* Sends a resident chunk back to the host and returns its charge. */
+    void (*evict)(void *ctx, lms_plan_chunk *c);
+    /* Fetches a chunk whose charge is reserved (ahead: on the side stream).
+     * On failure it returns the charge and answers false. */
+    bool (*fetch)(void *ctx, lms_plan_chunk *c, bool ahead);
+    /* The launch about to run must wait for an earlier fetch-ahead of c. */
+    void (*wait_ready)(void *ctx, lms_plan_chunk *c);
+    /* The chunk of an id (of this device), or NULL. */
+    lms_plan_chunk *(*lookup)(void *ctx, uint32_t id);
+} lms_plan_ops;
+
+typedef struct lms_plan {
+    const lms_policy *policy;
+    void *pstate;
+    lms_plan_chunk **resident;       /* resident chunks, unordered */
+    int nresident, capresident;
+    lms_policy_chunk *view;          /* scratch for victim() */
+    int capview;
+} lms_plan;
+
+/* Sets a planner up with a policy; false if the policy's state cannot be made. */
+bool lms_plan_init(lms_plan *p, const lms_policy *policy);
+/* Frees the planner's own memory (not the chunks). */
+void lms_plan_destroy(lms_plan *p);
+
+/* Decides for launch `seq` of fn with chunk ids[0..n); mine[0..m) are the
+ * chunks of those ids that the planner manages, already pinned. */
+void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq, uintptr_t fn,
+                     const uint32_t *ids, int n, lms_plan_chunk **mine, int m);
+
+/* A chunk is gone (freed): drop it from the resident list. The caller
+ * returns its charge. */
+void lms_plan_forget(lms_plan *p, lms_plan_chunk *c);
+
+#endif
