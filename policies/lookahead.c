@@ -20,6 +20,11 @@
 #define MAP 16384u           /* signature -> last seq, open addressing */
 #define HORIZON 1024u        /* launches looked ahead at most */
 #define FUTURE (HORIZON * IDS)
+/* How far ahead to fetch, in launches. Fetching further evicts earlier,
+ * before better victims exist: at 2x oversubscription on bench/oversub a
+ * window of 1 moves 1.10x Belady's MIN, 2 moves 1.14x, 8 moves 1.35x; one
+ * launch of compute is enough to hide the next launch's fetches. */
+#define AHEAD_LAUNCHES 1u
 
 typedef struct launch {
     uint64_t sig;
@@ -162,7 +167,9 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max)
 {
     state *s = p;
     compute_future(s);
-    int n = s->nfuture < max ? s->nfuture : max;
+    int n = 0;
+    while (n < s->nfuture && n < max && s->future_dist[n] <= AHEAD_LAUNCHES)
+        n++;
     memcpy(ids, s->future_id, (size_t)n * sizeof *ids);
     memcpy(distance, s->future_dist, (size_t)n * sizeof *distance);
     return n;

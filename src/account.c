@@ -7,6 +7,7 @@
 
 #include "driver.h"
 #include "log.h"
+#include "trace.h"
 
 lms_account lms_accounts[LMS_MAX_DEVICES];
 
@@ -24,6 +25,8 @@ static void setup(lms_account *a, int device)
         total = 0;
     a->physical = total;
     a->budget = lms_options_budget(device, total);
+    if (lms_trace_on)
+        lms_trace_device(device, a->physical, a->budget);
     if (LMS_LOG_ON(LMS_LEVEL_INFO)) {
         lms_log(LMS_LEVEL_INFO, "device %d: memory=%llu budget=%llu frac=%g threshold=%llu", device,
                 (unsigned long long)a->physical, (unsigned long long)a->budget, lms_opt.frac,

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "residency.h"
 #include "stats.h"
+#include "trace.h"
 
 bool lms_active;
 static bool exit_registered;
@@ -30,6 +31,8 @@ bool lms_engine_init(void)
     lms_log_open();
     bool driver = lms_driver_open();
     lms_active = driver && !lms_opt.disable;
+    if (lms_active)
+        lms_trace_open();
     if (LMS_LOG_ON(LMS_LEVEL_DEBUG)) {
         for (int i = 0; i < LMS_OPT_COUNT; i++) {
             char v[300], env[64];

@@ -237,6 +237,7 @@ void lms_option_value(int i, char *buf, size_t len)
     case LMS_OPT_policy: snprintf(buf, len, "%s", lms_opt.policy ? lms_opt.policy->name : "?"); break;
     case LMS_OPT_log: snprintf(buf, len, "%s", level_words[lms_opt.log]); break;
     case LMS_OPT_log_file: snprintf(buf, len, "%s", lms_opt.log_file[0] ? lms_opt.log_file : "(stderr)"); break;
+    case LMS_OPT_trace: snprintf(buf, len, "%s", lms_opt.trace[0] ? lms_opt.trace : "(off)"); break;
     case LMS_OPT_stats: snprintf(buf, len, "%d", lms_opt.stats); break;
     case LMS_OPT_disable: snprintf(buf, len, "%d", lms_opt.disable); break;
     default: snprintf(buf, len, "?"); break;

@@ -8,6 +8,7 @@
 #include "chunks.h"
 #include "log.h"
 #include "residency.h"
+#include "trace.h"
 
 /* Logs one placement decision at info (caffe style). */
 static void log_decision(const lms_chunk *c, const lms_account *a, const char *why)
@@ -74,8 +75,9 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     lms_account_add_chunk(a, &c);
-    if (place == LMS_PLACE_MANAGED)
-        lms_residency_add(p, r->size, r->device);
+    int64_t id = place == LMS_PLACE_MANAGED ? lms_residency_add(p, r->size, r->device) : -1;
+    if (lms_trace_on)
+        lms_trace_alloc(r->device, p, r->size, 0, lms_place_names[place], id, fallback);
     log_decision(&c, a, fallback ? " (fallback)" : "");
     *out = p;
     return CUDA_SUCCESS;
@@ -102,6 +104,8 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
                            .place = LMS_PLACE_DEVICE, .flags = r->async ? LMS_CHUNK_ASYNC : 0};
             if (lms_chunks_insert(&c)) {
                 lms_account_add_chunk(a, &c);
+                if (lms_trace_on)
+                    lms_trace_alloc(r->device, *out, r->size, charge, "device", -1, false);
                 log_decision(&c, a, "");
             } else {
                 lms_account_release(a, charge);   /* untracked: its free passes through */
@@ -114,6 +118,8 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     }
     if (lms_opt.on_oom == LMS_ON_OOM_FAIL || r->device_only) {
         atomic_fetch_add(&a->oom_failures, 1);
+        if (lms_trace_on)
+            lms_trace_oom(r->device, r->size, atomic_load(&a->used), a->budget);
         lms_log(LMS_LEVEL_INFO, "oom dev=%d size=%llu used=%llu budget=%llu: failing as LMS_ON_OOM=fail asks",
                 r->device, (unsigned long long)r->size, (unsigned long long)atomic_load(&a->used),
                 (unsigned long long)a->budget);
@@ -159,6 +165,8 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
             lms_account_release(a, c.charged);
         lms_account_drop_chunk(a, &c);
     }
+    if (lms_trace_on)
+        lms_trace_free(c.device, p, c.size, lms_place_names[c.place]);
     if (LMS_LOG_ON(LMS_LEVEL_DEBUG))
         lms_log(LMS_LEVEL_DEBUG, "free dev=%d size=%llu place=%s ptr=0x%llx", c.device,
                 (unsigned long long)c.size, lms_place_names[c.place], (unsigned long long)p);
@@ -170,8 +178,11 @@ void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place)
     lms_account *a = lms_account_of(device < 0 ? 0 : device);
     lms_chunk c = {.key = ptr, .size = size, .device = (int16_t)(device < 0 ? 0 : device),
                    .place = (uint8_t)place, .flags = LMS_CHUNK_PROGRAM};
-    if (a && lms_chunks_insert(&c))
+    if (a && lms_chunks_insert(&c)) {
         lms_account_add_chunk(a, &c);
+        if (lms_trace_on)
+            lms_trace_alloc(c.device, ptr, size, 0, lms_place_names[place], -1, false);
+    }
 }
 
 CUresult lms_place_vmm_check(int device, uint64_t size)
@@ -198,6 +209,8 @@ void lms_place_vmm_created(uint64_t handle, int device, uint64_t size)
         return;
     lms_account_force(a, size);
     lms_account_add_chunk(a, &c);
+    if (lms_trace_on)
+        lms_trace_alloc(device, handle, size, size, "vmm", -1, false);
     if (atomic_load(&a->used) > a->budget) {
         static atomic_uint warned;
         lms_log_capped(LMS_LEVEL_WARN, &warned, 1, "cuMemCreate of %llu bytes passes the budget of "

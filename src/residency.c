@@ -25,6 +25,7 @@
 #include "log.h"
 #include "plan.h"
 #include "policy.h"
+#include "trace.h"
 
 atomic_uint lms_residency_live;
 
@@ -93,13 +94,13 @@ static bool reserve_ptrs(void ***arr, int *cap, int need)
     return true;
 }
 
-void lms_residency_add(uint64_t ptr, uint64_t size, int device)
+int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
-        return;
+        return -1;
     res_chunk *c = calloc(1, sizeof *c);
     if (!c)
-        return;   /* untracked: the GPU reads it over the link, nothing breaks */
+        return -1;   /* untracked: the GPU reads it over the link, nothing breaks */
     *c = (res_chunk){.pc = {.charge = lms_charge_of(size)}, .ptr = ptr, .size = size, .device = device};
     pthread_rwlock_wrlock(&map_lock);
     int capids_i = (int)capids;
@@ -107,7 +108,7 @@ void lms_residency_add(uint64_t ptr, uint64_t size, int device)
         !reserve_ptrs((void ***)&by_id, &capids_i, (int)nids + 1)) {
         pthread_rwlock_unlock(&map_lock);
         free(c);
-        return;
+        return -1;
     }
     capids = (uint32_t)capids_i;
     c->pc.id = nids;
@@ -118,6 +119,7 @@ void lms_residency_add(uint64_t ptr, uint64_t size, int device)
     naddr++;
     atomic_fetch_add(&lms_residency_live, 1);
     pthread_rwlock_unlock(&map_lock);
+    return c->pc.id;
 }
 
 void lms_residency_remove(uint64_t ptr)
@@ -243,6 +245,8 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
     lms_account_release(l->a, pc->charge);
     atomic_fetch_add(&l->a->evicted_bytes, c->size);
     atomic_fetch_add(&l->a->evictions, 1);
+    if (lms_trace_on)
+        lms_trace_move("evict", l->device, pc->id, c->size, false);
 }
 
 /* Fetches a chunk to the device on the launch stream, or ahead on the side
@@ -271,6 +275,8 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     atomic_fetch_add(&l->a->prefetched_bytes, c->size);
     atomic_fetch_add(&l->a->prefetches, 1);
     check_budget(l->a);
+    if (lms_trace_on)
+        lms_trace_move("prefetch", l->device, pc->id, c->size, ahead);
     return true;
 }
 
@@ -313,6 +319,8 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     tok->seq = ++d->seq;
     tok->n = n < LMS_LAUNCH_MAX_CHUNKS ? n : LMS_LAUNCH_MAX_CHUNKS;
     memcpy(tok->ids, ids, (size_t)tok->n * sizeof *ids);
+    if (lms_trace_on)
+        lms_trace_launch(device, tok->seq, fn, tok->ids, tok->n);
     live l = {.d = d, .a = a, .device = device, .stream = stream};
     pthread_rwlock_rdlock(&map_lock);
     lms_plan_chunk *mine[LMS_LAUNCH_MAX_CHUNKS];

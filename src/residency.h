@@ -24,8 +24,9 @@ static inline bool lms_residency_any(void)
     return atomic_load_explicit(&lms_residency_live, memory_order_relaxed) != 0;
 }
 
-/* A managed chunk lmshim placed for `device` (size bytes at ptr). */
-void lms_residency_add(uint64_t ptr, uint64_t size, int device);
+/* A managed chunk lmshim placed for `device` (size bytes at ptr); returns
+ * its id, or -1 when it could not be tracked (then it is read over the link). */
+int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device);
 /* The chunk at ptr is about to be freed: forget it, returning its charge. */
 void lms_residency_remove(uint64_t ptr);
 

@@ -1,0 +1,407 @@
+/*
+ * replay.c — trace loading and replay (see replay.h). Policies replay
+ * through the same planner as the live engine (plan.c), with counters for
+ * mechanics; Belady's MIN is computed from the trace's true future.
+ */
+#include "replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "plan.h"
+
+/* ---- loading ------------------------------------------------------------- */
+
+/* A ptr -> (kind, id, bytes) map of live allocations while loading. */
+typedef struct live_alloc {
+    uint64_t ptr;
+    bool managed;
+    uint32_t id;
+    uint64_t bytes;
+    int dev;
+} live_alloc;
+
+typedef struct alloc_map {
+    live_alloc *slots;
+    size_t cap, n;
+} alloc_map;
+
+static size_t slot_of(const alloc_map *m, uint64_t ptr)
+{
+    size_t i = (size_t)(ptr * 0x9e3779b97f4a7c15ull >> 17) & (m->cap - 1);
+    while (m->slots[i].ptr && m->slots[i].ptr != ptr)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static bool map_put(alloc_map *m, live_alloc a)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        alloc_map n = {.cap = m->cap ? m->cap * 2 : 1024};
+        n.slots = calloc(n.cap, sizeof *n.slots);
+        if (!n.slots)
+            return false;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slots[i].ptr) {
+                n.slots[slot_of(&n, m->slots[i].ptr)] = m->slots[i];
+                n.n++;
+            }
+        free(m->slots);
+        *m = n;
+    }
+    size_t i = slot_of(m, a.ptr);
+    if (!m->slots[i].ptr)
+        m->n++;
+    m->slots[i] = a;
+    return true;
+}
+
+/* Removes ptr (backward-shift deletion); false if unknown. */
+static bool map_take(alloc_map *m, uint64_t ptr, live_alloc *out)
+{
+    if (!m->cap)
+        return false;
+    size_t i = slot_of(m, ptr);
+    if (!m->slots[i].ptr)
+        return false;
+    *out = m->slots[i];
+    m->slots[i].ptr = 0;
+    m->n--;
+    for (size_t j = (i + 1) & (m->cap - 1); m->slots[j].ptr; j = (j + 1) & (m->cap - 1)) {
+        live_alloc a = m->slots[j];
+        m->slots[j].ptr = 0;
+        m->slots[slot_of(m, a.ptr)] = a;
+    }
+    return true;
+}
+
+static bool push_event(lms_trace_data *t, rp_event e)
+{
+    if (t->nevents == t->capevents) {
+        size_t ncap = t->capevents ? t->capevents * 2 : 1024;
+        rp_event *n = realloc(t->events, ncap * sizeof *n);
+        if (!n)
+            return false;
+        t->events = n;
+        t->capevents = ncap;
+    }
+    t->events[t->nevents++] = e;
+    return true;
+}
+
+static bool push_id(lms_trace_data *t, uint32_t id)
+{
+    if (t->nids == t->capids) {
+        size_t ncap = t->capids ? t->capids * 2 : 4096;
+        uint32_t *n = realloc(t->ids, ncap * sizeof *n);
+        if (!n)
+            return false;
+        t->ids = n;
+        t->capids = ncap;
+    }
+    t->ids[t->nids++] = id;
+    return true;
+}
+
+/* Interprets one parsed line; returns NULL or what is wrong with it. */
+static const char *take_line(lms_trace_data *t, alloc_map *m, const lms_json *j)
+{
+    char type[16], ptr_s[32];
+    double dev = 0, size = 0, charge = 0, id = -1;
+    if (j->nodes[0].type != LMS_JSON_OBJECT)
+        return "not an object";
+    if (!lms_json_string(j, 0, "type", type, sizeof type))
+        return "no \"type\"";
+    if (strcmp(type, "header") == 0 || strcmp(type, "summary") == 0 || strcmp(type, "site") == 0 ||
+        strcmp(type, "prefetch") == 0 || strcmp(type, "evict") == 0 || strcmp(type, "oom") == 0 ||
+        strcmp(type, "fallback") == 0 || strcmp(type, "status") == 0)
+        return NULL;
+    if (!lms_json_number(j, 0, "dev", &dev) || dev < 0 || dev >= 16)
+        return "no valid \"dev\"";
+    if (strcmp(type, "device") == 0) {
+        double budget;
+        if (!lms_json_number(j, 0, "budget", &budget) || budget < 0)
+            return "device without \"budget\"";
+        t->budget[(int)dev] = (uint64_t)budget;
+        return NULL;
+    }
+    if (strcmp(type, "alloc") == 0 || strcmp(type, "free") == 0) {
+        char place[16];
+        if (!lms_json_string(j, 0, "ptr", ptr_s, sizeof ptr_s) || !lms_json_number(j, 0, "size", &size) ||
+            !lms_json_string(j, 0, "place", place, sizeof place) || size < 0)
+            return "alloc/free without ptr, size or place";
+        uint64_t ptr = strtoull(ptr_s, NULL, 16);
+        if (!ptr)
+            return "bad ptr";
+        if (type[0] == 'a') {
+            lms_json_number(j, 0, "charge", &charge);
+            lms_json_number(j, 0, "id", &id);
+            bool managed = strcmp(place, "managed") == 0 && id >= 0;
+            if (strcmp(place, "device") != 0 && !managed && strcmp(place, "vmm") != 0)
+                return NULL;   /* host placements take no device memory */
+            live_alloc a = {.ptr = ptr, .managed = managed, .id = managed ? (uint32_t)id : 0,
+                            .bytes = managed ? (uint64_t)size : (uint64_t)charge, .dev = (int)dev};
+            if (!map_put(m, a) ||
+                !push_event(t, (rp_event){.kind = managed ? RP_MANAGED_ALLOC : RP_DEVICE_ALLOC, .dev = a.dev,
+                                          .id = a.id, .bytes = a.bytes}))
+                return "out of memory";
+            if (managed && a.id + 1 > t->max_id)
+                t->max_id = a.id + 1;
+            return NULL;
+        }
+        live_alloc a;
+        if (!map_take(m, ptr, &a))
+            return NULL;   /* a free of something the trace did not see allocated */
+        return push_event(t, (rp_event){.kind = a.managed ? RP_MANAGED_FREE : RP_DEVICE_FREE, .dev = a.dev,
+                                        .id = a.id, .bytes = a.bytes})
+                   ? NULL : "out of memory";
+    }
+    if (strcmp(type, "launch") == 0) {
+        int arr = lms_json_get(j, 0, "chunks");
+        char fn_s[32] = "0";
+        lms_json_string(j, 0, "fn", fn_s, sizeof fn_s);
+        if (arr < 0 || j->nodes[arr].type != LMS_JSON_ARRAY)
+            return "launch without \"chunks\"";
+        rp_event e = {.kind = RP_LAUNCH, .dev = (int)dev, .fn = strtoull(fn_s, NULL, 16),
+                      .first = (uint32_t)t->nids};
+        for (int c = j->nodes[arr].first_child; c >= 0; c = j->nodes[c].next) {
+            if (j->nodes[c].type != LMS_JSON_NUMBER || j->nodes[c].num < 0 || j->nodes[c].num > 4e9)
+                return "a chunk id is not a number";
+            if (!push_id(t, (uint32_t)j->nodes[c].num))
+                return "out of memory";
+            e.n++;
+        }
+        return push_event(t, e) ? NULL : "out of memory";
+    }
+    return NULL;   /* a newer event type: skipped */
+}
+
+int lms_trace_load(const char *path, lms_trace_data *t, FILE *errors)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    static lms_json_node nodes[4096];
+    lms_json j = {.nodes = nodes, .cap = 4096};
+    alloc_map m = {0};
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    size_t lineno = 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        t->lines++;
+        bool complete = line[len - 1] == '\n';
+        size_t n = (size_t)len - complete;
+        if (n == 0)
+            continue;
+        const char *why = NULL;
+        if (!lms_json_parse(&j, line, n))
+            why = complete ? j.error : "truncated line (the trace ends mid-event)";
+        else
+            why = take_line(t, &m, &j);
+        if (why) {
+            t->bad_lines++;
+            if (errors)
+                fprintf(errors, "%s:%zu: %s\n", path, lineno, why);
+        }
+    }
+    free(line);
+    free(m.slots);
+    fclose(f);
+    return 0;
+}
+
+void lms_trace_data_free(lms_trace_data *t)
+{
+    free(t->events);
+    free(t->ids);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- replay ---------------------------------------------------------------- */
+
+typedef struct rp_chunk {
+    lms_plan_chunk pc;
+    bool alive;
+    uint64_t next_use;    /* Belady: index of the next launch using it */
+} rp_chunk;
+
+typedef struct rp_ctx {
+    rp_chunk *chunks;     /* by id */
+    uint32_t nchunks;
+    uint64_t budget, device_bytes, resident_bytes;
+    bool counting;
+    lms_replay_result *out;
+} rp_ctx;
+
+static bool rp_reserve(void *ctx, uint64_t bytes)
+{
+    rp_ctx *c = ctx;
+    if (c->device_bytes + c->resident_bytes + bytes > c->budget)
+        return false;
+    c->resident_bytes += bytes;
+    return true;
+}
+
+static uint64_t rp_budget(void *ctx)
+{
+    rp_ctx *c = ctx;
+    return c->budget > c->device_bytes ? c->budget - c->device_bytes : 0;
+}
+
+static void rp_evict(void *ctx, lms_plan_chunk *pc)
+{
+    rp_ctx *c = ctx;
+    c->resident_bytes -= pc->charge;
+    if (c->counting)
+        c->out->evicted_bytes += pc->charge;
+}
+
+static bool rp_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
+{
+    (void)ahead;
+    rp_ctx *c = ctx;
+    if (c->counting)
+        c->out->fetched_bytes += pc->charge;
+    return true;
+}
+
+static lms_plan_chunk *rp_lookup(void *ctx, uint32_t id)
+{
+    rp_ctx *c = ctx;
+    return id < c->nchunks && c->chunks[id].alive ? &c->chunks[id].pc : NULL;
+}
+
+static const lms_plan_ops replay_ops = {
+    .reserve = rp_reserve, .budget = rp_budget, .evict = rp_evict, .fetch = rp_fetch, .lookup = rp_lookup,
+};
+
+/* Belady: evict the resident chunk used farthest ahead until bytes fit. */
+static bool belady_room(rp_ctx *c, lms_plan_chunk **resident, int *nres, uint64_t bytes)
+{
+    while (!rp_reserve(c, bytes)) {
+        int best = -1;
+        for (int i = 0; i < *nres; i++) {
+            rp_chunk *r = (rp_chunk *)resident[i];
+            if (r->pc.pins)
+                continue;
+            if (best < 0 || r->next_use > ((rp_chunk *)resident[best])->next_use)
+                best = i;
+        }
+        if (best < 0)
+            return false;
+        lms_plan_chunk *v = resident[best];
+        resident[best] = resident[--*nres];
+        v->resident = false;
+        rp_evict(c, v);
+    }
+    return true;
+}
+
+void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_policy *policy, uint64_t skip,
+                lms_replay_result *out)
+{
+    memset(out, 0, sizeof *out);
+    rp_ctx c = {.nchunks = t->max_id, .budget = budget, .out = out};
+    c.chunks = calloc(t->max_id ? t->max_id : 1, sizeof *c.chunks);
+    /* next_at[k]: for the k-th id of the pool, the index of the next launch that uses the same id. */
+    uint64_t *next_at = calloc(t->nids ? t->nids : 1, sizeof *next_at);
+    uint64_t *last = calloc(t->max_id ? t->max_id : 1, sizeof *last);
+    lms_plan plan;
+    lms_plan_chunk **bres = calloc(t->max_id ? t->max_id : 1, sizeof *bres);
+    int nbres = 0;
+    if (!c.chunks || !next_at || !last || !bres || (policy && !lms_plan_init(&plan, policy)))
+        goto done;
+    if (!policy) {   /* the true future: next use of every occurrence */
+        for (size_t i = 0; i < t->max_id; i++)
+            last[i] = UINT64_MAX;
+        for (size_t e = t->nevents; e-- > 0;) {
+            const rp_event *ev = &t->events[e];
+            if (ev->kind != RP_LAUNCH || ev->dev != dev)
+                continue;
+            for (uint32_t k = 0; k < ev->n; k++) {
+                uint32_t id = t->ids[ev->first + k];
+                if (id < t->max_id) {
+                    next_at[ev->first + k] = last[id];
+                    last[id] = e;
+                }
+            }
+        }
+    }
+    uint64_t seq = 0;
+    for (size_t e = 0; e < t->nevents; e++) {
+        const rp_event *ev = &t->events[e];
+        if (ev->dev != dev)
+            continue;
+        rp_chunk *ch = ev->id < c.nchunks ? &c.chunks[ev->id] : NULL;
+        switch (ev->kind) {
+        case RP_DEVICE_ALLOC: c.device_bytes += ev->bytes; break;
+        case RP_DEVICE_FREE: c.device_bytes -= ev->bytes < c.device_bytes ? ev->bytes : c.device_bytes; break;
+        case RP_MANAGED_ALLOC:
+            if (ch)
+                *ch = (rp_chunk){.pc = {.id = ev->id, .charge = ev->bytes}, .alive = true, .next_use = UINT64_MAX};
+            break;
+        case RP_MANAGED_FREE:
+            if (ch && ch->alive) {
+                if (ch->pc.resident) {
+                    c.resident_bytes -= ch->pc.charge;
+                    if (policy)
+                        lms_plan_forget(&plan, &ch->pc);
+                    else
+                        for (int i = 0; i < nbres; i++)
+                            if (bres[i] == &ch->pc) {
+                                bres[i] = bres[--nbres];
+                                break;
+                            }
+                }
+                ch->alive = false;
+            }
+            break;
+        case RP_LAUNCH: {
+            seq++;
+            c.counting = seq > skip;
+            if (c.counting)
+                out->launches++;
+            lms_plan_chunk *mine[64];
+            int m = 0;
+            for (uint32_t k = 0; k < ev->n && m < 64; k++) {
+                lms_plan_chunk *pc = rp_lookup(&c, t->ids[ev->first + k]);
+                if (!pc)
+                    continue;
+                ((rp_chunk *)pc)->next_use = next_at[ev->first + k];
+                if (c.counting && !pc->resident)
+                    out->misses++;
+                pc->pins++;
+                mine[m++] = pc;
+            }
+            if (policy) {
+                lms_plan_launch(&plan, &replay_ops, &c, seq, ev->fn, t->ids + ev->first, (int)ev->n, mine, m);
+            } else {
+                for (int i = 0; i < m; i++)
+                    if (!mine[i]->resident && mine[i]->charge <= rp_budget(&c) &&
+                        belady_room(&c, bres, &nbres, mine[i]->charge)) {
+                        rp_fetch(&c, mine[i], false);
+                        mine[i]->resident = true;
+                        bres[nbres++] = mine[i];
+                    }
+            }
+            for (int i = 0; i < m; i++) {
+                mine[i]->pins--;
+                mine[i]->last_use = seq;
+                if (c.counting && !mine[i]->resident)
+                    out->remote_bytes += mine[i]->charge;
+            }
+            break;
+        }
+        }
+    }
+    if (policy)
+        lms_plan_destroy(&plan);
+done:
+    free(c.chunks);
+    free(next_at);
+    free(last);
+    free(bres);
+}
