@@ -11,22 +11,39 @@
  */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "simgpu.h"
+
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*free_fn)(CUdeviceptr);
 typedef CUresult (*attr_fn)(void *, CUpointer_attribute, CUdeviceptr);
 typedef CUresult (*info_fn)(size_t *, size_t *);
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **);
 
 typedef struct api {
     alloc_fn alloc;
     free_fn free;
     attr_fn attr;
     info_fn info;
+    launch_fn launch;
 } api;
+
+/* A kernel with ten pointer parameters that does nothing. */
+static void empty_kernel(simgpu_launch *l, void **p)
+{
+    (void)l;
+    (void)p;
+}
+
+static CUfunction kernel;
+static void *kernel_args[10];
+static CUdeviceptr kernel_ptrs[10];
 
 static double now_ns(void)
 {
@@ -42,12 +59,13 @@ static int load(void *h, api *a)
     a->free = (free_fn)dlsym(h, "cuMemFree_v2");
     a->attr = (attr_fn)dlsym(h, "cuPointerGetAttribute");
     a->info = (info_fn)dlsym(h, "cuMemGetInfo_v2");
-    return a->alloc && a->free && a->attr && a->info ? 0 : -1;
+    a->launch = (launch_fn)dlsym(h, "cuLaunchKernel");
+    return a->alloc && a->free && a->attr && a->info && a->launch ? 0 : -1;
 }
 
-enum { CASE_PAIR_4K, CASE_PAIR_48K, CASE_QUERY, CASE_INFO, CASES };
-static const char *const case_names[CASES] = {"alloc+free 4 KiB", "alloc+free 48 KiB",
-                                              "pointer query", "cuMemGetInfo"};
+enum { CASE_PAIR_4K, CASE_PAIR_48K, CASE_QUERY, CASE_INFO, CASE_LAUNCH_FAST, CASE_LAUNCH_SCAN, CASES };
+static const char *const case_names[CASES] = {"alloc+free 4 KiB", "alloc+free 48 KiB", "pointer query",
+                                              "cuMemGetInfo", "launch, no managed", "launch, 10-param scan"};
 
 /* ns per operation of one case through one API; -1 on a CUDA error. */
 static double run(const api *a, int which, long iters, CUdeviceptr probe)
@@ -67,8 +85,12 @@ static double run(const api *a, int which, long iters, CUdeviceptr probe)
             if (a->attr(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, probe) != CUDA_SUCCESS)
                 return -1;
             break;
-        default:
+        case CASE_INFO:
             if (a->info(&f, &t) != CUDA_SUCCESS)
+                return -1;
+            break;
+        default:
+            if (a->launch(kernel, 1, 1, 1, 32, 1, 1, 0, NULL, kernel_args, NULL) != CUDA_SUCCESS)
                 return -1;
             break;
         }
@@ -90,6 +112,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: allocbench [rounds (1-101) [iterations]]\n");
         return 2;
     }
+    /* lmshim's options, read at its first hook: allocations of 1 MiB or more
+     * go to managed memory (so the scan case can make one); smaller ones,
+     * which the cases below use, stay on the device path. */
+    setenv("LMS_THRESHOLD", "1M", 1);
+    setenv("LMS_FRAC", "0", 1);
     void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     const char *shim_path = getenv("LMSHIM_LIBRARY") ? getenv("LMSHIM_LIBRARY") : "liblmshim.so";
     void *shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
@@ -107,11 +134,26 @@ int main(int argc, char **argv)
         return 1;
     }
     CUdeviceptr probe;
-    if (hooked.alloc(&probe, 1 << 20) != CUDA_SUCCESS)
+    if (hooked.alloc(&probe, 64 << 10) != CUDA_SUCCESS)
         return 1;
+    simgpu_kernel k = {"empty10", empty_kernel, 10, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8}};
+    CUresult (*load_module)(CUmodule *, const void *) = (CUresult(*)(CUmodule *, const void *))dlsym(drv, "cuModuleLoadData");
+    CUresult (*get_function)(CUfunction *, CUmodule, const char *) =
+        (CUresult(*)(CUfunction *, CUmodule, const char *))dlsym(drv, "cuModuleGetFunction");
+    CUmodule mod;
+    if (simgpu_register_kernel(&k) || load_module(&mod, "bench") || get_function(&kernel, mod, "empty10"))
+        return 1;
+    for (int i = 0; i < 10; i++) {
+        if (bare.alloc(&kernel_ptrs[i], 4096) != CUDA_SUCCESS)
+            return 1;
+        kernel_args[i] = &kernel_ptrs[i];
+    }
     double t[2][CASES][101];
-    for (int r = 0; r < rounds; r++)
-        for (int c = 0; c < CASES; c++)
+    CUdeviceptr managed = 0;
+    for (int c = 0; c < CASES; c++) {
+        if (c == CASE_LAUNCH_SCAN && hooked.alloc(&managed, 2 << 20) != CUDA_SUCCESS)
+            return 1;   /* from now on a managed chunk exists: launches are scanned */
+        for (int r = 0; r < rounds; r++)
             for (int side = 0; side < 2; side++) {        /* bare, then hooked, each round */
                 t[side][c][r] = run(side ? &hooked : &bare, c, c < CASE_QUERY ? iters : iters * 4, probe);
                 if (t[side][c][r] < 0) {
@@ -119,6 +161,14 @@ int main(int argc, char **argv)
                     return 1;
                 }
             }
+    }
+    int managed_flag = 0;
+    bare.attr(&managed_flag, CU_POINTER_ATTRIBUTE_IS_MANAGED, managed);
+    if (!managed_flag) {
+        fprintf(stderr, "allocbench: the scan case has no managed chunk\n");
+        return 1;
+    }
+    hooked.free(managed);
     printf("allocbench: %d rounds x %ld iterations, medians (ns per operation)\n", rounds, iters);
     printf("%-20s %10s %10s %8s %12s\n", "case", "bare", "lmshim", "ratio", "added (ns)");
     for (int c = 0; c < CASES; c++) {

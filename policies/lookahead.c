@@ -163,15 +163,27 @@ static int victim(void *p, const lms_policy_chunk *resident, int n, uint32_t dis
     return best;
 }
 
+/* The chunks of the next AHEAD_LAUNCHES predicted launches, read straight
+ * from the history (no full future needed on the common path). */
 static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max)
 {
     state *s = p;
-    compute_future(s);
     int n = 0;
-    while (n < s->nfuture && n < max && s->future_dist[n] <= AHEAD_LAUNCHES)
-        n++;
-    memcpy(ids, s->future_id, (size_t)n * sizeof *ids);
-    memcpy(distance, s->future_dist, (size_t)n * sizeof *distance);
+    if (!s->matched)
+        return 0;
+    uint64_t period = s->seq - s->match;
+    for (uint64_t k = 1; k <= AHEAD_LAUNCHES && k <= period; k++) {
+        const launch *l = &s->hist[(s->match + k) % HISTORY];
+        for (int j = 0; j < l->n && n < max; j++) {
+            bool seen = false;
+            for (int q = 0; q < n && !seen; q++)
+                seen = ids[q] == l->ids[j];
+            if (!seen) {
+                ids[n] = l->ids[j];
+                distance[n++] = (uint32_t)k;
+            }
+        }
+    }
     return n;
 }
 
