@@ -41,6 +41,7 @@ static void setup_kernel(void)
     CUmodule m;
     OK(cuModuleLoadData(&m, "x"));
     OK(cuModuleGetFunction(&f_touch, m, "touch2"));
+    OK(cuModuleUnload(m));
     get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
     CHECK(get_stats != NULL);
 }
