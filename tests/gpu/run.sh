@@ -23,6 +23,8 @@ cc -shared -fPIC -O2 -std=c17 -D_GNU_SOURCE -DLMSHIM_VERSION='"0.1.0"' -fvisibil
    src/stats.c src/engine.c src/elf_symbol.c \
    -Wl,--version-script=src/dlsym.map -Wl,-z,nodelete -ldl -lpthread -o "$out/liblmshim.so" || exit 1
 "$NVCC" -O2 -arch=sm_90 -o "$out/oversub" tests/gpu/oversub.cu || exit 1
+have_cudnn=0
+"$NVCC" -O2 -arch=sm_90 -o "$out/convnet" bench/convnet.cu -lcudnn 2>/dev/null && have_cudnn=1
 
 # Runs a command, prints its stdout; stderr (lmshim's summary) goes to $2.
 with_shim() { local log=$1; shift; LD_PRELOAD=$out/liblmshim.so LMS_STATS=1 "$@" 2>"$log"; }
@@ -56,6 +58,22 @@ PY
     rows+=("torch 6G/3G|$(placements "$out/b.log")|$(awk '/^seconds/{print $2}' <<<"$ts")|$(awk '/^seconds/{print $2}' <<<"$tb")")
 else
     rows+=("torch 6G/3G|skipped (no torch)|-|-")
+fi
+
+echo "== (c) cuDNN convnet, batch 4 x 3 x 1200 x 1200, under LMS_LIMIT = half its footprint"
+if [ $have_cudnn -eq 1 ]; then
+    cb=$(timeout 90 "$out/convnet" 4 1200 1200 2) || { echo "convnet failed: $cb"; exit 1; }
+    echo "in-memory: $cb"
+    half=$(( $(awk '{print $2}' <<<"$cb") / 2 ))M
+    for p in lookahead lru none; do
+        cs=$(LMS_LIMIT=$half LMS_POLICY=$p timeout 90 with_shim "$out/c-$p.log" "$out/convnet" 4 1200 1200 2) ||
+            { echo "convnet under lmshim ($p) failed: $cs"; tail -5 "$out/c-$p.log"; exit 1; }
+        echo "$p: $cs"
+        # images/s: with / without is a slowdown, so print seconds for the ratio column
+        rows+=("convnet $p|$(placements "$out/c-$p.log")|$(awk '{print $6}' <<<"$cs")|$(awk '{print $6}' <<<"$cb")")
+    done
+else
+    rows+=("convnet|skipped (no cuDNN)|-|-")
 fi
 
 echo
