@@ -6,6 +6,7 @@
 #include "chunks.h"
 #include "hooks.h"
 #include "place.h"
+#include "stack.h"
 
 /* The real call behind a hook, or NOT_SUPPORTED when the driver lacks it. */
 #define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
@@ -51,7 +52,8 @@ static CUresult place(CUdeviceptr *out, int device, bool async, lms_native_alloc
                       alloc_args *args)
 {
     lms_alloc_request r = {.size = args->size, .device = device, .stream = args->stream,
-                           .async = async, .native = native, .native_ctx = args};
+                           .async = async, .native = native, .native_ctx = args,
+                           .site = lms_stack_site(0)};
     return lms_place_alloc(&r, out);
 }
 
@@ -180,7 +182,8 @@ LMS_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
     } else {
         alloc_args a = {.size = bytesize};
         lms_alloc_request req = {.size = bytesize, .device = lms_driver_current_device(),
-                                 .device_only = true, .native = native_alloc_v1, .native_ctx = &a};
+                                 .device_only = true, .native = native_alloc_v1, .native_ctx = &a,
+                                 .site = -1};
         CUdeviceptr p = 0;
         r = lms_place_alloc(&req, &p);
         if (r == CUDA_SUCCESS)

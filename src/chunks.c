@@ -124,6 +124,17 @@ bool lms_chunks_remove(uint64_t key, lms_chunk *out)
     return found;
 }
 
+void lms_chunks_foreach(void (*fn)(const lms_chunk *c, void *ctx), void *ctx)
+{
+    for (int i = 0; i < SHARDS; i++) {
+        pthread_mutex_lock(&shards[i].lock);
+        for (size_t k = 0; k < shards[i].cap; k++)
+            if (shards[i].slots[k].key > TOMB)
+                fn(&shards[i].slots[k], ctx);
+        pthread_mutex_unlock(&shards[i].lock);
+    }
+}
+
 size_t lms_chunks_count(void)
 {
     size_t n = 0;

@@ -43,6 +43,10 @@ bool lms_chunks_insert(const lms_chunk *c);
 bool lms_chunks_find(uint64_t key, lms_chunk *out);
 /* Removes the chunk with this key, copying it to *out; false if unknown. */
 bool lms_chunks_remove(uint64_t key, lms_chunk *out);
+/* Calls fn for every live chunk (each shard locked in turn; fn must not
+ * touch the map). */
+void lms_chunks_foreach(void (*fn)(const lms_chunk *c, void *ctx), void *ctx);
+
 /* Live chunks. */
 size_t lms_chunks_count(void);
 

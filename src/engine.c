@@ -11,6 +11,7 @@
 #include "log.h"
 #include "residency.h"
 #include "stats.h"
+#include "status.h"
 #include "trace.h"
 
 bool lms_active;
@@ -21,6 +22,10 @@ static void at_exit(void)
 {
     if (lms_active && (lms_opt.stats || LMS_LOG_ON(LMS_LEVEL_INFO)))
         lms_stats_print();
+    if (lms_trace_on) {
+        lms_stats_trace_summary();
+        lms_trace_flush();
+    }
 }
 
 bool lms_engine_init(void)
@@ -31,8 +36,10 @@ bool lms_engine_init(void)
     lms_log_open();
     bool driver = lms_driver_open();
     lms_active = driver && !lms_opt.disable;
-    if (lms_active)
+    if (lms_active) {
         lms_trace_open();
+        lms_status_start();
+    }
     if (LMS_LOG_ON(LMS_LEVEL_DEBUG)) {
         for (int i = 0; i < LMS_OPT_COUNT; i++) {
             char v[300], env[64];

@@ -18,6 +18,7 @@ typedef struct layout {
     CUfunction f;            /* NULL: empty slot */
     uint16_t n;              /* parameters */
     uint16_t offset[MAX_PARAMS], size[MAX_PARAMS];   /* bytes */
+    const char *name;        /* the driver's, valid while f is */
 } layout;
 
 static layout layouts[LAYOUTS];
@@ -51,6 +52,9 @@ static const layout *layout_of(CUfunction f)
                 s->size[s->n] = (uint16_t)size;
                 s->n++;
             }
+            s->name = NULL;
+            if (lms_drv.cuFuncGetName && lms_drv.cuFuncGetName(&s->name, f) != CUDA_SUCCESS)
+                s->name = NULL;
             s->f = f;
             l = s;
             break;
@@ -93,4 +97,10 @@ int lms_launch_chunks(CUfunction f, void **params, void **extra, uint32_t *ids, 
                 n = gather(params[i], l->size[i], words, n);
     }
     return n ? lms_residency_find(words, n, ids, max) : 0;
+}
+
+const char *lms_launch_name(CUfunction f)
+{
+    const layout *l = layout_of(f);
+    return l && l->name ? l->name : "";
 }

@@ -13,4 +13,7 @@
  * or the CU_LAUNCH_PARAM_BUFFER_POINTER form of `extra`. Returns how many. */
 int lms_launch_chunks(CUfunction f, void **params, void **extra, uint32_t *ids, int max);
 
+/* The kernel's name (cuFuncGetName, cached), or "" when unknown. */
+const char *lms_launch_name(CUfunction f);
+
 #endif

@@ -84,6 +84,17 @@ bool lms_parse_bool(const char *s, bool *out)
 
 static bool parse_BOOL(const char *s, void *out) { return lms_parse_bool(s, out); }
 
+static bool parse_INT(const char *s, void *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > 86400)
+        return false;
+    *(int *)out = (int)v;
+    return true;
+}
+
 /* Matches s against a list of words; the index is the enum value. */
 static bool parse_word(const char *s, const char *const *words, int n, int *out)
 {
@@ -170,7 +181,7 @@ static bool (*const parsers[])(const char *, void *) = {
 bool lms_option_valid(int i, const char *text)
 {
     union { lms_limit limit; uint64_t size; double real; int word; bool flag; lms_PATH_t path;
-            lms_POLICY_t policy; } scratch;
+            lms_POLICY_t policy; int integer; } scratch;
     return i >= 0 && i < LMS_OPT_COUNT && text && parsers[i](text, &scratch);
 }
 
@@ -238,6 +249,8 @@ void lms_option_value(int i, char *buf, size_t len)
     case LMS_OPT_log: snprintf(buf, len, "%s", level_words[lms_opt.log]); break;
     case LMS_OPT_log_file: snprintf(buf, len, "%s", lms_opt.log_file[0] ? lms_opt.log_file : "(stderr)"); break;
     case LMS_OPT_trace: snprintf(buf, len, "%s", lms_opt.trace[0] ? lms_opt.trace : "(off)"); break;
+    case LMS_OPT_stacks: snprintf(buf, len, "%d", lms_opt.stacks); break;
+    case LMS_OPT_stats_every: snprintf(buf, len, "%d", lms_opt.stats_every); break;
     case LMS_OPT_stats: snprintf(buf, len, "%d", lms_opt.stats); break;
     case LMS_OPT_disable: snprintf(buf, len, "%d", lms_opt.disable); break;
     default: snprintf(buf, len, "?"); break;

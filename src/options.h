@@ -31,6 +31,7 @@ typedef lms_limit lms_LIMIT_t;
 typedef lms_on_oom lms_ON_OOM_t;
 typedef lms_level lms_LEVEL_t;
 typedef bool lms_BOOL_t;
+typedef int lms_INT_t;
 typedef char lms_PATH_t[256];
 typedef const struct lms_policy *lms_POLICY_t;
 

@@ -6,18 +6,26 @@
 
 #include "account.h"
 #include "chunks.h"
+#include "frag.h"
 #include "log.h"
 #include "residency.h"
 #include "trace.h"
 
-/* Logs one placement decision at info (caffe style). */
+/* Logs one placement decision at info, in caffe's style: the size, the
+ * device total now, the fragmented bytes (holes + rounding), the pointer. */
 static void log_decision(const lms_chunk *c, const lms_account *a, const char *why)
 {
     if (!LMS_LOG_ON(LMS_LEVEL_INFO))
         return;
-    lms_log(LMS_LEVEL_INFO, "alloc dev=%d size=%llu place=%s%s used=%llu budget=%llu ptr=0x%llx",
+    lms_frag f;
+    lms_frag_measure(c->device, &f);
+    lms_log(LMS_LEVEL_INFO,
+            "alloc dev=%d size=%llu place=%s%s used=%llu budget=%llu fragmented=%llu holes=%llu "
+            "rounding=%llu largest=%llu ptr=0x%llx",
             c->device, (unsigned long long)c->size, lms_place_names[c->place], why,
             (unsigned long long)atomic_load(&a->used), (unsigned long long)a->budget,
+            (unsigned long long)(f.holes + f.reserved - f.requested), (unsigned long long)f.holes,
+            (unsigned long long)(f.reserved - f.requested), (unsigned long long)f.largest_grant,
             (unsigned long long)c->key);
 }
 
@@ -77,7 +85,7 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
     lms_account_add_chunk(a, &c);
     int64_t id = place == LMS_PLACE_MANAGED ? lms_residency_add(p, r->size, r->device) : -1;
     if (lms_trace_on)
-        lms_trace_alloc(r->device, p, r->size, 0, lms_place_names[place], id, fallback);
+        lms_trace_alloc(r->device, p, r->size, 0, lms_place_names[place], id, fallback, r->site);
     log_decision(&c, a, fallback ? " (fallback)" : "");
     *out = p;
     return CUDA_SUCCESS;
@@ -105,7 +113,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
             if (lms_chunks_insert(&c)) {
                 lms_account_add_chunk(a, &c);
                 if (lms_trace_on)
-                    lms_trace_alloc(r->device, *out, r->size, charge, "device", -1, false);
+                    lms_trace_alloc(r->device, *out, r->size, charge, "device", -1, false, r->site);
                 log_decision(&c, a, "");
             } else {
                 lms_account_release(a, charge);   /* untracked: its free passes through */
@@ -125,8 +133,10 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
                 (unsigned long long)a->budget);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    return place_off_device(r, a, lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED,
-                            true, out);
+    lms_place fb = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
+    if (lms_trace_on)
+        lms_trace_fallback(r->device, r->size, lms_place_names[fb], "budget or device out of memory");
+    return place_off_device(r, a, fb, true, out);
 }
 
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
@@ -181,7 +191,7 @@ void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place)
     if (a && lms_chunks_insert(&c)) {
         lms_account_add_chunk(a, &c);
         if (lms_trace_on)
-            lms_trace_alloc(c.device, ptr, size, 0, lms_place_names[place], -1, false);
+            lms_trace_alloc(c.device, ptr, size, 0, lms_place_names[place], -1, false, -1);
     }
 }
 
@@ -210,7 +220,7 @@ void lms_place_vmm_created(uint64_t handle, int device, uint64_t size)
     lms_account_force(a, size);
     lms_account_add_chunk(a, &c);
     if (lms_trace_on)
-        lms_trace_alloc(device, handle, size, size, "vmm", -1, false);
+        lms_trace_alloc(device, handle, size, size, "vmm", -1, false, -1);
     if (atomic_load(&a->used) > a->budget) {
         static atomic_uint warned;
         lms_log_capped(LMS_LEVEL_WARN, &warned, 1, "cuMemCreate of %llu bytes passes the budget of "

@@ -18,6 +18,7 @@ typedef struct lms_alloc_request {
     CUstream stream;           /* stream-ordered allocations: their stream */
     bool async;                /* a stream-ordered allocation */
     bool device_only;          /* never off the device (32-bit ABI): budget only */
+    int32_t site;              /* allocation site (stack.h), or -1 */
     lms_native_alloc native;   /* makes the device allocation as asked */
     void *native_ctx;
 } lms_alloc_request;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "jsonl.h"
 #include "plan.h"
 
 /* ---- loading ------------------------------------------------------------- */
@@ -177,40 +178,37 @@ static const char *take_line(lms_trace_data *t, alloc_map *m, const lms_json *j)
     return NULL;   /* a newer event type: skipped */
 }
 
+typedef struct load_ctx {
+    lms_trace_data *t;
+    alloc_map m;
+} load_ctx;
+
+static const char *load_line(const lms_json *j, size_t lineno, void *ctx)
+{
+    (void)lineno;
+    load_ctx *l = ctx;
+    return take_line(l->t, &l->m, j);
+}
+
 int lms_trace_load(const char *path, lms_trace_data *t, FILE *errors)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    static lms_json_node nodes[4096];
-    lms_json j = {.nodes = nodes, .cap = 4096};
-    alloc_map m = {0};
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    size_t lineno = 0;
-    while ((len = getline(&line, &cap, f)) > 0) {
-        lineno++;
-        t->lines++;
-        bool complete = line[len - 1] == '\n';
-        size_t n = (size_t)len - complete;
-        if (n == 0)
-            continue;
-        const char *why = NULL;
-        if (!lms_json_parse(&j, line, n))
-            why = complete ? j.error : "truncated line (the trace ends mid-event)";
-        else
-            why = take_line(t, &m, &j);
-        if (why) {
-            t->bad_lines++;
-            if (errors)
-                fprintf(errors, "%s:%zu: %s\n", path, lineno, why);
-        }
-    }
-    free(line);
-    free(m.slots);
-    fclose(f);
-    return 0;
+    load_ctx l = {.t = t};
+    lms_jsonl_counts counts = {0};
+    int r = lms_jsonl_file(path, load_line, &l, errors, &counts);
+    t->lines += counts.lines;
+    t->bad_lines += counts.bad;
+    free(l.m.slots);
+    return r;
+}
+
+void lms_trace_load_text(const char *name, const char *text, size_t len, lms_trace_data *t, FILE *errors)
+{
+    load_ctx l = {.t = t};
+    lms_jsonl_counts counts = {0};
+    lms_jsonl_text(name, text, len, load_line, &l, errors, &counts);
+    t->lines += counts.lines;
+    t->bad_lines += counts.bad;
+    free(l.m.slots);
 }
 
 void lms_trace_data_free(lms_trace_data *t)

@@ -38,6 +38,8 @@ typedef struct lms_trace_data {
  * `errors` as "file:line: what" and skipped; a truncated last line too.
  * Returns -1 only when the file cannot be read. */
 int lms_trace_load(const char *path, lms_trace_data *t, FILE *errors);
+/* The same over text in memory (the fuzzer's entry point). */
+void lms_trace_load_text(const char *name, const char *text, size_t len, lms_trace_data *t, FILE *errors);
 void lms_trace_data_free(lms_trace_data *t);
 
 typedef struct lms_replay_result {

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "plan.h"
 #include "policy.h"
+#include "launch.h"
 #include "trace.h"
 
 atomic_uint lms_residency_live;
@@ -320,7 +321,8 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     tok->n = n < LMS_LAUNCH_MAX_CHUNKS ? n : LMS_LAUNCH_MAX_CHUNKS;
     memcpy(tok->ids, ids, (size_t)tok->n * sizeof *ids);
     if (lms_trace_on)
-        lms_trace_launch(device, tok->seq, fn, tok->ids, tok->n);
+        lms_trace_launch(device, tok->seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream,
+                         tok->ids, tok->n);
     live l = {.d = d, .a = a, .device = device, .stream = stream};
     pthread_rwlock_rdlock(&map_lock);
     lms_plan_chunk *mine[LMS_LAUNCH_MAX_CHUNKS];

@@ -9,7 +9,9 @@
 
 #include "account.h"
 #include "chunks.h"
+#include "frag.h"
 #include "log.h"
+#include "trace.h"
 #include "units.h"
 
 int lms_stats_snapshot(int device, lms_device_stats *out)
@@ -88,6 +90,13 @@ void lms_stats_print(void)
                 (unsigned long long)st.launches_scanned, s1, (unsigned long long)st.prefetches, s2,
                 (unsigned long long)st.evictions);
         }
+        lms_frag f;
+        lms_frag_measure(d, &f);
+        lms_format_size(s1, sizeof s1, f.holes);
+        lms_format_size(s2, sizeof s2, f.reserved - f.requested);
+        lms_format_size(s3, sizeof s3, f.largest_grant);
+        add(buf, sizeof buf, &at, "  fragmentation: holes %s between %llu live device chunks, rounding %s, "
+            "largest device grant now %s\n", s1, (unsigned long long)f.chunks, s2, s3);
         lms_log_write(buf, at);
     }
     at = 0;
@@ -99,4 +108,30 @@ void lms_stats_print(void)
     }
     add(buf, sizeof buf, &at, "\n");
     lms_log_write(buf, at);
+}
+
+void lms_stats_trace_summary(void)
+{
+    for (int d = 0; d < LMS_MAX_DEVICES; d++) {
+        lms_device_stats st;
+        if (lms_stats_snapshot(d, &st) != 0)
+            continue;
+        lms_frag f;
+        lms_frag_measure(d, &f);
+        char line[1024];
+        snprintf(line, sizeof line,
+                 "{\"type\":\"summary\",\"dev\":%d,\"physical\":%llu,\"budget\":%llu,\"used\":%llu,"
+                 "\"peak\":%llu,\"allocs\":{\"device\":%llu,\"managed\":%llu,\"host\":%llu,\"vmm\":%llu,"
+                 "\"pinned\":%llu},\"frees\":%llu,\"fallbacks\":%llu,\"oom\":%llu,\"prefetched\":%llu,"
+                 "\"evicted\":%llu,\"launches_scanned\":%llu,\"holes\":%llu,\"rounding\":%llu}",
+                 d, (unsigned long long)st.physical, (unsigned long long)st.budget, (unsigned long long)st.used,
+                 (unsigned long long)st.peak, (unsigned long long)st.allocs[0], (unsigned long long)st.allocs[1],
+                 (unsigned long long)st.allocs[2], (unsigned long long)st.allocs[3],
+                 (unsigned long long)st.allocs[4], (unsigned long long)st.frees,
+                 (unsigned long long)st.fallbacks, (unsigned long long)st.oom_failures,
+                 (unsigned long long)st.prefetched_bytes, (unsigned long long)st.evicted_bytes,
+                 (unsigned long long)st.launches_scanned, (unsigned long long)f.holes,
+                 (unsigned long long)(f.reserved - f.requested));
+        lms_trace_raw(line);
+    }
 }

@@ -13,4 +13,7 @@ int lms_stats_snapshot(int device, lms_device_stats *out);
 /* Writes the summary table of every used device to the log destination. */
 void lms_stats_print(void);
 
+/* Writes a "summary" trace line per used device. */
+void lms_stats_trace_summary(void);
+
 #endif

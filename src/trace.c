@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,7 @@ static void drain(void)
 /* Appends one formatted line. */
 __attribute__((format(printf, 1, 2))) static void line(const char *fmt, ...)
 {
-    char text[2048];
+    char text[12288];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(text, sizeof text - 1, fmt, ap);
@@ -79,6 +80,39 @@ static void at_exit(void)
     lms_trace_flush();
 }
 
+static struct sigaction old_term, old_int;
+
+/* SIGTERM/SIGINT: write what is buffered (unless another thread is in the
+ * middle of appending: never wait inside a signal handler), then do what
+ * the program had asked for this signal. */
+static void on_signal(int sig, siginfo_t *info, void *uc)
+{
+    if (pthread_mutex_trylock(&lock) == 0) {
+        if (fd >= 0)
+            drain();
+        pthread_mutex_unlock(&lock);
+    }
+    struct sigaction *old = sig == SIGTERM ? &old_term : &old_int;
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction)
+            old->sa_sigaction(sig, info, uc);
+    } else if (old->sa_handler == SIG_DFL) {
+        sigaction(sig, old, NULL);   /* the default: die of the signal, as intended */
+        raise(sig);
+    } else if (old->sa_handler != SIG_IGN) {
+        old->sa_handler(sig);
+    }
+}
+
+/* Installs the flushing handlers, keeping the program's. */
+static void catch_signals(void)
+{
+    struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, &old_int);
+}
+
 void lms_trace_open(void)
 {
     static bool registered;
@@ -106,6 +140,7 @@ void lms_trace_open(void)
     if (!registered) {
         registered = true;
         atexit(at_exit);
+        catch_signals();
     }
     char opts[1024];
     size_t at = 0;
@@ -129,12 +164,29 @@ void lms_trace_device(int dev, uint64_t physical, uint64_t budget)
 }
 
 void lms_trace_alloc(int dev, uint64_t ptr, uint64_t size, uint64_t charge, const char *place, int64_t id,
-                     bool fallback)
+                     bool fallback, int32_t site)
 {
     line("{\"type\":\"alloc\",\"t\":%llu,\"dev\":%d,\"ptr\":\"0x%llx\",\"size\":%llu,\"charge\":%llu,"
-         "\"place\":\"%s\",\"id\":%lld,\"fallback\":%s}",
+         "\"place\":\"%s\",\"id\":%lld,\"fallback\":%s,\"site\":%d}",
          (unsigned long long)now_ns(), dev, (unsigned long long)ptr, (unsigned long long)size,
-         (unsigned long long)charge, place, (long long)id, fallback ? "true" : "false");
+         (unsigned long long)charge, place, (long long)id, fallback ? "true" : "false", (int)site);
+}
+
+void lms_trace_fallback(int dev, uint64_t size, const char *place, const char *why)
+{
+    line("{\"type\":\"fallback\",\"t\":%llu,\"dev\":%d,\"size\":%llu,\"place\":\"%s\",\"why\":\"%s\"}",
+         (unsigned long long)now_ns(), dev, (unsigned long long)size, place, why);
+}
+
+void lms_trace_site(int32_t id, const char *frames_json)
+{
+    line("{\"type\":\"site\",\"t\":%llu,\"id\":%d,\"frames\":[%s]}", (unsigned long long)now_ns(), (int)id,
+         frames_json);
+}
+
+void lms_trace_raw(const char *json)
+{
+    line("%s", json);
 }
 
 void lms_trace_free(int dev, uint64_t ptr, uint64_t size, const char *place)
@@ -150,15 +202,18 @@ void lms_trace_oom(int dev, uint64_t size, uint64_t used_bytes, uint64_t budget)
          (unsigned long long)budget);
 }
 
-void lms_trace_launch(int dev, uint64_t seq, uint64_t fn, const uint32_t *ids, int n)
+void lms_trace_launch(int dev, uint64_t seq, uint64_t fn, const char *name, uint64_t stream,
+                      const uint32_t *ids, int n)
 {
     char list[1024];
     size_t at = 0;
     for (int i = 0; i < n && at + 16 < sizeof list; i++)
         at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", i ? "," : "", ids[i]);
     list[at] = 0;
-    line("{\"type\":\"launch\",\"t\":%llu,\"dev\":%d,\"seq\":%llu,\"fn\":\"0x%llx\",\"chunks\":[%s]}",
-         (unsigned long long)now_ns(), dev, (unsigned long long)seq, (unsigned long long)fn, list);
+    line("{\"type\":\"launch\",\"t\":%llu,\"dev\":%d,\"seq\":%llu,\"fn\":\"0x%llx\",\"name\":\"%s\","
+         "\"stream\":\"0x%llx\",\"chunks\":[%s]}",
+         (unsigned long long)now_ns(), dev, (unsigned long long)seq, (unsigned long long)fn, name ? name : "",
+         (unsigned long long)stream, list);
 }
 
 void lms_trace_move(const char *type, int dev, uint32_t id, uint64_t bytes, bool ahead)

@@ -1,0 +1,70 @@
+/*
+ * report.c — `lmshim report trace.jsonl [more.jsonl...]`: the text report
+ * of one or more traces (one per rank, merged with a rank column), and
+ * optionally an SVG timeline and a Chrome/Perfetto trace.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: lmshim report [--svg out.svg] [--chrome out.json] [--link-gbps G] trace.jsonl [more.jsonl...]\n"
+          "  per rank and device: peak, placements, fallbacks, fetched and evicted bytes,\n"
+          "  fragmentation over time and the top allocation sites with their stacks\n", f);
+}
+
+int lms_cmd_report(int argc, char **argv)
+{
+    const char *svg = NULL, *chrome = NULL;
+    double link = 55.0;
+    lms_report *r = lms_report_new();
+    if (!r)
+        return 1;
+    int files = 0, status = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            lms_report_free(r);
+            return 0;
+        }
+        if ((strcmp(a, "--svg") == 0 || strcmp(a, "--chrome") == 0 || strcmp(a, "--link-gbps") == 0) && i + 1 < argc) {
+            if (a[2] == 's')
+                svg = argv[++i];
+            else if (a[2] == 'c')
+                chrome = argv[++i];
+            else
+                link = atof(argv[++i]);
+        } else if (a[0] == '-') {
+            fprintf(stderr, "lmshim report: unknown flag %s\n", a);
+            usage(stderr);
+            lms_report_free(r);
+            return 2;
+        } else if (lms_report_add(r, a, stderr) != 0) {
+            fprintf(stderr, "lmshim report: cannot read %s\n", a);
+            status = 1;
+        } else {
+            files++;
+        }
+    }
+    if (!files || !(link > 0)) {
+        usage(stderr);
+        lms_report_free(r);
+        return 2;
+    }
+    lms_report_text(r, stdout);
+    if (svg && lms_report_svg(r, svg) != 0) {
+        perror(svg);
+        status = 1;
+    }
+    if (chrome && lms_report_chrome(r, chrome, link) != 0) {
+        perror(chrome);
+        status = 1;
+    }
+    lms_report_free(r);
+    return status;
+}

@@ -1,0 +1,615 @@
+/*
+ * report.c — trace analysis and its three outputs (see report.h).
+ *
+ * Per rank (one trace file) and device it keeps the bytes now on the device
+ * (device chunks at their charge, plus resident managed chunks), in managed
+ * memory not resident, and in host memory; the peak; a sample after every
+ * event that changes them; and fragmentation from the live device chunks'
+ * addresses: holes = span - sum of sizes (chunks never overlap), rounding =
+ * charges - sizes.
+ */
+#include "report.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonl.h"
+#include "units.h"
+
+#define DEVS 16
+#define MAX_FILES 256
+
+typedef struct sample {
+    double t;                       /* seconds since the file's first event */
+    uint64_t device, resident, host;
+    uint64_t holes, rounding;
+} sample;
+
+typedef struct mark { double t; char kind; } mark;   /* 'o': out of memory, 'f': fallback */
+
+typedef struct move { double t; bool evict; uint64_t bytes; uint32_t id; } move;
+
+typedef struct interval { uint64_t lo, size; } interval;
+
+typedef struct dev_state {
+    bool seen;
+    uint64_t budget, physical;
+    uint64_t device, resident, host, peak;
+    uint64_t allocs[5], fallbacks, oom, prefetched, evicted, launches;
+    uint64_t requested, charged;    /* live device chunks */
+    interval *live;                 /* live device chunks sorted by address */
+    size_t nlive, caplive;
+    sample *samples;
+    size_t nsamples, capsamples;
+    mark *marks;
+    size_t nmarks, capmarks;
+    move *moves;
+    size_t nmoves, capmoves;
+} dev_state;
+
+typedef struct site {
+    int id;
+    char *text;                     /* "fn (module+offset)" per frame, newline-separated */
+    uint64_t live, peak, count;
+} site;
+
+typedef struct alloc_rec {          /* a live allocation of the file */
+    uint64_t ptr, size, charge;
+    int dev, place, site;
+    int64_t id;                     /* managed chunk id, or -1 */
+    bool resident;
+} alloc_rec;
+
+typedef struct file_state {
+    char *path;
+    int rank;
+    double t0;                      /* first timestamp (s); <0 unknown */
+    dev_state dev[DEVS];
+    site *sites;
+    size_t nsites, capsites;
+    alloc_rec *allocs;              /* open addressing by ptr */
+    size_t capallocs, nallocs;
+    uint64_t lines, bad;
+} file_state;
+
+struct lms_report {
+    file_state *files[MAX_FILES];
+    int nfiles;
+};
+
+static const char *const place_names[5] = {"device", "managed", "host", "vmm", "pinned"};
+
+/* Appends an element to a growable array; false when out of memory. */
+static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    size_t ncap = *cap ? *cap * 2 : 256;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = ncap;
+    return true;
+}
+
+lms_report *lms_report_new(void) { return calloc(1, sizeof(lms_report)); }
+
+void lms_report_free(lms_report *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->nfiles; i++) {
+        file_state *f = r->files[i];
+        for (int d = 0; d < DEVS; d++) {
+            free(f->dev[d].live);
+            free(f->dev[d].samples);
+            free(f->dev[d].marks);
+            free(f->dev[d].moves);
+        }
+        for (size_t s = 0; s < f->nsites; s++)
+            free(f->sites[s].text);
+        free(f->sites);
+        free(f->allocs);
+        free(f->path);
+        free(f);
+    }
+    free(r);
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static size_t slot(const file_state *f, uint64_t ptr)
+{
+    size_t i = (size_t)(ptr * 0x9e3779b97f4a7c15ull >> 20) & (f->capallocs - 1);
+    while (f->allocs[i].ptr && f->allocs[i].ptr != ptr)
+        i = (i + 1) & (f->capallocs - 1);
+    return i;
+}
+
+static bool put_alloc(file_state *f, alloc_rec a)
+{
+    if ((f->nallocs + 1) * 2 > f->capallocs) {
+        file_state n = {.capallocs = f->capallocs ? f->capallocs * 2 : 1024};
+        n.allocs = calloc(n.capallocs, sizeof *n.allocs);
+        if (!n.allocs)
+            return false;
+        for (size_t i = 0; i < f->capallocs; i++)
+            if (f->allocs[i].ptr)
+                n.allocs[slot(&n, f->allocs[i].ptr)] = f->allocs[i];
+        free(f->allocs);
+        f->allocs = n.allocs;
+        f->capallocs = n.capallocs;
+    }
+    size_t i = slot(f, a.ptr);
+    if (!f->allocs[i].ptr)
+        f->nallocs++;
+    f->allocs[i] = a;
+    return true;
+}
+
+static bool take_alloc(file_state *f, uint64_t ptr, alloc_rec *out)
+{
+    if (!f->capallocs)
+        return false;
+    size_t i = slot(f, ptr);
+    if (!f->allocs[i].ptr)
+        return false;
+    *out = f->allocs[i];
+    f->allocs[i].ptr = 0;
+    f->nallocs--;
+    for (size_t j = (i + 1) & (f->capallocs - 1); f->allocs[j].ptr; j = (j + 1) & (f->capallocs - 1)) {
+        alloc_rec a = f->allocs[j];
+        f->allocs[j].ptr = 0;
+        f->allocs[slot(f, a.ptr)] = a;
+    }
+    return true;
+}
+
+/* The alloc record of a managed chunk id (linear: prefetch/evict lines are
+ * rarer than allocations), or NULL. */
+static alloc_rec *managed_by_id(file_state *f, int64_t id)
+{
+    for (size_t i = 0; i < f->capallocs; i++)
+        if (f->allocs[i].ptr && f->allocs[i].id == id)
+            return &f->allocs[i];
+    return NULL;
+}
+
+static site *site_of(file_state *f, int id, bool create)
+{
+    for (size_t i = 0; i < f->nsites; i++)
+        if (f->sites[i].id == id)
+            return &f->sites[i];
+    if (!create || !grow((void **)&f->sites, &f->capsites, f->nsites, sizeof *f->sites))
+        return NULL;
+    site *s = &f->sites[f->nsites++];
+    *s = (site){.id = id};
+    return s;
+}
+
+/* Inserts or removes a live device chunk in the sorted list. */
+static void track_interval(dev_state *d, uint64_t lo, uint64_t size, bool add)
+{
+    size_t a = 0, b = d->nlive;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (d->live[m].lo < lo)
+            a = m + 1;
+        else
+            b = m;
+    }
+    if (add) {
+        if (!grow((void **)&d->live, &d->caplive, d->nlive, sizeof *d->live))
+            return;
+        memmove(&d->live[a + 1], &d->live[a], (d->nlive - a) * sizeof *d->live);
+        d->live[a] = (interval){lo, size};
+        d->nlive++;
+        d->requested += size;
+    } else if (a < d->nlive && d->live[a].lo == lo) {
+        d->requested -= d->live[a].size;
+        memmove(&d->live[a], &d->live[a + 1], (d->nlive - a - 1) * sizeof *d->live);
+        d->nlive--;
+    }
+}
+
+/* Records the device's state after an event at time t. */
+static void sample_now(dev_state *d, double t)
+{
+    uint64_t used = d->device + d->resident;
+    if (used > d->peak)
+        d->peak = used;
+    if (!grow((void **)&d->samples, &d->capsamples, d->nsamples, sizeof *d->samples))
+        return;
+    uint64_t span = d->nlive ? d->live[d->nlive - 1].lo + d->live[d->nlive - 1].size - d->live[0].lo : 0;
+    d->samples[d->nsamples++] = (sample){t, d->device, d->resident, d->host,
+                                         span > d->requested ? span - d->requested : 0,
+                                         d->charged > d->requested ? d->charged - d->requested : 0};
+}
+
+static int place_index(const char *p)
+{
+    for (int i = 0; i < 5; i++)
+        if (strcmp(place_names[i], p) == 0)
+            return i;
+    return -1;
+}
+
+/* Interprets one line of a trace. */
+static const char *take(const lms_json *j, size_t lineno, void *ctx)
+{
+    (void)lineno;
+    file_state *f = ctx;
+    char type[16], s[64];
+    double v, dv = 0, tt = 0;
+    if (j->nodes[0].type != LMS_JSON_OBJECT || !lms_json_string(j, 0, "type", type, sizeof type))
+        return "not an event (no \"type\")";
+    if (strcmp(type, "header") == 0) {
+        if (lms_json_number(j, 0, "rank", &v))
+            f->rank = (int)v;
+        if (lms_json_number(j, 0, "t", &v))
+            f->t0 = v / 1e9;
+        return NULL;
+    }
+    if (strcmp(type, "site") == 0) {
+        int frames = lms_json_get(j, 0, "frames");
+        if (!lms_json_number(j, 0, "id", &v) || frames < 0 || j->nodes[frames].type != LMS_JSON_ARRAY)
+            return "site without id or frames";
+        site *st = site_of(f, (int)v, true);
+        if (!st)
+            return "out of memory";
+        size_t cap = 4096, at = 0;
+        char *text = malloc(cap);
+        if (!text)
+            return "out of memory";
+        text[0] = 0;
+        for (int c = j->nodes[frames].first_child; c >= 0 && at + 300 < cap; c = j->nodes[c].next) {
+            char fn[200] = "", mod[100] = "?", off[32] = "";
+            lms_json_string(j, c, "fn", fn, sizeof fn);
+            lms_json_string(j, c, "module", mod, sizeof mod);
+            lms_json_string(j, c, "offset", off, sizeof off);
+            at += (size_t)snprintf(text + at, cap - at, "%s (%s+%s)\n", fn[0] ? fn : "?", mod, off);
+        }
+        free(st->text);
+        st->text = text;
+        return NULL;
+    }
+    if (strcmp(type, "summary") == 0 || strcmp(type, "status") == 0)
+        return NULL;
+    if (!lms_json_number(j, 0, "dev", &dv) || dv < 0 || dv >= DEVS)
+        return "no valid \"dev\"";
+    if (!lms_json_number(j, 0, "t", &tt))
+        return "no \"t\"";
+    if (f->t0 < 0)
+        f->t0 = tt / 1e9;
+    double t = tt / 1e9 - f->t0;
+    dev_state *d = &f->dev[(int)dv];
+    d->seen = true;
+    if (strcmp(type, "device") == 0) {
+        if (lms_json_number(j, 0, "budget", &v))
+            d->budget = (uint64_t)v;
+        if (lms_json_number(j, 0, "physical", &v))
+            d->physical = (uint64_t)v;
+        return NULL;
+    }
+    if (strcmp(type, "alloc") == 0) {
+        double size, charge = 0, id = -1, site_id = -1;
+        char place[16];
+        if (!lms_json_string(j, 0, "ptr", s, sizeof s) || !lms_json_number(j, 0, "size", &size) ||
+            !lms_json_string(j, 0, "place", place, sizeof place) || size < 0)
+            return "alloc without ptr, size or place";
+        lms_json_number(j, 0, "charge", &charge);
+        lms_json_number(j, 0, "id", &id);
+        lms_json_number(j, 0, "site", &site_id);
+        int p = place_index(place);
+        if (p < 0)
+            return "unknown place";
+        alloc_rec a = {.ptr = strtoull(s, NULL, 16), .size = (uint64_t)size, .charge = (uint64_t)charge,
+                       .dev = (int)dv, .place = p, .site = (int)site_id, .id = (int64_t)id};
+        if (!a.ptr)
+            return "bad ptr";
+        if (!put_alloc(f, a))
+            return "out of memory";
+        d->allocs[p]++;
+        if (p == 0 || p == 3) {
+            d->device += a.charge;
+            if (p == 0) {
+                d->charged += a.charge;
+                track_interval(d, a.ptr, a.size, true);
+            }
+        } else {
+            d->host += a.size;
+        }
+        site *st = a.site >= 0 ? site_of(f, a.site, true) : NULL;
+        if (st) {
+            st->live += a.size;
+            st->count++;
+            if (st->live > st->peak)
+                st->peak = st->live;
+        }
+        sample_now(d, t);
+        return NULL;
+    }
+    if (strcmp(type, "free") == 0) {
+        alloc_rec a;
+        if (!lms_json_string(j, 0, "ptr", s, sizeof s))
+            return "free without ptr";
+        if (!take_alloc(f, strtoull(s, NULL, 16), &a))
+            return NULL;   /* allocated before the trace began */
+        dev_state *ad = &f->dev[a.dev];
+        if (a.place == 0 || a.place == 3) {
+            ad->device -= a.charge;
+            if (a.place == 0) {
+                ad->charged -= a.charge;
+                track_interval(ad, a.ptr, a.size, false);
+            }
+        } else if (a.resident) {
+            ad->resident -= a.size;
+        } else {
+            ad->host -= a.size;
+        }
+        site *st = a.site >= 0 ? site_of(f, a.site, false) : NULL;
+        if (st)
+            st->live -= a.size;
+        sample_now(ad, t);
+        return NULL;
+    }
+    if (strcmp(type, "prefetch") == 0 || strcmp(type, "evict") == 0) {
+        double id, bytes;
+        if (!lms_json_number(j, 0, "id", &id) || !lms_json_number(j, 0, "bytes", &bytes))
+            return "prefetch/evict without id or bytes";
+        bool evict = type[0] == 'e';
+        alloc_rec *a = managed_by_id(f, (int64_t)id);
+        if (a && a->resident == evict) {
+            a->resident = !evict;
+            if (evict) {
+                d->resident -= a->size;
+                d->host += a->size;
+            } else {
+                d->resident += a->size;
+                d->host -= a->size;
+            }
+        }
+        if (evict)
+            d->evicted += (uint64_t)bytes;
+        else
+            d->prefetched += (uint64_t)bytes;
+        if (grow((void **)&d->moves, &d->capmoves, d->nmoves, sizeof *d->moves))
+            d->moves[d->nmoves++] = (move){t, evict, (uint64_t)bytes, (uint32_t)id};
+        sample_now(d, t);
+        return NULL;
+    }
+    if (strcmp(type, "oom") == 0 || strcmp(type, "fallback") == 0) {
+        if (type[0] == 'o')
+            d->oom++;
+        else
+            d->fallbacks++;
+        if (grow((void **)&d->marks, &d->capmarks, d->nmarks, sizeof *d->marks))
+            d->marks[d->nmarks++] = (mark){t, type[0]};
+        return NULL;
+    }
+    if (strcmp(type, "launch") == 0) {
+        d->launches++;
+        return NULL;
+    }
+    return NULL;   /* a newer event type */
+}
+
+int lms_report_add(lms_report *r, const char *path, FILE *errors)
+{
+    if (r->nfiles == MAX_FILES)
+        return -1;
+    file_state *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    f->path = strdup(path);
+    f->rank = r->nfiles;
+    f->t0 = -1;
+    lms_jsonl_counts c = {0};
+    if (!f->path || lms_jsonl_file(path, take, f, errors, &c) != 0) {
+        free(f->path);
+        free(f);
+        return -1;
+    }
+    f->lines = c.lines;
+    f->bad = c.bad;
+    r->files[r->nfiles++] = f;
+    return 0;
+}
+
+/* ---- text ------------------------------------------------------------------ */
+
+static const char *sz(char *buf, uint64_t b)
+{
+    lms_format_size(buf, 32, b);
+    return buf;
+}
+
+static int by_peak(const void *a, const void *b)
+{
+    uint64_t x = ((const site *)a)->peak, y = ((const site *)b)->peak;
+    return (x < y) - (x > y);
+}
+
+void lms_report_text(const lms_report *r, FILE *out)
+{
+    char a[32], b[32], c[32], d2[32], e[32];
+    fprintf(out, "%-5s %-4s %10s %10s %7s %8s %6s %7s %9s %4s %11s %10s %9s\n", "rank", "dev", "peak_used", "budget",
+            "device", "managed", "host", "pinned", "fallbacks", "oom", "prefetched", "evicted", "launches");
+    for (int i = 0; i < r->nfiles; i++)
+        for (int dv = 0; dv < DEVS; dv++) {
+            const dev_state *d = &r->files[i]->dev[dv];
+            if (!d->seen)
+                continue;
+            fprintf(out, "%-5d %-4d %10s %10s %7llu %8llu %6llu %7llu %9llu %4llu %11s %10s %9llu\n",
+                    r->files[i]->rank, dv, sz(a, d->peak), sz(b, d->budget), (unsigned long long)d->allocs[0],
+                    (unsigned long long)d->allocs[1], (unsigned long long)d->allocs[2],
+                    (unsigned long long)d->allocs[4], (unsigned long long)d->fallbacks, (unsigned long long)d->oom,
+                    sz(c, d->prefetched), sz(d2, d->evicted), (unsigned long long)d->launches);
+        }
+    for (int i = 0; i < r->nfiles; i++) {
+        file_state *f = r->files[i];
+        fprintf(out, "\n== rank %d (%s): %llu lines, %llu skipped\n", f->rank, f->path, (unsigned long long)f->lines,
+                (unsigned long long)f->bad);
+        for (int dv = 0; dv < DEVS; dv++) {
+            const dev_state *d = &f->dev[dv];
+            if (!d->seen)
+                continue;
+            uint64_t max_holes = 0, max_round = 0;
+            double at_holes = 0;
+            for (size_t k = 0; k < d->nsamples; k++) {
+                if (d->samples[k].holes > max_holes) {
+                    max_holes = d->samples[k].holes;
+                    at_holes = d->samples[k].t;
+                }
+                if (d->samples[k].rounding > max_round)
+                    max_round = d->samples[k].rounding;
+            }
+            fprintf(out, "device %d: peak used %s of budget %s (device %s)\n", dv, sz(a, d->peak), sz(b, d->budget),
+                    sz(c, d->physical));
+            fprintf(out, "  fragmentation: most holes %s (at %.3f s), most rounding %s\n", sz(a, max_holes), at_holes,
+                    sz(b, max_round));
+            size_t step = d->nsamples > 8 ? d->nsamples / 8 : 1;
+            for (size_t k = 0; k < d->nsamples; k += step) {
+                const sample *s = &d->samples[k];
+                fprintf(out, "    t=%.3fs device=%s resident=%s host=%s holes=%s rounding=%s\n", s->t, sz(a, s->device),
+                        sz(b, s->resident), sz(c, s->host), sz(d2, s->holes), sz(e, s->rounding));
+            }
+        }
+        qsort(f->sites, f->nsites, sizeof *f->sites, by_peak);
+        fprintf(out, "  top allocation sites by peak live bytes:\n");
+        for (size_t s = 0; s < f->nsites && s < 5; s++) {
+            fprintf(out, "    %zu. site %d: peak %s in %llu allocations\n", s + 1, f->sites[s].id,
+                    sz(a, f->sites[s].peak), (unsigned long long)f->sites[s].count);
+            const char *t = f->sites[s].text ? f->sites[s].text : "(no stack: LMS_STACKS=0)\n";
+            for (const char *l = t; *l;) {
+                const char *nl = strchr(l, '\n');
+                size_t n = nl ? (size_t)(nl - l) : strlen(l);
+                fprintf(out, "         %.*s\n", (int)n, l);
+                l += n + (nl != NULL);
+            }
+        }
+    }
+}
+
+/* ---- SVG timeline ------------------------------------------------------------ */
+
+int lms_report_svg(const lms_report *r, const char *path)
+{
+    enum { W = 900, PH = 220, TOP = 30, LEFT = 80, RIGHT = 170 };
+    int panels = 0;
+    for (int i = 0; i < r->nfiles; i++)
+        for (int dv = 0; dv < DEVS; dv++)
+            panels += r->files[i]->dev[dv].seen;
+    FILE *out = fopen(path, "w");
+    if (!out)
+        return -1;
+    int height = TOP + (panels ? panels : 1) * (PH + 40);
+    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
+                 "font-size=\"12\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
+                 "<text x=\"%d\" y=\"20\" font-size=\"15\">lmshim memory timeline</text>\n",
+            W, height, W, height, LEFT);
+    static const char *const names[3] = {"on device", "resident managed", "host"};
+    static const char *const colors[3] = {"#1f77b4", "#2ca02c", "#ff7f0e"};
+    int panel = 0;
+    for (int i = 0; i < r->nfiles; i++)
+        for (int dv = 0; dv < DEVS; dv++) {
+            const dev_state *d = &r->files[i]->dev[dv];
+            if (!d->seen)
+                continue;
+            double y0 = TOP + panel * (PH + 40) + 20, pw = W - LEFT - RIGHT;
+            double tmax = 1e-9;
+            uint64_t ymax = d->budget;
+            for (size_t k = 0; k < d->nsamples; k++) {
+                const sample *s = &d->samples[k];
+                tmax = s->t > tmax ? s->t : tmax;
+                uint64_t m = s->device > s->host ? s->device : s->host;
+                m = s->resident > m ? s->resident : m;
+                ymax = m > ymax ? m : ymax;
+            }
+            if (!ymax)
+                ymax = 1;
+            char a[32], b[32];
+            fprintf(out, "<text x=\"%d\" y=\"%.0f\">rank %d, device %d (budget %s)</text>\n", LEFT, y0 - 6,
+                    r->files[i]->rank, dv, sz(a, d->budget));
+            fprintf(out, "<rect x=\"%d\" y=\"%.0f\" width=\"%.0f\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
+                    LEFT, y0, pw, PH);
+            fprintf(out, "<text x=\"%d\" y=\"%.0f\" text-anchor=\"end\">%s</text><text x=\"%d\" y=\"%.0f\" "
+                         "text-anchor=\"end\">0</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.3f s</text>\n",
+                    LEFT - 6, y0 + 10, sz(b, ymax), LEFT - 6, y0 + PH, LEFT + pw, y0 + PH + 16, tmax);
+            if (d->budget && d->budget <= ymax) {
+                double yb = y0 + PH - (double)d->budget / (double)ymax * PH;
+                fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#999\" "
+                             "stroke-dasharray=\"4 3\"/><text x=\"%.0f\" y=\"%.1f\" fill=\"#666\">budget</text>\n",
+                        LEFT, yb, LEFT + pw, yb, LEFT + pw + 4, yb + 4);
+            }
+            for (int sidx = 0; sidx < 3; sidx++) {
+                fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%d,%.1f ", colors[sidx],
+                        LEFT, y0 + PH);
+                uint64_t prev = 0;
+                for (size_t k = 0; k < d->nsamples; k++) {
+                    const sample *s = &d->samples[k];
+                    uint64_t v = sidx == 0 ? s->device : sidx == 1 ? s->resident : s->host;
+                    double x = LEFT + s->t / tmax * pw;
+                    fprintf(out, "%.1f,%.1f %.1f,%.1f ", x, y0 + PH - (double)prev / (double)ymax * PH, x,
+                            y0 + PH - (double)v / (double)ymax * PH);
+                    prev = v;
+                }
+                fprintf(out, "%.1f,%.1f\"/>\n", LEFT + pw, y0 + PH - (double)prev / (double)ymax * PH);
+                fprintf(out, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"3\"/>"
+                             "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+                        LEFT + pw + 12, y0 + 20 + sidx * 18, LEFT + pw + 32, y0 + 20 + sidx * 18, colors[sidx],
+                        LEFT + pw + 36, y0 + 24 + sidx * 18, names[sidx]);
+            }
+            for (size_t k = 0; k < d->nmarks; k++) {
+                double x = LEFT + d->marks[k].t / tmax * pw;
+                fprintf(out, "<path d=\"M%.1f %.0f l-4 -8 h8 z\" fill=\"%s\"><title>%s</title></path>\n", x, y0,
+                        d->marks[k].kind == 'o' ? "#d62728" : "#ff7f0e",
+                        d->marks[k].kind == 'o' ? "out of memory" : "fallback");
+            }
+            panel++;
+        }
+    fputs("</svg>\n", out);
+    return fclose(out) == 0 ? 0 : -1;
+}
+
+/* ---- Chrome trace ----------------------------------------------------------------- */
+
+int lms_report_chrome(const lms_report *r, const char *path, double link_gbps)
+{
+    FILE *out = fopen(path, "w");
+    if (!out)
+        return -1;
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", out);
+    bool first = true;
+#define SEP() (first ? (first = false, "") : ",\n")
+    for (int i = 0; i < r->nfiles; i++) {
+        const file_state *f = r->files[i];
+        fprintf(out, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", SEP(),
+                f->rank, f->rank);
+        for (int dv = 0; dv < DEVS; dv++) {
+            const dev_state *d = &f->dev[dv];
+            if (!d->seen)
+                continue;
+            for (size_t k = 0; k < d->nsamples; k++) {
+                const sample *s = &d->samples[k];
+                fprintf(out, "%s{\"name\":\"memory dev %d\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%d,\"args\":"
+                             "{\"device\":%llu,\"resident\":%llu,\"host\":%llu}}",
+                        SEP(), dv, s->t * 1e6, f->rank, (unsigned long long)s->device,
+                        (unsigned long long)s->resident, (unsigned long long)s->host);
+            }
+            for (size_t k = 0; k < d->nmoves; k++) {
+                const move *m = &d->moves[k];
+                fprintf(out, "%s{\"name\":\"%s\",\"cat\":\"residency\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
+                             "\"pid\":%d,\"tid\":%d,\"args\":{\"chunk\":%u,\"bytes\":%llu}}",
+                        SEP(), m->evict ? "evict" : "prefetch", m->t * 1e6, (double)m->bytes / (link_gbps * 1e3),
+                        f->rank, dv, m->id, (unsigned long long)m->bytes);
+            }
+        }
+    }
+#undef SEP
+    fputs("\n]}\n", out);
+    return fclose(out) == 0 ? 0 : -1;
+}
