@@ -2,7 +2,10 @@
 # deps.sh — installs the Debian packages the build and tests need, if missing.
 set -euo pipefail
 need=()
-for pkg in meson ninja-build pkg-config gcc libunwind-dev; do
+# build: meson ninja-build pkg-config gcc libunwind-dev; tests: clang and
+# libclang-rt-14-dev (libFuzzer), chromium (renders the SVG timeline),
+# python3 (checks PNG and JSON outputs).
+for pkg in meson ninja-build pkg-config gcc libunwind-dev clang libclang-rt-14-dev chromium python3; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -261,3 +261,12 @@ bool lms_json_string(const lms_json *j, int obj, const char *key, char *out, siz
     out[n] = 0;
     return true;
 }
+
+bool lms_json_int(const lms_json *j, int obj, const char *key, double lo, double hi, long long *out)
+{
+    double v;
+    if (!lms_json_number(j, obj, key, &v) || !(v >= lo && v <= hi) || v != (double)(long long)v)
+        return false;
+    *out = (long long)v;
+    return true;
+}

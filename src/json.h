@@ -42,4 +42,7 @@ int lms_json_get(const lms_json *j, int obj, const char *key);
 bool lms_json_number(const lms_json *j, int obj, const char *key, double *out);
 bool lms_json_string(const lms_json *j, int obj, const char *key, char *out, size_t len);
 
+/* A number of member `key` that is a whole number within [lo, hi]. */
+bool lms_json_int(const lms_json *j, int obj, const char *key, double lo, double hi, long long *out);
+
 #endif

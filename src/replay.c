@@ -105,11 +105,13 @@ static bool push_id(lms_trace_data *t, uint32_t id)
     return true;
 }
 
+#define MAX_BYTES 9.0e18   /* byte counts beyond this are not real */
+
 /* Interprets one parsed line; returns NULL or what is wrong with it. */
 static const char *take_line(lms_trace_data *t, alloc_map *m, const lms_json *j)
 {
     char type[16], ptr_s[32];
-    double dev = 0, size = 0, charge = 0, id = -1;
+    long long dev = 0, size = 0, charge = 0, id = -1;
     if (j->nodes[0].type != LMS_JSON_OBJECT)
         return "not an object";
     if (!lms_json_string(j, 0, "type", type, sizeof type))
@@ -118,31 +120,35 @@ static const char *take_line(lms_trace_data *t, alloc_map *m, const lms_json *j)
         strcmp(type, "prefetch") == 0 || strcmp(type, "evict") == 0 || strcmp(type, "oom") == 0 ||
         strcmp(type, "fallback") == 0 || strcmp(type, "status") == 0)
         return NULL;
-    if (!lms_json_number(j, 0, "dev", &dev) || dev < 0 || dev >= 16)
+    if (!lms_json_int(j, 0, "dev", 0, 15, &dev))
         return "no valid \"dev\"";
     if (strcmp(type, "device") == 0) {
-        double budget;
-        if (!lms_json_number(j, 0, "budget", &budget) || budget < 0)
-            return "device without \"budget\"";
-        t->budget[(int)dev] = (uint64_t)budget;
+        long long budget;
+        if (!lms_json_int(j, 0, "budget", 0, MAX_BYTES, &budget))
+            return "device without a valid \"budget\"";
+        t->budget[dev] = (uint64_t)budget;
         return NULL;
     }
     if (strcmp(type, "alloc") == 0 || strcmp(type, "free") == 0) {
         char place[16];
-        if (!lms_json_string(j, 0, "ptr", ptr_s, sizeof ptr_s) || !lms_json_number(j, 0, "size", &size) ||
-            !lms_json_string(j, 0, "place", place, sizeof place) || size < 0)
-            return "alloc/free without ptr, size or place";
+        if (!lms_json_string(j, 0, "ptr", ptr_s, sizeof ptr_s) || !lms_json_int(j, 0, "size", 0, MAX_BYTES, &size) ||
+            !lms_json_string(j, 0, "place", place, sizeof place))
+            return "alloc/free without valid ptr, size or place";
         uint64_t ptr = strtoull(ptr_s, NULL, 16);
         if (!ptr)
             return "bad ptr";
         if (type[0] == 'a') {
-            lms_json_number(j, 0, "charge", &charge);
-            lms_json_number(j, 0, "id", &id);
+            if (lms_json_get(j, 0, "charge") >= 0 && !lms_json_int(j, 0, "charge", 0, MAX_BYTES, &charge))
+                return "bad charge";
+            if (lms_json_get(j, 0, "id") >= 0 && !lms_json_int(j, 0, "id", -1, 2147483647.0, &id))
+                return "bad id";
             bool managed = strcmp(place, "managed") == 0 && id >= 0;
             if (strcmp(place, "device") != 0 && !managed && strcmp(place, "vmm") != 0)
                 return NULL;   /* host placements take no device memory */
             live_alloc a = {.ptr = ptr, .managed = managed, .id = managed ? (uint32_t)id : 0,
                             .bytes = managed ? (uint64_t)size : (uint64_t)charge, .dev = (int)dev};
+            if (managed && a.id >= (1u << 26))
+                return "chunk id too large";
             if (!map_put(m, a) ||
                 !push_event(t, (rp_event){.kind = managed ? RP_MANAGED_ALLOC : RP_DEVICE_ALLOC, .dev = a.dev,
                                           .id = a.id, .bytes = a.bytes}))
@@ -167,9 +173,10 @@ static const char *take_line(lms_trace_data *t, alloc_map *m, const lms_json *j)
         rp_event e = {.kind = RP_LAUNCH, .dev = (int)dev, .fn = strtoull(fn_s, NULL, 16),
                       .first = (uint32_t)t->nids};
         for (int c = j->nodes[arr].first_child; c >= 0; c = j->nodes[c].next) {
-            if (j->nodes[c].type != LMS_JSON_NUMBER || j->nodes[c].num < 0 || j->nodes[c].num > 4e9)
-                return "a chunk id is not a number";
-            if (!push_id(t, (uint32_t)j->nodes[c].num))
+            double v = j->nodes[c].num;
+            if (j->nodes[c].type != LMS_JSON_NUMBER || !(v >= 0 && v < 67108864.0) || v != (double)(uint32_t)v)
+                return "a chunk id is not a valid number";
+            if (!push_id(t, (uint32_t)v))
                 return "out of memory";
             e.n++;
         }
@@ -338,10 +345,8 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
         case RP_DEVICE_ALLOC: c.device_bytes += ev->bytes; break;
         case RP_DEVICE_FREE: c.device_bytes -= ev->bytes < c.device_bytes ? ev->bytes : c.device_bytes; break;
         case RP_MANAGED_ALLOC:
-            if (ch)
-                *ch = (rp_chunk){.pc = {.id = ev->id, .charge = ev->bytes}, .alive = true, .next_use = UINT64_MAX};
-            break;
         case RP_MANAGED_FREE:
+            /* An id allocated again (a damaged trace) is freed first. */
             if (ch && ch->alive) {
                 if (ch->pc.resident) {
                     c.resident_bytes -= ch->pc.charge;
@@ -356,6 +361,8 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
                 }
                 ch->alive = false;
             }
+            if (ch && ev->kind == RP_MANAGED_ALLOC)
+                *ch = (rp_chunk){.pc = {.id = ev->id, .charge = ev->bytes}, .alive = true, .next_use = UINT64_MAX};
             break;
         case RP_LAUNCH: {
             seq++;
@@ -366,8 +373,8 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
             int m = 0;
             for (uint32_t k = 0; k < ev->n && m < 64; k++) {
                 lms_plan_chunk *pc = rp_lookup(&c, t->ids[ev->first + k]);
-                if (!pc)
-                    continue;
+                if (!pc || pc->pins)
+                    continue;   /* unknown, or listed twice */
                 ((rp_chunk *)pc)->next_use = next_at[ev->first + k];
                 if (c.counting && !pc->resident)
                     out->misses++;

@@ -243,21 +243,22 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
     (void)lineno;
     file_state *f = ctx;
     char type[16], s[64];
-    double v, dv = 0, tt = 0;
+    double v, tt = 0;
+    long long dv = 0, iv;
     if (j->nodes[0].type != LMS_JSON_OBJECT || !lms_json_string(j, 0, "type", type, sizeof type))
         return "not an event (no \"type\")";
     if (strcmp(type, "header") == 0) {
-        if (lms_json_number(j, 0, "rank", &v))
-            f->rank = (int)v;
-        if (lms_json_number(j, 0, "t", &v))
+        if (lms_json_int(j, 0, "rank", 0, 1e9, &iv))
+            f->rank = (int)iv;
+        if (lms_json_number(j, 0, "t", &v) && v >= 0 && v < 1e19)
             f->t0 = v / 1e9;
         return NULL;
     }
     if (strcmp(type, "site") == 0) {
         int frames = lms_json_get(j, 0, "frames");
-        if (!lms_json_number(j, 0, "id", &v) || frames < 0 || j->nodes[frames].type != LMS_JSON_ARRAY)
+        if (!lms_json_int(j, 0, "id", 0, 1e9, &iv) || frames < 0 || j->nodes[frames].type != LMS_JSON_ARRAY)
             return "site without id or frames";
-        site *st = site_of(f, (int)v, true);
+        site *st = site_of(f, (int)iv, true);
         if (!st)
             return "out of memory";
         size_t cap = 4096, at = 0;
@@ -278,31 +279,32 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
     }
     if (strcmp(type, "summary") == 0 || strcmp(type, "status") == 0)
         return NULL;
-    if (!lms_json_number(j, 0, "dev", &dv) || dv < 0 || dv >= DEVS)
+    if (!lms_json_int(j, 0, "dev", 0, DEVS - 1, &dv))
         return "no valid \"dev\"";
-    if (!lms_json_number(j, 0, "t", &tt))
-        return "no \"t\"";
+    if (!lms_json_number(j, 0, "t", &tt) || !(tt >= 0 && tt < 1e19))
+        return "no valid \"t\"";
     if (f->t0 < 0)
         f->t0 = tt / 1e9;
     double t = tt / 1e9 - f->t0;
     dev_state *d = &f->dev[(int)dv];
     d->seen = true;
     if (strcmp(type, "device") == 0) {
-        if (lms_json_number(j, 0, "budget", &v))
-            d->budget = (uint64_t)v;
-        if (lms_json_number(j, 0, "physical", &v))
-            d->physical = (uint64_t)v;
+        if (lms_json_int(j, 0, "budget", 0, 9e18, &iv))
+            d->budget = (uint64_t)iv;
+        if (lms_json_int(j, 0, "physical", 0, 9e18, &iv))
+            d->physical = (uint64_t)iv;
         return NULL;
     }
     if (strcmp(type, "alloc") == 0) {
-        double size, charge = 0, id = -1, site_id = -1;
+        long long size, charge = 0, id = -1, site_id = -1;
         char place[16];
-        if (!lms_json_string(j, 0, "ptr", s, sizeof s) || !lms_json_number(j, 0, "size", &size) ||
-            !lms_json_string(j, 0, "place", place, sizeof place) || size < 0)
-            return "alloc without ptr, size or place";
-        lms_json_number(j, 0, "charge", &charge);
-        lms_json_number(j, 0, "id", &id);
-        lms_json_number(j, 0, "site", &site_id);
+        if (!lms_json_string(j, 0, "ptr", s, sizeof s) || !lms_json_int(j, 0, "size", 0, 9e18, &size) ||
+            !lms_json_string(j, 0, "place", place, sizeof place))
+            return "alloc without valid ptr, size or place";
+        if ((lms_json_get(j, 0, "charge") >= 0 && !lms_json_int(j, 0, "charge", 0, 9e18, &charge)) ||
+            (lms_json_get(j, 0, "id") >= 0 && !lms_json_int(j, 0, "id", -1, 1e9, &id)) ||
+            (lms_json_get(j, 0, "site") >= 0 && !lms_json_int(j, 0, "site", -1, 1e9, &site_id)))
+            return "bad charge, id or site";
         int p = place_index(place);
         if (p < 0)
             return "unknown place";
@@ -357,9 +359,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         return NULL;
     }
     if (strcmp(type, "prefetch") == 0 || strcmp(type, "evict") == 0) {
-        double id, bytes;
-        if (!lms_json_number(j, 0, "id", &id) || !lms_json_number(j, 0, "bytes", &bytes))
-            return "prefetch/evict without id or bytes";
+        long long id, bytes;
+        if (!lms_json_int(j, 0, "id", 0, 1e9, &id) || !lms_json_int(j, 0, "bytes", 0, 9e18, &bytes))
+            return "prefetch/evict without valid id or bytes";
         bool evict = type[0] == 'e';
         alloc_rec *a = managed_by_id(f, (int64_t)id);
         if (a && a->resident == evict) {
@@ -417,6 +419,23 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
     f->bad = c.bad;
     r->files[r->nfiles++] = f;
     return 0;
+}
+
+void lms_report_add_text(lms_report *r, const char *name, const char *text, size_t len, FILE *errors)
+{
+    if (r->nfiles == MAX_FILES)
+        return;
+    file_state *f = calloc(1, sizeof *f);
+    if (!f)
+        return;
+    f->path = strdup(name);
+    f->rank = r->nfiles;
+    f->t0 = -1;
+    lms_jsonl_counts c = {0};
+    lms_jsonl_text(name, text, len, take, f, errors, &c);
+    f->lines = c.lines;
+    f->bad = c.bad;
+    r->files[r->nfiles++] = f;
 }
 
 /* ---- text ------------------------------------------------------------------ */
@@ -478,7 +497,8 @@ void lms_report_text(const lms_report *r, FILE *out)
                         sz(b, s->resident), sz(c, s->host), sz(d2, s->holes), sz(e, s->rounding));
             }
         }
-        qsort(f->sites, f->nsites, sizeof *f->sites, by_peak);
+        if (f->nsites)
+            qsort(f->sites, f->nsites, sizeof *f->sites, by_peak);
         fprintf(out, "  top allocation sites by peak live bytes:\n");
         for (size_t s = 0; s < f->nsites && s < 5; s++) {
             fprintf(out, "    %zu. site %d: peak %s in %llu allocations\n", s + 1, f->sites[s].id,
@@ -537,8 +557,9 @@ int lms_report_svg(const lms_report *r, const char *path)
             fprintf(out, "<rect x=\"%d\" y=\"%.0f\" width=\"%.0f\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
                     LEFT, y0, pw, PH);
             fprintf(out, "<text x=\"%d\" y=\"%.0f\" text-anchor=\"end\">%s</text><text x=\"%d\" y=\"%.0f\" "
-                         "text-anchor=\"end\">0</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.3f s</text>\n",
-                    LEFT - 6, y0 + 10, sz(b, ymax), LEFT - 6, y0 + PH, LEFT + pw, y0 + PH + 16, tmax);
+                         "text-anchor=\"end\">0</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.3g %s</text>\n",
+                    LEFT - 6, y0 + 10, sz(b, ymax), LEFT - 6, y0 + PH, LEFT + pw, y0 + PH + 16,
+                    tmax >= 1 ? tmax : tmax * 1e3, tmax >= 1 ? "s" : "ms");
             if (d->budget && d->budget <= ymax) {
                 double yb = y0 + PH - (double)d->budget / (double)ymax * PH;
                 fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#999\" "

@@ -7,6 +7,7 @@
 #ifndef LMS_REPORT_H
 #define LMS_REPORT_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 typedef struct lms_report lms_report;
@@ -18,6 +19,9 @@ void lms_report_free(lms_report *r);
 /* Adds one trace file; its problems go to `errors` as "file:line: what".
  * Returns -1 if the file cannot be read. */
 int lms_report_add(lms_report *r, const char *path, FILE *errors);
+
+/* Adds a trace held in memory, named `name` in messages (the fuzzer's entry). */
+void lms_report_add_text(lms_report *r, const char *name, const char *text, size_t len, FILE *errors);
 
 /* The text report. */
 void lms_report_text(const lms_report *r, FILE *out);

@@ -62,4 +62,8 @@ done
 for r in 0 1; do
     grep -q 'alloc dev=0 size=262144 place=device' "$tmp/lms-$r.log" || fail "rank $r log: $(cat "$tmp/lms-$r.log")"
 done
+# The live view: LMS_STATS_EVERY=1 writes a status line a second.
+LD_LIBRARY_PATH=$sim LD_PRELOAD=$LMSHIM_LIB LMS_STATS_EVERY=1 "$client" alloc_and_wait 2>"$tmp/status" ||
+    fail "alloc_and_wait failed"
+[ "$(grep -c 'status | dev 0 used 64M/4G' "$tmp/status")" -ge 2 ] || fail "status lines: $(cat "$tmp/status")"
 exit 0

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "../common/check.h"
 #include "simgpu.h"
@@ -192,8 +193,20 @@ static void two_devices(void)
     OK(cudaFree(a));
 }
 
+/* Holds 64 MiB for 2.2 s: long enough for status lines. */
+static void alloc_and_wait(void)
+{
+    void *p;
+    OK(cudaMalloc(&p, 64 << 20));
+    struct timespec ts = {2, 200000000};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    OK(cudaFree(p));
+}
+
 static const test_case cases[] = {
     {"two_devices", two_devices},
+    {"alloc_and_wait", alloc_and_wait},
     {"vector_math", vector_math},
     {"managed_and_info", managed_and_info},
     {"errors", errors},

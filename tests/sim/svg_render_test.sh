@@ -10,10 +10,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 LMS_LIMIT=1G LMS_FRAC=0.5 LMS_THRESHOLD=64M LMS_POLICY=lru SIMGPU_MEM=4G LMS_TRACE="$tmp/t.jsonl" "$golden" >/dev/null || exit 1
 "$lmshim" report "$tmp/t.jsonl" --svg "$tmp/t.svg" >/dev/null || exit 1
-timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=900,320 \
+timeout 120 env -u LD_PRELOAD "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=900,320 \
     --screenshot="$tmp/t.png" "file://$tmp/t.svg" >/dev/null 2>&1
 [ -s "$tmp/t.png" ] || { echo "no screenshot"; exit 1; }
-python3 - "$tmp/t.png" <<'PY'
+env -u LD_PRELOAD python3 - "$tmp/t.png" <<'PY'
 import struct, sys, zlib
 data = open(sys.argv[1], "rb").read()
 assert data[:8] == b"\x89PNG\r\n\x1a\n"

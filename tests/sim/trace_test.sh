@@ -48,7 +48,7 @@ grep -q '^0     0 ' "$tmp/badreport" || fail "no report for the damaged trace"
 # The Chrome trace: valid JSON; a counter per memory change, a slice per fetch and eviction.
 moves=$(grep -c '"type":"\(prefetch\|evict\)"' "$tmp/t-0.jsonl")
 changes=$(grep -c '"type":"\(alloc\|free\|prefetch\|evict\)"' "$tmp/t-0.jsonl")
-python3 - "$tmp/c.json" "$moves" "$changes" <<'PY' || fail "chrome trace check failed"
+env -u LD_PRELOAD python3 - "$tmp/c.json" "$moves" "$changes" <<'PY' || fail "chrome trace check failed"
 import json, sys
 events = json.load(open(sys.argv[1]))["traceEvents"]
 slices = [e for e in events if e["ph"] == "X"]
