@@ -8,13 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrmap.h"
 #include "json.h"
 #include "jsonl.h"
 #include "plan.h"
 
 /* ---- loading ------------------------------------------------------------- */
 
-/* A ptr -> (kind, id, bytes) map of live allocations while loading. */
+/* A live allocation while loading (kept in an address map by ptr). */
 typedef struct live_alloc {
     uint64_t ptr;
     bool managed;
@@ -22,60 +23,6 @@ typedef struct live_alloc {
     uint64_t bytes;
     int dev;
 } live_alloc;
-
-typedef struct alloc_map {
-    live_alloc *slots;
-    size_t cap, n;
-} alloc_map;
-
-static size_t slot_of(const alloc_map *m, uint64_t ptr)
-{
-    size_t i = (size_t)(ptr * 0x9e3779b97f4a7c15ull >> 17) & (m->cap - 1);
-    while (m->slots[i].ptr && m->slots[i].ptr != ptr)
-        i = (i + 1) & (m->cap - 1);
-    return i;
-}
-
-static bool map_put(alloc_map *m, live_alloc a)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        alloc_map n = {.cap = m->cap ? m->cap * 2 : 1024};
-        n.slots = calloc(n.cap, sizeof *n.slots);
-        if (!n.slots)
-            return false;
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->slots[i].ptr) {
-                n.slots[slot_of(&n, m->slots[i].ptr)] = m->slots[i];
-                n.n++;
-            }
-        free(m->slots);
-        *m = n;
-    }
-    size_t i = slot_of(m, a.ptr);
-    if (!m->slots[i].ptr)
-        m->n++;
-    m->slots[i] = a;
-    return true;
-}
-
-/* Removes ptr (backward-shift deletion); false if unknown. */
-static bool map_take(alloc_map *m, uint64_t ptr, live_alloc *out)
-{
-    if (!m->cap)
-        return false;
-    size_t i = slot_of(m, ptr);
-    if (!m->slots[i].ptr)
-        return false;
-    *out = m->slots[i];
-    m->slots[i].ptr = 0;
-    m->n--;
-    for (size_t j = (i + 1) & (m->cap - 1); m->slots[j].ptr; j = (j + 1) & (m->cap - 1)) {
-        live_alloc a = m->slots[j];
-        m->slots[j].ptr = 0;
-        m->slots[slot_of(m, a.ptr)] = a;
-    }
-    return true;
-}
 
 static bool push_event(lms_trace_data *t, rp_event e)
 {
@@ -108,7 +55,7 @@ static bool push_id(lms_trace_data *t, uint32_t id)
 #define MAX_BYTES 9.0e18   /* byte counts beyond this are not real */
 
 /* Interprets one parsed line; returns NULL or what is wrong with it. */
-static const char *take_line(lms_trace_data *t, alloc_map *m, const lms_json *j)
+static const char *take_line(lms_trace_data *t, lms_addrmap *m, const lms_json *j)
 {
     char type[16], ptr_s[32];
     long long dev = 0, size = 0, charge = 0, id = -1;
@@ -149,7 +96,7 @@ static const char *take_line(lms_trace_data *t, alloc_map *m, const lms_json *j)
                             .bytes = managed ? (uint64_t)size : (uint64_t)charge, .dev = (int)dev};
             if (managed && a.id >= (1u << 26))
                 return "chunk id too large";
-            if (!map_put(m, a) ||
+            if (!lms_addrmap_put(m, a.ptr, &a) ||
                 !push_event(t, (rp_event){.kind = managed ? RP_MANAGED_ALLOC : RP_DEVICE_ALLOC, .dev = a.dev,
                                           .id = a.id, .bytes = a.bytes}))
                 return "out of memory";
@@ -158,7 +105,7 @@ static const char *take_line(lms_trace_data *t, alloc_map *m, const lms_json *j)
             return NULL;
         }
         live_alloc a;
-        if (!map_take(m, ptr, &a))
+        if (!lms_addrmap_take(m, ptr, &a))
             return NULL;   /* a free of something the trace did not see allocated */
         return push_event(t, (rp_event){.kind = a.managed ? RP_MANAGED_FREE : RP_DEVICE_FREE, .dev = a.dev,
                                         .id = a.id, .bytes = a.bytes})
@@ -187,7 +134,7 @@ static const char *take_line(lms_trace_data *t, alloc_map *m, const lms_json *j)
 
 typedef struct load_ctx {
     lms_trace_data *t;
-    alloc_map m;
+    lms_addrmap m;            /* ptr -> live_alloc */
 } load_ctx;
 
 static const char *load_line(const lms_json *j, size_t lineno, void *ctx)
@@ -200,22 +147,24 @@ static const char *load_line(const lms_json *j, size_t lineno, void *ctx)
 int lms_trace_load(const char *path, lms_trace_data *t, FILE *errors)
 {
     load_ctx l = {.t = t};
+    lms_addrmap_init(&l.m, sizeof(live_alloc));
     lms_jsonl_counts counts = {0};
     int r = lms_jsonl_file(path, load_line, &l, errors, &counts);
     t->lines += counts.lines;
     t->bad_lines += counts.bad;
-    free(l.m.slots);
+    lms_addrmap_free(&l.m);
     return r;
 }
 
 void lms_trace_load_text(const char *name, const char *text, size_t len, lms_trace_data *t, FILE *errors)
 {
     load_ctx l = {.t = t};
+    lms_addrmap_init(&l.m, sizeof(live_alloc));
     lms_jsonl_counts counts = {0};
     lms_jsonl_text(name, text, len, load_line, &l, errors, &counts);
     t->lines += counts.lines;
     t->bad_lines += counts.bad;
-    free(l.m.slots);
+    lms_addrmap_free(&l.m);
 }
 
 void lms_trace_data_free(lms_trace_data *t)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrmap.h"
 #include "jsonl.h"
 #include "units.h"
 
@@ -69,8 +70,7 @@ typedef struct file_state {
     dev_state dev[DEVS];
     site *sites;
     size_t nsites, capsites;
-    alloc_rec *allocs;              /* open addressing by ptr */
-    size_t capallocs, nallocs;
+    lms_addrmap allocs;             /* ptr -> alloc_rec */
     uint64_t lines, bad;
 } file_state;
 
@@ -112,7 +112,7 @@ void lms_report_free(lms_report *r)
         for (size_t s = 0; s < f->nsites; s++)
             free(f->sites[s].text);
         free(f->sites);
-        free(f->allocs);
+        lms_addrmap_free(&f->allocs);
         free(f->path);
         free(f);
     }
@@ -121,60 +121,15 @@ void lms_report_free(lms_report *r)
 
 /* ---- reading ------------------------------------------------------------- */
 
-static size_t slot(const file_state *f, uint64_t ptr)
-{
-    size_t i = (size_t)(ptr * 0x9e3779b97f4a7c15ull >> 20) & (f->capallocs - 1);
-    while (f->allocs[i].ptr && f->allocs[i].ptr != ptr)
-        i = (i + 1) & (f->capallocs - 1);
-    return i;
-}
-
-static bool put_alloc(file_state *f, alloc_rec a)
-{
-    if ((f->nallocs + 1) * 2 > f->capallocs) {
-        file_state n = {.capallocs = f->capallocs ? f->capallocs * 2 : 1024};
-        n.allocs = calloc(n.capallocs, sizeof *n.allocs);
-        if (!n.allocs)
-            return false;
-        for (size_t i = 0; i < f->capallocs; i++)
-            if (f->allocs[i].ptr)
-                n.allocs[slot(&n, f->allocs[i].ptr)] = f->allocs[i];
-        free(f->allocs);
-        f->allocs = n.allocs;
-        f->capallocs = n.capallocs;
-    }
-    size_t i = slot(f, a.ptr);
-    if (!f->allocs[i].ptr)
-        f->nallocs++;
-    f->allocs[i] = a;
-    return true;
-}
-
-static bool take_alloc(file_state *f, uint64_t ptr, alloc_rec *out)
-{
-    if (!f->capallocs)
-        return false;
-    size_t i = slot(f, ptr);
-    if (!f->allocs[i].ptr)
-        return false;
-    *out = f->allocs[i];
-    f->allocs[i].ptr = 0;
-    f->nallocs--;
-    for (size_t j = (i + 1) & (f->capallocs - 1); f->allocs[j].ptr; j = (j + 1) & (f->capallocs - 1)) {
-        alloc_rec a = f->allocs[j];
-        f->allocs[j].ptr = 0;
-        f->allocs[slot(f, a.ptr)] = a;
-    }
-    return true;
-}
-
 /* The alloc record of a managed chunk id (linear: prefetch/evict lines are
  * rarer than allocations), or NULL. */
 static alloc_rec *managed_by_id(file_state *f, int64_t id)
 {
-    for (size_t i = 0; i < f->capallocs; i++)
-        if (f->allocs[i].ptr && f->allocs[i].id == id)
-            return &f->allocs[i];
+    for (size_t i = 0; i < f->allocs.cap; i++) {
+        alloc_rec *a = lms_addrmap_slot(&f->allocs, i);
+        if (a && a->id == id)
+            return a;
+    }
     return NULL;
 }
 
@@ -312,7 +267,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
                        .dev = (int)dv, .place = p, .site = (int)site_id, .id = (int64_t)id};
         if (!a.ptr)
             return "bad ptr";
-        if (!put_alloc(f, a))
+        if (!lms_addrmap_put(&f->allocs, a.ptr, &a))
             return "out of memory";
         d->allocs[p]++;
         if (p == 0 || p == 3) {
@@ -338,7 +293,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         alloc_rec a;
         if (!lms_json_string(j, 0, "ptr", s, sizeof s))
             return "free without ptr";
-        if (!take_alloc(f, strtoull(s, NULL, 16), &a))
+        if (!lms_addrmap_take(&f->allocs, strtoull(s, NULL, 16), &a))
             return NULL;   /* allocated before the trace began */
         dev_state *ad = &f->dev[a.dev];
         if (a.place == 0 || a.place == 3) {
@@ -409,6 +364,7 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
     f->path = strdup(path);
     f->rank = r->nfiles;
     f->t0 = -1;
+    lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
     lms_jsonl_counts c = {0};
     if (!f->path || lms_jsonl_file(path, take, f, errors, &c) != 0) {
         free(f->path);
@@ -431,6 +387,7 @@ void lms_report_add_text(lms_report *r, const char *name, const char *text, size
     f->path = strdup(name);
     f->rank = r->nfiles;
     f->t0 = -1;
+    lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
     lms_jsonl_counts c = {0};
     lms_jsonl_text(name, text, len, take, f, errors, &c);
     f->lines = c.lines;

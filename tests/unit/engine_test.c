@@ -10,6 +10,7 @@
 
 #include "../common/check.h"
 #include "account.h"
+#include "addrmap.h"
 #include "chunks.h"
 #include "log.h"
 #include "options.h"
@@ -197,7 +198,30 @@ static void log_paths(void)
     CHECK(lms_rank() == 5);   /* OMPI before SLURM */
 }
 
+/* The address map keeps every value through growth and deletions. */
+static void address_map(void)
+{
+    lms_addrmap m;
+    lms_addrmap_init(&m, sizeof(uint64_t));
+    for (uint64_t k = 1; k <= 20000; k++) {
+        uint64_t v = k * 7;
+        CHECK(lms_addrmap_put(&m, k << 12, &v));
+    }
+    CHECK(!lms_addrmap_put(&m, 0, &m));           /* 0 is not a key */
+    for (uint64_t k = 1; k <= 20000; k += 2)
+        CHECK(lms_addrmap_take(&m, k << 12, NULL));
+    CHECK(!lms_addrmap_take(&m, 1 << 12, NULL));  /* gone */
+    for (uint64_t k = 2; k <= 20000; k += 2) {
+        uint64_t v = 0;
+        CHECK(lms_addrmap_take(&m, k << 12, &v));
+        CHECK_EQ_U(v, k * 7);
+    }
+    CHECK_EQ_U(m.n, 0);
+    lms_addrmap_free(&m);
+}
+
 static const test_case cases[] = {
+    {"address_map", address_map},
     {"sizes", sizes},
     {"option_defaults", option_defaults},
     {"option_values", option_values},
