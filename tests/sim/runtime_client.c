@@ -204,7 +204,33 @@ static void alloc_and_wait(void)
     OK(cudaFree(p));
 }
 
+/* (b) the shared runtime in front of lmshim: LMS_LIMIT=1G LMS_FRAC=0.5
+ * LMS_THRESHOLD=64M; placement read through cudaPointerGetAttributes. */
+static void shim_placement(void)
+{
+    void *p[4];
+    for (int i = 0; i < 4; i++) {
+        OK(cudaMalloc(&p[i], 256 << 20));
+        struct cudaPointerAttributes a;
+        OK(cudaPointerGetAttributes(&a, p[i]));
+        CHECK(a.type == (i < 2 ? cudaMemoryTypeDevice : cudaMemoryTypeManaged));
+        size_t f, t;
+        OK(cudaMemGetInfo(&f, &t));
+        CHECK(t == (1u << 30) && f <= t);
+        OK(cudaMemset(p[i], i + 1, 4096));
+        unsigned char b[4096];
+        OK(cudaMemcpy(b, p[i], sizeof b, cudaMemcpyDeviceToHost));
+        CHECK(b[0] == i + 1 && b[4095] == i + 1);
+    }
+    for (int i = 0; i < 4; i++)
+        OK(cudaFree(p[i]));
+    size_t f, t;
+    OK(cudaMemGetInfo(&f, &t));
+    CHECK(f == t);
+}
+
 static const test_case cases[] = {
+    {"shim_placement", shim_placement},
     {"two_devices", two_devices},
     {"alloc_and_wait", alloc_and_wait},
     {"vector_math", vector_math},
