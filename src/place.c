@@ -105,7 +105,10 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     }
     if (want != LMS_PLACE_DEVICE)
         return place_off_device(r, a, want, false, out);
-    if (lms_account_reserve(a, charge, a->budget)) {
+    bool fits = lms_account_reserve(a, charge, a->budget);
+    if (!fits && lms_residency_reclaim(r->device, charge))   /* fetched chunks make way */
+        fits = lms_account_reserve(a, charge, a->budget);
+    if (fits) {
         CUresult res = r->native(r->native_ctx, out);
         if (res == CUDA_SUCCESS) {
             lms_chunk c = {.key = *out, .size = r->size, .charged = charge, .device = (int16_t)r->device,

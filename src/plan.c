@@ -135,3 +135,8 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
     if (p->policy->ahead)
         fetch_ahead(p, ops, ctx);
 }
+
+bool lms_plan_make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes)
+{
+    return make_room(p, ops, ctx, bytes, LMS_DISTANCE_NOW);
+}

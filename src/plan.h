@@ -57,6 +57,10 @@ void lms_plan_destroy(lms_plan *p);
 void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq, uintptr_t fn,
                      const uint32_t *ids, int n, lms_plan_chunk **mine, int m);
 
+/* Reserves `bytes` for a need now, evicting the policy's victims; false
+ * when no victim qualifies (nothing reserved then). */
+bool lms_plan_make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes);
+
 /* A chunk is gone (freed): drop it from the resident list. The caller
  * returns its charge. */
 void lms_plan_forget(lms_plan *p, lms_plan_chunk *c);

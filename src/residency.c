@@ -339,6 +339,28 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     pthread_mutex_unlock(&d->lock);
 }
 
+bool lms_residency_reclaim(int device, uint64_t bytes)
+{
+    lms_account *a = lms_account_of(device);
+    if (!a || device < 0 || device >= LMS_MAX_DEVICES)
+        return false;
+    res_device *d = &devices[device];
+    pthread_mutex_lock(&d->lock);
+    bool ok = false;
+    if (d->ready && d->plan.nresident > 0 && d->evict) {
+        live l = {.d = d, .a = a, .device = device, .stream = d->evict};
+        pthread_rwlock_rdlock(&map_lock);
+        /* Make room as for a need now; the room is not kept: it is the
+         * caller's to reserve. */
+        ok = lms_plan_make_room(&d->plan, &live_ops, &l, bytes);
+        pthread_rwlock_unlock(&map_lock);
+        if (ok)
+            lms_account_release(a, bytes);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return ok;
+}
+
 void lms_residency_after(lms_launch_token *tok, CUstream stream)
 {
     if (tok->device < 0)

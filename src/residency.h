@@ -46,6 +46,11 @@ typedef struct lms_launch_token {
  * fetch, evict and order as the policy decides. */
 void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
                           lms_launch_token *tok);
+/* Evicts resident managed chunks of `device` (the policy's victims) until
+ * `bytes` more would fit in its budget, so that a device allocation need not
+ * leave the device because fetched chunks fill it. False if it cannot. */
+bool lms_residency_reclaim(int device, uint64_t bytes);
+
 /* After the launch was issued on `stream`: record the chunks' last use. */
 void lms_residency_after(lms_launch_token *tok, CUstream stream);
 

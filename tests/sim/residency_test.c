@@ -186,6 +186,17 @@ static void forms_and_big_chunks(void)
     CHECK_EQ_U(after.faults - before.faults, 0);
     CHECK(after.prefetch_bytes - before.prefetch_bytes >= 8 * CHUNK);
     check_invariant(0);
+    /* The budget is full of fetched chunks; a small device request still
+     * gets device memory: fetched chunks make way. */
+    lms_device_stats s;
+    CHECK(get_stats(0, &s) == 0 && s.used + MiB > s.budget);
+    CUdeviceptr small;
+    OK(cuMemAlloc(&small, MiB));
+    int managed = -1;
+    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, small));
+    CHECK(managed == 0);
+    check_invariant(0);
+    OK(cuMemFree(small));
     /* 600 MiB > the 512 MiB budget: never fetched, read over the link. */
     CUdeviceptr big;
     OK(cuMemAlloc(&big, 600 * MiB));
