@@ -9,19 +9,13 @@
 #include <unistd.h>
 
 #include "../common/check.h"
+#include "../common/context.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
 
 /* cuInit + the primary context of device 0 made current. */
-static CUcontext setup(void)
-{
-    CUcontext ctx;
-    OK(cuInit(0));
-    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    OK(cuCtxSetCurrent(ctx));
-    return ctx;
-}
+static CUcontext setup(void) { return primary_context(0); }
 
 static void init_required(void)
 {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../common/check.h"
+#include "../common/context.h"
 #include "simgpu.h"
 
 #define MiB (1ull << 20)
@@ -43,10 +44,7 @@ static CUfunction f_vadd, f_scan;
 /* Context on device 0, both kernels registered and looked up. */
 static void setup(void)
 {
-    CUcontext ctx;
-    OK(cuInit(0));
-    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    OK(cuCtxSetCurrent(ctx));
+    primary_context(0);
     simgpu_kernel k1 = {"vadd", vadd, 4, {8, 8, 8, 4}};
     simgpu_kernel k2 = {"scan", scan, 3, {8, 8, 8}};
     OK(simgpu_register_kernel(&k1));

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../common/check.h"
+#include "../common/context.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
@@ -159,10 +160,7 @@ static void threads_streams(void)
  * every launch form; a chunk larger than the budget is never fetched. */
 static void forms_and_big_chunks(void)
 {
-    CUcontext ctx;
-    OK(cuInit(0));
-    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    OK(cuCtxSetCurrent(ctx));
+    primary_context(0);
     setup_kernel();
     CUdeviceptr chunks[NCHUNKS];
     alloc_chunks(chunks);
@@ -215,10 +213,7 @@ static void forms_and_big_chunks(void)
 /* LMS_POLICY=none: nothing moves; the GPU reads managed chunks remotely. */
 static void policy_none(void)
 {
-    CUcontext ctx;
-    OK(cuInit(0));
-    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    OK(cuCtxSetCurrent(ctx));
+    primary_context(0);
     setup_kernel();
     CUdeviceptr chunks[NCHUNKS];
     alloc_chunks(chunks);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../common/check.h"
+#include "../common/context.h"
 #include "lmshim.h"
 
 #define MiB (1ull << 20)
@@ -29,14 +30,7 @@ static lms_device_stats stats(int device)
     return s;
 }
 
-static CUcontext setup(void)
-{
-    CUcontext ctx;
-    OK(cuInit(0));
-    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    OK(cuCtxSetCurrent(ctx));
-    return ctx;
-}
+static CUcontext setup(void) { return primary_context(0); }
 
 static int is_managed(CUdeviceptr p)
 {

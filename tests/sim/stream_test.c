@@ -7,18 +7,13 @@
 #include <stdint.h>
 
 #include "../common/check.h"
+#include "../common/context.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
 #define LINK_NS(bytes) ((double)(bytes) / 55.0)   /* default link: 55 GB/s */
 
-static void setup(void)
-{
-    CUcontext ctx;
-    OK(cuInit(0));
-    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    OK(cuCtxSetCurrent(ctx));
-}
+static void setup(void) { primary_context(0); }
 
 static void streams(void)
 {
