@@ -89,23 +89,9 @@ bool lms_chunks_insert(const lms_chunk *c)
     return ok;
 }
 
-bool lms_chunks_find(uint64_t key, lms_chunk *out)
-{
-    shard *s = shard_of(key);
-    pthread_mutex_lock(&s->lock);
-    bool found = false;
-    if (s->cap) {
-        size_t i = probe(s, key, false);
-        if (s->slots[i].key == key) {
-            *out = s->slots[i];
-            found = true;
-        }
-    }
-    pthread_mutex_unlock(&s->lock);
-    return found;
-}
-
-bool lms_chunks_remove(uint64_t key, lms_chunk *out)
+/* Copies the chunk with this key to *out (if not NULL), removing it when
+ * `remove`; false if unknown. Find and remove share this one path. */
+static bool lookup(uint64_t key, lms_chunk *out, bool remove)
 {
     shard *s = shard_of(key);
     pthread_mutex_lock(&s->lock);
@@ -115,14 +101,20 @@ bool lms_chunks_remove(uint64_t key, lms_chunk *out)
         if (s->slots[i].key == key) {
             if (out)
                 *out = s->slots[i];
-            s->slots[i].key = TOMB;
-            s->live--;
+            if (remove) {
+                s->slots[i].key = TOMB;
+                s->live--;
+            }
             found = true;
         }
     }
     pthread_mutex_unlock(&s->lock);
     return found;
 }
+
+bool lms_chunks_find(uint64_t key, lms_chunk *out) { return lookup(key, out, false); }
+
+bool lms_chunks_remove(uint64_t key, lms_chunk *out) { return lookup(key, out, true); }
 
 void lms_chunks_foreach(void (*fn)(const lms_chunk *c, void *ctx), void *ctx)
 {

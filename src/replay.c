@@ -24,30 +24,32 @@ typedef struct live_alloc {
     int dev;
 } live_alloc;
 
+/* Makes room for one more element of an array of `elem` bytes. */
+static bool room_for_one(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    size_t ncap = *cap ? *cap * 2 : 1024;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = ncap;
+    return true;
+}
+
 static bool push_event(lms_trace_data *t, rp_event e)
 {
-    if (t->nevents == t->capevents) {
-        size_t ncap = t->capevents ? t->capevents * 2 : 1024;
-        rp_event *n = realloc(t->events, ncap * sizeof *n);
-        if (!n)
-            return false;
-        t->events = n;
-        t->capevents = ncap;
-    }
+    if (!room_for_one((void **)&t->events, &t->capevents, t->nevents, sizeof e))
+        return false;
     t->events[t->nevents++] = e;
     return true;
 }
 
 static bool push_id(lms_trace_data *t, uint32_t id)
 {
-    if (t->nids == t->capids) {
-        size_t ncap = t->capids ? t->capids * 2 : 4096;
-        uint32_t *n = realloc(t->ids, ncap * sizeof *n);
-        if (!n)
-            return false;
-        t->ids = n;
-        t->capids = ncap;
-    }
+    if (!room_for_one((void **)&t->ids, &t->capids, t->nids, sizeof id))
+        return false;
     t->ids[t->nids++] = id;
     return true;
 }
