@@ -1,5 +1,5 @@
 /*
- * policy.h — the contract between the residency engine (src/residency.c, and
+ * policy.h — the contract between the residency engine (src/engine/residency.c, and
  * the offline replay of `lmshim replay`) and a residency policy.
  *
  * A policy decides; the engine acts. The engine owns every chunk, the

@@ -1,7 +1,7 @@
 /*
  * memory.c — the allocation, free, info and pointer-query hooks. Each one
  * guards, translates its arguments into a request, calls the engine
- * (src/place.c) and returns the CUresult; no policy lives here.
+ * (src/engine/place.c) and returns the CUresult; no policy lives here.
  */
 #include "chunks.h"
 #include "hooks.h"

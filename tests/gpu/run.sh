@@ -18,7 +18,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 echo "== build"
 cc -shared -fPIC -O2 -std=c17 -D_GNU_SOURCE -DLMSHIM_VERSION='"0.1.0"' -fvisibility=hidden \
    -Isrc -Iinclude -Ipreload -I"$CUDA/include" \
-   preload/init.c preload/lookup.c preload/memory.c preload/api.c src/dlsym_override.c \
+   preload/init.c preload/lookup.c preload/memory.c preload/api.c src/engine/dlsym_override.c \
    src/options.c src/log.c src/units.c src/driver.c src/chunks.c src/account.c src/place.c \
    src/stats.c src/engine.c src/elf_symbol.c \
    -Wl,--version-script=src/dlsym.map -Wl,-z,nodelete -ldl -lpthread -o "$out/liblmshim.so" || exit 1

@@ -1,6 +1,6 @@
 /*
  * spy_dlsym.c — a preload library that overrides dlsym the way an
- * interposer must (src/dlsym_override.c) and counts the lookups of
+ * interposer must (src/engine/dlsym_override.c) and counts the lookups of
  * cuGetProcAddress_v2. Used to prove that the simulated runtime reaches the
  * driver through that lookup.
  */
