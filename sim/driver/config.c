@@ -90,3 +90,33 @@ void sim_config_load(void)
     s = getenv("SIMGPU_REPORT");
     sim_cfg.report = s && *s && strcmp(s, "0") != 0;
 }
+
+static int driver_version;
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+
+/* Reads SIMGPU_DRIVER_VERSION (a CUDA version such as 12030, from 12000 to
+ * the simulator's own), which models an older driver. */
+static void load_version(void)
+{
+    driver_version = SIM_DRIVER_VERSION;
+    const char *s = getenv("SIMGPU_DRIVER_VERSION");
+    if (!s)
+        return;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 12000 || v > SIM_DRIVER_VERSION)
+        complain("SIMGPU_DRIVER_VERSION", s, "not a CUDA version from 12000 to 13000",
+                 "the default 13000");
+    else
+        driver_version = (int)v;
+}
+
+/* The CUDA version the simulated driver implements: cuDriverGetVersion's
+ * answer; cuGetProcAddress knows no entry point newer than it. Read on first
+ * use, which may come before cuInit. */
+int sim_driver_version(void)
+{
+    pthread_once(&version_once, load_version);
+    return driver_version;
+}

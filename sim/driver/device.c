@@ -83,7 +83,7 @@ SIM_EXPORT CUresult cuDriverGetVersion(int *version)
 {
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    *version = SIM_DRIVER_VERSION;
+    *version = sim_driver_version();
     return CUDA_SUCCESS;
 }
 

@@ -1,6 +1,9 @@
 /*
- * kernel.c — simulated kernels: registration (simgpu.h), modules, functions,
- * parameter layouts, and every launch entry point.
+ * kernel.c — simulated kernels: registration (simgpu.h), the pool of kernel
+ * handles, modules, functions, parameter layouts, and every launch entry
+ * point (which also take a CUkernel of library.c cast to CUfunction).
+ * Unloading a module frees its functions; their handle values come back
+ * from later loads, as with the real driver.
  *
  * A launch runs the kernel's host body at once, in the calling thread, on
  * the real bytes. The body declares its accesses and compute time through
@@ -13,19 +16,35 @@
 #include <string.h>
 
 #define MAX_KERNELS 1024
+#define MAX_PARAM_BYTES 32764   /* CUDA 12.1+ on Volta and later */
 
+/* A kernel handle of any kind: a registered kernel's template (owner NULL,
+ * never freed), a module's CUfunction, or a library's CUkernel (handed out
+ * cast to CUkernel). Handles live in one pool and are reused, most recently
+ * freed first, as the real driver reuses them after an unload. */
 struct CUfunc_st {
-    uint32_t magic;
+    uint32_t magic;                      /* SIM_MAGIC_FUNC or SIM_MAGIC_KERNEL; 0: free */
     simgpu_kernel desc;
     char name[128];
     size_t offset[SIMGPU_MAX_PARAMS];   /* byte offset of each parameter */
     size_t total;                        /* bytes of the parameter buffer */
+    const void *owner;                   /* module or library; NULL: the registry's */
+    CUfunction next_free;                /* free list link */
 };
 
-struct CUmod_st { uint32_t magic; };
+/* A module: the functions handed out through it, freed at its unload. */
+struct CUmod_st {
+    uint32_t magic;
+    CUlibrary library;        /* owning library (cuLibraryGetModule), or NULL */
+    CUfunction *funcs;
+    int n, cap;
+};
 
-static CUfunction kernels[MAX_KERNELS];   /* registered (sim_lock), never freed */
+static CUfunction kernels[MAX_KERNELS];   /* registered templates (sim_lock) */
 static int nkernels;
+static CUfunction *pool;                  /* every handle ever made (sim_lock) */
+static size_t npool, cappool;
+static CUfunction free_handles;           /* LIFO */
 
 /* Alignment of a parameter of `size` bytes: its largest power-of-two
  * divisor, at most 16 (as the C ABI lays out scalars and vectors). */
@@ -37,61 +56,123 @@ static size_t param_align(size_t size)
     return a;
 }
 
+/* A handle from the pool (the most recently freed one first), or NULL
+ * when the host is out of memory. Under sim_lock. */
+static CUfunction handle_alloc(void)
+{
+    CUfunction h = free_handles;
+    if (h) {
+        free_handles = h->next_free;
+        memset(h, 0, sizeof *h);
+        return h;
+    }
+    if (npool == cappool) {
+        size_t ncap = cappool ? cappool * 2 : 256;
+        CUfunction *n = realloc(pool, ncap * sizeof *n);
+        if (!n)
+            return NULL;
+        pool = n;
+        cappool = ncap;
+    }
+    h = calloc(1, sizeof *h);
+    if (h)
+        pool[npool++] = h;
+    return h;
+}
+
+/* Returns a handle to the pool; its value may be handed out again. */
+void sim_handle_free(CUfunction h)
+{
+    h->magic = 0;
+    h->next_free = free_handles;
+    free_handles = h;
+}
+
+/* A copy of the registered kernel `name` as a new handle of kind `magic`
+ * owned by `owner`; NULL when no such kernel (or no memory). Under sim_lock. */
+CUfunction sim_handle_new(const char *name, uint32_t magic, const void *owner)
+{
+    CUfunction t = NULL;
+    for (int i = 0; i < nkernels && !t; i++)
+        if (strcmp(kernels[i]->name, name) == 0)
+            t = kernels[i];
+    if (!t)
+        return NULL;
+    CUfunction h = handle_alloc();
+    if (!h)
+        return NULL;
+    *h = *t;
+    h->desc.name = h->name;
+    h->magic = magic;
+    h->owner = owner;
+    h->next_free = NULL;
+    return h;
+}
+
+/* The live handle h if it is of kind `magic` (0: either kind), else NULL.
+ * Under sim_lock; never dereferences a pointer that is not a handle. */
+CUfunction sim_handle_check(const void *h, uint32_t magic)
+{
+    if (!h)
+        return NULL;
+    for (size_t i = 0; i < npool; i++)
+        if (pool[i] == h) {
+            CUfunction f = pool[i];
+            bool ok = magic ? f->magic == magic
+                            : f->magic == SIM_MAGIC_FUNC || f->magic == SIM_MAGIC_KERNEL;
+            return ok ? f : NULL;
+        }
+    return NULL;
+}
+
+/* The kernel name of a handle (valid while it is). */
+const char *sim_handle_label(CUfunction h)
+{
+    return h->name;
+}
+
 /* Registers a kernel (or replaces the body of one with the same name). */
 SIM_EXPORT int simgpuRegisterKernel(const simgpu_kernel *k)
 {
     if (!k || !k->name || !k->fn || k->num_params > SIMGPU_MAX_PARAMS ||
         strlen(k->name) >= sizeof((struct CUfunc_st *)0)->name)
         return CUDA_ERROR_INVALID_VALUE;
-    for (unsigned i = 0; i < k->num_params; i++)
-        if (k->param_sizes[i] == 0 || k->param_sizes[i] > 4096)
-            return CUDA_ERROR_INVALID_VALUE;
-    CUfunction f = calloc(1, sizeof *f);
-    if (!f)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    f->magic = SIM_MAGIC_FUNC;
-    f->desc = *k;
-    strcpy(f->name, k->name);
-    f->desc.name = f->name;
+    struct CUfunc_st f = {.magic = SIM_MAGIC_FUNC, .desc = *k};
+    strcpy(f.name, k->name);
+    f.desc.name = NULL;
     size_t off = 0;
     for (unsigned i = 0; i < k->num_params; i++) {
+        if (k->param_sizes[i] == 0 || k->param_sizes[i] > MAX_PARAM_BYTES)
+            return CUDA_ERROR_INVALID_VALUE;
         size_t a = param_align(k->param_sizes[i]);
         off = (off + a - 1) / a * a;
-        f->offset[i] = off;
+        f.offset[i] = off;
         off += k->param_sizes[i];
     }
-    f->total = off;
+    if (off > MAX_PARAM_BYTES)
+        return CUDA_ERROR_INVALID_VALUE;
+    f.total = off;
     pthread_mutex_lock(&sim_lock);
     int r = CUDA_SUCCESS;
     int i;
     for (i = 0; i < nkernels; i++)
-        if (strcmp(kernels[i]->name, f->name) == 0)
+        if (strcmp(kernels[i]->name, f.name) == 0)
             break;
-    if (i < nkernels) {
-        *kernels[i] = *f;               /* same name: the new layout wins */
-        kernels[i]->desc.name = kernels[i]->name;
-        free(f);
-    } else if (nkernels == MAX_KERNELS) {
-        free(f);
+    CUfunction h = i < nkernels ? kernels[i] : nkernels < MAX_KERNELS ? handle_alloc() : NULL;
+    if (!h) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
-        kernels[nkernels++] = f;
+        *h = f;                  /* same name: the new layout wins for later loads */
+        h->desc.name = h->name;
+        if (i == nkernels)
+            kernels[nkernels++] = h;
     }
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
 
-/* Finds a registered kernel by name or by body (under sim_lock). */
-static CUfunction find_kernel(const char *name, const void *fn)
-{
-    for (int i = 0; i < nkernels; i++)
-        if ((name && strcmp(kernels[i]->name, name) == 0) ||
-            (fn && (const void *)kernels[i]->desc.fn == fn))
-            return kernels[i];
-    return NULL;
-}
-
-/* Runtime support: the CUfunction whose body is the host function fn. */
+/* Runtime support: the CUfunction whose body is the host function fn (the
+ * registry's own handle, as cudart's implicitly loaded module would give). */
 SIM_EXPORT CUresult simgpuFunctionForHost(CUfunction *out, const void *fn)
 {
     CUresult r = sim_check_init();
@@ -100,20 +181,59 @@ SIM_EXPORT CUresult simgpuFunctionForHost(CUfunction *out, const void *fn)
     if (!out || !fn)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
-    *out = find_kernel(NULL, fn);
+    *out = NULL;
+    for (int i = 0; i < nkernels && !*out; i++)
+        if ((const void *)kernels[i]->desc.fn == fn)
+            *out = kernels[i];
     pthread_mutex_unlock(&sim_lock);
     return *out ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
-/* True when f is a registered kernel. */
-static bool func_valid(CUfunction f)
+/* A new empty module owned by `library` (NULL: by the program). Under
+ * sim_lock; NULL when out of memory. */
+CUmodule sim_module_new(CUlibrary library)
 {
-    bool ok = false;
-    pthread_mutex_lock(&sim_lock);
-    for (int i = 0; i < nkernels && !ok; i++)
-        ok = kernels[i] == f;
-    pthread_mutex_unlock(&sim_lock);
-    return ok;
+    CUmodule m = calloc(1, sizeof *m);
+    if (m) {
+        m->magic = SIM_MAGIC_MOD;
+        m->library = library;
+    }
+    return m;
+}
+
+/* Frees a module and every function handed out through it. Under sim_lock. */
+void sim_module_free(CUmodule m)
+{
+    for (int i = 0; i < m->n; i++)
+        sim_handle_free(m->funcs[i]);
+    free(m->funcs);
+    m->magic = 0;
+    free(m);
+}
+
+/* The function `name` of module m: the one handed out before, or a new
+ * handle. Under sim_lock. */
+CUresult sim_module_function(CUmodule m, const char *name, CUfunction *out)
+{
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(m->funcs[i]->name, name) == 0) {
+            *out = m->funcs[i];
+            return CUDA_SUCCESS;
+        }
+    if (m->n == m->cap) {
+        int ncap = m->cap ? m->cap * 2 : 8;
+        CUfunction *n = realloc(m->funcs, (size_t)ncap * sizeof *n);
+        if (!n)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        m->funcs = n;
+        m->cap = ncap;
+    }
+    CUfunction f = sim_handle_new(name, SIM_MAGIC_FUNC, m);
+    if (!f)
+        return CUDA_ERROR_NOT_FOUND;
+    m->funcs[m->n++] = f;
+    *out = f;
+    return CUDA_SUCCESS;
 }
 
 /* Loads a "module": every registered kernel is visible through it. */
@@ -125,11 +245,10 @@ static CUresult module_load(CUmodule *mod)
         return r;
     if (!mod)
         return CUDA_ERROR_INVALID_VALUE;
-    *mod = calloc(1, sizeof **mod);
-    if (!*mod)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    (*mod)->magic = SIM_MAGIC_MOD;
-    return CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    *mod = sim_module_new(NULL);
+    pthread_mutex_unlock(&sim_lock);
+    return *mod ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 SIM_EXPORT CUresult cuModuleLoad(CUmodule *mod, const char *fname)
@@ -142,16 +261,24 @@ SIM_EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
     return image ? module_load(mod) : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Frees the module and its functions; their handle values are reused. A
+ * library's module belongs to the library: NOT_PERMITTED. */
 SIM_EXPORT CUresult cuModuleUnload(CUmodule mod)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!mod || mod->magic != SIM_MAGIC_MOD)
-        return CUDA_ERROR_INVALID_HANDLE;
-    mod->magic = 0;
-    free(mod);
-    return CUDA_SUCCESS;
+    if (!mod)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    if (mod->magic != SIM_MAGIC_MOD)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (mod->library)
+        r = CUDA_ERROR_NOT_PERMITTED;
+    else
+        sim_module_free(mod);
+    pthread_mutex_unlock(&sim_lock);
+    return r;
 }
 
 SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *name)
@@ -164,38 +291,91 @@ SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char 
     if (!mod || mod->magic != SIM_MAGIC_MOD)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_lock);
-    *f = find_kernel(name, NULL);
+    r = sim_module_function(mod, name, f);
     pthread_mutex_unlock(&sim_lock);
-    return *f ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+    return r;
 }
 
-SIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size)
+/* Parameter `index` of a live handle of kind `magic`: INVALID_HANDLE for
+ * anything else, INVALID_VALUE past the last parameter. */
+CUresult sim_param_info(const void *h, uint32_t magic, size_t index, size_t *offset, size_t *size)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!func_valid(f))
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (index >= f->desc.num_params)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (offset)
-        *offset = f->offset[index];
-    if (size)
-        *size = f->desc.param_sizes[index];
-    return CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    CUfunction f = sim_handle_check(h, magic);
+    if (!f)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (index >= f->desc.num_params)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else {
+        if (offset)
+            *offset = f->offset[index];
+        if (size)
+            *size = f->desc.param_sizes[index];
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
 }
 
-SIM_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+/* The name of a live handle of kind `magic` (valid while the handle is). */
+CUresult sim_handle_name(const char **name, const void *h, uint32_t magic)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!func_valid(f))
-        return CUDA_ERROR_INVALID_HANDLE;
-    *name = f->name;
+    pthread_mutex_lock(&sim_lock);
+    CUfunction f = sim_handle_check(h, magic);
+    if (f)
+        *name = f->name;
+    pthread_mutex_unlock(&sim_lock);
+    return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* A function attribute, the same for every simulated kernel: what a small
+ * kernel compiled for sm_90 reports. INVALID_VALUE for the rest. */
+CUresult sim_func_attribute(int *pi, CUfunction_attribute attrib)
+{
+    if (!pi)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 48 * 1024; break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = -1; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *pi = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
     return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size)
+{
+    return sim_param_info(f, SIM_MAGIC_FUNC, index, offset, size);
+}
+
+SIM_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+    return sim_handle_name(name, f, SIM_MAGIC_FUNC);
+}
+
+SIM_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction f)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&sim_lock);
+    bool ok = sim_handle_check(f, SIM_MAGIC_FUNC) != NULL;
+    pthread_mutex_unlock(&sim_lock);
+    return ok ? sim_func_attribute(pi, attrib) : CUDA_ERROR_INVALID_HANDLE;
 }
 
 /* What one launch accumulates while its body runs. */
@@ -253,8 +433,12 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     CUresult r = sim_resolve_stream(s, ptds, &st);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!func_valid(f))
+    pthread_mutex_lock(&sim_lock);
+    CUfunction h = sim_handle_check(f, 0);   /* a CUfunction, or a CUkernel cast to one */
+    pthread_mutex_unlock(&sim_lock);
+    if (!h)
         return CUDA_ERROR_INVALID_HANDLE;
+    f = h;
     if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2] ||
         (uint64_t)block[0] * block[1] * block[2] > 1024)
         return CUDA_ERROR_INVALID_VALUE;

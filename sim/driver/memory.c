@@ -353,7 +353,7 @@ SIM_EXPORT CUresult cuMemFreeHost(void *p)
         return r;
     pthread_mutex_lock(&sim_lock);
     sim_alloc *a = sim_registry_find_base((uintptr_t)p);
-    r = a && a->kind == SIM_MEM_HOST ? sim_free_alloc(a) : CUDA_ERROR_INVALID_VALUE;
+    r = a && a->kind == SIM_MEM_HOST && !a->registered ? sim_free_alloc(a) : CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
@@ -546,6 +546,64 @@ SIM_EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *
             default_attribute(attributes[i], data[i]);
         }
     }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* Page-locks the program's own range [p, p+bytesize): a pinned host
+ * allocation that does not own its memory, mapped at the same address
+ * (unified addressing). A range overlapping pinned memory is
+ * HOST_MEMORY_ALREADY_REGISTERED; I/O memory is not modeled (NOT_SUPPORTED). */
+SIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    CUcontext ctx;
+    CUresult r = sim_current_ctx(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                           CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    if (!p || !bytesize || (Flags & ~known) || (uintptr_t)p + bytesize < (uintptr_t)p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (Flags & CU_MEMHOSTREGISTER_IOMEMORY)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    sim_alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *a = (sim_alloc){.base = (uintptr_t)p, .size = bytesize, .kind = SIM_MEM_HOST,
+                     .device = ctx->device, .ctx = ctx, .mapped = true, .registered = true,
+                     .host_flags = Flags};
+    pthread_mutex_lock(&sim_lock);
+    sim_alloc *other = sim_registry_overlap((uintptr_t)p, bytesize);
+    if (other) {
+        r = other->kind == SIM_MEM_HOST ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+                                        : CUDA_ERROR_INVALID_VALUE;
+        free(a);
+    } else {
+        a->id = sim_next_buffer_id();
+        sim_registry_add(a);
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    return cuMemHostRegister_v2(p, bytesize, Flags);
+}
+
+/* Unregisters the range registered at exactly p; the memory stays the
+ * program's. */
+SIM_EXPORT CUresult cuMemHostUnregister(void *p)
+{
+    CUcontext ctx;
+    CUresult r = sim_current_ctx(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    sim_alloc *a = sim_registry_find_base((uintptr_t)p);
+    r = a && a->registered ? sim_free_alloc(a) : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     pthread_mutex_unlock(&sim_lock);
     return r;
 }

@@ -33,8 +33,8 @@ void *sim_proc_lookup(const char *name, int version, bool per_thread, int *statu
     bool known = false;
     for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
         const proc *p = &procs[i];
-        if (strcmp(p->name, name) != 0)
-            continue;
+        if (strcmp(p->name, name) != 0 || p->version > sim_driver_version())
+            continue;   /* a driver older than the variant does not know it */
         known = true;
         if (p->version > version)
             continue;
@@ -56,7 +56,7 @@ SIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda
         (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
                                CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)))
         return CUDA_ERROR_INVALID_VALUE;
-    if (cudaVersion > SIM_DRIVER_VERSION)
+    if (cudaVersion > sim_driver_version())
         return CUDA_ERROR_INVALID_VALUE;
     int st;
     *pfn = sim_proc_lookup(symbol, cudaVersion,

@@ -62,6 +62,16 @@ sim_alloc *sim_registry_find_base(uintptr_t p)
     return a && a->base == p ? a : NULL;
 }
 
+/* An allocation overlapping [p, p+bytes), or NULL. */
+sim_alloc *sim_registry_overlap(uintptr_t p, size_t bytes)
+{
+    sim_alloc *a = sim_registry_find(p);
+    if (a)
+        return a;
+    size_t i = upper_bound(p);   /* the first one starting after p */
+    return i < count && items[i]->base - p < bytes ? items[i] : NULL;
+}
+
 /* Removes a record (the caller then frees it). */
 void sim_registry_remove(sim_alloc *a)
 {

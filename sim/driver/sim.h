@@ -72,7 +72,8 @@ struct sim_alloc {
     bool owns_memory;        /* base must be released when freed */
     bool from_mmap;          /* released with munmap (else free) */
     CUmemoryPool pool;       /* stream-ordered allocations: their pool */
-    unsigned host_flags;     /* cuMemHostAlloc flags */
+    unsigned host_flags;     /* cuMemHostAlloc / cuMemHostRegister flags */
+    bool registered;         /* host: the program's memory, cuMemHostRegister */
     uint64_t id;             /* buffer id, unique per process */
     sim_block *blocks;       /* managed: one per 2 MiB */
     size_t nblocks;
@@ -159,6 +160,7 @@ bool sim_ctx_valid(CUcontext ctx);
 void sim_registry_add(sim_alloc *a);                /* takes ownership */
 sim_alloc *sim_registry_find(uintptr_t p);          /* containing p, or NULL */
 sim_alloc *sim_registry_find_base(uintptr_t p);     /* starting at p, or NULL */
+sim_alloc *sim_registry_overlap(uintptr_t p, size_t bytes);   /* any in [p, p+bytes) */
 void sim_registry_remove(sim_alloc *a);
 uint64_t sim_next_buffer_id(void);
 
@@ -191,6 +193,22 @@ CUresult sim_resolve_stream(CUstream s, bool per_thread, CUstream *out);
 double sim_schedule(CUstream s, int engine, double duration_ns);
 void sim_host_wait(double t_ns);
 double sim_device_idle_ns(int device);
+
+/* ---- kernels, modules, libraries (kernel.c, library.c) ------------------ */
+
+#define SIM_MAGIC_KERNEL 0x4b524e31u
+#define SIM_MAGIC_LIB    0x4c494231u
+CUfunction sim_handle_new(const char *name, uint32_t magic, const void *owner);
+CUfunction sim_handle_check(const void *h, uint32_t magic);   /* 0: either kind */
+void sim_handle_free(CUfunction h);
+const char *sim_handle_label(CUfunction h);
+CUmodule sim_module_new(CUlibrary library);
+void sim_module_free(CUmodule m);
+CUresult sim_module_function(CUmodule m, const char *name, CUfunction *out);
+CUresult sim_param_info(const void *h, uint32_t magic, size_t index, size_t *offset, size_t *size);
+CUresult sim_handle_name(const char **name, const void *h, uint32_t magic);
+CUresult sim_func_attribute(int *pi, CUfunction_attribute attrib);
+int sim_driver_version(void);   /* SIMGPU_DRIVER_VERSION, default SIM_DRIVER_VERSION */
 
 /* ---- lookup (procaddr.c) ------------------------------------------------ */
 

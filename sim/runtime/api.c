@@ -100,6 +100,8 @@ cudaError_t rt_result(CUresult r)
     case CUDA_ERROR_NOT_FOUND: e = cudaErrorSymbolNotFound; break;
     case CUDA_ERROR_NOT_READY: e = cudaErrorNotReady; break;
     case CUDA_ERROR_NOT_SUPPORTED: e = cudaErrorNotSupported; break;
+    case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: e = cudaErrorHostMemoryAlreadyRegistered; break;
+    case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: e = cudaErrorHostMemoryNotRegistered; break;
     default: e = cudaErrorUnknown; break;
     }
     return rt_error(e);

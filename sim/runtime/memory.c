@@ -85,6 +85,24 @@ RT_EXPORT cudaError_t cudaFreeHost(void *ptr)
     return rt_result(rt_drv.cuMemFreeHost(ptr));
 }
 
+/* Page-locks the program's range (cudaHostRegister flags have the values
+ * of the driver's CU_MEMHOSTREGISTER_* flags). */
+RT_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    return rt_result(rt_drv.cuMemHostRegister(ptr, size, flags));
+}
+
+RT_EXPORT cudaError_t cudaHostUnregister(void *ptr)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    return rt_result(rt_drv.cuMemHostUnregister(ptr));
+}
+
 RT_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags)
 {
     cudaError_t e = rt_enter();

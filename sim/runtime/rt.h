@@ -34,7 +34,8 @@
     X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000) X(cuStreamQuery, 2000) \
     X(cuStreamWaitEvent, 3020) X(cuEventCreate, 2000) X(cuEventDestroy, 4000) \
     X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) X(cuEventQuery, 2000) \
-    X(cuEventElapsedTime, 12080) X(cuLaunchKernel, 4000)
+    X(cuEventElapsedTime, 12080) X(cuLaunchKernel, 4000) \
+    X(cuMemHostRegister, 6050) X(cuMemHostUnregister, 4000)
 
 typedef struct rt_driver {
 #define RT_FIELD(name, version) PFN_##name##_v##version name;
