@@ -1,7 +1,8 @@
 /*
  * launch.c — the kernel launch hooks. With no managed chunk alive a launch
  * costs one atomic load on top of the real call; otherwise its parameters
- * are scanned and the residency engine runs before and after it.
+ * are scanned and the residency engine runs before and after it. `f` may
+ * be a CUfunction or a CUkernel cast to one, as CUDA allows.
  */
 #include "hooks.h"
 #include "launch.h"
@@ -18,8 +19,8 @@ static CUstream effective(CUstream s, bool ptds)
 /* Residency work before a launch; the token goes to after(). */
 static void before(CUfunction f, CUstream s, void **params, void **extra, lms_launch_token *tok)
 {
-    uint32_t ids[LMS_LAUNCH_MAX_CHUNKS];
-    int n = lms_launch_chunks(f, params, extra, ids, LMS_LAUNCH_MAX_CHUNKS);
+    const uint32_t *ids;
+    int n = lms_launch_chunks(f, params, extra, &ids);
     lms_residency_before(lms_driver_stream_device(s), s, (uintptr_t)f, ids, n, tok);
 }
 

@@ -8,6 +8,7 @@
 #include "account.h"
 #include "chunks.h"
 #include "driver.h"
+#include "launch.h"
 #include "log.h"
 #include "residency.h"
 #include "stats.h"
@@ -58,18 +59,21 @@ bool lms_engine_init(void)
 void lms_engine_fork_prepare(void)
 {
     lms_residency_fork_prepare();
+    lms_launch_fork_prepare();   /* after the device locks: launches take it under them */
     lms_chunks_lock_all();
 }
 
 void lms_engine_fork_parent(void)
 {
     lms_chunks_unlock_all();
+    lms_launch_fork_parent();
     lms_residency_fork_parent();
 }
 
 void lms_engine_fork_child(void)
 {
     lms_chunks_reset_locks();
+    lms_launch_fork_child();
     lms_residency_fork_child();
     lms_account_reset_setup();
 }

@@ -1,67 +1,192 @@
 /*
  * launch.c — parameter layouts and the scan of a launch's parameters
- * (see launch.h). A miss costs speed, never correctness: the GPU still
- * reaches a chunk it was not told about, over the link.
+ * (see launch.h and docs/ARCHITECTURE.md "Kernel handles and layouts").
+ * A miss costs speed, never correctness: the GPU still reaches a chunk it
+ * was not told about, over the link.
+ *
+ * Layouts are cached per handle value, a CUfunction or a CUkernel alike,
+ * and only when the driver gave a definite answer. The driver reuses handle
+ * values after cuModuleUnload/cuLibraryUnload, so an unload empties the
+ * cache; the unload and the scans are serialised by `layout_lock`, so no
+ * scan reads parameters with the layout of an unloaded kernel.
  */
 #include "launch.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 
-#define LAYOUTS 4096         /* functions remembered (open addressing) */
-#define MAX_PARAMS 128       /* parameters scanned per function */
-#define MAX_WORDS 512        /* 8-byte words scanned per launch */
+#define LAYOUTS 4096                   /* handles remembered (open addressing) */
+#define MAX_PARAM_BYTES 32768          /* CUDA 12.1+ passes up to 32764 bytes */
+#define MAX_WORDS (MAX_PARAM_BYTES / 8)
+
+/* A parameter wide enough to hold a pointer. */
+typedef struct wide {
+    uint32_t index;           /* position in kernelParams */
+    uint32_t size;            /* bytes */
+} wide;
 
 typedef struct layout {
-    CUfunction f;            /* NULL: empty slot */
-    uint16_t n;              /* parameters */
-    uint16_t offset[MAX_PARAMS], size[MAX_PARAMS];   /* bytes */
-    const char *name;        /* the driver's, valid while f is */
+    uintptr_t h;              /* handle value; 0: empty slot */
+    uint32_t n;               /* entries of p */
+    wide *p;                  /* owned; NULL when no parameter holds a pointer */
+    const char *name;         /* the driver's, valid while h is loaded */
 } layout;
 
 static layout layouts[LAYOUTS];
+static int nlayouts;
 static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool said_no_info;
+static atomic_uint said_unsure;
 
-/* The cached layout of f, filled from cuFuncGetParamInfo the first time;
- * NULL when the driver cannot say. */
-static const layout *layout_of(CUfunction f)
+/* A launch's scratch: the words of its parameters and the chunk ids found,
+ * one per thread (malloc'd on first use, freed at thread exit). */
+typedef struct scratch {
+    uint64_t words[MAX_WORDS];
+    uint32_t ids[MAX_WORDS];
+} scratch;
+
+static __thread scratch *own_scratch __attribute__((tls_model("initial-exec")));
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void free_scratch(void *s) { free(s); }
+static void make_key(void) { (void)pthread_key_create(&scratch_key, free_scratch); }
+
+/* This thread's scratch, or NULL when it cannot be made. */
+static scratch *thread_scratch(void)
 {
-    if (!lms_drv.cuFuncGetParamInfo) {
+    if (own_scratch)
+        return own_scratch;
+    pthread_once(&scratch_once, make_key);
+    scratch *s = malloc(sizeof *s);
+    if (s && pthread_setspecific(scratch_key, s) != 0) {
+        free(s);
+        s = NULL;
+    }
+    own_scratch = s;
+    return s;
+}
+
+/* Empties the cache (under layout_lock). */
+static void forget_all(void)
+{
+    for (int i = 0; i < LAYOUTS; i++) {
+        free(layouts[i].p);
+        layouts[i] = (layout){0};
+    }
+    nlayouts = 0;
+}
+
+typedef CUresult (*param_fn)(uintptr_t h, size_t index, size_t *offset, size_t *size);
+
+static CUresult func_param(uintptr_t h, size_t i, size_t *off, size_t *size)
+{
+    return lms_drv.cuFuncGetParamInfo((CUfunction)h, i, off, size);
+}
+
+static CUresult kernel_param(uintptr_t h, size_t i, size_t *off, size_t *size)
+{
+    return lms_drv.cuKernelGetParamInfo((CUkernel)h, i, off, size);
+}
+
+/* Asks `get` for every parameter of h: SUCCESS for each one, then
+ * INVALID_VALUE past the last. Fills l (its p owned by the caller) and
+ * returns CUDA_SUCCESS only for such a definite answer; otherwise the first
+ * other error (a wrong handle kind, no context, ...), and l holds nothing. */
+static CUresult ask(param_fn get, uintptr_t h, layout *l)
+{
+    *l = (layout){.h = h};
+    uint32_t cap = 0;
+    for (size_t i = 0; i < MAX_PARAM_BYTES; i++) {
+        size_t off = 0, size = 0;
+        CUresult r = get(h, i, &off, &size);
+        if (r == CUDA_ERROR_INVALID_VALUE)
+            return CUDA_SUCCESS;             /* past the last parameter */
+        if (r != CUDA_SUCCESS) {
+            free(l->p);
+            *l = (layout){0};
+            return r;
+        }
+        if (off >= MAX_PARAM_BYTES || size > MAX_PARAM_BYTES - off)
+            return CUDA_SUCCESS;             /* beyond what any launch passes */
+        if (size < 8)
+            continue;                        /* cannot hold a pointer */
+        if (l->n == cap) {
+            uint32_t ncap = cap ? cap * 2 : 8;
+            wide *n = realloc(l->p, ncap * sizeof *n);
+            if (!n) {
+                free(l->p);
+                *l = (layout){0};
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
+            l->p = n;
+            cap = ncap;
+        }
+        l->p[l->n++] = (wide){(uint32_t)i, (uint32_t)size};
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Reads h's layout from the driver, as a CUfunction first, then as a
+ * CUkernel. True with l filled for a definite answer. */
+static bool read_layout(uintptr_t h, layout *l)
+{
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    if (lms_drv.cuFuncGetParamInfo && (r = ask(func_param, h, l)) == CUDA_SUCCESS) {
+        if (!lms_drv.cuFuncGetName || lms_drv.cuFuncGetName(&l->name, (CUfunction)h) != CUDA_SUCCESS)
+            l->name = NULL;
+        return true;
+    }
+    CUresult rk = CUDA_ERROR_NOT_SUPPORTED;
+    if (lms_drv.cuKernelGetParamInfo && (rk = ask(kernel_param, h, l)) == CUDA_SUCCESS) {
+        if (!lms_drv.cuKernelGetName || lms_drv.cuKernelGetName(&l->name, (CUkernel)h) != CUDA_SUCCESS)
+            l->name = NULL;
+        return true;
+    }
+    lms_log_capped(LMS_LEVEL_INFO, &said_unsure, 3,
+                   "no parameter layout for kernel handle %p (errors %d, %d): its launches are not "
+                   "scanned until the driver answers",
+                   (void *)h, (int)r, (int)rk);
+    return false;
+}
+
+/* The cached layout of h, read from the driver on a miss; NULL when the
+ * driver cannot say (then nothing is cached, and the next launch asks
+ * again). Under layout_lock; valid until it is released. */
+static const layout *layout_of(uintptr_t h)
+{
+    if (!lms_drv.cuFuncGetParamInfo && !lms_drv.cuKernelGetParamInfo) {
         if (!atomic_exchange(&said_no_info, true))
-            lms_log(LMS_LEVEL_INFO, "the driver has no cuFuncGetParamInfo: launches are not scanned");
+            lms_log(LMS_LEVEL_INFO, "the driver predates CUDA 12.4 (no cuFuncGetParamInfo): launches "
+                                    "through kernelParams are not scanned; the extra form still is");
         return NULL;
     }
-    size_t h = ((uintptr_t)f >> 4) * 0x9e3779b97f4a7c15ull >> 52;   /* 12 bits */
-    pthread_mutex_lock(&layout_lock);
-    layout *l = NULL;
+    if (!h)
+        return NULL;
+    size_t at = ((h >> 4) * 0x9e3779b97f4a7c15ull >> 52) % LAYOUTS;   /* 12 bits */
     for (size_t k = 0; k < LAYOUTS; k++) {
-        layout *s = &layouts[(h + k) % LAYOUTS];
-        if (s->f == f) {
-            l = s;
+        layout *s = &layouts[(at + k) % LAYOUTS];
+        if (s->h == h)
+            return s;
+        if (!s->h)
             break;
-        }
-        if (!s->f) {
-            s->n = 0;
-            size_t off, size;
-            while (s->n < MAX_PARAMS && lms_drv.cuFuncGetParamInfo(f, s->n, &off, &size) == CUDA_SUCCESS &&
-                   off < 65536 && size < 65536) {
-                s->offset[s->n] = (uint16_t)off;
-                s->size[s->n] = (uint16_t)size;
-                s->n++;
-            }
-            s->name = NULL;
-            if (lms_drv.cuFuncGetName && lms_drv.cuFuncGetName(&s->name, f) != CUDA_SUCCESS)
-                s->name = NULL;
-            s->f = f;
-            l = s;
-            break;
+    }
+    layout l;
+    if (!read_layout(h, &l))
+        return NULL;
+    if (nlayouts >= LAYOUTS * 3 / 4)
+        forget_all();   /* a full table starts over rather than probing forever */
+    for (size_t k = 0;; k++) {
+        layout *s = &layouts[(at + k) % LAYOUTS];
+        if (!s->h) {
+            *s = l;
+            nlayouts++;
+            return s;
         }
     }
-    pthread_mutex_unlock(&layout_lock);
-    return l;
 }
 
 /* Appends the 8-byte words of [p, p+len) to words (from the start of the
@@ -73,11 +198,15 @@ static int gather(const char *p, size_t len, uint64_t *words, int n)
     return n;
 }
 
-int lms_launch_chunks(CUfunction f, void **params, void **extra, uint32_t *ids, int max)
+int lms_launch_chunks(CUfunction f, void **params, void **extra, const uint32_t **ids)
 {
-    uint64_t words[MAX_WORDS];
+    scratch *s = thread_scratch();
+    *ids = s ? s->ids : NULL;
+    if (!s)
+        return 0;
     int n = 0;
     if (extra) {
+        /* The buffer form says its own size: exactly that much is read. */
         const char *buf = NULL;
         size_t len = 0;
         for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
@@ -87,20 +216,39 @@ int lms_launch_chunks(CUfunction f, void **params, void **extra, uint32_t *ids, 
                 len = *(size_t *)extra[i + 1];
         }
         if (buf)
-            n = gather(buf, len, words, n);
+            n = gather(buf, len < MAX_PARAM_BYTES ? len : MAX_PARAM_BYTES, s->words, n);
     } else if (params) {
-        const layout *l = layout_of(f);
-        if (!l)
-            return 0;
-        for (int i = 0; i < l->n && n < MAX_WORDS; i++)
-            if (params[i])
-                n = gather(params[i], l->size[i], words, n);
+        pthread_mutex_lock(&layout_lock);
+        const layout *l = layout_of((uintptr_t)f);
+        for (uint32_t i = 0; l && i < l->n && n < MAX_WORDS; i++)
+            if (params[l->p[i].index])
+                n = gather(params[l->p[i].index], l->p[i].size, s->words, n);
+        pthread_mutex_unlock(&layout_lock);
     }
-    return n ? lms_residency_find(words, n, ids, max) : 0;
+    return n ? lms_residency_find(s->words, n, s->ids, MAX_WORDS) : 0;
 }
 
 const char *lms_launch_name(CUfunction f)
 {
-    const layout *l = layout_of(f);
-    return l && l->name ? l->name : "";
+    pthread_mutex_lock(&layout_lock);
+    const layout *l = layout_of((uintptr_t)f);
+    const char *name = l && l->name ? l->name : "";
+    pthread_mutex_unlock(&layout_lock);
+    return name;
 }
+
+void lms_launch_unload_begin(void)
+{
+    pthread_mutex_lock(&layout_lock);
+}
+
+void lms_launch_unload_end(bool unloaded)
+{
+    if (unloaded)
+        forget_all();
+    pthread_mutex_unlock(&layout_lock);
+}
+
+void lms_launch_fork_prepare(void) { pthread_mutex_lock(&layout_lock); }
+void lms_launch_fork_parent(void) { pthread_mutex_unlock(&layout_lock); }
+void lms_launch_fork_child(void) { pthread_mutex_init(&layout_lock, NULL); }

@@ -1,7 +1,8 @@
 /*
  * launch.h — which managed chunks a kernel launch touches (launch.c): the
- * kernel's parameter layout (cached per function) and a scan of its
- * parameter bytes for addresses inside managed chunks.
+ * kernel's parameter layout (cached per handle, CUfunction or CUkernel,
+ * until a module or library is unloaded) and a scan of its parameter bytes
+ * (up to 32 KB) for addresses inside managed chunks.
  */
 #ifndef LMS_LAUNCH_H
 #define LMS_LAUNCH_H
@@ -10,10 +11,24 @@
 #include "residency.h"
 
 /* Chunk ids (sorted, unique) that f's parameters point into; kernelParams
- * or the CU_LAUNCH_PARAM_BUFFER_POINTER form of `extra`. Returns how many. */
-int lms_launch_chunks(CUfunction f, void **params, void **extra, uint32_t *ids, int max);
+ * or the CU_LAUNCH_PARAM_BUFFER_POINTER form of `extra` (read up to its
+ * CU_LAUNCH_PARAM_BUFFER_SIZE). Returns how many; *ids points into this
+ * thread's scratch, valid until its next call. */
+int lms_launch_chunks(CUfunction f, void **params, void **extra, const uint32_t **ids);
 
-/* The kernel's name (cuFuncGetName, cached), or "" when unknown. */
+/* The kernel's name (cuFuncGetName or cuKernelGetName, cached), or "" when
+ * unknown. Valid until the kernel's module or library is unloaded. */
 const char *lms_launch_name(CUfunction f);
+
+/* Around a real cuModuleUnload/cuLibraryUnload: no scan runs meanwhile,
+ * and every cached layout is dropped when the unload succeeded (the driver
+ * may hand the same handle values out again). */
+void lms_launch_unload_begin(void);
+void lms_launch_unload_end(bool unloaded);
+
+/* fork: the layout lock is held across fork; the child gets a fresh one. */
+void lms_launch_fork_prepare(void);
+void lms_launch_fork_parent(void);
+void lms_launch_fork_child(void);
 
 #endif

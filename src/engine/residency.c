@@ -306,6 +306,7 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
                           lms_launch_token *tok)
 {
     tok->device = -1;
+    tok->more = NULL;
     lms_account *a = lms_account_of(device);
     if (!a)
         return;
@@ -318,25 +319,37 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     atomic_fetch_add(&a->launches_scanned, 1);
     tok->device = device;
     tok->seq = ++d->seq;
-    tok->n = n < LMS_LAUNCH_MAX_CHUNKS ? n : LMS_LAUNCH_MAX_CHUNKS;
-    memcpy(tok->ids, ids, (size_t)tok->n * sizeof *ids);
+    /* Every id is kept; if the memory for them cannot be had, the first
+     * LMS_TOKEN_FEW are (the rest are reached over the link). */
+    tok->more = n > LMS_TOKEN_FEW ? malloc((size_t)n * sizeof *ids) : NULL;
+    tok->n = n > LMS_TOKEN_FEW && !tok->more ? LMS_TOKEN_FEW : n;
+    uint32_t *tids = tok->more ? tok->more : tok->few;
+    memcpy(tids, ids, (size_t)tok->n * sizeof *ids);
     if (lms_trace_on)
         lms_trace_launch(device, tok->seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream,
-                         tok->ids, tok->n);
+                         tids, tok->n);
     live l = {.d = d, .a = a, .device = device, .stream = stream};
+    lms_plan_chunk *few[LMS_TOKEN_FEW];
+    lms_plan_chunk **mine = tok->n > LMS_TOKEN_FEW ? malloc((size_t)tok->n * sizeof *mine) : few;
+    int nmine = mine ? tok->n : LMS_TOKEN_FEW;   /* without memory: the first few */
+    if (!mine)
+        mine = few;
     pthread_rwlock_rdlock(&map_lock);
-    lms_plan_chunk *mine[LMS_LAUNCH_MAX_CHUNKS];
     int m = 0;
-    for (int i = 0; i < tok->n; i++) {
-        lms_plan_chunk *pc = op_lookup(&l, ids[i]);
+    for (int i = 0; i < nmine; i++) {
+        lms_plan_chunk *pc = op_lookup(&l, tids[i]);
         if (pc) {
             pc->pins++;
             mine[m++] = pc;
         }
     }
-    lms_plan_launch(&d->plan, &live_ops, &l, tok->seq, fn, tok->ids, tok->n, mine, m);
+    /* Chunks beyond nmine are not pinned; after() unpins only those pinned. */
+    tok->n = nmine < tok->n ? nmine : tok->n;
+    lms_plan_launch(&d->plan, &live_ops, &l, tok->seq, fn, tids, tok->n, mine, m);
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
+    if (mine != few)
+        free(mine);
 }
 
 bool lms_residency_reclaim(int device, uint64_t bytes)
@@ -366,10 +379,11 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     if (tok->device < 0)
         return;
     res_device *d = &devices[tok->device];
+    const uint32_t *ids = lms_token_ids(tok);
     pthread_mutex_lock(&d->lock);
     pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < tok->n; i++) {
-        res_chunk *c = chunk_of(tok->ids[i]);
+        res_chunk *c = chunk_of(ids[i]);
         if (!c || c->device != tok->device)
             continue;
         c->pc.pins--;
@@ -383,6 +397,8 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
+    free(tok->more);
+    tok->more = NULL;
 }
 
 void lms_residency_fork_prepare(void)

@@ -13,8 +13,6 @@
 
 #include "driver.h"
 
-#define LMS_LAUNCH_MAX_CHUNKS 32   /* chunks one launch is tracked with */
-
 /* Live managed chunks under lmshim's residency control (fast-path test). */
 extern atomic_uint lms_residency_live;
 
@@ -34,16 +32,28 @@ void lms_residency_remove(uint64_t ptr);
  * (sorted, unique) and returns how many (at most max). */
 int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max);
 
-/* What before() handed to after() for one launch. */
+#define LMS_TOKEN_FEW 16   /* chunk ids a token holds without allocating */
+
+/* What before() handed to after() for one launch: every chunk id of the
+ * launch, in `few` or (more than LMS_TOKEN_FEW) in `more`, which after()
+ * frees. Read them through lms_token_ids(). */
 typedef struct lms_launch_token {
     int device;                 /* -1: nothing to record */
     uint64_t seq;
     int n;
-    uint32_t ids[LMS_LAUNCH_MAX_CHUNKS];
+    uint32_t *more;             /* malloc'd when n > LMS_TOKEN_FEW, else NULL */
+    uint32_t few[LMS_TOKEN_FEW];
 } lms_launch_token;
 
-/* Before a launch of fn on `device` and `stream` that uses chunks ids[0..n):
- * fetch, evict and order as the policy decides. */
+/* The chunk ids of a token. */
+static inline const uint32_t *lms_token_ids(const lms_launch_token *tok)
+{
+    return tok->more ? tok->more : tok->few;
+}
+
+/* Before a launch of fn on `device` and `stream` that uses chunks ids[0..n)
+ * (any number; the token keeps its own copy): fetch, evict and order as the
+ * policy decides. */
 void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
                           lms_launch_token *tok);
 /* Evicts resident managed chunks of `device` (the policy's victims) until
@@ -51,7 +61,8 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
  * leave the device because fetched chunks fill it. False if it cannot. */
 bool lms_residency_reclaim(int device, uint64_t bytes);
 
-/* After the launch was issued on `stream`: record the chunks' last use. */
+/* After the launch was issued on `stream`: record the chunks' last use, and
+ * free what the token holds. */
 void lms_residency_after(lms_launch_token *tok, CUstream stream);
 
 /* fork: hold every lock across fork; the child gets fresh locks. */
