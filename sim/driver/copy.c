@@ -129,6 +129,22 @@ SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdevicep
     return copy(dst, src, n, true, true, s, false, false);
 }
 
+SIM_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                                      size_t n)
+{
+    if (!sim_ctx_valid(dctx) || !sim_ctx_valid(sctx))
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_CONTEXT;
+    return copy(dst, src, n, true, true, NULL, true, true);
+}
+
+SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+                                           CUcontext sctx, size_t n, CUstream s)
+{
+    if (!sim_ctx_valid(dctx) || !sim_ctx_valid(sctx))
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_CONTEXT;
+    return copy(dst, src, n, true, true, s, true, false);
+}
+
 /* One memset of n elements of `width` bytes each. */
 static CUresult set(CUdeviceptr dst, unsigned value, unsigned width, size_t n, CUstream s,
                     bool ptds, bool sync)

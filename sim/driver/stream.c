@@ -344,6 +344,34 @@ SIM_EXPORT CUresult cuStreamGetId(CUstream s, unsigned long long *id)
 {
     return id ? stream_props(s, false, NULL, NULL, NULL, NULL, id) : CUDA_ERROR_INVALID_VALUE;
 }
+SIM_EXPORT CUresult cuStreamGetId_ptsz(CUstream s, unsigned long long *id)
+{
+    return id ? stream_props(s, true, NULL, NULL, NULL, NULL, id) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream s, int *priority)
+{
+    return priority ? stream_props(s, true, NULL, NULL, NULL, priority, NULL)
+                    : CUDA_ERROR_INVALID_VALUE;
+}
+/* CUDA 12.5: the context and the green context (none in the simulator). */
+SIM_EXPORT CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *ctx, CUgreenCtx *green)
+{
+    if (!ctx || !green)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_props(s, false, NULL, NULL, ctx, NULL, NULL);
+    if (r == CUDA_SUCCESS)
+        *green = NULL;
+    return r;
+}
+SIM_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream s, CUcontext *ctx, CUgreenCtx *green)
+{
+    if (!ctx || !green)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_props(s, true, NULL, NULL, ctx, NULL, NULL);
+    if (r == CUDA_SUCCESS)
+        *green = NULL;
+    return r;
+}
 
 /* Shared body of cuLaunchHostFunc: the function runs in stream order,
  * which (work being synchronous) is now. */
