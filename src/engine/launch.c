@@ -30,6 +30,7 @@ typedef struct wide {
 
 typedef struct layout {
     uintptr_t h;              /* handle value; 0: empty slot */
+    uint32_t params;          /* parameters the driver listed */
     uint32_t n;               /* entries of p */
     wide *p;                  /* owned; NULL when no parameter holds a pointer */
     const char *name;         /* the driver's, valid while h is loaded */
@@ -52,7 +53,12 @@ static __thread scratch *own_scratch __attribute__((tls_model("initial-exec")));
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 
-static void free_scratch(void *s) { free(s); }
+/* Thread exit: the scratch goes (a later launch in a destructor makes a new one). */
+static void free_scratch(void *s)
+{
+    free(s);
+    own_scratch = NULL;
+}
 static void make_key(void) { (void)pthread_key_create(&scratch_key, free_scratch); }
 
 /* This thread's scratch, or NULL when it cannot be made. */
@@ -110,6 +116,7 @@ static CUresult ask(param_fn get, uintptr_t h, layout *l)
             *l = (layout){0};
             return r;
         }
+        l->params++;
         if (off >= MAX_PARAM_BYTES || size > MAX_PARAM_BYTES - off)
             return CUDA_SUCCESS;             /* beyond what any launch passes */
         if (size < 8)
@@ -135,14 +142,27 @@ static CUresult ask(param_fn get, uintptr_t h, layout *l)
 static bool read_layout(uintptr_t h, layout *l)
 {
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
-    if (lms_drv.cuFuncGetParamInfo && (r = ask(func_param, h, l)) == CUDA_SUCCESS) {
+    layout as_func = {0};
+    if (lms_drv.cuFuncGetParamInfo && (r = ask(func_param, h, &as_func)) == CUDA_SUCCESS &&
+        (as_func.params > 0 || !lms_drv.cuKernelGetParamInfo)) {
+        *l = as_func;
         if (!lms_drv.cuFuncGetName || lms_drv.cuFuncGetName(&l->name, (CUfunction)h) != CUDA_SUCCESS)
             l->name = NULL;
         return true;
     }
+    /* Not a CUfunction, or one without parameters: a driver that took a
+     * CUkernel for a parameterless function would say so too, so a kernel
+     * handle's own answer, if any, wins. */
     CUresult rk = CUDA_ERROR_NOT_SUPPORTED;
     if (lms_drv.cuKernelGetParamInfo && (rk = ask(kernel_param, h, l)) == CUDA_SUCCESS) {
+        free(as_func.p);
         if (!lms_drv.cuKernelGetName || lms_drv.cuKernelGetName(&l->name, (CUkernel)h) != CUDA_SUCCESS)
+            l->name = NULL;
+        return true;
+    }
+    if (r == CUDA_SUCCESS) {   /* a function without parameters */
+        *l = as_func;
+        if (!lms_drv.cuFuncGetName || lms_drv.cuFuncGetName(&l->name, (CUfunction)h) != CUDA_SUCCESS)
             l->name = NULL;
         return true;
     }
