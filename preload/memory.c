@@ -11,6 +11,14 @@
 /* The real call behind a hook, or NOT_SUPPORTED when the driver lacks it. */
 #define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
 
+/* The stream a stream-ordered call really uses: NULL in a _ptsz variant is
+ * the calling thread's per-thread default stream, which the engine must
+ * name as such (it synchronizes and queries through the plain variants). */
+static CUstream effective(CUstream s, bool ptds)
+{
+    return !s && ptds ? CU_STREAM_PER_THREAD : s;
+}
+
 /* ---- device allocations ------------------------------------------------- */
 
 typedef struct alloc_args {
@@ -105,31 +113,33 @@ static CUresult alloc_async(void *real, CUdeviceptr *dptr, size_t size, CUmemory
                  pool ? native_alloc_pool : native_alloc_async, &a);
 }
 
-#define ASYNC_ALLOC_HOOK(sym)                                                         \
+#define ASYNC_ALLOC_HOOK(sym, ptds)                                                    \
     LMS_EXPORT CUresult sym(CUdeviceptr *dptr, size_t size, CUstream stream)          \
     {                                                                                 \
         if (!lms_hook_enter() || !REAL(sym))                                          \
             return PASS(sym, dptr, size, stream);                                     \
-        CUresult r = alloc_async((void *)REAL(sym), dptr, size, NULL, stream);        \
+        CUresult r = alloc_async((void *)REAL(sym), dptr, size, NULL,                 \
+                                 effective(stream, ptds));                            \
         lms_hook_leave();                                                             \
         return r;                                                                     \
     }
 
-#define POOL_ALLOC_HOOK(sym)                                                                   \
+#define POOL_ALLOC_HOOK(sym, ptds)                                                             \
     LMS_EXPORT CUresult sym(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream) \
     {                                                                                          \
         if (!lms_hook_enter() || !REAL(sym))                                                   \
             return PASS(sym, dptr, size, pool, stream);                                        \
-        CUresult r = pool ? alloc_async((void *)REAL(sym), dptr, size, pool, stream)           \
+        CUresult r = pool ? alloc_async((void *)REAL(sym), dptr, size, pool,                   \
+                                        effective(stream, ptds))                               \
                           : REAL(sym)(dptr, size, pool, stream);                               \
         lms_hook_leave();                                                                      \
         return r;                                                                              \
     }
 
-ASYNC_ALLOC_HOOK(cuMemAllocAsync)
-ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz)
-POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync)
-POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz)
+ASYNC_ALLOC_HOOK(cuMemAllocAsync, false)
+ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, true)
+POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, false)
+POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, true)
 
 /* ---- frees --------------------------------------------------------------- */
 
@@ -143,20 +153,20 @@ LMS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     return r;
 }
 
-#define ASYNC_FREE_HOOK(sym)                                                     \
+#define ASYNC_FREE_HOOK(sym, ptds)                                               \
     LMS_EXPORT CUresult sym(CUdeviceptr dptr, CUstream stream)                   \
     {                                                                            \
         if (!lms_hook_enter() || !REAL(sym) || !REAL(cuMemFree_v2))              \
             return PASS(sym, dptr, stream);                                      \
         lms_free_op op = {.sync_free = REAL(cuMemFree_v2), .async_free = REAL(sym), \
-                          .stream = stream};                                     \
+                          .stream = effective(stream, ptds)};                    \
         CUresult r = lms_place_free(dptr, &op);                                  \
         lms_hook_leave();                                                        \
         return r;                                                                \
     }
 
-ASYNC_FREE_HOOK(cuMemFreeAsync)
-ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz)
+ASYNC_FREE_HOOK(cuMemFreeAsync, false)
+ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz, true)
 
 /* ---- the 32-bit ABI: budget and accounting only (no fallback fits in a
  *      32-bit pointer) ------------------------------------------------------ */
