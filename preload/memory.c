@@ -254,7 +254,7 @@ LMS_EXPORT CUresult cuMemFreeHost(void *p)
 {
     if (!lms_hook_enter() || !REAL(cuMemFreeHost))
         return PASS(cuMemFreeHost, p);
-    lms_free_op op = {.sync_free = free_host};
+    lms_free_op op = {.sync_free = free_host, .host_free = true};
     CUresult r = lms_place_free((uintptr_t)p, &op);
     lms_hook_leave();
     return r;

@@ -146,32 +146,45 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
 {
     lms_chunk c;
     bool async = op->async_free != NULL;
+    if (!p || !lms_chunks_find(p, &c))
+        return async ? op->async_free(p, op->stream) : op->sync_free(p);
+    /* CUDA frees pinned host memory only with cuMemFreeHost and device
+     * memory only with a device free; lmshim's placement does not change
+     * what the program holds. */
+    if (op->host_free != (c.place == LMS_PLACE_PINNED))
+        return CUDA_ERROR_INVALID_VALUE;
+    bool off = c.place == LMS_PLACE_MANAGED || c.place == LMS_PLACE_HOST;
+    CUresult r;
+    if (off && async && lms_drv.cuStreamSynchronize) {
+        /* Not pool memory: a stream-ordered free waits for the stream,
+         * before anything is taken down. */
+        r = lms_drv.cuStreamSynchronize(op->stream);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
     /* Out of the map before the real free: once the driver has the address
      * back it may hand it out again, to another thread, at once. */
-    if (!p || !lms_chunks_remove(p, &c))
-        return async ? op->async_free(p, op->stream) : op->sync_free(p);
-    if (c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM))
-        lms_residency_remove(p);   /* its residency charge goes back first */
-    CUresult r;
+    if (!lms_chunks_remove(p, &c))
+        return async ? op->async_free(p, op->stream) : op->sync_free(p);   /* freed meanwhile */
+    lms_res_chunk *res = c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM)
+                             ? lms_residency_take(p) : NULL;
     switch (c.place) {
     case LMS_PLACE_DEVICE:
         r = async ? op->async_free(p, op->stream) : op->sync_free(p);
         break;
-    case LMS_PLACE_MANAGED:
     case LMS_PLACE_HOST:
-        /* Not pool memory: a stream-ordered free waits for the stream. */
-        r = async && lms_drv.cuStreamSynchronize ? lms_drv.cuStreamSynchronize(op->stream) : CUDA_SUCCESS;
-        if (r == CUDA_SUCCESS)
-            r = c.place == LMS_PLACE_HOST ? lms_drv.cuMemFreeHost((void *)(uintptr_t)p) : op->sync_free(p);
+        r = lms_drv.cuMemFreeHost((void *)(uintptr_t)p);
         break;
     default:
-        r = op->sync_free(p);   /* CUDA says what freeing this means */
+        r = op->sync_free(p);   /* managed memory, the program's own kinds */
         break;
     }
     if (r != CUDA_SUCCESS) {
-        lms_chunks_insert(&c);  /* still allocated: keep tracking it */
+        lms_chunks_insert(&c);  /* still allocated: as it was */
+        lms_residency_put_back(res);
         return r;
     }
+    lms_residency_drop(res);    /* its residency charge goes back */
     lms_account *a = lms_account_of(c.device);
     if (a) {
         if (c.charged)

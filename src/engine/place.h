@@ -30,13 +30,18 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out);
 
 /* The real frees of the hook that was called. */
 typedef struct lms_free_op {
-    CUresult (*sync_free)(CUdeviceptr);              /* cuMemFree_v2 */
+    CUresult (*sync_free)(CUdeviceptr);              /* cuMemFree_v2 (cuMemFreeHost's for host_free) */
     CUresult (*async_free)(CUdeviceptr, CUstream);   /* cuMemFreeAsync(_ptsz), or NULL */
-    CUstream stream;
+    CUstream stream;                                 /* never NULL for the per-thread stream */
+    bool host_free;                                  /* cuMemFreeHost: frees pinned host memory */
 } lms_free_op;
 
 /* Frees a pointer the way its placement needs; unknown pointers go to the
- * real free unchanged (CUDA answers). Accounting changes only on success. */
+ * real free unchanged (CUDA answers). The free must be the one that matches
+ * what the program allocated (cuMemFreeHost for its pinned memory, a device
+ * free for the rest, wherever lmshim placed it); another one gets CUDA's
+ * INVALID_VALUE. A failed free changes nothing: accounting, the chunk map
+ * and residency change only once the real free succeeded. */
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op);
 
 /* Records memory the program allocated itself in a non-device kind

@@ -167,10 +167,11 @@ static void wrong_free_resident(void)
     lms_device_stats s = stats(0);
     CHECK_EQ_U(s.used, 512 * MiB);
     CHECK_EQ_U(s.live_chunks[1], 1);
-    /* A device chunk now finds the budget as it is: 512 MiB left. */
+    /* A device chunk (below the threshold) is counted on top of it. */
     CUdeviceptr d;
-    OK(cuMemAlloc(&d, 192 * MiB));
+    OK(cuMemAlloc(&d, 32 * MiB));
     CHECK(is_managed(d) == 0);
+    CHECK_EQ_U(stats(0).used, 544 * MiB);
     launch_touch(p, 512 * MiB);
     s = stats(0);
     CHECK(s.used <= s.budget);
