@@ -7,6 +7,7 @@
 #include "hooks.h"
 #include "place.h"
 #include "stack.h"
+#include "vmm.h"
 
 /* The real call behind a hook, or NOT_SUPPORTED when the driver lacks it. */
 #define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
@@ -269,11 +270,11 @@ LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         return PASS(cuMemCreate, handle, size, prop, flags);
     /* The device comes from the properties, and only from a device location. */
     int device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-    CUresult r = device >= 0 ? lms_place_vmm_check(device, size) : CUDA_SUCCESS;
+    CUresult r = device >= 0 ? lms_vmm_check(device, size) : CUDA_SUCCESS;
     if (r == CUDA_SUCCESS)
         r = REAL(cuMemCreate)(handle, size, prop, flags);
     if (r == CUDA_SUCCESS && device >= 0)
-        lms_place_vmm_created(*handle, device, size);
+        lms_vmm_created(*handle, device, size);
     lms_hook_leave();
     return r;
 }
@@ -282,7 +283,26 @@ LMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     if (!lms_hook_enter() || !REAL(cuMemRelease))
         return PASS(cuMemRelease, handle);
-    CUresult r = lms_place_vmm_release(handle, REAL(cuMemRelease));
+    CUresult r = lms_vmm_release(handle, REAL(cuMemRelease));
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                             unsigned long long flags)
+{
+    if (!lms_hook_enter() || !REAL(cuMemMap))
+        return PASS(cuMemMap, ptr, size, offset, handle, flags);
+    CUresult r = lms_vmm_map(ptr, size, offset, handle, flags, REAL(cuMemMap));
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    if (!lms_hook_enter() || !REAL(cuMemUnmap))
+        return PASS(cuMemUnmap, ptr, size);
+    CUresult r = lms_vmm_unmap(ptr, size, REAL(cuMemUnmap));
     lms_hook_leave();
     return r;
 }

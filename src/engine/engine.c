@@ -13,6 +13,7 @@
 #include "stats.h"
 #include "status.h"
 #include "trace.h"
+#include "vmm.h"
 
 bool lms_active;
 static bool exit_registered;
@@ -58,12 +59,14 @@ bool lms_engine_init(void)
 void lms_engine_fork_prepare(void)
 {
     lms_residency_fork_prepare();
+    lms_vmm_fork_prepare();
     lms_chunks_lock_all();
 }
 
 void lms_engine_fork_parent(void)
 {
     lms_chunks_unlock_all();
+    lms_vmm_fork_parent();
     lms_residency_fork_parent();
 }
 
@@ -71,5 +74,6 @@ void lms_engine_fork_child(void)
 {
     lms_chunks_reset_locks();
     lms_residency_fork_child();
+    lms_vmm_fork_child();
     lms_account_reset_setup();
 }

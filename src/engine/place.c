@@ -211,58 +211,6 @@ void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place)
     }
 }
 
-CUresult lms_place_vmm_check(int device, uint64_t size)
-{
-    lms_account *a = lms_account_of(device);
-    if (!a || lms_opt.on_oom != LMS_ON_OOM_FAIL)
-        return CUDA_SUCCESS;
-    uint64_t used = atomic_load(&a->used);
-    if (size > a->budget || used > a->budget - size) {
-        atomic_fetch_add(&a->oom_failures, 1);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
-}
-
-void lms_place_vmm_created(uint64_t handle, int device, uint64_t size)
-{
-    lms_account *a = lms_account_of(device);
-    if (!a)
-        return;
-    lms_chunk c = {.key = handle | LMS_VMM_TAG, .size = size, .charged = size,
-                   .device = (int16_t)device, .place = LMS_PLACE_VMM, .flags = LMS_CHUNK_PROGRAM};
-    if (!lms_chunks_insert(&c))
-        return;
-    lms_account_force(a, size);
-    lms_account_add_chunk(a, &c);
-    if (lms_trace_on)
-        lms_trace_alloc(device, handle, size, size, "vmm", -1, false, -1);
-    if (atomic_load(&a->used) > a->budget) {
-        static atomic_uint warned;
-        lms_log_capped(LMS_LEVEL_WARN, &warned, 1, "cuMemCreate of %llu bytes passes the budget of "
-                       "device %d (physical memory cannot fall back)", (unsigned long long)size, device);
-    }
-}
-
-CUresult lms_place_vmm_release(uint64_t handle, CUresult (*real)(CUmemGenericAllocationHandle))
-{
-    lms_chunk c;
-    bool known = lms_chunks_remove(handle | LMS_VMM_TAG, &c);
-    CUresult r = real(handle);
-    if (!known)
-        return r;
-    if (r != CUDA_SUCCESS) {
-        lms_chunks_insert(&c);
-        return r;
-    }
-    lms_account *a = lms_account_of(c.device);
-    if (a) {
-        lms_account_release(a, c.charged);
-        lms_account_drop_chunk(a, &c);
-    }
-    return r;
-}
-
 CUresult lms_place_mem_info(size_t *free_bytes, size_t *total, CUresult (*real)(size_t *, size_t *))
 {
     CUresult r = real(free_bytes, total);

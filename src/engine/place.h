@@ -48,13 +48,6 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op);
  * (LMS_PLACE_MANAGED / LMS_PLACE_PINNED): tracked, never charged. */
 void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place);
 
-/* cuMemCreate / cuMemRelease: physical memory charged to its device. A
- * creation past the budget is refused (OUT_OF_MEMORY) only with
- * LMS_ON_OOM=fail; otherwise charged with one warning. */
-CUresult lms_place_vmm_check(int device, uint64_t size);
-void lms_place_vmm_created(uint64_t handle, int device, uint64_t size);
-CUresult lms_place_vmm_release(uint64_t handle, CUresult (*real)(CUmemGenericAllocationHandle));
-
 /* cuMemGetInfo under the budget: total = min(budget, physical), free =
  * clamp(total - used, 0, the driver's free). `real` answers first. */
 CUresult lms_place_mem_info(size_t *free_bytes, size_t *total, CUresult (*real)(size_t *, size_t *));
