@@ -6,6 +6,7 @@
 #include "chunks.h"
 #include "hooks.h"
 #include "place.h"
+#include "pools.h"
 #include "stack.h"
 #include "vmm.h"
 
@@ -103,15 +104,22 @@ LMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
     return r;
 }
 
-/* Shared body of the stream-ordered allocation hooks. */
+/* Shared body of the stream-ordered allocation hooks. The memory is where
+ * the pool is: the current pool of the stream's device, or the given pool's
+ * location (which need not be the stream's device); a pool of host memory
+ * is not device memory and passes through. */
 static CUresult alloc_async(void *real, CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
                             CUstream stream)
 {
     alloc_args a = {.real = real, .size = size, .stream = stream, .pool = pool};
     if (!dptr || size == 0)
         return pool ? native_alloc_pool(&a, dptr) : native_alloc_async(&a, dptr);
-    return place(dptr, lms_driver_stream_device(stream), true,
-                 pool ? native_alloc_pool : native_alloc_async, &a);
+    int device = pool ? lms_pool_device(pool) : LMS_POOL_UNKNOWN;
+    if (device == LMS_POOL_NOT_DEVICE)
+        return native_alloc_pool(&a, dptr);
+    if (device == LMS_POOL_UNKNOWN)
+        device = lms_driver_stream_device(stream);   /* the best guess left */
+    return place(dptr, device, true, pool ? native_alloc_pool : native_alloc_async, &a);
 }
 
 #define ASYNC_ALLOC_HOOK(sym, ptds)                                                    \
@@ -141,6 +149,29 @@ ASYNC_ALLOC_HOOK(cuMemAllocAsync, false)
 ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, true)
 POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, false)
 POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, true)
+
+/* Pools: their location is known only at creation. */
+LMS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    if (!lms_hook_enter() || !REAL(cuMemPoolCreate))
+        return PASS(cuMemPoolCreate, pool, props);
+    CUresult r = REAL(cuMemPoolCreate)(pool, props);
+    if (r == CUDA_SUCCESS)
+        lms_pool_created(*pool, props);
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    if (!lms_hook_enter() || !REAL(cuMemPoolDestroy))
+        return PASS(cuMemPoolDestroy, pool);
+    CUresult r = REAL(cuMemPoolDestroy)(pool);
+    if (r == CUDA_SUCCESS)
+        lms_pool_destroyed(pool);
+    lms_hook_leave();
+    return r;
+}
 
 /* ---- frees --------------------------------------------------------------- */
 

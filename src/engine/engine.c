@@ -13,6 +13,7 @@
 #include "stats.h"
 #include "status.h"
 #include "trace.h"
+#include "pools.h"
 #include "vmm.h"
 
 bool lms_active;
@@ -60,12 +61,14 @@ void lms_engine_fork_prepare(void)
 {
     lms_residency_fork_prepare();
     lms_vmm_fork_prepare();
+    lms_pools_fork_prepare();
     lms_chunks_lock_all();
 }
 
 void lms_engine_fork_parent(void)
 {
     lms_chunks_unlock_all();
+    lms_pools_fork_parent();
     lms_vmm_fork_parent();
     lms_residency_fork_parent();
 }
@@ -75,5 +78,6 @@ void lms_engine_fork_child(void)
     lms_chunks_reset_locks();
     lms_residency_fork_child();
     lms_vmm_fork_child();
+    lms_pools_fork_child();
     lms_account_reset_setup();
 }
