@@ -1,7 +1,8 @@
 /*
  * run.c — `lmshim run [flags] -- cmd args...`: sets LD_PRELOAD (lmshim
- * first, what was there kept) and the LMS_* variables from flags that map
- * one to one onto the option table, then executes the command.
+ * first, what was there kept), the LMS_* variables from flags that map
+ * one to one onto the option table and the frameworks' settings
+ * (frameworks.c), then executes the command.
  */
 #include <errno.h>
 #include <limits.h>
@@ -171,7 +172,7 @@ int lms_cmd_run(int argc, char **argv)
         }
         lms_cli_prepend_env("LD_LIBRARY_PATH", dir);
     }
-    if (preload_shim() != 0)
+    if (preload_shim() != 0 || lms_cli_frameworks_env(stderr) != 0)
         return 2;
     execvp(argv[i + 1], argv + i + 1);
     fprintf(stderr, "lmshim run: cannot run %s: %s\n", argv[i + 1], strerror(errno));
