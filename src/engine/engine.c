@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "account.h"
+#include "arenas.h"
 #include "chunks.h"
 #include "driver.h"
 #include "log.h"
@@ -62,12 +63,14 @@ void lms_engine_fork_prepare(void)
     lms_residency_fork_prepare();
     lms_vmm_fork_prepare();
     lms_pools_fork_prepare();
+    lms_arenas_fork_prepare();
     lms_chunks_lock_all();
 }
 
 void lms_engine_fork_parent(void)
 {
     lms_chunks_unlock_all();
+    lms_arenas_fork_parent();
     lms_pools_fork_parent();
     lms_vmm_fork_parent();
     lms_residency_fork_parent();
@@ -79,5 +82,6 @@ void lms_engine_fork_child(void)
     lms_residency_fork_child();
     lms_vmm_fork_child();
     lms_pools_fork_child();
+    lms_arenas_fork_child();
     lms_account_reset_setup();
 }

@@ -5,6 +5,7 @@
 #include "place.h"
 
 #include "account.h"
+#include "arenas.h"
 #include "chunks.h"
 #include "frag.h"
 #include "log.h"
@@ -91,12 +92,26 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
     return CUDA_SUCCESS;
 }
 
+/* True when a request about to leave the device is answered
+ * OUT_OF_MEMORY instead, for the program's caching allocator (arenas.h);
+ * counted as such. */
+static bool answer_oom(const lms_alloc_request *r, lms_account *a, uint64_t charge)
+{
+    if (!lms_arenas_answer_oom(r->device, charge))
+        return false;
+    atomic_fetch_add(&a->oom_failures, 1);
+    if (lms_trace_on)
+        lms_trace_oom(r->device, r->size, atomic_load(&a->used), a->budget);
+    return true;
+}
+
 CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
 {
     lms_account *a = lms_account_of(r->device);
     if (!a)
         return r->native(r->native_ctx, out);   /* no device: CUDA answers */
     uint64_t charge = lms_charge_of(r->size);
+    lms_arenas_note_request(r->device, r->size, a->budget);
     lms_place want = LMS_PLACE_DEVICE;
     if (r->size >= lms_opt.threshold && !r->device_only) {
         uint64_t used = atomic_load_explicit(&a->used, memory_order_relaxed);
@@ -104,7 +119,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
             want = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
     }
     if (want != LMS_PLACE_DEVICE)
-        return place_off_device(r, a, want, false, out);
+        return answer_oom(r, a, charge) ? CUDA_ERROR_OUT_OF_MEMORY : place_off_device(r, a, want, false, out);
     bool fits = lms_account_reserve(a, charge, a->budget);
     if (!fits && lms_residency_reclaim(r->device, charge))   /* fetched chunks make way */
         fits = lms_account_reserve(a, charge, a->budget);
@@ -113,6 +128,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
         if (res == CUDA_SUCCESS) {
             lms_chunk c = {.key = *out, .size = r->size, .charged = charge, .device = (int16_t)r->device,
                            .place = LMS_PLACE_DEVICE, .flags = r->async ? LMS_CHUNK_ASYNC : 0};
+            lms_arenas_placed(r->device, charge);
             if (lms_chunks_insert(&c)) {
                 lms_account_add_chunk(a, &c);
                 if (lms_trace_on)
@@ -136,6 +152,8 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
                 (unsigned long long)a->budget);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    if (answer_oom(r, a, charge))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     lms_place fb = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
     if (lms_trace_on)
         lms_trace_fallback(r->device, r->size, lms_place_names[fb], "budget or device out of memory");

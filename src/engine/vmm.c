@@ -146,13 +146,13 @@ void lms_vmm_created(uint64_t handle, int device, uint64_t size)
     }
     if (lms_trace_on)
         lms_trace_alloc(device, handle, size, size, "vmm", -1, false, -1);
-    if (atomic_load(&a->used) > a->budget) {
-        static atomic_uint warned;
-        lms_log_capped(LMS_LEVEL_WARN, &warned, 1,
-                       "cuMemCreate of %llu bytes passes the budget of device %d, and physical memory "
-                       "cannot leave the device; PyTorch grows this way with expandable_segments: "
-                       "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False (lmshim run does)",
-                       (unsigned long long)size, device);
+    static atomic_bool warned;   /* one line per process, however often */
+    if (atomic_load(&a->used) > a->budget && !atomic_exchange(&warned, true)) {
+        lms_log(LMS_LEVEL_WARN,
+                "cuMemCreate of %llu bytes passes the budget of device %d, and physical memory "
+                "cannot leave the device; PyTorch grows this way with expandable_segments: "
+                "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False (lmshim run does)",
+                (unsigned long long)size, device);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "../../common/check.h"
 #include "../../common/context.h"
@@ -303,6 +304,160 @@ static void ptsz_free_stream(void)
     OK(cuStreamDestroy(clock));
 }
 
+/* ---- allocators that suballocate (arenas.c) ----------------------------- */
+
+/* A caching allocator over cuMemAlloc, as PyTorch's behaves on
+ * out-of-memory: free cached blocks, ask again for the same size. */
+typedef struct cache {
+    CUdeviceptr cached[8];   /* freed by the program, kept for reuse */
+    int n;
+} cache;
+
+/* Allocates `size` the caching allocator's way; returns the OOM answers
+ * seen on the way (the retry itself must succeed). */
+static int cache_alloc(cache *c, CUdeviceptr *out, size_t size)
+{
+    CUresult r = cuMemAlloc(out, size);
+    if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+        OK(r);
+        return 0;
+    }
+    while (c->n > 0)                       /* empty the cache, then retry */
+        OK(cuMemFree(c->cached[--c->n]));
+    OK(cuMemAlloc(out, size));
+    return 1;
+}
+
+/* LMS_OOM_RETRY=on, LMS_LIMIT=1G, LMS_FRAC=1, LMS_THRESHOLD=64M. The first
+ * request past the budget is answered out-of-memory; the allocator frees
+ * its cache and its retry lands on the device. With nothing left to free,
+ * the retry of the same size falls back, never a second out-of-memory. */
+static void oom_retry_cache(void)
+{
+    primary_context(0);
+    cache c = {.n = 0};
+    CUdeviceptr live, big, big2;
+    OK(cuMemAlloc(&live, 256 * MiB));
+    for (int i = 0; i < 2; i++)
+        OK(cuMemAlloc(&c.cached[c.n++], 256 * MiB));   /* 768 MiB held, 512 of it cached */
+    CHECK_EQ_U(cache_alloc(&c, &big, 512 * MiB), 1);
+    CHECK(is_managed(big) == 0);                        /* the cache made room */
+    lms_device_stats s = stats(0);
+    CHECK_EQ_U(s.oom_failures, 1);
+    CHECK_EQ_U(s.used, 768 * MiB);
+    CHECK_EQ_U(s.allocs[1], 0);
+    CHECK_EQ_U(cache_alloc(&c, &big2, 512 * MiB), 1);   /* nothing cached: falls back */
+    CHECK(is_managed(big2) == 1);
+    s = stats(0);
+    CHECK_EQ_U(s.oom_failures, 2);
+    CHECK_EQ_U(s.allocs[1], 1);
+    /* A size answered, then placed on the device after a free, is settled:
+     * the next trip of that size is a first one again. */
+    OK(cuMemFree(big2));
+    CHECK_IS(cuMemAlloc(&big2, 448 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemFree(big));
+    OK(cuMemAlloc(&big, 448 * MiB));
+    CHECK(is_managed(big) == 0);
+    CHECK_IS(cuMemAlloc(&big2, 448 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemAlloc(&big2, 448 * MiB));
+    CHECK(is_managed(big2) == 1);
+    OK(cuMemFree(big2));
+    OK(cuMemFree(big));
+    OK(cuMemFree(live));
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
+/* LMS_OOM_RETRY=auto (the default): no out-of-memory answer until a caching
+ * allocator's library is loaded (a stand-in named libc10_cuda.so, path in
+ * FAKE_C10), then the first trip is answered. Same budget as above. */
+static void oom_retry_auto(void)
+{
+    primary_context(0);
+    CUdeviceptr a, b, c;
+    OK(cuMemAlloc(&a, 768 * MiB));
+    OK(cuMemAlloc(&b, 512 * MiB));                     /* no caching allocator: falls back */
+    CHECK(is_managed(b) == 1);
+    CHECK_EQ_U(stats(0).oom_failures, 0);
+    const char *lib = getenv("FAKE_C10");
+    CHECK(lib != NULL);
+    void *h = dlopen(lib, RTLD_NOW);
+    CHECK(h != NULL);
+    CHECK_IS(cuMemAlloc(&c, 512 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemAlloc(&c, 512 * MiB));
+    CHECK(is_managed(c) == 1);
+    CHECK_EQ_U(stats(0).oom_failures, 1);
+    OK(cuMemFree(a));
+    OK(cuMemFree(b));
+    OK(cuMemFree(c));
+}
+
+/* Sends this process's stderr to a fresh temporary file; returns its fd. */
+static int capture_stderr(void)
+{
+    char path[] = "/tmp/lms_hardening_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    unlink(path);
+    fflush(stderr);
+    CHECK(dup2(fd, 2) == 2);
+    return fd;
+}
+
+/* Lines of the captured stderr that contain `needle`. */
+static int lines_with(int fd, const char *needle)
+{
+    char buf[16384];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    CHECK(n >= 0);
+    buf[n] = 0;
+    int count = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        count += strstr(line, needle) != NULL;
+    return count;
+}
+
+/* One allocation taking most of the budget at once (TensorFlow's or JAX's
+ * arena) gets one warning naming the settings, however often it happens;
+ * LMS_LIMIT=1G. */
+static void arena_warning(void)
+{
+    primary_context(0);
+    int fd = capture_stderr();
+    CUdeviceptr small, a, b;
+    OK(cuMemAlloc(&small, 512 * MiB));                 /* half the budget: no word */
+    CHECK_EQ_U(lines_with(fd, "lmshim"), 0);
+    OK(cuMemFree(small));
+    OK(cuMemAlloc(&a, 800 * MiB));
+    OK(cuMemAlloc(&b, 900 * MiB));
+    CHECK_EQ_U(lines_with(fd, "lmshim"), 1);
+    CHECK_EQ_U(lines_with(fd, "TF_FORCE_GPU_ALLOW_GROWTH=true"), 1);
+    CHECK_EQ_U(lines_with(fd, "XLA_PYTHON_CLIENT_PREALLOCATE=false"), 1);
+    OK(cuMemFree(a));
+    OK(cuMemFree(b));
+}
+
+/* VMM growth past the budget (PyTorch's expandable segments) gets one
+ * warning naming PYTORCH_CUDA_ALLOC_CONF, however often; LMS_LIMIT=64M. */
+static void vmm_growth_warning(void)
+{
+    primary_context(0);
+    int fd = capture_stderr();
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemGenericAllocationHandle h[4];
+    for (int i = 0; i < 2; i++)
+        OK(cuMemCreate(&h[i], 32 * MiB, &prop, 0));
+    CHECK_EQ_U(lines_with(fd, "lmshim"), 0);
+    for (int i = 2; i < 4; i++)
+        OK(cuMemCreate(&h[i], 32 * MiB, &prop, 0));
+    CHECK_EQ_U(lines_with(fd, "lmshim"), 1);
+    CHECK_EQ_U(lines_with(fd, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False"), 1);
+    for (int i = 0; i < 4; i++)
+        OK(cuMemRelease(h[i]));
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 static const test_case cases[] = {
     {"vmm_before_init", vmm_before_init},
     {"pool_location", pool_location},
@@ -310,6 +465,10 @@ static const test_case cases[] = {
     {"host_mode_free_kind", host_mode_free_kind},
     {"vmm_unmap_last", vmm_unmap_last},
     {"ptsz_free_stream", ptsz_free_stream},
+    {"oom_retry_cache", oom_retry_cache},
+    {"oom_retry_auto", oom_retry_auto},
+    {"arena_warning", arena_warning},
+    {"vmm_growth_warning", vmm_growth_warning},
 };
 
 TEST_MAIN(cases)
