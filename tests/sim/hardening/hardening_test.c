@@ -68,6 +68,7 @@ static CUfunction touch_kernel(void)
     CUmodule m;
     OK(cuModuleLoadData(&m, "x"));
     OK(cuModuleGetFunction(&f, m, "touch"));
+    OK(cuModuleUnload(m));   /* the kernel stays registered */
     return f;
 }
 
