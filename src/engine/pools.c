@@ -53,8 +53,12 @@ static void put(CUmemoryPool pool, int device)
 
 void lms_pool_created(CUmemoryPool pool, const CUmemPoolProps *props)
 {
-    int device = props->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props->location.id
-                                                                      : LMS_POOL_NOT_DEVICE;
+    /* Device memory is a pinned pool at a device location; host pools (and
+     * managed pools, CUDA 13) hand out memory that is not charged. */
+    int device = props->allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
+                         props->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                     ? props->location.id
+                     : LMS_POOL_NOT_DEVICE;
     pthread_mutex_lock(&lock);
     put(pool, device);
     pthread_mutex_unlock(&lock);
