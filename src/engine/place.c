@@ -94,10 +94,11 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
 
 /* True when a request about to leave the device is answered
  * OUT_OF_MEMORY instead, for the program's caching allocator (arenas.h);
- * counted as such. */
+ * counted as such. Only cuMemAlloc-style requests: stream-ordered ones come
+ * from the driver's own pools, whose callers need not retry. */
 static bool answer_oom(const lms_alloc_request *r, lms_account *a, uint64_t charge)
 {
-    if (!lms_arenas_answer_oom(r->device, charge))
+    if (r->async || r->device_only || !lms_arenas_answer_oom(r->device, charge))
         return false;
     atomic_fetch_add(&a->oom_failures, 1);
     if (lms_trace_on)

@@ -181,11 +181,10 @@ CUresult lms_vmm_map(CUdeviceptr va, size_t size, size_t offset, uint64_t handle
     pthread_mutex_lock(&lock);
     size_t i = handle_lower(handle);
     vmm_rec *r = i < nhandles && handles[i]->handle == handle ? handles[i] : NULL;
-    /* Room first: a mapping that cannot be recorded is not made. */
-    if (r && !grow((void **)&maps, &capmaps, nmaps + 1, sizeof *maps)) {
-        pthread_mutex_unlock(&lock);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
+    /* Out of memory for the record: the mapping is made, not counted (its
+     * charge may then go at the release, early, never late). */
+    if (r && !grow((void **)&maps, &capmaps, nmaps + 1, sizeof *maps))
+        r = NULL;
     CUresult res = real(va, size, offset, handle, flags);
     if (res == CUDA_SUCCESS && r) {
         size_t k = map_lower(va);
