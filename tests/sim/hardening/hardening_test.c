@@ -392,6 +392,22 @@ static void oom_retry_auto(void)
     OK(cuMemFree(c));
 }
 
+/* LMS_OOM_RETRY=off: never an out-of-memory answer, even with a caching
+ * allocator loaded. Same budget as above. */
+static void oom_retry_off(void)
+{
+    primary_context(0);
+    void *h = dlopen(getenv("FAKE_C10"), RTLD_NOW);
+    CHECK(h != NULL);
+    CUdeviceptr a, b;
+    OK(cuMemAlloc(&a, 768 * MiB));
+    OK(cuMemAlloc(&b, 512 * MiB));
+    CHECK(is_managed(b) == 1);
+    CHECK_EQ_U(stats(0).oom_failures, 0);
+    OK(cuMemFree(a));
+    OK(cuMemFree(b));
+}
+
 /* Sends this process's stderr to a fresh temporary file; returns its fd. */
 static int capture_stderr(void)
 {
@@ -468,6 +484,7 @@ static const test_case cases[] = {
     {"ptsz_free_stream", ptsz_free_stream},
     {"oom_retry_cache", oom_retry_cache},
     {"oom_retry_auto", oom_retry_auto},
+    {"oom_retry_off", oom_retry_off},
     {"arena_warning", arena_warning},
     {"vmm_growth_warning", vmm_growth_warning},
 };
