@@ -13,6 +13,10 @@
 /* The real call behind a hook, or NOT_SUPPORTED when the driver lacks it. */
 #define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
 
+/* Enters a hook whose real function exists; false (and not entered) when
+ * the call must go straight to PASS. */
+#define REAL_OR_PASS(sym) (lms_hook_enter() && (REAL(sym) || (lms_hook_leave(), false)))
+
 /* The stream a stream-ordered call really uses: NULL in a _ptsz variant is
  * the calling thread's per-thread default stream, which the engine must
  * name as such (it synchronizes and queries through the plain variants). */
@@ -153,7 +157,7 @@ POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, true)
 /* Pools: their location is known only at creation. */
 LMS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
-    if (!lms_hook_enter() || !REAL(cuMemPoolCreate))
+    if (!REAL_OR_PASS(cuMemPoolCreate))
         return PASS(cuMemPoolCreate, pool, props);
     CUresult r = REAL(cuMemPoolCreate)(pool, props);
     if (r == CUDA_SUCCESS)
@@ -164,7 +168,7 @@ LMS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pr
 
 LMS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
-    if (!lms_hook_enter() || !REAL(cuMemPoolDestroy))
+    if (!REAL_OR_PASS(cuMemPoolDestroy))
         return PASS(cuMemPoolDestroy, pool);
     CUresult r = REAL(cuMemPoolDestroy)(pool);
     if (r == CUDA_SUCCESS)
@@ -322,7 +326,7 @@ LMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 LMS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                              unsigned long long flags)
 {
-    if (!lms_hook_enter() || !REAL(cuMemMap))
+    if (!REAL_OR_PASS(cuMemMap))
         return PASS(cuMemMap, ptr, size, offset, handle, flags);
     CUresult r = lms_vmm_map(ptr, size, offset, handle, flags, REAL(cuMemMap));
     lms_hook_leave();
@@ -331,7 +335,7 @@ LMS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
 
 LMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-    if (!lms_hook_enter() || !REAL(cuMemUnmap))
+    if (!REAL_OR_PASS(cuMemUnmap))
         return PASS(cuMemUnmap, ptr, size);
     CUresult r = lms_vmm_unmap(ptr, size, REAL(cuMemUnmap));
     lms_hook_leave();
