@@ -32,7 +32,10 @@ static void usage(FILE *f)
           "  --sim            run over the simulated GPU (build/sim) instead of a real driver\n"
           "  --sim-mem SIZE   memory of each simulated device (SIMGPU_MEM)\n"
           "  --sim-devices N  number of simulated devices (SIMGPU_DEVICES)\n"
-          "boolean flags take no value (--stats) or one (--stats=0).\n", f);
+          "boolean flags take no value (--stats) or one (--stats=0).\n"
+          "Unless already set, the command also gets TF_FORCE_GPU_ALLOW_GROWTH=true,\n"
+          "XLA_PYTHON_CLIENT_PREALLOCATE=false and a PYTORCH_CUDA_ALLOC_CONF without\n"
+          "expandable_segments:True (README.md \"Frameworks\").\n", f);
 }
 
 /* The option of a flag name ("on-oom" -> on_oom), or -1. */
