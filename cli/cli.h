@@ -5,6 +5,7 @@
 #define LMS_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 int lms_cmd_run(int argc, char **argv);
 int lms_cmd_info(int argc, char **argv);
@@ -23,5 +24,10 @@ const char *lms_cli_sim_dir(void);
 
 /* Prepends dir to a ':'-separated variable, keeping what is there. */
 int lms_cli_prepend_env(const char *var, const char *dir);
+
+/* Sets the variables that make framework allocators work under lmshim
+ * (frameworks.c), keeping what the user set, and says what it set in one
+ * line on `say` (nothing if it set nothing). 0, or -1 out of memory. */
+int lms_cli_frameworks_env(FILE *say);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * run.c — `lmshim run [flags] -- cmd args...`: sets LD_PRELOAD (lmshim
- * first, what was there kept) and the LMS_* variables from flags that map
- * one to one onto the option table, then executes the command.
+ * first, what was there kept), the LMS_* variables from flags that map
+ * one to one onto the option table and the frameworks' settings
+ * (frameworks.c), then executes the command.
  */
 #include <errno.h>
 #include <limits.h>
@@ -31,7 +32,10 @@ static void usage(FILE *f)
           "  --sim            run over the simulated GPU (build/sim) instead of a real driver\n"
           "  --sim-mem SIZE   memory of each simulated device (SIMGPU_MEM)\n"
           "  --sim-devices N  number of simulated devices (SIMGPU_DEVICES)\n"
-          "boolean flags take no value (--stats) or one (--stats=0).\n", f);
+          "boolean flags take no value (--stats) or one (--stats=0).\n"
+          "Unless already set, the command also gets TF_FORCE_GPU_ALLOW_GROWTH=true,\n"
+          "XLA_PYTHON_CLIENT_PREALLOCATE=false and a PYTORCH_CUDA_ALLOC_CONF without\n"
+          "expandable_segments:True (README.md \"Frameworks\").\n", f);
 }
 
 /* The option of a flag name ("on-oom" -> on_oom), or -1. */
@@ -171,7 +175,7 @@ int lms_cmd_run(int argc, char **argv)
         }
         lms_cli_prepend_env("LD_LIBRARY_PATH", dir);
     }
-    if (preload_shim() != 0)
+    if (preload_shim() != 0 || lms_cli_frameworks_env(stderr) != 0)
         return 2;
     execvp(argv[i + 1], argv + i + 1);
     fprintf(stderr, "lmshim run: cannot run %s: %s\n", argv[i + 1], strerror(errno));

@@ -6,10 +6,24 @@
 #include "chunks.h"
 #include "hooks.h"
 #include "place.h"
+#include "pools.h"
 #include "stack.h"
+#include "vmm.h"
 
 /* The real call behind a hook, or NOT_SUPPORTED when the driver lacks it. */
 #define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
+
+/* Enters a hook whose real function exists; false (and not entered) when
+ * the call must go straight to PASS. */
+#define REAL_OR_PASS(sym) (lms_hook_enter() && (REAL(sym) || (lms_hook_leave(), false)))
+
+/* The stream a stream-ordered call really uses: NULL in a _ptsz variant is
+ * the calling thread's per-thread default stream, which the engine must
+ * name as such (it synchronizes and queries through the plain variants). */
+static CUstream effective(CUstream s, bool ptds)
+{
+    return !s && ptds ? CU_STREAM_PER_THREAD : s;
+}
 
 /* ---- device allocations ------------------------------------------------- */
 
@@ -94,42 +108,74 @@ LMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
     return r;
 }
 
-/* Shared body of the stream-ordered allocation hooks. */
+/* Shared body of the stream-ordered allocation hooks. The memory is where
+ * the pool is: the current pool of the stream's device, or the given pool's
+ * location (which need not be the stream's device); a pool of host memory
+ * is not device memory and passes through. */
 static CUresult alloc_async(void *real, CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
                             CUstream stream)
 {
     alloc_args a = {.real = real, .size = size, .stream = stream, .pool = pool};
     if (!dptr || size == 0)
         return pool ? native_alloc_pool(&a, dptr) : native_alloc_async(&a, dptr);
-    return place(dptr, lms_driver_stream_device(stream), true,
-                 pool ? native_alloc_pool : native_alloc_async, &a);
+    int device = pool ? lms_pool_device(pool) : LMS_POOL_UNKNOWN;
+    if (device == LMS_POOL_NOT_DEVICE)
+        return native_alloc_pool(&a, dptr);
+    if (device == LMS_POOL_UNKNOWN)
+        device = lms_driver_stream_device(stream);   /* the best guess left */
+    return place(dptr, device, true, pool ? native_alloc_pool : native_alloc_async, &a);
 }
 
-#define ASYNC_ALLOC_HOOK(sym)                                                         \
+#define ASYNC_ALLOC_HOOK(sym, ptds)                                                    \
     LMS_EXPORT CUresult sym(CUdeviceptr *dptr, size_t size, CUstream stream)          \
     {                                                                                 \
         if (!lms_hook_enter() || !REAL(sym))                                          \
             return PASS(sym, dptr, size, stream);                                     \
-        CUresult r = alloc_async((void *)REAL(sym), dptr, size, NULL, stream);        \
+        CUresult r = alloc_async((void *)REAL(sym), dptr, size, NULL,                 \
+                                 effective(stream, ptds));                            \
         lms_hook_leave();                                                             \
         return r;                                                                     \
     }
 
-#define POOL_ALLOC_HOOK(sym)                                                                   \
+#define POOL_ALLOC_HOOK(sym, ptds)                                                             \
     LMS_EXPORT CUresult sym(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream) \
     {                                                                                          \
         if (!lms_hook_enter() || !REAL(sym))                                                   \
             return PASS(sym, dptr, size, pool, stream);                                        \
-        CUresult r = pool ? alloc_async((void *)REAL(sym), dptr, size, pool, stream)           \
+        CUresult r = pool ? alloc_async((void *)REAL(sym), dptr, size, pool,                   \
+                                        effective(stream, ptds))                               \
                           : REAL(sym)(dptr, size, pool, stream);                               \
         lms_hook_leave();                                                                      \
         return r;                                                                              \
     }
 
-ASYNC_ALLOC_HOOK(cuMemAllocAsync)
-ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz)
-POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync)
-POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz)
+ASYNC_ALLOC_HOOK(cuMemAllocAsync, false)
+ASYNC_ALLOC_HOOK(cuMemAllocAsync_ptsz, true)
+POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, false)
+POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, true)
+
+/* Pools: their location is known only at creation. */
+LMS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    if (!REAL_OR_PASS(cuMemPoolCreate))
+        return PASS(cuMemPoolCreate, pool, props);
+    CUresult r = REAL(cuMemPoolCreate)(pool, props);
+    if (r == CUDA_SUCCESS)
+        lms_pool_created(*pool, props);
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    if (!REAL_OR_PASS(cuMemPoolDestroy))
+        return PASS(cuMemPoolDestroy, pool);
+    CUresult r = REAL(cuMemPoolDestroy)(pool);
+    if (r == CUDA_SUCCESS)
+        lms_pool_destroyed(pool);
+    lms_hook_leave();
+    return r;
+}
 
 /* ---- frees --------------------------------------------------------------- */
 
@@ -143,20 +189,20 @@ LMS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     return r;
 }
 
-#define ASYNC_FREE_HOOK(sym)                                                     \
+#define ASYNC_FREE_HOOK(sym, ptds)                                               \
     LMS_EXPORT CUresult sym(CUdeviceptr dptr, CUstream stream)                   \
     {                                                                            \
         if (!lms_hook_enter() || !REAL(sym) || !REAL(cuMemFree_v2))              \
             return PASS(sym, dptr, stream);                                      \
         lms_free_op op = {.sync_free = REAL(cuMemFree_v2), .async_free = REAL(sym), \
-                          .stream = stream};                                     \
+                          .stream = effective(stream, ptds)};                    \
         CUresult r = lms_place_free(dptr, &op);                                  \
         lms_hook_leave();                                                        \
         return r;                                                                \
     }
 
-ASYNC_FREE_HOOK(cuMemFreeAsync)
-ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz)
+ASYNC_FREE_HOOK(cuMemFreeAsync, false)
+ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz, true)
 
 /* ---- the 32-bit ABI: budget and accounting only (no fallback fits in a
  *      32-bit pointer) ------------------------------------------------------ */
@@ -244,7 +290,7 @@ LMS_EXPORT CUresult cuMemFreeHost(void *p)
 {
     if (!lms_hook_enter() || !REAL(cuMemFreeHost))
         return PASS(cuMemFreeHost, p);
-    lms_free_op op = {.sync_free = free_host};
+    lms_free_op op = {.sync_free = free_host, .host_free = true};
     CUresult r = lms_place_free((uintptr_t)p, &op);
     lms_hook_leave();
     return r;
@@ -259,11 +305,11 @@ LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         return PASS(cuMemCreate, handle, size, prop, flags);
     /* The device comes from the properties, and only from a device location. */
     int device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-    CUresult r = device >= 0 ? lms_place_vmm_check(device, size) : CUDA_SUCCESS;
+    CUresult r = device >= 0 ? lms_vmm_check(device, size) : CUDA_SUCCESS;
     if (r == CUDA_SUCCESS)
         r = REAL(cuMemCreate)(handle, size, prop, flags);
     if (r == CUDA_SUCCESS && device >= 0)
-        lms_place_vmm_created(*handle, device, size);
+        lms_vmm_created(*handle, device, size);
     lms_hook_leave();
     return r;
 }
@@ -272,7 +318,26 @@ LMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     if (!lms_hook_enter() || !REAL(cuMemRelease))
         return PASS(cuMemRelease, handle);
-    CUresult r = lms_place_vmm_release(handle, REAL(cuMemRelease));
+    CUresult r = lms_vmm_release(handle, REAL(cuMemRelease));
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                             unsigned long long flags)
+{
+    if (!REAL_OR_PASS(cuMemMap))
+        return PASS(cuMemMap, ptr, size, offset, handle, flags);
+    CUresult r = lms_vmm_map(ptr, size, offset, handle, flags, REAL(cuMemMap));
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    if (!REAL_OR_PASS(cuMemUnmap))
+        return PASS(cuMemUnmap, ptr, size);
+    CUresult r = lms_vmm_unmap(ptr, size, REAL(cuMemUnmap));
     lms_hook_leave();
     return r;
 }

@@ -145,7 +145,7 @@ CUresult sim_free_alloc(sim_alloc *a)
     if (a->pool) {
         CUmemoryPool pool = a->pool;
         pool->live--;
-        pool->used_bytes -= a->charged;
+        pool->used_bytes -= a->charged ? a->charged : a->size;   /* host pools charge nothing */
         if (pool->destroyed && pool->live == 0) {
             pool->magic = 0;
             free(pool);
@@ -353,7 +353,8 @@ SIM_EXPORT CUresult cuMemFreeHost(void *p)
         return r;
     pthread_mutex_lock(&sim_lock);
     sim_alloc *a = sim_registry_find_base((uintptr_t)p);
-    r = a && a->kind == SIM_MEM_HOST && !a->registered ? sim_free_alloc(a) : CUDA_ERROR_INVALID_VALUE;
+    r = a && a->kind == SIM_MEM_HOST && !a->registered && !a->pool ? sim_free_alloc(a)
+                                                                    : CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&sim_lock);
     return r;
 }

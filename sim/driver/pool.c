@@ -2,9 +2,10 @@
  * pool.c — memory pools and stream-ordered allocation (cuMemAllocAsync,
  * cuMemAllocFromPoolAsync, cuMemFreeAsync and their _ptsz twins).
  *
- * Pool memory is device memory charged to the pool's device. A pool keeps no
- * cache: a stream-ordered free returns its bytes at once (a release
- * threshold of zero, CUDA's default).
+ * Pool memory is device memory charged to the pool's device, or, for a pool
+ * created at a host location, pinned host memory that no device is charged
+ * for. A pool keeps no cache: a stream-ordered free returns its bytes at
+ * once (a release threshold of zero, CUDA's default).
  */
 #include "sim.h"
 
@@ -76,15 +77,19 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pr
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
-        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
         return CUDA_ERROR_INVALID_VALUE;
-    if (props->location.id < 0 || props->location.id >= sim_cfg.devices)
+    bool host = props->location.type == CU_MEM_LOCATION_TYPE_HOST;
+    if (host && props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return CUDA_ERROR_INVALID_VALUE;   /* host pools are not IPC capable */
+    if (!host && props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!host && (props->location.id < 0 || props->location.id >= sim_cfg.devices))
         return CUDA_ERROR_INVALID_DEVICE;
     CUmemoryPool p = calloc(1, sizeof *p);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *p = (struct CUmemPoolHandle_st){.magic = SIM_MAGIC_POOL, .device = props->location.id};
+    *p = (struct CUmemPoolHandle_st){.magic = SIM_MAGIC_POOL, .device = host ? -1 : props->location.id};
     pthread_mutex_lock(&sim_lock);
     int slot = -1;
     for (int i = 0; i < MAX_POOLS && slot < 0; i++)
@@ -194,6 +199,33 @@ SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
     return r;
 }
 
+/* Pinned host memory from a host pool, for the device of `st` to read
+ * (mapped, as all pinned memory is under unified addressing). */
+static CUresult alloc_host_pool(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream st)
+{
+    sim_alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *mem = sim_host_memory(n, &a->from_mmap, false);
+    if (!mem) {
+        free(a);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *a = (sim_alloc){.base = (uintptr_t)mem, .size = n, .kind = SIM_MEM_HOST, .device = st->device,
+                     .ctx = &sim_devices[st->device].primary, .mapped = true, .owns_memory = true,
+                     .from_mmap = a->from_mmap, .pool = pool};
+    pthread_mutex_lock(&sim_lock);
+    a->id = sim_next_buffer_id();
+    pool->live++;
+    pool->used_bytes += n;
+    if (pool->used_bytes > pool->used_high)
+        pool->used_high = pool->used_bytes;
+    sim_registry_add(a);
+    pthread_mutex_unlock(&sim_lock);
+    *dptr = (CUdeviceptr)a->base;
+    return CUDA_SUCCESS;
+}
+
 /* Shared body of the stream-ordered allocation entry points; pool NULL
  * means the current pool of the stream's device. */
 static CUresult alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream s, bool ptds)
@@ -211,6 +243,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUst
     pthread_mutex_unlock(&sim_lock);
     if (!ok)
         return CUDA_ERROR_INVALID_VALUE;
+    if (pool->device < 0)
+        return alloc_host_pool(dptr, n, pool, st);
     return sim_alloc_device(dptr, n, false, pool, pool->device);
 }
 
@@ -226,7 +260,8 @@ SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t n, CU
                                                  CUstream s)
 { return pool ? alloc_async(dptr, n, pool, s, true) : CUDA_ERROR_INVALID_VALUE; }
 
-/* Shared body of cuMemFreeAsync: any device allocation may be freed. */
+/* Shared body of cuMemFreeAsync: any device allocation, and any
+ * allocation of a pool, may be freed. */
 static CUresult free_async(CUdeviceptr p, CUstream s, bool ptds)
 {
     CUstream st;
@@ -235,7 +270,8 @@ static CUresult free_async(CUdeviceptr p, CUstream s, bool ptds)
         return r;
     pthread_mutex_lock(&sim_lock);
     sim_alloc *a = sim_registry_find_base((uintptr_t)p);
-    r = a && a->kind == SIM_MEM_DEVICE ? sim_free_alloc(a) : CUDA_ERROR_INVALID_VALUE;
+    r = a && (a->kind == SIM_MEM_DEVICE || (a->kind == SIM_MEM_HOST && a->pool))
+            ? sim_free_alloc(a) : CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&sim_lock);
     return r;
 }

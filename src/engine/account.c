@@ -17,12 +17,13 @@ uint64_t lms_charge_of(uint64_t size)
     return (size + g - 1) / g * g;
 }
 
-/* Reads the device's memory and sets its budget (once per device). */
-static void setup(lms_account *a, int device)
+/* Reads the device's memory and sets its budget. False (nothing set) when
+ * the driver cannot say yet: before cuInit, or without a context. */
+static bool setup(lms_account *a, int device)
 {
     size_t total = 0;
     if (!lms_drv.cuDeviceTotalMem || lms_drv.cuDeviceTotalMem(&total, device) != CUDA_SUCCESS)
-        total = 0;
+        return false;
     a->physical = total;
     a->budget = lms_options_budget(device, total);
     if (lms_trace_on)
@@ -32,6 +33,7 @@ static void setup(lms_account *a, int device)
                 (unsigned long long)a->physical, (unsigned long long)a->budget, lms_opt.frac,
                 (unsigned long long)lms_opt.threshold);
     }
+    return true;
 }
 
 lms_account *lms_account_of(int device)
@@ -39,17 +41,19 @@ lms_account *lms_account_of(int device)
     if (device < 0 || device >= LMS_MAX_DEVICES)
         return NULL;
     lms_account *a = &lms_accounts[device];
-    if (atomic_load_explicit(&a->state, memory_order_acquire) == 2)
+    int st = atomic_load_explicit(&a->state, memory_order_acquire);
+    if (st == 2)
         return a;
     int expect = 0;
     if (atomic_compare_exchange_strong(&a->state, &expect, 1)) {
-        setup(a, device);
-        atomic_store_explicit(&a->state, 2, memory_order_release);
-    } else {
-        while (atomic_load_explicit(&a->state, memory_order_acquire) != 2)
-            sched_yield();
+        /* A failed query leaves the account unset, to be asked again. */
+        bool ok = setup(a, device);
+        atomic_store_explicit(&a->state, ok ? 2 : 0, memory_order_release);
+        return ok ? a : NULL;
     }
-    return a;
+    while ((st = atomic_load_explicit(&a->state, memory_order_acquire)) == 1)
+        sched_yield();
+    return st == 2 ? a : NULL;
 }
 
 /* Raises the peak to at least `now`. */

@@ -35,7 +35,9 @@ typedef struct lms_account {
 extern lms_account lms_accounts[LMS_MAX_DEVICES];
 
 /* The account of a device, its budget set up on first use; NULL for a
- * device out of range. */
+ * device out of range, or while the driver cannot tell the device's memory
+ * (before cuInit): the caller passes the call through, and the next call
+ * tries again. */
 lms_account *lms_account_of(int device);
 
 /* Bytes a device allocation of `size` occupies: 512 B granules below 2 MiB,

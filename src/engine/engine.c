@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "account.h"
+#include "arenas.h"
 #include "chunks.h"
 #include "driver.h"
 #include "launch.h"
@@ -14,6 +15,8 @@
 #include "stats.h"
 #include "status.h"
 #include "trace.h"
+#include "pools.h"
+#include "vmm.h"
 
 bool lms_active;
 static bool exit_registered;
@@ -60,12 +63,18 @@ void lms_engine_fork_prepare(void)
 {
     lms_residency_fork_prepare();
     lms_launch_fork_prepare();   /* after the device locks: launches take it under them */
+    lms_vmm_fork_prepare();
+    lms_pools_fork_prepare();
+    lms_arenas_fork_prepare();
     lms_chunks_lock_all();
 }
 
 void lms_engine_fork_parent(void)
 {
     lms_chunks_unlock_all();
+    lms_arenas_fork_parent();
+    lms_pools_fork_parent();
+    lms_vmm_fork_parent();
     lms_launch_fork_parent();
     lms_residency_fork_parent();
 }
@@ -75,5 +84,8 @@ void lms_engine_fork_child(void)
     lms_chunks_reset_locks();
     lms_launch_fork_child();
     lms_residency_fork_child();
+    lms_vmm_fork_child();
+    lms_pools_fork_child();
+    lms_arenas_fork_child();
     lms_account_reset_setup();
 }

@@ -109,6 +109,7 @@ static bool parse_word(const char *s, const char *const *words, int n, int *out)
 static const char *const mode_words[] = {"managed", "host"};
 static const char *const oom_words[] = {"managed", "fail"};
 static const char *const level_words[] = {"off", "error", "warn", "info", "debug"};
+static const char *const auto_words[] = {"off", "on", "auto"};
 
 static bool parse_MODE(const char *s, void *out)
 {
@@ -134,6 +135,15 @@ static bool parse_LEVEL(const char *s, void *out)
     if (!parse_word(s, level_words, 5, &v))
         return false;
     *(lms_level *)out = (lms_level)v;
+    return true;
+}
+
+static bool parse_AUTO(const char *s, void *out)
+{
+    int v;
+    if (!parse_word(s, auto_words, 3, &v))
+        return false;
+    *(lms_auto *)out = (lms_auto)v;
     return true;
 }
 
@@ -246,6 +256,7 @@ void lms_option_value(int i, char *buf, size_t len)
     case LMS_OPT_limit: format_limit(&lms_opt.limit, buf, len); break;
     case LMS_OPT_on_oom: snprintf(buf, len, "%s", oom_words[lms_opt.on_oom]); break;
     case LMS_OPT_policy: snprintf(buf, len, "%s", lms_opt.policy ? lms_opt.policy->name : "?"); break;
+    case LMS_OPT_oom_retry: snprintf(buf, len, "%s", auto_words[lms_opt.oom_retry]); break;
     case LMS_OPT_log: snprintf(buf, len, "%s", level_words[lms_opt.log]); break;
     case LMS_OPT_log_file: snprintf(buf, len, "%s", lms_opt.log_file[0] ? lms_opt.log_file : "(stderr)"); break;
     case LMS_OPT_trace: snprintf(buf, len, "%s", lms_opt.trace[0] ? lms_opt.trace : "(off)"); break;

@@ -14,6 +14,7 @@
 
 typedef enum { LMS_MODE_MANAGED, LMS_MODE_HOST } lms_mode;
 typedef enum { LMS_ON_OOM_MANAGED, LMS_ON_OOM_FAIL } lms_on_oom;
+typedef enum { LMS_AUTO_OFF, LMS_AUTO_ON, LMS_AUTO_AUTO } lms_auto;
 typedef enum { LMS_LEVEL_OFF, LMS_LEVEL_ERROR, LMS_LEVEL_WARN, LMS_LEVEL_INFO, LMS_LEVEL_DEBUG } lms_level;
 
 /* A budget: bytes, or a fraction of the device's physical memory. */
@@ -30,6 +31,7 @@ typedef lms_mode lms_MODE_t;
 typedef lms_limit lms_LIMIT_t;
 typedef lms_on_oom lms_ON_OOM_t;
 typedef lms_level lms_LEVEL_t;
+typedef lms_auto lms_AUTO_t;
 typedef bool lms_BOOL_t;
 typedef int lms_INT_t;
 typedef char lms_PATH_t[256];

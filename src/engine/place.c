@@ -5,6 +5,7 @@
 #include "place.h"
 
 #include "account.h"
+#include "arenas.h"
 #include "chunks.h"
 #include "frag.h"
 #include "log.h"
@@ -91,12 +92,27 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
     return CUDA_SUCCESS;
 }
 
+/* True when a request about to leave the device is answered
+ * OUT_OF_MEMORY instead, for the program's caching allocator (arenas.h);
+ * counted as such. Only cuMemAlloc-style requests: stream-ordered ones come
+ * from the driver's own pools, whose callers need not retry. */
+static bool answer_oom(const lms_alloc_request *r, lms_account *a, uint64_t charge)
+{
+    if (r->async || r->device_only || !lms_arenas_answer_oom(r->device, charge))
+        return false;
+    atomic_fetch_add(&a->oom_failures, 1);
+    if (lms_trace_on)
+        lms_trace_oom(r->device, r->size, atomic_load(&a->used), a->budget);
+    return true;
+}
+
 CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
 {
     lms_account *a = lms_account_of(r->device);
     if (!a)
         return r->native(r->native_ctx, out);   /* no device: CUDA answers */
     uint64_t charge = lms_charge_of(r->size);
+    lms_arenas_note_request(r->device, r->size, a->budget);
     lms_place want = LMS_PLACE_DEVICE;
     if (r->size >= lms_opt.threshold && !r->device_only) {
         uint64_t used = atomic_load_explicit(&a->used, memory_order_relaxed);
@@ -104,7 +120,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
             want = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
     }
     if (want != LMS_PLACE_DEVICE)
-        return place_off_device(r, a, want, false, out);
+        return answer_oom(r, a, charge) ? CUDA_ERROR_OUT_OF_MEMORY : place_off_device(r, a, want, false, out);
     bool fits = lms_account_reserve(a, charge, a->budget);
     if (!fits && lms_residency_reclaim(r->device, charge))   /* fetched chunks make way */
         fits = lms_account_reserve(a, charge, a->budget);
@@ -113,6 +129,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
         if (res == CUDA_SUCCESS) {
             lms_chunk c = {.key = *out, .size = r->size, .charged = charge, .device = (int16_t)r->device,
                            .place = LMS_PLACE_DEVICE, .flags = r->async ? LMS_CHUNK_ASYNC : 0};
+            lms_arenas_placed(r->device, charge);
             if (lms_chunks_insert(&c)) {
                 lms_account_add_chunk(a, &c);
                 if (lms_trace_on)
@@ -136,6 +153,8 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
                 (unsigned long long)a->budget);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    if (answer_oom(r, a, charge))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     lms_place fb = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
     if (lms_trace_on)
         lms_trace_fallback(r->device, r->size, lms_place_names[fb], "budget or device out of memory");
@@ -146,32 +165,45 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
 {
     lms_chunk c;
     bool async = op->async_free != NULL;
+    if (!p || !lms_chunks_find(p, &c))
+        return async ? op->async_free(p, op->stream) : op->sync_free(p);
+    /* CUDA frees pinned host memory only with cuMemFreeHost and device
+     * memory only with a device free; lmshim's placement does not change
+     * what the program holds. */
+    if (op->host_free != (c.place == LMS_PLACE_PINNED))
+        return CUDA_ERROR_INVALID_VALUE;
+    bool off = c.place == LMS_PLACE_MANAGED || c.place == LMS_PLACE_HOST;
+    CUresult r;
+    if (off && async && lms_drv.cuStreamSynchronize) {
+        /* Not pool memory: a stream-ordered free waits for the stream,
+         * before anything is taken down. */
+        r = lms_drv.cuStreamSynchronize(op->stream);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
     /* Out of the map before the real free: once the driver has the address
      * back it may hand it out again, to another thread, at once. */
-    if (!p || !lms_chunks_remove(p, &c))
-        return async ? op->async_free(p, op->stream) : op->sync_free(p);
-    if (c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM))
-        lms_residency_remove(p);   /* its residency charge goes back first */
-    CUresult r;
+    if (!lms_chunks_remove(p, &c))
+        return async ? op->async_free(p, op->stream) : op->sync_free(p);   /* freed meanwhile */
+    lms_res_chunk *res = c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM)
+                             ? lms_residency_take(p) : NULL;
     switch (c.place) {
     case LMS_PLACE_DEVICE:
         r = async ? op->async_free(p, op->stream) : op->sync_free(p);
         break;
-    case LMS_PLACE_MANAGED:
     case LMS_PLACE_HOST:
-        /* Not pool memory: a stream-ordered free waits for the stream. */
-        r = async && lms_drv.cuStreamSynchronize ? lms_drv.cuStreamSynchronize(op->stream) : CUDA_SUCCESS;
-        if (r == CUDA_SUCCESS)
-            r = c.place == LMS_PLACE_HOST ? lms_drv.cuMemFreeHost((void *)(uintptr_t)p) : op->sync_free(p);
+        r = lms_drv.cuMemFreeHost((void *)(uintptr_t)p);
         break;
     default:
-        r = op->sync_free(p);   /* CUDA says what freeing this means */
+        r = op->sync_free(p);   /* managed memory, the program's own kinds */
         break;
     }
     if (r != CUDA_SUCCESS) {
-        lms_chunks_insert(&c);  /* still allocated: keep tracking it */
+        lms_chunks_insert(&c);  /* still allocated: as it was */
+        lms_residency_put_back(res);
         return r;
     }
+    lms_residency_drop(res);    /* its residency charge goes back */
     lms_account *a = lms_account_of(c.device);
     if (a) {
         if (c.charged)
@@ -196,58 +228,6 @@ void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place)
         if (lms_trace_on)
             lms_trace_alloc(c.device, ptr, size, 0, lms_place_names[place], -1, false, -1);
     }
-}
-
-CUresult lms_place_vmm_check(int device, uint64_t size)
-{
-    lms_account *a = lms_account_of(device);
-    if (!a || lms_opt.on_oom != LMS_ON_OOM_FAIL)
-        return CUDA_SUCCESS;
-    uint64_t used = atomic_load(&a->used);
-    if (size > a->budget || used > a->budget - size) {
-        atomic_fetch_add(&a->oom_failures, 1);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
-}
-
-void lms_place_vmm_created(uint64_t handle, int device, uint64_t size)
-{
-    lms_account *a = lms_account_of(device);
-    if (!a)
-        return;
-    lms_chunk c = {.key = handle | LMS_VMM_TAG, .size = size, .charged = size,
-                   .device = (int16_t)device, .place = LMS_PLACE_VMM, .flags = LMS_CHUNK_PROGRAM};
-    if (!lms_chunks_insert(&c))
-        return;
-    lms_account_force(a, size);
-    lms_account_add_chunk(a, &c);
-    if (lms_trace_on)
-        lms_trace_alloc(device, handle, size, size, "vmm", -1, false, -1);
-    if (atomic_load(&a->used) > a->budget) {
-        static atomic_uint warned;
-        lms_log_capped(LMS_LEVEL_WARN, &warned, 1, "cuMemCreate of %llu bytes passes the budget of "
-                       "device %d (physical memory cannot fall back)", (unsigned long long)size, device);
-    }
-}
-
-CUresult lms_place_vmm_release(uint64_t handle, CUresult (*real)(CUmemGenericAllocationHandle))
-{
-    lms_chunk c;
-    bool known = lms_chunks_remove(handle | LMS_VMM_TAG, &c);
-    CUresult r = real(handle);
-    if (!known)
-        return r;
-    if (r != CUDA_SUCCESS) {
-        lms_chunks_insert(&c);
-        return r;
-    }
-    lms_account *a = lms_account_of(c.device);
-    if (a) {
-        lms_account_release(a, c.charged);
-        lms_account_drop_chunk(a, &c);
-    }
-    return r;
 }
 
 CUresult lms_place_mem_info(size_t *free_bytes, size_t *total, CUresult (*real)(size_t *, size_t *))

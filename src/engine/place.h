@@ -30,25 +30,23 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out);
 
 /* The real frees of the hook that was called. */
 typedef struct lms_free_op {
-    CUresult (*sync_free)(CUdeviceptr);              /* cuMemFree_v2 */
+    CUresult (*sync_free)(CUdeviceptr);              /* cuMemFree_v2 (cuMemFreeHost's for host_free) */
     CUresult (*async_free)(CUdeviceptr, CUstream);   /* cuMemFreeAsync(_ptsz), or NULL */
-    CUstream stream;
+    CUstream stream;                                 /* never NULL for the per-thread stream */
+    bool host_free;                                  /* cuMemFreeHost: frees pinned host memory */
 } lms_free_op;
 
 /* Frees a pointer the way its placement needs; unknown pointers go to the
- * real free unchanged (CUDA answers). Accounting changes only on success. */
+ * real free unchanged (CUDA answers). The free must be the one that matches
+ * what the program allocated (cuMemFreeHost for its pinned memory, a device
+ * free for the rest, wherever lmshim placed it); another one gets CUDA's
+ * INVALID_VALUE. A failed free changes nothing: accounting, the chunk map
+ * and residency change only once the real free succeeded. */
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op);
 
 /* Records memory the program allocated itself in a non-device kind
  * (LMS_PLACE_MANAGED / LMS_PLACE_PINNED): tracked, never charged. */
 void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place);
-
-/* cuMemCreate / cuMemRelease: physical memory charged to its device. A
- * creation past the budget is refused (OUT_OF_MEMORY) only with
- * LMS_ON_OOM=fail; otherwise charged with one warning. */
-CUresult lms_place_vmm_check(int device, uint64_t size);
-void lms_place_vmm_created(uint64_t handle, int device, uint64_t size);
-CUresult lms_place_vmm_release(uint64_t handle, CUresult (*real)(CUmemGenericAllocationHandle));
 
 /* cuMemGetInfo under the budget: total = min(budget, physical), free =
  * clamp(total - used, 0, the driver's free). `real` answers first. */

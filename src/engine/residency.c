@@ -123,7 +123,7 @@ int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
     return c->pc.id;
 }
 
-void lms_residency_remove(uint64_t ptr)
+lms_res_chunk *lms_residency_take(uint64_t ptr)
 {
     pthread_rwlock_wrlock(&map_lock);
     int i = upper(ptr) - 1;
@@ -135,6 +135,33 @@ void lms_residency_remove(uint64_t ptr)
         atomic_fetch_sub(&lms_residency_live, 1);
     }
     pthread_rwlock_unlock(&map_lock);
+    return (lms_res_chunk *)c;
+}
+
+void lms_residency_put_back(lms_res_chunk *taken)
+{
+    res_chunk *c = (res_chunk *)taken;
+    if (!c)
+        return;
+    pthread_rwlock_wrlock(&map_lock);
+    /* Its id slot stayed reserved; by_addr may have been filled meanwhile. */
+    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1)) {
+        pthread_rwlock_unlock(&map_lock);
+        lms_residency_drop(taken);   /* out of memory: untracked, as if never added */
+        return;
+    }
+    int i = upper(c->ptr);
+    memmove(&by_addr[i + 1], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
+    by_addr[i] = c;
+    naddr++;
+    by_id[c->pc.id] = c;
+    atomic_fetch_add(&lms_residency_live, 1);
+    pthread_rwlock_unlock(&map_lock);
+}
+
+void lms_residency_drop(lms_res_chunk *taken)
+{
+    res_chunk *c = (res_chunk *)taken;
     if (!c)
         return;
     res_device *d = &devices[c->device];

@@ -25,8 +25,15 @@ static inline bool lms_residency_any(void)
 /* A managed chunk lmshim placed for `device` (size bytes at ptr); returns
  * its id, or -1 when it could not be tracked (then it is read over the link). */
 int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device);
-/* The chunk at ptr is about to be freed: forget it, returning its charge. */
-void lms_residency_remove(uint64_t ptr);
+/* A chunk's free, in two steps around the real call, which may fail.
+ * take: launches no longer find the chunk at ptr, but it keeps its place
+ * and charge (NULL if unknown). Then drop (freed: forget it, return its
+ * charge) or put_back (the free failed: as before take); one of the two for
+ * each taken chunk. */
+typedef struct lms_res_chunk lms_res_chunk;
+lms_res_chunk *lms_residency_take(uint64_t ptr);
+void lms_residency_drop(lms_res_chunk *taken);
+void lms_residency_put_back(lms_res_chunk *taken);
 
 /* Finds the chunks whose ranges contain any of words[0..n); writes their ids
  * (sorted, unique) and returns how many (at most max). */

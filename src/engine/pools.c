@@ -1,0 +1,102 @@
+/*
+ * pools.c — memory pools and where their memory is (see pools.h).
+ *
+ * The driver tells a pool's location only to its creator (CUmemPoolProps);
+ * no cuMemPoolGetAttribute answers it. So the cuMemPoolCreate hook records
+ * it here, in a small table under a lock (programs make few pools). The
+ * default pools of the devices are recognised by asking
+ * cuDeviceGetDefaultMemPool; the answer is kept in the same table.
+ */
+#include "pools.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "options.h"
+
+typedef struct pool_rec {
+    CUmemoryPool pool;
+    int device;          /* device ordinal or LMS_POOL_NOT_DEVICE */
+} pool_rec;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pool_rec *recs;       /* unordered; owned here */
+static size_t nrecs, caprecs;
+
+/* Index of a pool's record, or nrecs (under lock). */
+static size_t find(CUmemoryPool pool)
+{
+    size_t i = 0;
+    while (i < nrecs && recs[i].pool != pool)
+        i++;
+    return i;
+}
+
+/* Records or updates a pool's location (under lock); silently does nothing
+ * when out of memory (the pool is then asked about again). */
+static void put(CUmemoryPool pool, int device)
+{
+    size_t i = find(pool);
+    if (i == nrecs) {
+        if (nrecs == caprecs) {
+            size_t ncap = caprecs ? caprecs * 2 : 16;
+            pool_rec *n = realloc(recs, ncap * sizeof *n);
+            if (!n)
+                return;
+            recs = n;
+            caprecs = ncap;
+        }
+        nrecs++;
+    }
+    recs[i] = (pool_rec){pool, device};
+}
+
+void lms_pool_created(CUmemoryPool pool, const CUmemPoolProps *props)
+{
+    /* Device memory is a pinned pool at a device location; host pools (and
+     * managed pools, CUDA 13) hand out memory that is not charged. */
+    int device = props->allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
+                         props->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                     ? props->location.id
+                     : LMS_POOL_NOT_DEVICE;
+    pthread_mutex_lock(&lock);
+    put(pool, device);
+    pthread_mutex_unlock(&lock);
+}
+
+void lms_pool_destroyed(CUmemoryPool pool)
+{
+    pthread_mutex_lock(&lock);
+    size_t i = find(pool);
+    if (i < nrecs)
+        recs[i] = recs[--nrecs];
+    pthread_mutex_unlock(&lock);
+}
+
+int lms_pool_device(CUmemoryPool pool)
+{
+    pthread_mutex_lock(&lock);
+    size_t i = find(pool);
+    int device = i < nrecs ? recs[i].device : LMS_POOL_UNKNOWN;
+    pthread_mutex_unlock(&lock);
+    if (device != LMS_POOL_UNKNOWN)
+        return device;
+    int count = 0;
+    if (!lms_drv.cuDeviceGetDefaultMemPool || !lms_drv.cuDeviceGetCount ||
+        lms_drv.cuDeviceGetCount(&count) != CUDA_SUCCESS)
+        return LMS_POOL_UNKNOWN;
+    for (int d = 0; d < count && d < LMS_MAX_DEVICES; d++) {
+        CUmemoryPool def;
+        if (lms_drv.cuDeviceGetDefaultMemPool(&def, d) == CUDA_SUCCESS && def == pool) {
+            pthread_mutex_lock(&lock);
+            put(pool, d);
+            pthread_mutex_unlock(&lock);
+            return d;
+        }
+    }
+    return LMS_POOL_UNKNOWN;
+}
+
+void lms_pools_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void lms_pools_fork_parent(void) { pthread_mutex_unlock(&lock); }
+void lms_pools_fork_child(void) { pthread_mutex_init(&lock, NULL); }

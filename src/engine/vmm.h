@@ -1,0 +1,36 @@
+/*
+ * vmm.h — physical memory of the VMM API (vmm.c): a cuMemCreate allocation
+ * is charged to its device from creation until CUDA frees it, which is when
+ * it has been released (cuMemRelease) AND its last mapping is gone
+ * (cuMemUnmap). The hooks call these around the real calls.
+ */
+#ifndef LMS_VMM_H
+#define LMS_VMM_H
+
+#include <stdint.h>
+
+#include "driver.h"
+
+/* Before cuMemCreate of `size` bytes on `device`: OUT_OF_MEMORY only with
+ * LMS_ON_OOM=fail when it would pass the budget, else SUCCESS. */
+CUresult lms_vmm_check(int device, uint64_t size);
+/* After a successful cuMemCreate: charges it to its device (one warning
+ * when that passes the budget: physical memory cannot fall back). */
+void lms_vmm_created(uint64_t handle, int device, uint64_t size);
+
+/* cuMemRelease, cuMemMap and cuMemUnmap through their real functions,
+ * tracking releases and mappings; the charge goes when the memory does.
+ * Handles lmshim did not see created pass through untracked. */
+CUresult lms_vmm_release(uint64_t handle, CUresult (*real)(CUmemGenericAllocationHandle));
+CUresult lms_vmm_map(CUdeviceptr va, size_t size, size_t offset, uint64_t handle,
+                     unsigned long long flags,
+                     CUresult (*real)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                                      unsigned long long));
+CUresult lms_vmm_unmap(CUdeviceptr va, size_t size, CUresult (*real)(CUdeviceptr, size_t));
+
+/* fork: the table's lock is held across fork; the child gets a fresh one. */
+void lms_vmm_fork_prepare(void);
+void lms_vmm_fork_parent(void);
+void lms_vmm_fork_child(void);
+
+#endif
