@@ -38,12 +38,12 @@ for r in 0 1 2 3; do
 done
 "$lmshim" report "$tmp"/rank-{0,1,2,3}.jsonl --html "$tmp/ranks.html" >/dev/null || fail "report --html (ranks)"
 dom "$tmp/ranks.html"
-if [ -n "${HTML_SCREENSHOT:-}" ]; then
-    timeout 120 env -u LD_PRELOAD "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
-        --window-size=1200,1500 --virtual-time-budget=5000 --screenshot="$HTML_SCREENSHOT" \
-        "file://$tmp/ranks.html" >/dev/null 2>&1
-    [ -s "$HTML_SCREENSHOT" ] || fail "no screenshot"
-fi
+timeout 120 env -u LD_PRELOAD "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+    --window-size=1200,1500 --virtual-time-budget=5000 --screenshot="$tmp/ranks.png" \
+    "file://$tmp/ranks.html" >/dev/null 2>&1
+# a drawn page compresses to far more than a blank one (about 2 KB)
+[ "$(stat -c %s "$tmp/ranks.png" 2>/dev/null || echo 0)" -gt 50000 ] || fail "screenshot missing or blank"
+[ -z "${HTML_SCREENSHOT:-}" ] || cp "$tmp/ranks.png" "$HTML_SCREENSHOT"
 series=$("$lmshim" replay --budget 1G "$tmp/demo.jsonl" | tail -n +3 | wc -l)
 
 # What the DOM says against what the traces hold; then the page's `need`
