@@ -170,6 +170,18 @@
                 'nothing moves over the link at the current budget, and nothing fell back.');
     }
     tips.slice(0, 2).forEach(function (t) { el('li', { class: 'tip' }, ul, t); });
+    if (panels.length > 1) {   /* every rank and device at a glance; a click shows one */
+      var table = el('table', { id: 'overview' }, summary), head = el('tr', {}, table);
+      ['rank · device', 'peak', 'budget', 'fetched', 'evicted', 'fallbacks', 'moves nothing from'].forEach(
+        function (h) { el('th', {}, head, h); });
+      panels.forEach(function (x, i) {
+        var tr = el('tr', { style: 'cursor:pointer' + (i === cur ? ';font-weight:600' : '') }, table);
+        [x.rank.rank + ' · ' + x.p.dev, bytes(x.p.peak), bytes(x.p.budget), bytes(x.p.prefetched),
+         bytes(x.p.evicted), String(x.p.fallbacks), x.p.curve ? bytes(x.p.curve.need) : '?'].forEach(
+          function (v) { el('td', {}, tr, v); });
+        tr.addEventListener('click', function () { show(i); });
+      });
+    }
     summary.setAttribute('data-tips', String(Math.min(tips.length, 2)));
     summary.setAttribute('data-need', c ? String(c.need) : '0');
   }
@@ -514,9 +526,9 @@
             num(tl, 'data-points') === panels[other].p.points);
       check('rank switch: sites', num(sites, 'data-sites') === panels[other].rank.sites.length);
       check('rank switch: summary', summary.textContent.indexOf(bytes(panels[other].p.peak)) >= 0);
-      pick.value = '0';
-      pick.dispatchEvent(new Event('change'));
-      check('rank switch back', num(tl, 'data-rank') === panels[0].rank.rank);
+      document.querySelectorAll('#overview tr')[1].dispatchEvent(new MouseEvent('click', { bubbles: true }));
+      check('rank switch back from the overview', num(tl, 'data-rank') === panels[0].rank.rank &&
+            pick.value === '0');
     }
     out.setAttribute('data-checks', String(checks));
     out.setAttribute('data-result', fails || errors ? 'fail' : 'pass');
