@@ -57,6 +57,7 @@ static void put_str(FILE *out, const char *s)
     fputc('"', out);
 }
 
+/* Writes "name":[v0,v1,...]. */
 static void put_u64s(FILE *out, const char *name, const uint64_t *v, size_t n)
 {
     fprintf(out, "\"%s\":[", name);
@@ -97,8 +98,15 @@ static void read_options(const char *path, run_options *o)
 
 /* ---- timeline ------------------------------------------------------------------ */
 
-typedef struct bucket3 { uint64_t min[3], max[3], last[3]; double t; bool used; } bucket3;
+/* One timeline point: per series (device, resident, host) the smallest,
+ * largest and last bytes within a time bucket, or one exact sample. */
+typedef struct bucket3 {
+    uint64_t min[3], max[3], last[3];   /* bytes */
+    double t;                           /* seconds: the bucket's first sample */
+    bool used;                          /* holds a sample */
+} bucket3;
 
+/* The three drawn series of a sample, in bytes. */
 static void sample_values(const lms_report_sample *s, uint64_t v[3])
 {
     v[0] = s->device;
@@ -433,6 +441,7 @@ static void put_data(FILE *out, const lms_report *r, double link_gbps, FILE *err
     fputs("]}", out);
 }
 
+/* The page: style, data, script (see html.h). */
 int lms_report_html(const lms_report *r, const char *path, double link_gbps, FILE *errors)
 {
     FILE *out = fopen(path, "w");

@@ -598,12 +598,14 @@ int lms_report_chrome(const lms_report *r, const char *path, double link_gbps)
 
 /* ---- accessors (for the HTML report) ------------------------------------------ */
 
+/* Each accessor reads one field or element (see report.h); strings stay the report's. */
 int lms_report_nfiles(const lms_report *r) { return r->nfiles; }
 
 const char *lms_report_path(const lms_report *r, int file) { return r->files[file]->path; }
 
 int lms_report_rank(const lms_report *r, int file) { return r->files[file]->rank; }
 
+/* Copies one device's totals and its array lengths into out. */
 bool lms_report_device(const lms_report *r, int file, int dev, lms_report_dev *out)
 {
     if (file < 0 || file >= r->nfiles || dev < 0 || dev >= DEVS || !r->files[file]->dev[dev].seen)
