@@ -139,13 +139,18 @@
         var there = moved(min, 'at_need') === 0 ? 'would move nothing' :
           'would evict nothing and read nothing in place (left: each chunk\'s first fetch, ' +
           bytes(moved(min, 'at_need')) + ')';
-        tips.push('LMS_LIMIT=' + limitText(c.need) + ' ' + there + ': the smallest budget at which even ' +
-                  'the optimal order (Belady\'s MIN) evicts nothing' + (c.need > p.physical && p.physical ?
-                  ', more than the ' + bytes(p.physical) + ' the device has' : '') + '; LMS_POLICY=' + mine.name +
-                  ' would move ' + bytes(moved(mine, 'at_need')) + ' there. At the current budget (' +
-                  bytes(c.current) + ') ' + stepText + ' moves ' + bytes(moved(mine)) + ' ≈ ' +
-                  msText(moved(mine)) + ' with LMS_POLICY=' + mine.name + ' (the optimal order: ' +
-                  bytes(moved(min)) + ').');
+        var atCurrent = 'At the current budget (' + bytes(c.current) + ') ' + stepText + ' moves ' +
+          bytes(moved(mine)) + ' ≈ ' + msText(moved(mine)) + ' with LMS_POLICY=' + mine.name +
+          ' (the optimal order: ' + bytes(moved(min)) + ').';
+        if (p.physical && c.need > p.physical) {
+          tips.push('Moving nothing takes a budget of ' + bytes(c.need) + ' even in the optimal order ' +
+                    '(Belady\'s MIN), more than the ' + bytes(p.physical) + ' the device has: the step ' +
+                    'must move data here. ' + atCurrent);
+        } else {
+          tips.push('LMS_LIMIT=' + limitText(c.need) + ' ' + there + ': the smallest budget at which even ' +
+                    'the optimal order (Belady\'s MIN) evicts nothing; LMS_POLICY=' + mine.name + ' would move ' +
+                    bytes(moved(mine, 'at_need')) + ' there. ' + atCurrent);
+        }
       }
       var best = null;
       c.series.forEach(function (s) {
