@@ -216,9 +216,9 @@
       g.strokeStyle = '#eee';
       g.beginPath(); g.moveTo(L, y(ymax * k / 4)); g.lineTo(L + pw, y(ymax * k / 4)); g.stroke();
     }
-    g.textAlign = 'center';
     for (k = 0; k <= 5; k++) {
       var tk = view.t0 + (view.t1 - view.t0) * k / 5;
+      g.textAlign = k === 0 ? 'left' : k === 5 ? 'right' : 'center';
       g.fillText(secs(tk), L + pw * k / 5, TOP + PH + STRIP + 16);
     }
     var T = p.t, V = p.v;
