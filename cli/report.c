@@ -8,18 +8,21 @@
 #include <string.h>
 
 #include "cli.h"
+#include "html.h"
 #include "report.h"
 
 static void usage(FILE *f)
 {
-    fputs("usage: lmshim report [--svg out.svg] [--chrome out.json] [--link-gbps G] trace.jsonl [more.jsonl...]\n"
+    fputs("usage: lmshim report [--svg out.svg] [--chrome out.json] [--html out.html] [--link-gbps G]\n"
+          "                     trace.jsonl [more.jsonl...]\n"
           "  per rank and device: peak, placements, fallbacks, fetched and evicted bytes,\n"
-          "  fragmentation over time and the top allocation sites with their stacks\n", f);
+          "  fragmentation over time and the top allocation sites with their stacks;\n"
+          "  --html: one self-contained page (timeline, sites, budget curve, summary)\n", f);
 }
 
 int lms_cmd_report(int argc, char **argv)
 {
-    const char *svg = NULL, *chrome = NULL;
+    const char *svg = NULL, *chrome = NULL, *html = NULL;
     double link = 55.0;
     lms_report *r = lms_report_new();
     if (!r)
@@ -31,6 +34,10 @@ int lms_cmd_report(int argc, char **argv)
             usage(stdout);
             lms_report_free(r);
             return 0;
+        }
+        if (strcmp(a, "--html") == 0 && i + 1 < argc) {
+            html = argv[++i];
+            continue;
         }
         if ((strcmp(a, "--svg") == 0 || strcmp(a, "--chrome") == 0 || strcmp(a, "--link-gbps") == 0) && i + 1 < argc) {
             if (a[2] == 's')
@@ -63,6 +70,10 @@ int lms_cmd_report(int argc, char **argv)
     }
     if (chrome && lms_report_chrome(r, chrome, link) != 0) {
         perror(chrome);
+        status = 1;
+    }
+    if (html && lms_report_html(r, html, link, NULL) != 0) {
+        perror(html);
         status = 1;
     }
     lms_report_free(r);

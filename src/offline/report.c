@@ -54,6 +54,7 @@ typedef struct site {
     int id;
     char *text;                     /* "fn (module+offset)" per frame, newline-separated */
     uint64_t live, peak, count;
+    uint64_t moved;                 /* bytes of its managed chunks fetched or evicted */
 } site;
 
 typedef struct alloc_rec {          /* a live allocation of the file */
@@ -329,6 +330,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
                 d->host -= a->size;
             }
         }
+        site *from = a && a->site >= 0 ? site_of(f, a->site, false) : NULL;
+        if (from)
+            from->moved += (uint64_t)bytes;
         if (evict)
             d->evicted += (uint64_t)bytes;
         else
@@ -590,4 +594,57 @@ int lms_report_chrome(const lms_report *r, const char *path, double link_gbps)
 #undef SEP
     fputs("\n]}\n", out);
     return fclose(out) == 0 ? 0 : -1;
+}
+
+/* ---- accessors (for the HTML report) ------------------------------------------ */
+
+/* Each accessor reads one field or element (see report.h); strings stay the report's. */
+int lms_report_nfiles(const lms_report *r) { return r->nfiles; }
+
+const char *lms_report_path(const lms_report *r, int file) { return r->files[file]->path; }
+
+int lms_report_rank(const lms_report *r, int file) { return r->files[file]->rank; }
+
+/* Copies one device's totals and its array lengths into out. */
+bool lms_report_device(const lms_report *r, int file, int dev, lms_report_dev *out)
+{
+    if (file < 0 || file >= r->nfiles || dev < 0 || dev >= DEVS || !r->files[file]->dev[dev].seen)
+        return false;
+    const dev_state *d = &r->files[file]->dev[dev];
+    *out = (lms_report_dev){.budget = d->budget, .physical = d->physical, .peak = d->peak,
+                            .fallbacks = d->fallbacks, .oom = d->oom, .prefetched = d->prefetched,
+                            .evicted = d->evicted, .launches = d->launches, .nsamples = d->nsamples,
+                            .nmarks = d->nmarks, .nmoves = d->nmoves};
+    memcpy(out->allocs, d->allocs, sizeof out->allocs);
+    return true;
+}
+
+void lms_report_sample_at(const lms_report *r, int file, int dev, size_t k, lms_report_sample *out)
+{
+    const sample *s = &r->files[file]->dev[dev].samples[k];
+    *out = (lms_report_sample){s->t, s->device, s->resident, s->host, s->holes, s->rounding};
+}
+
+void lms_report_move_at(const lms_report *r, int file, int dev, size_t k, double *t, bool *evict, uint64_t *bytes)
+{
+    const move *m = &r->files[file]->dev[dev].moves[k];
+    *t = m->t;
+    *evict = m->evict;
+    *bytes = m->bytes;
+}
+
+void lms_report_mark_at(const lms_report *r, int file, int dev, size_t k, double *t, char *kind)
+{
+    const mark *m = &r->files[file]->dev[dev].marks[k];
+    *t = m->t;
+    *kind = m->kind;
+}
+
+size_t lms_report_nsites(const lms_report *r, int file) { return r->files[file]->nsites; }
+
+void lms_report_site_at(const lms_report *r, int file, size_t k, lms_report_site *out)
+{
+    const site *s = &r->files[file]->sites[k];
+    *out = (lms_report_site){.id = s->id, .frames = s->text, .peak = s->peak, .count = s->count,
+                             .moved = s->moved};
 }
