@@ -59,16 +59,19 @@ void lms_engine_fork_prepare(void)
 {
     lms_residency_fork_prepare();
     lms_chunks_lock_all();
+    lms_trace_fork_prepare();   /* last: lines are written under the other locks */
 }
 
 void lms_engine_fork_parent(void)
 {
+    lms_trace_fork_parent();
     lms_chunks_unlock_all();
     lms_residency_fork_parent();
 }
 
 void lms_engine_fork_child(void)
 {
+    lms_trace_fork_child();
     lms_chunks_reset_locks();
     lms_residency_fork_child();
     lms_account_reset_setup();
