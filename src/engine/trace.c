@@ -303,6 +303,18 @@ void lms_trace_flush(void)
     pthread_mutex_unlock(&lock);
 }
 
+void lms_trace_flush_before_exec(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    if (pthread_mutex_timedlock(&lock, &until) != 0)
+        return;
+    if (fd >= 0)
+        drain();
+    pthread_mutex_unlock(&lock);
+}
+
 static void at_exit(void)
 {
     lms_trace_flush();

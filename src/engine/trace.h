@@ -68,6 +68,9 @@ extern bool lms_trace_on;
 void lms_trace_open(void);
 /* Writes what is buffered. */
 void lms_trace_flush(void);
+/* The same before an exec: waits at most a second for the buffer's lock
+ * (an exec may come from a signal handler that interrupted a writer). */
+void lms_trace_flush_before_exec(void);
 /* Around fork: the child drops the parent's buffer and file (it opens its
  * own on its next hook). */
 void lms_trace_fork_prepare(void);
