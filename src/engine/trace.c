@@ -400,6 +400,8 @@ static int take(const char *name)
     if (f < 0)
         return -2;   /* cannot be opened at all */
     struct stat st;
+    if (fstat(f, &st) == 0 && !S_ISREG(st.st_mode))
+        return f;    /* a device or a pipe (/dev/null, a FIFO): written as it is */
     if (flock(f, LOCK_EX | LOCK_NB) != 0 || fstat(f, &st) != 0) {
         close(f);
         return -1;   /* a live writer has it */

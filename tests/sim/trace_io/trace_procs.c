@@ -73,7 +73,8 @@ static int quote_case(void)
         cuModuleGetFunction(&f, m, "op\"quote\\x") || cuMemAlloc(&p, 2 * MiB))
         return 1;
     void *args[] = {&p};
-    return cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL) || cuCtxSynchronize();
+    int r = cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL) || cuCtxSynchronize();
+    return cuMemFree(p) || cuModuleUnload(m) || r;
 }
 
 /* Two static functions, one allocation site each: 6 MiB and 7 MiB (with
