@@ -7,6 +7,10 @@
  * times the same loop through both, interleaved over several rounds, and
  * prints the medians, their ratio and the nanoseconds the hooks add.
  *
+ * The last row runs the 4 KiB pair from Python (libpython loaded at run
+ * time), ten Python frames deep, with Python frames in the trace off and
+ * on: the difference is what recording the Python stack costs.
+ *
  * usage: allocbench [rounds [iterations]]   (LD_LIBRARY_PATH must hold build/sim)
  */
 #include <cuda.h>
@@ -130,11 +134,100 @@ static void traced_run(int rounds, long iters)
     waitpid(pid, &status, 0);
 }
 
+/* The script of the Python rows: alloc+free pairs through the hooks via
+ * ctypes.PyDLL (the GIL held, as a framework's allocation holds it), ten
+ * Python frames deep; prints the median ns per pair. */
+static const char py_script[] =
+    "import ctypes, os, time\n"
+    "lib = ctypes.PyDLL(os.environ['ALLOCBENCH_SHIM'])\n"
+    "alloc, free = lib.cuMemAlloc_v2, lib.cuMemFree_v2\n"
+    "alloc.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]\n"
+    "free.argtypes = [ctypes.c_uint64]\n"
+    "p = ctypes.c_uint64()\n"
+    "ref = ctypes.byref(p)\n"
+    "def loop(n):\n"
+    "    t = time.perf_counter_ns()\n"
+    "    for _ in range(n):\n"
+    "        if alloc(ref, 4096) or free(p.value): raise SystemExit('a CUDA call failed')\n"
+    "    return (time.perf_counter_ns() - t) / n\n"
+    "def deep(k, n):\n"
+    "    return deep(k - 1, n) if k else loop(n)\n"
+    "rounds, iters = int(os.environ['ALLOCBENCH_ROUNDS']), int(os.environ['ALLOCBENCH_ITERS'])\n"
+    "t = sorted(deep(10, iters) for _ in range(rounds))\n"
+    "print(t[len(t) // 2])\n";
+
+/* In a child started with --python: loads libpython (3.13 down to 3.8),
+ * runs py_script in it and prints its number; 1 when there is no Python. */
+static int python_child(void)
+{
+    void *py = NULL;
+    char name[64];
+    for (int minor = 13; minor >= 8 && !py; minor--) {
+        snprintf(name, sizeof name, "libpython3.%d.so.1.0", minor);
+        py = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+    }
+    void (*init)(int) = py ? (void (*)(int))dlsym(py, "Py_InitializeEx") : NULL;
+    int (*run_string)(const char *) = py ? (int (*)(const char *))dlsym(py, "PyRun_SimpleString") : NULL;
+    if (!init || !run_string)
+        return 1;
+    init(0);
+    fflush(stdout);
+    return run_string(py_script) != 0;
+}
+
+/* The Python rows: ns per alloc+free pair from ten Python frames deep,
+ * traced with 16-frame native stacks, Python frames off and on (two
+ * children: options are read once per process). */
+static void python_rows(int rounds, long iters, const char *shim_path)
+{
+    char self[4096], r[16], n[32];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        return;
+    self[len] = 0;
+    snprintf(r, sizeof r, "%d", rounds);
+    snprintf(n, sizeof n, "%ld", iters / 8);
+    double ns[2] = {-1, -1};
+    for (int on = 0; on < 2; on++) {
+        int fds[2];
+        if (pipe(fds) != 0)
+            return;
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            setenv("LMS_TRACE", "/dev/null", 1);
+            setenv("LMS_STACKS", "16", 1);
+            setenv("LMS_PY_STACKS", on ? "1" : "0", 1);
+            setenv("ALLOCBENCH_SHIM", shim_path, 1);
+            setenv("ALLOCBENCH_ROUNDS", r, 1);
+            setenv("ALLOCBENCH_ITERS", n, 1);
+            execl(self, self, "1", "1", "--python", (char *)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        char out[64] = "";
+        ssize_t got = read(fds[0], out, sizeof out - 1);
+        close(fds[0]);
+        int status;
+        waitpid(pid, &status, 0);
+        if (got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            ns[on] = atof(out);
+    }
+    if (ns[0] < 0 || ns[1] < 0) {
+        printf("%-20s (no libpython3.8-3.13 to load)\n", "alloc+free, Python");
+        return;
+    }
+    printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", "alloc+free, Python", ns[0], ns[1], ns[1] / ns[0], ns[1] - ns[0]);
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 7;
     long iters = argc > 2 ? atol(argv[2]) : 200000;
     bool traced = argc > 3 && strcmp(argv[3], "--traced") == 0;
+    bool python = argc > 3 && strcmp(argv[3], "--python") == 0;
     if (rounds < 1 || rounds > 101 || iters < 1) {
         fprintf(stderr, "usage: allocbench [rounds (1-101) [iterations]]\n");
         return 2;
@@ -177,6 +270,8 @@ int main(int argc, char **argv)
     }
     double t[2][CASES][101];
     CUdeviceptr managed = 0;
+    if (python)   /* a child of python_rows */
+        return python_child();
     if (traced) {   /* the child of traced_run: one case, one row */
         for (int r = 0; r < rounds; r++)
             for (int side = 0; side < 2; side++)
@@ -217,5 +312,8 @@ int main(int argc, char **argv)
     hooked.free(probe);
     traced_run(rounds, iters);
     printf("(traced: LMS_TRACE=/dev/null LMS_STACKS=16, 4 KiB pairs, one allocation site)\n");
+    python_rows(rounds, iters, shim_path);
+    printf("(Python: ctypes calls ten Python frames deep, traced as above; bare = LMS_PY_STACKS=0, "
+           "lmshim = LMS_PY_STACKS=1)\n");
     return 0;
 }
