@@ -4,6 +4,10 @@
 # LD_PRELOAD):
 #   fork          a fork child and its parent on one fixed LMS_TRACE path:
 #                 the parent keeps the path, the child writes <path>.<pid>
+#   spawn         a fork child that execs a new image while its parent
+#                 lives: the image writes <path>.<pid>, the parent's stays
+#   orphan        a fork child whose parent has exited (its file unlocked)
+#                 still writes <path>.<pid>
 #   exec          lines buffered before an exec are in the file; the new
 #                 image writes <path>.<pid>, the first file stays whole
 #   escaping      a kernel named op"quote\x and a trace path with " and \:
@@ -49,6 +53,28 @@ fork)
         fail "the child's header does not name its parent"
     [ "$child" = "t.jsonl.$(head -1 "$tmp/$child" | grep -o '"pid":[0-9]*' | cut -d: -f2)" ] ||
         fail "the child's file is not <path>.<pid>: $child"
+    ;;
+spawn)
+    LMS_TRACE="$tmp/t.jsonl" "$procs" spawn || fail "the program failed"
+    files=$(cd "$tmp" && ls)
+    [ "$(echo "$files" | wc -l)" -eq 2 ] || fail "expected the parent's file and one child file: $files"
+    child=$(echo "$files" | grep -v '^t.jsonl$')
+    valid_json "$tmp/t.jsonl" "$tmp/$child"
+    [ "$(sizes "$tmp/t.jsonl")" = "1 3 " ] || fail "parent's allocations: $(sizes "$tmp/t.jsonl")"
+    [ "$(sizes "$tmp/$child")" = "5 " ] || fail "the exec'd child's allocations: $(sizes "$tmp/$child")"
+    ;;
+orphan)
+    LMS_TRACE="$tmp/t.jsonl" "$procs" orphan || fail "the program failed"
+    for i in $(seq 1 100); do   # the child outlives the parent: wait for its summary line
+        [ "$(ls "$tmp" | wc -l)" -eq 2 ] && grep -q '"type":"summary"' "$tmp"/t.jsonl.* 2>/dev/null && break
+        sleep 0.05
+    done
+    files=$(cd "$tmp" && ls)
+    [ "$(echo "$files" | wc -l)" -eq 2 ] || fail "expected the parent's file and one child file: $files"
+    child=$(echo "$files" | grep -v '^t.jsonl$')
+    valid_json "$tmp/t.jsonl" "$tmp/$child"
+    [ "$(sizes "$tmp/t.jsonl")" = "1 " ] || fail "parent's allocations: '$(sizes "$tmp/t.jsonl")'"
+    [ "$(sizes "$tmp/$child")" = "2 " ] || fail "child's allocations: $(sizes "$tmp/$child")"
     ;;
 exec)
     LMS_TRACE="$tmp/t.jsonl" "$procs" exec || fail "the program failed"

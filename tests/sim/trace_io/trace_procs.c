@@ -5,7 +5,7 @@
  * and allocations from static functions (built with -g, without -rdynamic:
  * only the report's symbolization can name them).
  *
- * usage: trace_procs fork|exec|after_exec|quote_kernel|static_sites
+ * usage: trace_procs fork|spawn|orphan|exec|after_exec|quote_kernel|static_sites
  * Each allocation's size tells the test which process made it.
  */
 #include <cuda.h>
@@ -45,6 +45,43 @@ static int fork_case(void)
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return 1;
     return alloc(3 * MiB);
+}
+
+/* Parent 1 MiB; a child that execs this program (5 MiB, a new image with
+ * its own pid) while the parent lives; the parent 3 MiB after it ended. */
+static int spawn_case(void)
+{
+    if (setup() || alloc(1 * MiB))
+        return 1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        execl("/proc/self/exe", "trace_procs", "after_exec", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return 1;
+    return alloc(3 * MiB);
+}
+
+/* Parent 1 MiB, then it exits; its fork child waits for that, then
+ * allocates 2 MiB: the parent's file is no longer locked, and still the
+ * child must not take it. */
+static int orphan_case(void)
+{
+    if (setup() || alloc(1 * MiB))
+        return 1;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid > 0)
+        return 0;
+    while (getppid() == parent)
+        usleep(1000);
+    return alloc(2 * MiB);
 }
 
 /* 4 MiB, then exec of this program, which allocates 5 MiB. */
@@ -104,12 +141,16 @@ int main(int argc, char **argv)
         return fork_case();
     if (strcmp(c, "exec") == 0)
         return exec_case();
+    if (strcmp(c, "spawn") == 0)
+        return spawn_case();
+    if (strcmp(c, "orphan") == 0)
+        return orphan_case();
     if (strcmp(c, "after_exec") == 0)
         return setup() || alloc(5 * MiB);
     if (strcmp(c, "quote_kernel") == 0)
         return quote_case();
     if (strcmp(c, "static_sites") == 0)
         return setup() || sites[0]() || sites[1]();
-    fprintf(stderr, "usage: trace_procs fork|exec|after_exec|quote_kernel|static_sites\n");
+    fprintf(stderr, "usage: trace_procs fork|spawn|orphan|exec|after_exec|quote_kernel|static_sites\n");
     return 2;
 }
