@@ -15,6 +15,7 @@
  */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,7 +137,8 @@ static void traced_run(int rounds, long iters)
 
 /* The script of the Python rows: alloc+free pairs through the hooks via
  * ctypes.PyDLL (the GIL held, as a framework's allocation holds it), ten
- * Python frames deep; prints the median ns per pair. */
+ * Python frames deep; prints the least ns per pair over the rounds (the
+ * least is what the machine's load disturbs least). */
 static const char py_script[] =
     "import ctypes, os, time\n"
     "lib = ctypes.PyDLL(os.environ['ALLOCBENCH_SHIM'])\n"
@@ -153,12 +155,14 @@ static const char py_script[] =
     "def deep(k, n):\n"
     "    return deep(k - 1, n) if k else loop(n)\n"
     "rounds, iters = int(os.environ['ALLOCBENCH_ROUNDS']), int(os.environ['ALLOCBENCH_ITERS'])\n"
-    "t = sorted(deep(10, iters) for _ in range(rounds))\n"
-    "print(t[len(t) // 2])\n";
+    "t = min(deep(10, iters) for _ in range(rounds))\n"
+    "print(t, flush=True)\n";
 
-/* In a child started with --python: loads libpython (3.13 down to 3.8),
- * runs py_script in it and prints its number; 1 when there is no Python. */
-static int python_child(void)
+static void *libpython;   /* loaded first in a --python child, before any hook runs */
+
+/* Loads libpython (3.13 down to 3.8) into the global scope, where lmshim
+ * finds it; NULL if there is none. */
+static void *load_python(void)
 {
     void *py = NULL;
     char name[64];
@@ -166,8 +170,15 @@ static int python_child(void)
         snprintf(name, sizeof name, "libpython3.%d.so.1.0", minor);
         py = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
     }
-    void (*init)(int) = py ? (void (*)(int))dlsym(py, "Py_InitializeEx") : NULL;
-    int (*run_string)(const char *) = py ? (int (*)(const char *))dlsym(py, "PyRun_SimpleString") : NULL;
+    return py;
+}
+
+/* In a child started with --python: runs py_script in libpython and
+ * prints its number; 1 when there is no Python. */
+static int python_child(void)
+{
+    void (*init)(int) = libpython ? (void (*)(int))dlsym(libpython, "Py_InitializeEx") : NULL;
+    int (*run_string)(const char *) = libpython ? (int (*)(const char *))dlsym(libpython, "PyRun_SimpleString") : NULL;
     if (!init || !run_string)
         return 1;
     init(0);
@@ -185,7 +196,7 @@ static void python_rows(int rounds, long iters, const char *shim_path)
     if (len <= 0)
         return;
     self[len] = 0;
-    snprintf(r, sizeof r, "%d", rounds);
+    snprintf(r, sizeof r, "%d", rounds * 3);
     snprintf(n, sizeof n, "%ld", iters / 8);
     double ns[2] = {-1, -1};
     for (int on = 0; on < 2; on++) {
@@ -208,7 +219,12 @@ static void python_rows(int rounds, long iters, const char *shim_path)
         }
         close(fds[1]);
         char out[64] = "";
-        ssize_t got = read(fds[0], out, sizeof out - 1);
+        size_t got = 0;
+        for (ssize_t k; got < sizeof out - 1 && (k = read(fds[0], out + got, sizeof out - 1 - got)) != 0;)
+            if (k > 0)
+                got += (size_t)k;
+            else if (errno != EINTR)
+                break;
         close(fds[0]);
         int status;
         waitpid(pid, &status, 0);
@@ -235,6 +251,8 @@ int main(int argc, char **argv)
     /* lmshim's options, read at its first hook: allocations of 1 MiB or more
      * go to managed memory (so the scan case can make one); smaller ones,
      * which the cases below use, stay on the device path. */
+    if (python)
+        libpython = load_python();
     setenv("LMS_THRESHOLD", "1M", 1);
     setenv("LMS_FRAC", "0", 1);
     void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -313,7 +331,7 @@ int main(int argc, char **argv)
     traced_run(rounds, iters);
     printf("(traced: LMS_TRACE=/dev/null LMS_STACKS=16, 4 KiB pairs, one allocation site)\n");
     python_rows(rounds, iters, shim_path);
-    printf("(Python: ctypes calls ten Python frames deep, traced as above; bare = LMS_PY_STACKS=0, "
+    printf("(Python: ctypes calls ten Python frames deep, traced as above, fastest round; bare = LMS_PY_STACKS=0, "
            "lmshim = LMS_PY_STACKS=1)\n");
     return 0;
 }

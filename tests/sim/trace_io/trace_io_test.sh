@@ -135,7 +135,7 @@ named_frames)
         fail "static_site_seven not named at trace_procs.c:$seven"
     ;;
 python_frames)
-    LMS_PY_STACKS=1 LMS_TRACE="$tmp/t.jsonl" python3 "$pyfile" "$cudart" || fail "the Python program failed"
+    LMS_TRACE="$tmp/t.jsonl" python3 "$pyfile" "$cudart" || fail "the Python program failed"   # on by default
     valid_json "$tmp/t.jsonl"
     "$lmshim" report "$tmp/t.jsonl" >"$tmp/report" 2>"$tmp/err" || fail "report failed: $(cat "$tmp/err")"
     w=$(grep -n 'WEIGHTS_LINE' "$pyfile" | cut -d: -f1)
