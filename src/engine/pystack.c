@@ -2,7 +2,8 @@
  * pystack.c — Python frames of an allocation (see pystack.h).
  *
  * Entry points, looked up once with dlsym(RTLD_DEFAULT): Py_IsInitialized,
- * Py_GetVersion, PyGILState_Check, PyEval_GetFrame (borrowed), then
+ * Py_GetVersion, PyGILState_GetThisThreadState, PyGILState_Check,
+ * PyEval_GetFrame (borrowed), then
  * PyFrame_GetCode / PyFrame_GetBack (3.9+, new references) or, on 3.8, the
  * frame's f_code / f_back attributes; PyFrame_GetLineNumber; for names,
  * the code object's co_filename / co_name through PyObject_GetAttrString and
@@ -27,6 +28,7 @@ static struct {
     int (*is_initialized)(void);
     const char *(*version)(void);
     int (*gil_check)(void);
+    obj (*this_thread_state)(void);
     obj (*get_frame)(void);
     obj (*frame_code)(obj);          /* 3.9+ */
     obj (*frame_back)(obj);          /* 3.9+ */
@@ -50,6 +52,7 @@ static void resolve(void)
     FIND(is_initialized, "Py_IsInitialized");
     FIND(version, "Py_GetVersion");
     FIND(gil_check, "PyGILState_Check");
+    FIND(this_thread_state, "PyGILState_GetThisThreadState");
     FIND(get_frame, "PyEval_GetFrame");
     FIND(frame_code, "PyFrame_GetCode");
     FIND(frame_back, "PyFrame_GetBack");
@@ -63,7 +66,7 @@ static void resolve(void)
     FIND(err_clear, "PyErr_Clear");
     FIND(none, "_Py_NoneStruct");
 #undef FIND
-    if (!py.is_initialized || !py.version || !py.gil_check || !py.get_frame || !py.frame_line || !py.getattr ||
+    if (!py.is_initialized || !py.version || !py.gil_check || !py.this_thread_state || !py.get_frame || !py.frame_line || !py.getattr ||
         !py.utf8 || !py.decref || !py.incref || !py.err_fetch || !py.err_restore || !py.err_clear || !py.none)
         return;   /* not a CPython process (or not one we know) */
     int major = 0, minor = 0;
@@ -98,7 +101,9 @@ int lms_pystack_capture(lms_pyframe_key *out, int max)
     if (!lms_opt.py_stacks || max <= 0)
         return 0;
     pthread_once(&once, resolve);
-    if (!usable || !py.is_initialized() || !py.gil_check())
+    /* A thread state of its own first: PyGILState_Check answers 1 to any
+     * thread when sub-interpreters have turned its check off. */
+    if (!usable || !py.is_initialized() || !py.this_thread_state() || !py.gil_check())
         return 0;
     obj f = py.get_frame();   /* borrowed */
     if (!f)
@@ -149,7 +154,7 @@ static const char *attr_text(obj o, const char *name, char *strings, size_t cap,
 
 int lms_pystack_describe(const lms_pyframe_key *keys, int n, lms_rec_pyframe *out, char *strings, size_t cap)
 {
-    if (n <= 0 || !usable || !py.gil_check())
+    if (n <= 0 || !usable || !py.this_thread_state() || !py.gil_check())
         return 0;
     obj type = NULL, value = NULL, tb = NULL;
     py.err_fetch(&type, &value, &tb);
