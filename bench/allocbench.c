@@ -7,10 +7,15 @@
  * times the same loop through both, interleaved over several rounds, and
  * prints the medians, their ratio and the nanoseconds the hooks add.
  *
+ * The last row runs the 4 KiB pair from Python (libpython loaded at run
+ * time), ten Python frames deep, with Python frames in the trace off and
+ * on: the difference is what recording the Python stack costs.
+ *
  * usage: allocbench [rounds [iterations]]   (LD_LIBRARY_PATH must hold build/sim)
  */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,11 +135,115 @@ static void traced_run(int rounds, long iters)
     waitpid(pid, &status, 0);
 }
 
+/* The script of the Python rows: alloc+free pairs through the hooks via
+ * ctypes.PyDLL (the GIL held, as a framework's allocation holds it), ten
+ * Python frames deep; prints the least ns per pair over the rounds (the
+ * least is what the machine's load disturbs least). */
+static const char py_script[] =
+    "import ctypes, os, time\n"
+    "lib = ctypes.PyDLL(os.environ['ALLOCBENCH_SHIM'])\n"
+    "alloc, free = lib.cuMemAlloc_v2, lib.cuMemFree_v2\n"
+    "alloc.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]\n"
+    "free.argtypes = [ctypes.c_uint64]\n"
+    "p = ctypes.c_uint64()\n"
+    "ref = ctypes.byref(p)\n"
+    "def loop(n):\n"
+    "    t = time.perf_counter_ns()\n"
+    "    for _ in range(n):\n"
+    "        if alloc(ref, 4096) or free(p.value): raise SystemExit('a CUDA call failed')\n"
+    "    return (time.perf_counter_ns() - t) / n\n"
+    "def deep(k, n):\n"
+    "    return deep(k - 1, n) if k else loop(n)\n"
+    "rounds, iters = int(os.environ['ALLOCBENCH_ROUNDS']), int(os.environ['ALLOCBENCH_ITERS'])\n"
+    "t = min(deep(10, iters) for _ in range(rounds))\n"
+    "print(t, flush=True)\n";
+
+static void *libpython;   /* loaded first in a --python child, before any hook runs */
+
+/* Loads libpython (3.13 down to 3.8) into the global scope, where lmshim
+ * finds it; NULL if there is none. */
+static void *load_python(void)
+{
+    void *py = NULL;
+    char name[64];
+    for (int minor = 13; minor >= 8 && !py; minor--) {
+        snprintf(name, sizeof name, "libpython3.%d.so.1.0", minor);
+        py = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+    }
+    return py;
+}
+
+/* In a child started with --python: runs py_script in libpython and
+ * prints its number; 1 when there is no Python. */
+static int python_child(void)
+{
+    void (*init)(int) = libpython ? (void (*)(int))dlsym(libpython, "Py_InitializeEx") : NULL;
+    int (*run_string)(const char *) = libpython ? (int (*)(const char *))dlsym(libpython, "PyRun_SimpleString") : NULL;
+    if (!init || !run_string)
+        return 1;
+    init(0);
+    fflush(stdout);
+    return run_string(py_script) != 0;
+}
+
+/* The Python rows: ns per alloc+free pair from ten Python frames deep,
+ * traced with 16-frame native stacks, Python frames off and on (two
+ * children: options are read once per process). */
+static void python_rows(int rounds, long iters, const char *shim_path)
+{
+    char self[4096], r[16], n[32];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        return;
+    self[len] = 0;
+    snprintf(r, sizeof r, "%d", rounds * 3);
+    snprintf(n, sizeof n, "%ld", iters / 8);
+    double ns[2] = {-1, -1};
+    for (int on = 0; on < 2; on++) {
+        int fds[2];
+        if (pipe(fds) != 0)
+            return;
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            setenv("LMS_TRACE", "/dev/null", 1);
+            setenv("LMS_STACKS", "16", 1);
+            setenv("LMS_PY_STACKS", on ? "1" : "0", 1);
+            setenv("ALLOCBENCH_SHIM", shim_path, 1);
+            setenv("ALLOCBENCH_ROUNDS", r, 1);
+            setenv("ALLOCBENCH_ITERS", n, 1);
+            execl(self, self, "1", "1", "--python", (char *)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        char out[64] = "";
+        size_t got = 0;
+        for (ssize_t k; got < sizeof out - 1 && (k = read(fds[0], out + got, sizeof out - 1 - got)) != 0;)
+            if (k > 0)
+                got += (size_t)k;
+            else if (errno != EINTR)
+                break;
+        close(fds[0]);
+        int status;
+        waitpid(pid, &status, 0);
+        if (got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            ns[on] = atof(out);
+    }
+    if (ns[0] < 0 || ns[1] < 0) {
+        printf("%-20s (no libpython3.8-3.13 to load)\n", "alloc+free, Python");
+        return;
+    }
+    printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", "alloc+free, Python", ns[0], ns[1], ns[1] / ns[0], ns[1] - ns[0]);
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 7;
     long iters = argc > 2 ? atol(argv[2]) : 200000;
     bool traced = argc > 3 && strcmp(argv[3], "--traced") == 0;
+    bool python = argc > 3 && strcmp(argv[3], "--python") == 0;
     if (rounds < 1 || rounds > 101 || iters < 1) {
         fprintf(stderr, "usage: allocbench [rounds (1-101) [iterations]]\n");
         return 2;
@@ -142,6 +251,8 @@ int main(int argc, char **argv)
     /* lmshim's options, read at its first hook: allocations of 1 MiB or more
      * go to managed memory (so the scan case can make one); smaller ones,
      * which the cases below use, stay on the device path. */
+    if (python)
+        libpython = load_python();
     setenv("LMS_THRESHOLD", "1M", 1);
     setenv("LMS_FRAC", "0", 1);
     void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -177,6 +288,8 @@ int main(int argc, char **argv)
     }
     double t[2][CASES][101];
     CUdeviceptr managed = 0;
+    if (python)   /* a child of python_rows */
+        return python_child();
     if (traced) {   /* the child of traced_run: one case, one row */
         for (int r = 0; r < rounds; r++)
             for (int side = 0; side < 2; side++)
@@ -217,5 +330,8 @@ int main(int argc, char **argv)
     hooked.free(probe);
     traced_run(rounds, iters);
     printf("(traced: LMS_TRACE=/dev/null LMS_STACKS=16, 4 KiB pairs, one allocation site)\n");
+    python_rows(rounds, iters, shim_path);
+    printf("(Python: ctypes calls ten Python frames deep, traced as above, fastest round; bare = LMS_PY_STACKS=0, "
+           "lmshim = LMS_PY_STACKS=1)\n");
     return 0;
 }

@@ -2,10 +2,11 @@
 # deps.sh — installs the Debian packages the build and tests need, if missing.
 set -euo pipefail
 need=()
-# build: meson ninja-build pkg-config gcc libunwind-dev; tests: clang and
+# build: meson ninja-build pkg-config gcc libunwind-dev libdw-dev (elfutils:
+# the report's symbolization); tests: clang and
 # libclang-rt-14-dev (libFuzzer), chromium (renders the SVG timeline),
 # python3 (checks PNG and JSON outputs).
-for pkg in meson ninja-build pkg-config gcc libunwind-dev clang libclang-rt-14-dev chromium python3; do
+for pkg in meson ninja-build pkg-config gcc libunwind-dev libdw-dev clang libclang-rt-14-dev chromium python3; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -67,10 +67,12 @@ void lms_engine_fork_prepare(void)
     lms_pools_fork_prepare();
     lms_arenas_fork_prepare();
     lms_chunks_lock_all();
+    lms_trace_fork_prepare();   /* last: lines are written under the other locks */
 }
 
 void lms_engine_fork_parent(void)
 {
+    lms_trace_fork_parent();
     lms_chunks_unlock_all();
     lms_arenas_fork_parent();
     lms_pools_fork_parent();
@@ -81,6 +83,7 @@ void lms_engine_fork_parent(void)
 
 void lms_engine_fork_child(void)
 {
+    lms_trace_fork_child();
     lms_chunks_reset_locks();
     lms_launch_fork_child();
     lms_residency_fork_child();

@@ -261,6 +261,7 @@ void lms_option_value(int i, char *buf, size_t len)
     case LMS_OPT_log_file: snprintf(buf, len, "%s", lms_opt.log_file[0] ? lms_opt.log_file : "(stderr)"); break;
     case LMS_OPT_trace: snprintf(buf, len, "%s", lms_opt.trace[0] ? lms_opt.trace : "(off)"); break;
     case LMS_OPT_stacks: snprintf(buf, len, "%d", lms_opt.stacks); break;
+    case LMS_OPT_py_stacks: snprintf(buf, len, "%d", lms_opt.py_stacks); break;
     case LMS_OPT_stats_every: snprintf(buf, len, "%d", lms_opt.stats_every); break;
     case LMS_OPT_stats: snprintf(buf, len, "%d", lms_opt.stats); break;
     case LMS_OPT_disable: snprintf(buf, len, "%d", lms_opt.disable); break;

@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "options.h"
+#include "pystack.h"
 #include "trace.h"
 
 #define SITES 8192            /* distinct stacks remembered (open addressing) */
@@ -20,8 +22,9 @@
 typedef struct site {
     uint64_t hash;            /* 0: empty */
     int32_t id;
-    uint8_t depth;
+    uint8_t depth, npy;
     void *frames[LMS_STACK_MAX];
+    lms_pyframe_key py[LMS_PY_MAX];   /* Python frames (pystack.c), innermost first */
 } site;
 
 static site *table;           /* SITES entries, allocated on first use, owned here */
@@ -29,8 +32,9 @@ static uintptr_t own_lo, own_hi;   /* lmshim's own code: frames there are skippe
 static int32_t next_id;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* C++ demangling when the program carries libstdc++ (found at run time). */
-static const char *demangle(const char *name, char *buf, size_t len)
+/* C++ demangling when the program carries libstdc++ (found at run time):
+ * a malloc'd name the caller frees, or NULL. */
+static char *demangle(const char *name)
 {
     typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
     static demangle_fn fn;
@@ -40,45 +44,62 @@ static const char *demangle(const char *name, char *buf, size_t len)
         looked = 1;
     }
     if (!fn || strncmp(name, "_Z", 2) != 0)
-        return name;
+        return NULL;
     int status = 0;
     char *d = fn(name, NULL, NULL, &status);
-    if (!d || status != 0)
-        return name;
-    snprintf(buf, len, "%s", d);
-    free(d);
-    return buf;
+    if (d && status != 0) {
+        free(d);
+        d = NULL;
+    }
+    return d;
 }
 
-/* Writes one site line: every frame as address, module+offset and name. */
+static char exe_path[4096];
+static pthread_once_t exe_once = PTHREAD_ONCE_INIT;
+
+static void read_exe(void)
+{
+    ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+    exe_path[n > 0 ? n : 0] = 0;
+}
+
+/* The full path of the main program (dladdr gives argv[0], maybe relative). */
+static const char *program_path(void)
+{
+    pthread_once(&exe_once, read_exe);
+    return exe_path[0] ? exe_path : NULL;
+}
+
+/* Writes one site line: each native frame as return address, module path,
+ * offset in the module's file and dladdr's name; the Python frames. The
+ * line writer drops whole frames that do not fit and counts them. */
 static void write_site(const site *s)
 {
-    char frames[8192];
-    size_t at = 0;
-    for (int i = 0; i < s->depth && at + 512 < sizeof frames; i++) {
+    lms_rec_frame fr[LMS_STACK_MAX];
+    char *names[LMS_STACK_MAX];   /* demangled names, malloc'd, freed below */
+    for (int i = 0; i < s->depth; i++) {
         Dl_info info;
-        const char *module = "?", *name = "";
-        uintptr_t off = (uintptr_t)s->frames[i];
-        char dem[256];
+        struct link_map *map = NULL;
+        names[i] = NULL;
+        fr[i] = (lms_rec_frame){.pc = (uint64_t)(uintptr_t)s->frames[i], .module = "?",
+                                .offset = (uint64_t)(uintptr_t)s->frames[i], .fn = ""};
         /* The return address points after the call: look up the call itself. */
-        if (dladdr((char *)s->frames[i] - 1, &info) && info.dli_fname) {
-            module = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1 : info.dli_fname;
-            off = (uintptr_t)s->frames[i] - (uintptr_t)info.dli_fbase;
-            if (info.dli_sname)
-                name = demangle(info.dli_sname, dem, sizeof dem);
+        if (dladdr1((char *)s->frames[i] - 1, &info, (void **)&map, RTLD_DL_LINKMAP) && map) {
+            const char *path = map->l_name && map->l_name[0] ? map->l_name : program_path();
+            fr[i].module = path ? path : info.dli_fname ? info.dli_fname : "?";
+            fr[i].offset = (uint64_t)((uintptr_t)s->frames[i] - (uintptr_t)map->l_addr);
+            if (info.dli_sname) {
+                names[i] = demangle(info.dli_sname);
+                fr[i].fn = names[i] ? names[i] : info.dli_sname;
+            }
         }
-        char clean[256];
-        size_t k = 0;
-        for (const char *c = name; *c && k + 1 < sizeof clean; c++)
-            if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20)
-                clean[k++] = *c;
-        clean[k] = 0;
-        at += (size_t)snprintf(frames + at, sizeof frames - at, "%s{\"pc\":\"0x%llx\",\"module\":\"%s\",\"offset\":\"0x%llx\",\"fn\":\"%s\"}",
-                               i ? "," : "", (unsigned long long)(uintptr_t)s->frames[i], module,
-                               (unsigned long long)off, clean);
     }
-    frames[at] = 0;
-    lms_trace_site(s->id, frames);
+    lms_rec_pyframe py[LMS_PY_MAX];
+    char strings[LMS_PY_MAX * 2 * 256];
+    int npy = lms_pystack_describe(s->py, s->npy, py, strings, sizeof strings);
+    lms_trace_write_site(&(lms_ev_site){.id = s->id, .frames = {fr, s->depth}, .py = {py, npy}});
+    for (int i = 0; i < s->depth; i++)
+        free(names[i]);
 }
 
 /* Finds the executable segment of the object that holds this code. */
@@ -117,9 +138,13 @@ int32_t lms_stack_site(int skip)
         n = depth;
     if (n <= 0)
         return -1;
+    lms_pyframe_key py[LMS_PY_MAX];
+    int npy = lms_pystack_capture(py, depth < LMS_PY_MAX ? depth : LMS_PY_MAX);
     uint64_t h = 1469598103934665603ull;
     for (int i = 0; i < n; i++)
         h = (h ^ (uint64_t)(uintptr_t)raw[first + i]) * 1099511628211ull;
+    for (int i = 0; i < npy; i++)
+        h = (h ^ ((uint64_t)(uintptr_t)py[i].code + (uint64_t)py[i].line)) * 1099511628211ull;
     h |= 1;
     int32_t id = -1;
     site fresh;
@@ -130,7 +155,9 @@ int32_t lms_stack_site(int skip)
     if (table) {
         for (size_t k = 0, i = h % SITES; k < SITES; k++, i = (i + 1) % SITES) {
             site *s = &table[i];
-            if (s->hash == h && s->depth == n && memcmp(s->frames, raw + first, (size_t)n * sizeof(void *)) == 0) {
+            if (s->hash == h && s->depth == n && s->npy == npy &&
+                memcmp(s->frames, raw + first, (size_t)n * sizeof(void *)) == 0 &&
+                memcmp(s->py, py, (size_t)npy * sizeof *py) == 0) {
                 id = s->id;
                 break;
             }
@@ -138,7 +165,9 @@ int32_t lms_stack_site(int skip)
                 if (next_id < SITES - SITES / 8) {   /* keep the table from filling */
                     s->hash = h;
                     s->depth = (uint8_t)n;
+                    s->npy = (uint8_t)npy;
                     memcpy(s->frames, raw + first, (size_t)n * sizeof(void *));
+                    memcpy(s->py, py, (size_t)npy * sizeof *py);
                     s->id = id = next_id++;
                     fresh = *s;
                     is_new = true;

@@ -118,20 +118,11 @@ void lms_stats_trace_summary(void)
             continue;
         lms_frag f;
         lms_frag_measure(d, &f);
-        char line[1024];
-        snprintf(line, sizeof line,
-                 "{\"type\":\"summary\",\"dev\":%d,\"physical\":%llu,\"budget\":%llu,\"used\":%llu,"
-                 "\"peak\":%llu,\"allocs\":{\"device\":%llu,\"managed\":%llu,\"host\":%llu,\"vmm\":%llu,"
-                 "\"pinned\":%llu},\"frees\":%llu,\"fallbacks\":%llu,\"oom\":%llu,\"prefetched\":%llu,"
-                 "\"evicted\":%llu,\"launches_scanned\":%llu,\"holes\":%llu,\"rounding\":%llu}",
-                 d, (unsigned long long)st.physical, (unsigned long long)st.budget, (unsigned long long)st.used,
-                 (unsigned long long)st.peak, (unsigned long long)st.allocs[0], (unsigned long long)st.allocs[1],
-                 (unsigned long long)st.allocs[2], (unsigned long long)st.allocs[3],
-                 (unsigned long long)st.allocs[4], (unsigned long long)st.frees,
-                 (unsigned long long)st.fallbacks, (unsigned long long)st.oom_failures,
-                 (unsigned long long)st.prefetched_bytes, (unsigned long long)st.evicted_bytes,
-                 (unsigned long long)st.launches_scanned, (unsigned long long)f.holes,
-                 (unsigned long long)(f.reserved - f.requested));
-        lms_trace_raw(line);
+        lms_trace_write_summary(&(lms_ev_summary){
+            .dev = d, .physical = st.physical, .budget = st.budget, .used = st.used, .peak = st.peak,
+            .allocs = {{st.allocs[0], st.allocs[1], st.allocs[2], st.allocs[3], st.allocs[4]}}, .frees = st.frees,
+            .fallbacks = st.fallbacks, .oom = st.oom_failures, .prefetched = st.prefetched_bytes,
+            .evicted = st.evicted_bytes, .launches_scanned = st.launches_scanned, .holes = f.holes,
+            .rounding = f.reserved - f.requested});
     }
 }

@@ -1,28 +1,52 @@
 /*
  * trace.c — the JSON Lines trace writer (see trace.h).
+ *
+ * Lines are formatted in place at the end of the buffer, under its lock,
+ * by writers generated from common/trace_schema.def: each field goes
+ * through the escaping writer of common/jsonw.c with its schema type.
+ *
+ * Which file a process writes (docs/TRACE.md, "Which file"): the expanded
+ * LMS_TRACE path, unless another process of the same job has it — a
+ * live writer holds an flock(2) lock on its file, and a file already
+ * written during this process's life, or carrying this pid in its header,
+ * is never truncated; a fork child never takes its parent's file. Then the
+ * process writes <path>.<pid> (or <path>.<pid>.<n>).
  */
 #include "trace.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "jsonw.h"
 #include "log.h"
 #include "options.h"
 
-#define BUFFER (256u << 10)
+#define BUFFER (512u << 10)
+#define LINE_MAX_BYTES (64u << 10)   /* one line at most; its lists are cut to fit, element by element */
+#define PATH_BYTES 1024
 
 bool lms_trace_on;
 static int fd = -1;
 static char *buffer;          /* BUFFER bytes, owned here */
 static size_t used;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static char my_path[PATH_BYTES];     /* the file this process writes (inherited by a fork child) */
+static int64_t parent_pid = -1;      /* set in a fork child */
+static struct timespec started;      /* CLOCK_REALTIME when this image loaded lmshim */
+
+__attribute__((constructor)) static void note_start(void)
+{
+    clock_gettime(CLOCK_REALTIME, &started);
+}
 
 /* Nanoseconds on the monotonic clock. */
 static uint64_t now_ns(void)
@@ -38,6 +62,8 @@ static void drain(void)
     size_t off = 0;
     while (off < used) {
         ssize_t n = write(fd, buffer + off, used - off);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break;
         off += (size_t)n;
@@ -45,31 +71,245 @@ static void drain(void)
     used = 0;
 }
 
-/* Appends one formatted line. */
-__attribute__((format(printf, 1, 2))) static void line(const char *fmt, ...)
+/* ---- the line writers ------------------------------------------------------ */
+
+/* Starts a line of `type` at the end of the buffer: takes the lock and
+ * returns true with w set up, or false (lock not held) when no trace. */
+static bool line_begin(lms_jw *w, const char *type)
 {
-    char text[12288];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(text, sizeof text - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    size_t len = (size_t)n < sizeof text - 1 ? (size_t)n : sizeof text - 2;
-    text[len++] = '\n';
     pthread_mutex_lock(&lock);
-    if (fd >= 0) {
-        if (used + len > BUFFER)
-            drain();
-        memcpy(buffer + used, text, len);
-        used += len;
+    if (fd < 0 || !buffer) {
+        pthread_mutex_unlock(&lock);
+        return false;
     }
+    if (BUFFER - used < LINE_MAX_BYTES)
+        drain();
+    lms_jw_init(w, buffer + used, LINE_MAX_BYTES - 1);   /* one byte for the newline */
+    lms_jw_begin(w, NULL, '{');
+    lms_jw_str(w, "type", type);
+    return true;
+}
+
+/* Ends the line begun by line_begin and releases the lock. */
+static void line_end(lms_jw *w)
+{
+    size_t n = lms_jw_finish(w);
+    buffer[used + n] = '\n';
+    used += n + 1;
     pthread_mutex_unlock(&lock);
 }
+
+/* One writer per field type; `dropped` counts list elements left out. */
+static void put_U64(lms_jw *w, const char *k, const uint64_t *v, uint64_t *dropped)
+{
+    (void)dropped;
+    lms_jw_u64(w, k, *v);
+}
+static void put_I64(lms_jw *w, const char *k, const int64_t *v, uint64_t *dropped)
+{
+    (void)dropped;
+    lms_jw_i64(w, k, *v);
+}
+static void put_HEX(lms_jw *w, const char *k, const uint64_t *v, uint64_t *dropped)
+{
+    (void)dropped;
+    lms_jw_hex(w, k, *v);
+}
+static void put_STR(lms_jw *w, const char *k, const char *const *v, uint64_t *dropped)
+{
+    (void)dropped;
+    lms_jw_str(w, k, *v ? *v : "");
+}
+static void put_BOOL(lms_jw *w, const char *k, const bool *v, uint64_t *dropped)
+{
+    (void)dropped;
+    lms_jw_bool(w, k, *v);
+}
+static void put_TIME(lms_jw *w, const char *k, const uint64_t *v, uint64_t *dropped)
+{
+    (void)v;
+    (void)dropped;
+    lms_jw_u64(w, k, now_ns());
+}
+static void put_DROPPED(lms_jw *w, const char *k, const uint64_t *v, uint64_t *dropped)
+{
+    (void)v;
+    lms_jw_u64(w, k, *dropped);
+}
+static void put_PLACES(lms_jw *w, const char *k, const lms_trace_places *v, uint64_t *dropped)
+{
+    static const char *const names[5] = {"device", "managed", "host", "vmm", "pinned"};
+    (void)dropped;
+    if (!lms_jw_begin(w, k, '{'))
+        return;
+    for (int i = 0; i < 5; i++)
+        lms_jw_u64(w, names[i], v->v[i]);
+    lms_jw_end(w);
+}
+static void put_OPTIONS(lms_jw *w, const char *k, const bool *v, uint64_t *dropped)
+{
+    (void)v;
+    (void)dropped;
+    if (!lms_jw_begin(w, k, '{'))
+        return;
+    for (int i = 0; i < LMS_OPT_COUNT; i++) {
+        char env[64], value[PATH_BYTES];
+        lms_option_value(i, value, sizeof value);
+        lms_jw_str(w, lms_option_env(i, env, sizeof env), value);
+    }
+    lms_jw_end(w);
+}
+
+/* Room kept for the fields after a list while the list is written. */
+#define AFTER_LIST 96
+
+static void put_IDS(lms_jw *w, const char *k, const lms_trace_ids *v, uint64_t *dropped)
+{
+    size_t keep = w->reserve;
+    w->reserve = AFTER_LIST;
+    if (lms_jw_begin(w, k, '[')) {
+        int i = 0;
+        for (; i < v->n; i++) {
+            lms_jw_u64(w, NULL, v->v[i]);
+            if (w->full)
+                break;
+        }
+        *dropped += (uint64_t)(v->n - i);
+        lms_jw_end(w);
+    } else {
+        *dropped += (uint64_t)v->n;
+    }
+    w->reserve = keep;
+    w->full = false;
+}
+
+/* Record writers, from the schema (prototypes first). */
+#define LMS_EVENT(ev)
+#define LMS_RECORD(rec) static void write_##rec(lms_jw *w, const lms_rec_##rec *e, uint64_t *dropped);
+#define LMS_FIELD(owner, name, type, doc)
+#define LMS_END(owner)
+#include "trace_schema.def"
+#undef LMS_EVENT
+#undef LMS_RECORD
+#undef LMS_FIELD
+#undef LMS_END
+
+/* A list of records: each whole or not at all. */
+#define LIST_WRITER(TYPE, rec)                                                               \
+    static void put_##TYPE(lms_jw *w, const char *k, const lms_trace_##TYPE##_list *v, uint64_t *dropped) \
+    {                                                                                        \
+        size_t keep = w->reserve;                                                            \
+        w->reserve = AFTER_LIST;                                                             \
+        if (!lms_jw_begin(w, k, '[')) {                                                      \
+            *dropped += (uint64_t)v->n;                                                      \
+        } else {                                                                             \
+            for (int i = 0; i < v->n; i++) {                                                 \
+                lms_jw_mark m = lms_jw_here(w);                                              \
+                w->full = false;                                                             \
+                write_##rec(w, &v->v[i], dropped);                                           \
+                if (w->full) {                                                               \
+                    lms_jw_rewind(w, m);                                                     \
+                    (*dropped)++;                                                            \
+                }                                                                            \
+            }                                                                                \
+            lms_jw_end(w);                                                                   \
+        }                                                                                    \
+        w->reserve = keep;                                                                   \
+        w->full = false;                                                                     \
+    }
+typedef lms_trace_frames lms_trace_FRAMES_list;
+typedef lms_trace_pyframes lms_trace_PYFRAMES_list;
+LIST_WRITER(FRAMES, frame)
+LIST_WRITER(PYFRAMES, pyframe)
+
+#define LMS_EVENT(ev)                                      \
+    void lms_trace_write_##ev(const lms_ev_##ev *e)        \
+    {                                                      \
+        lms_jw jw, *w = &jw;                               \
+        uint64_t dropped_ = 0, *dropped = &dropped_;       \
+        if (!line_begin(w, #ev))                           \
+            return;
+#define LMS_RECORD(rec)                                                                 \
+    static void write_##rec(lms_jw *w, const lms_rec_##rec *e, uint64_t *dropped)      \
+    {                                                                                   \
+        if (!lms_jw_begin(w, NULL, '{')) {                                              \
+            w->full = true;                                                             \
+            return;                                                                     \
+        }
+#define LMS_FIELD(owner, name, type, doc) put_##type(w, #name, &e->name, dropped);
+#define LMS_END(owner)      \
+        if (w->depth == 1)  \
+            line_end(w);    \
+        else                \
+            lms_jw_end(w);  \
+    }
+#include "trace_schema.def"
+#undef LMS_EVENT
+#undef LMS_RECORD
+#undef LMS_FIELD
+#undef LMS_END
+
+/* ---- shorthands ----------------------------------------------------------------- */
+
+void lms_trace_device(int dev, uint64_t physical, uint64_t budget)
+{
+    lms_trace_write_device(&(lms_ev_device){.dev = dev, .physical = physical, .budget = budget});
+}
+
+void lms_trace_alloc(int dev, uint64_t ptr, uint64_t size, uint64_t charge, const char *place, int64_t id,
+                     bool fallback, int32_t site)
+{
+    lms_trace_write_alloc(&(lms_ev_alloc){.dev = dev, .ptr = ptr, .size = size, .charge = charge, .place = place,
+                                          .id = id, .fallback = fallback, .site = site});
+}
+
+void lms_trace_fallback(int dev, uint64_t size, const char *place, const char *why)
+{
+    lms_trace_write_fallback(&(lms_ev_fallback){.dev = dev, .size = size, .place = place, .why = why});
+}
+
+void lms_trace_free(int dev, uint64_t ptr, uint64_t size, const char *place)
+{
+    lms_trace_write_free(&(lms_ev_free){.dev = dev, .ptr = ptr, .size = size, .place = place});
+}
+
+void lms_trace_oom(int dev, uint64_t size, uint64_t used_bytes, uint64_t budget)
+{
+    lms_trace_write_oom(&(lms_ev_oom){.dev = dev, .size = size, .used = used_bytes, .budget = budget});
+}
+
+void lms_trace_launch(int dev, uint64_t seq, uint64_t fn, const char *name, uint64_t stream,
+                      const uint32_t *ids, int n)
+{
+    lms_trace_write_launch(&(lms_ev_launch){.dev = dev, .seq = seq, .fn = fn, .name = name, .stream = stream,
+                                            .chunks = {ids, n}});
+}
+
+void lms_trace_move(const char *type, int dev, uint32_t id, uint64_t bytes, bool ahead)
+{
+    if (type[0] == 'e')
+        lms_trace_write_evict(&(lms_ev_evict){.dev = dev, .id = id, .bytes = bytes, .ahead = ahead});
+    else
+        lms_trace_write_prefetch(&(lms_ev_prefetch){.dev = dev, .id = id, .bytes = bytes, .ahead = ahead});
+}
+
+/* ---- flushing ------------------------------------------------------------------ */
 
 void lms_trace_flush(void)
 {
     pthread_mutex_lock(&lock);
+    if (fd >= 0)
+        drain();
+    pthread_mutex_unlock(&lock);
+}
+
+void lms_trace_flush_before_exec(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    if (pthread_mutex_timedlock(&lock, &until) != 0)
+        return;
     if (fd >= 0)
         drain();
     pthread_mutex_unlock(&lock);
@@ -113,11 +353,108 @@ static void catch_signals(void)
     sigaction(SIGINT, &sa, &old_int);
 }
 
+void lms_trace_fork_prepare(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+void lms_trace_fork_parent(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+void lms_trace_fork_child(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    used = 0;                 /* the parent's lines: the parent writes them */
+    if (fd >= 0) {
+        close(fd);            /* the parent's lock stays: the parent holds the file too */
+        fd = -1;
+        parent_pid = (int64_t)getppid();
+    }
+    lms_trace_on = false;     /* until the child's own file opens, on its next hook */
+}
+
+/* ---- which file ------------------------------------------------------------------ */
+
+/* The pid in the header of the file open at f, or -1. */
+static long header_pid(int f)
+{
+    char head[4096];
+    ssize_t n = pread(f, head, sizeof head - 1, 0);
+    if (n <= 0)
+        return -1;
+    head[n] = 0;
+    char *nl = strchr(head, '\n');
+    if (nl)
+        *nl = 0;
+    const char *p = strstr(head, "\"pid\":");
+    return p ? strtol(p + 6, NULL, 10) : -1;
+}
+
+/* Opens `name` for this process alone, or returns -1 if another process
+ * of the job has it (see the top of this file). */
+static int take(const char *name)
+{
+    int f = open(name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (f < 0)
+        return -2;   /* cannot be opened at all */
+    struct stat st;
+    if (fstat(f, &st) == 0 && !S_ISREG(st.st_mode))
+        return f;    /* a device or a pipe (/dev/null, a FIFO): written as it is */
+    if (flock(f, LOCK_EX | LOCK_NB) != 0 || fstat(f, &st) != 0) {
+        close(f);
+        return -1;   /* a live writer has it */
+    }
+    if (st.st_size > 0) {
+        int r = open(name, O_RDONLY | O_CLOEXEC);
+        long pid = r >= 0 ? header_pid(r) : -1;
+        if (r >= 0)
+            close(r);
+        bool written_since_start = st.st_mtim.tv_sec > started.tv_sec ||
+                                   (st.st_mtim.tv_sec == started.tv_sec && st.st_mtim.tv_nsec > started.tv_nsec);
+        bool alive = pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+        if (written_since_start || pid == (long)getpid() || alive) {
+            close(f);
+            return -1;
+        }
+        if (ftruncate(f, 0) != 0) {   /* a file of an earlier run */
+            close(f);
+            return -2;
+        }
+    }
+    return f;
+}
+
+/* Chooses and opens this process's file; its name goes to `chosen`. */
+static int open_own(const char *path, bool forked, char *chosen, size_t len)
+{
+    int f = -1;
+    if (!forked || strcmp(path, my_path) != 0) {
+        f = take(path);
+        if (f >= 0 || f == -2) {
+            snprintf(chosen, len, "%s", path);
+            return f;
+        }
+    }
+    for (int n = 0; n < 100; n++) {
+        if (n == 0)
+            snprintf(chosen, len, "%s.%d", path, (int)getpid());
+        else
+            snprintf(chosen, len, "%s.%d.%d", path, (int)getpid(), n);
+        f = take(chosen);
+        if (f != -1)
+            return f;
+    }
+    return -2;
+}
+
 void lms_trace_open(void)
 {
     static bool registered;
     pthread_mutex_lock(&lock);
-    if (fd >= 0) {            /* a fork child: its own file */
+    bool forked = parent_pid >= 0;
+    if (fd >= 0) {
         close(fd);
         fd = -1;
     }
@@ -126,98 +463,26 @@ void lms_trace_open(void)
     lms_trace_on = false;
     if (!lms_opt.trace[0])
         return;
-    char path[512];
+    char path[PATH_BYTES], chosen[PATH_BYTES + 32];
     lms_expand_path(lms_opt.trace, path, sizeof path);
     if (!buffer)
         buffer = malloc(BUFFER);
-    int f = buffer ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    int f = buffer ? open_own(path, forked, chosen, sizeof chosen) : -2;
     if (f < 0) {
         lms_log_bad_value("LMS_TRACE", path, "no trace (the file cannot be opened)");
         return;
     }
+    pthread_mutex_lock(&lock);
     fd = f;
+    snprintf(my_path, sizeof my_path, "%s", path);
+    pthread_mutex_unlock(&lock);
     lms_trace_on = true;
     if (!registered) {
         registered = true;
         atexit(at_exit);
         catch_signals();
     }
-    char opts[1024];
-    size_t at = 0;
-    for (int i = 0; i < LMS_OPT_COUNT && at < sizeof opts; i++) {
-        char env[64], value[300];
-        lms_option_value(i, value, sizeof value);
-        int n = snprintf(opts + at, sizeof opts - at, "%s\"%s\":\"%s\"", i ? "," : "",
-                         lms_option_env(i, env, sizeof env), value);
-        if (n > 0)
-            at += (size_t)n;
-    }
-    line("{\"type\":\"header\",\"format\":%d,\"lmshim\":\"%s\",\"pid\":%d,\"rank\":%d,\"t\":%llu,"
-         "\"options\":{%s}}",
-         LMS_TRACE_FORMAT, LMSHIM_VERSION, (int)getpid(), lms_rank(), (unsigned long long)now_ns(), opts);
-}
-
-void lms_trace_device(int dev, uint64_t physical, uint64_t budget)
-{
-    line("{\"type\":\"device\",\"t\":%llu,\"dev\":%d,\"physical\":%llu,\"budget\":%llu}",
-         (unsigned long long)now_ns(), dev, (unsigned long long)physical, (unsigned long long)budget);
-}
-
-void lms_trace_alloc(int dev, uint64_t ptr, uint64_t size, uint64_t charge, const char *place, int64_t id,
-                     bool fallback, int32_t site)
-{
-    line("{\"type\":\"alloc\",\"t\":%llu,\"dev\":%d,\"ptr\":\"0x%llx\",\"size\":%llu,\"charge\":%llu,"
-         "\"place\":\"%s\",\"id\":%lld,\"fallback\":%s,\"site\":%d}",
-         (unsigned long long)now_ns(), dev, (unsigned long long)ptr, (unsigned long long)size,
-         (unsigned long long)charge, place, (long long)id, fallback ? "true" : "false", (int)site);
-}
-
-void lms_trace_fallback(int dev, uint64_t size, const char *place, const char *why)
-{
-    line("{\"type\":\"fallback\",\"t\":%llu,\"dev\":%d,\"size\":%llu,\"place\":\"%s\",\"why\":\"%s\"}",
-         (unsigned long long)now_ns(), dev, (unsigned long long)size, place, why);
-}
-
-void lms_trace_site(int32_t id, const char *frames_json)
-{
-    line("{\"type\":\"site\",\"t\":%llu,\"id\":%d,\"frames\":[%s]}", (unsigned long long)now_ns(), (int)id,
-         frames_json);
-}
-
-void lms_trace_raw(const char *json)
-{
-    line("%s", json);
-}
-
-void lms_trace_free(int dev, uint64_t ptr, uint64_t size, const char *place)
-{
-    line("{\"type\":\"free\",\"t\":%llu,\"dev\":%d,\"ptr\":\"0x%llx\",\"size\":%llu,\"place\":\"%s\"}",
-         (unsigned long long)now_ns(), dev, (unsigned long long)ptr, (unsigned long long)size, place);
-}
-
-void lms_trace_oom(int dev, uint64_t size, uint64_t used_bytes, uint64_t budget)
-{
-    line("{\"type\":\"oom\",\"t\":%llu,\"dev\":%d,\"size\":%llu,\"used\":%llu,\"budget\":%llu}",
-         (unsigned long long)now_ns(), dev, (unsigned long long)size, (unsigned long long)used_bytes,
-         (unsigned long long)budget);
-}
-
-void lms_trace_launch(int dev, uint64_t seq, uint64_t fn, const char *name, uint64_t stream,
-                      const uint32_t *ids, int n)
-{
-    char list[1024];
-    size_t at = 0;
-    for (int i = 0; i < n && at + 16 < sizeof list; i++)
-        at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", i ? "," : "", ids[i]);
-    list[at] = 0;
-    line("{\"type\":\"launch\",\"t\":%llu,\"dev\":%d,\"seq\":%llu,\"fn\":\"0x%llx\",\"name\":\"%s\","
-         "\"stream\":\"0x%llx\",\"chunks\":[%s]}",
-         (unsigned long long)now_ns(), dev, (unsigned long long)seq, (unsigned long long)fn, name ? name : "",
-         (unsigned long long)stream, list);
-}
-
-void lms_trace_move(const char *type, int dev, uint32_t id, uint64_t bytes, bool ahead)
-{
-    line("{\"type\":\"%s\",\"t\":%llu,\"dev\":%d,\"id\":%u,\"bytes\":%llu,\"ahead\":%s}", type,
-         (unsigned long long)now_ns(), dev, id, (unsigned long long)bytes, ahead ? "true" : "false");
+    lms_trace_write_header(&(lms_ev_header){.format = LMS_TRACE_FORMAT, .lmshim = LMSHIM_VERSION,
+                                            .pid = (int64_t)getpid(), .rank = lms_rank(), .path = chosen,
+                                            .parent = parent_pid});
 }

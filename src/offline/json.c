@@ -251,15 +251,96 @@ bool lms_json_number(const lms_json *j, int obj, const char *key, double *out)
     return true;
 }
 
+/* The value of hex digit c (the parser has checked it is one). */
+static unsigned hexval(char c)
+{
+    return c <= '9' ? (unsigned)(c - '0') : (unsigned)((c | 0x20) - 'a' + 10);
+}
+
+/* Appends code point cp as UTF-8. */
+static void put_utf8(char *out, size_t cap, size_t *at, unsigned cp)
+{
+    unsigned char b[4];
+    size_t k;
+    if (cp < 0x80) {
+        b[0] = (unsigned char)cp;
+        k = 1;
+    } else if (cp < 0x800) {
+        b[0] = (unsigned char)(0xc0 | cp >> 6);
+        b[1] = (unsigned char)(0x80 | (cp & 0x3f));
+        k = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (unsigned char)(0xe0 | cp >> 12);
+        b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        b[2] = (unsigned char)(0x80 | (cp & 0x3f));
+        k = 3;
+    } else {
+        b[0] = (unsigned char)(0xf0 | cp >> 18);
+        b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+        b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        b[3] = (unsigned char)(0x80 | (cp & 0x3f));
+        k = 4;
+    }
+    for (size_t i = 0; i < k; i++, (*at)++)
+        if (*at < cap)
+            out[*at] = (char)b[i];
+}
+
+size_t lms_json_unescape(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c != '\\' || i + 1 >= n) {
+            if (at < cap)
+                out[at] = c;
+            at++;
+            continue;
+        }
+        char e = s[++i];
+        unsigned cp = 0;
+        if (e == 'u' && i + 4 < n) {
+            for (int k = 1; k <= 4; k++)
+                cp = cp << 4 | hexval(s[i + k]);
+            i += 4;
+            if (cp >= 0xd800 && cp < 0xdc00 && i + 6 < n && s[i + 1] == '\\' && s[i + 2] == 'u') {
+                unsigned lo = 0;
+                for (int k = 3; k <= 6; k++)
+                    lo = lo << 4 | hexval(s[i + k]);
+                if (lo >= 0xdc00 && lo < 0xe000) {
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                    i += 6;
+                }
+            }
+            if (cp >= 0x80 && cp <= 0xff) {   /* a byte that was not UTF-8 (jsonw.h) */
+                if (at < cap)
+                    out[at] = (char)cp;
+                at++;
+            } else {
+                put_utf8(out, cap, &at, cp >= 0xd800 && cp < 0xe000 ? 0xfffd : cp);
+            }
+            continue;
+        }
+        char d = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
+        if (at < cap)
+            out[at] = d;
+        at++;
+    }
+    return at;
+}
+
+bool lms_json_node_string(const lms_json *j, int node, char *out, size_t len)
+{
+    if (node < 0 || node >= j->n || j->nodes[node].type != LMS_JSON_STRING || len == 0)
+        return false;
+    size_t n = lms_json_unescape(j->nodes[node].str, j->nodes[node].str_len, out, len - 1);
+    out[n < len - 1 ? n : len - 1] = 0;
+    return true;
+}
+
 bool lms_json_string(const lms_json *j, int obj, const char *key, char *out, size_t len)
 {
-    int c = lms_json_get(j, obj, key);
-    if (c < 0 || j->nodes[c].type != LMS_JSON_STRING || len == 0)
-        return false;
-    size_t n = j->nodes[c].str_len < len - 1 ? j->nodes[c].str_len : len - 1;
-    memcpy(out, j->nodes[c].str, n);
-    out[n] = 0;
-    return true;
+    return lms_json_node_string(j, lms_json_get(j, obj, key), out, len);
 }
 
 bool lms_json_int(const lms_json *j, int obj, const char *key, double lo, double hi, long long *out)

@@ -40,7 +40,15 @@ int lms_json_get(const lms_json *j, int obj, const char *key);
 
 /* Typed reads of member `key` of `obj`: false if missing or of another type. */
 bool lms_json_number(const lms_json *j, int obj, const char *key, double *out);
+/* Strings are unescaped (\u0080..\u00ff give that byte: common/jsonw.h),
+ * cut to len - 1 bytes and NUL-terminated. */
 bool lms_json_string(const lms_json *j, int obj, const char *key, char *out, size_t len);
+/* The same for string node `node` (an array element). */
+bool lms_json_node_string(const lms_json *j, int node, char *out, size_t len);
+
+/* Decodes the raw content s[0..n) of a parsed string into out[0..cap);
+ * returns the decoded length (all of it was written if <= cap). */
+size_t lms_json_unescape(const char *s, size_t n, char *out, size_t cap);
 
 /* A number of member `key` that is a whole number within [lo, hi]. */
 bool lms_json_int(const lms_json *j, int obj, const char *key, double lo, double hi, long long *out);

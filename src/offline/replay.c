@@ -12,6 +12,7 @@
 #include "json.h"
 #include "jsonl.h"
 #include "plan.h"
+#include "trace_fields.h"
 
 /* ---- loading ------------------------------------------------------------- */
 
@@ -63,33 +64,36 @@ static const char *take_line(lms_trace_data *t, lms_addrmap *m, const lms_json *
     long long dev = 0, size = 0, charge = 0, id = -1;
     if (j->nodes[0].type != LMS_JSON_OBJECT)
         return "not an object";
-    if (!lms_json_string(j, 0, "type", type, sizeof type))
+    if (!lms_json_string(j, 0, LMS_TF_TYPE, type, sizeof type))
         return "no \"type\"";
-    if (strcmp(type, "header") == 0 || strcmp(type, "summary") == 0 || strcmp(type, "site") == 0 ||
-        strcmp(type, "prefetch") == 0 || strcmp(type, "evict") == 0 || strcmp(type, "oom") == 0 ||
-        strcmp(type, "fallback") == 0 || strcmp(type, "status") == 0)
+    if (strcmp(type, LMS_TE(header)) == 0 || strcmp(type, LMS_TE(summary)) == 0 || strcmp(type, LMS_TE(site)) == 0 ||
+        strcmp(type, LMS_TE(prefetch)) == 0 || strcmp(type, LMS_TE(evict)) == 0 || strcmp(type, LMS_TE(oom)) == 0 ||
+        strcmp(type, LMS_TE(fallback)) == 0)
         return NULL;
-    if (!lms_json_int(j, 0, "dev", 0, 15, &dev))
+    if (!lms_json_int(j, 0, LMS_TF(alloc, dev, I64), 0, 15, &dev))
         return "no valid \"dev\"";
-    if (strcmp(type, "device") == 0) {
+    if (strcmp(type, LMS_TE(device)) == 0) {
         long long budget;
-        if (!lms_json_int(j, 0, "budget", 0, MAX_BYTES, &budget))
+        if (!lms_json_int(j, 0, LMS_TF(device, budget, U64), 0, MAX_BYTES, &budget))
             return "device without a valid \"budget\"";
         t->budget[dev] = (uint64_t)budget;
         return NULL;
     }
-    if (strcmp(type, "alloc") == 0 || strcmp(type, "free") == 0) {
+    if (strcmp(type, LMS_TE(alloc)) == 0 || strcmp(type, LMS_TE(free)) == 0) {
         char place[16];
-        if (!lms_json_string(j, 0, "ptr", ptr_s, sizeof ptr_s) || !lms_json_int(j, 0, "size", 0, MAX_BYTES, &size) ||
-            !lms_json_string(j, 0, "place", place, sizeof place))
+        if (!lms_json_string(j, 0, LMS_TF2(alloc, free, ptr, HEX), ptr_s, sizeof ptr_s) ||
+            !lms_json_int(j, 0, LMS_TF2(alloc, free, size, U64), 0, MAX_BYTES, &size) ||
+            !lms_json_string(j, 0, LMS_TF2(alloc, free, place, STR), place, sizeof place))
             return "alloc/free without valid ptr, size or place";
         uint64_t ptr = strtoull(ptr_s, NULL, 16);
         if (!ptr)
             return "bad ptr";
         if (type[0] == 'a') {
-            if (lms_json_get(j, 0, "charge") >= 0 && !lms_json_int(j, 0, "charge", 0, MAX_BYTES, &charge))
+            if (lms_json_get(j, 0, LMS_TF(alloc, charge, U64)) >= 0 &&
+                !lms_json_int(j, 0, LMS_TF(alloc, charge, U64), 0, MAX_BYTES, &charge))
                 return "bad charge";
-            if (lms_json_get(j, 0, "id") >= 0 && !lms_json_int(j, 0, "id", -1, 2147483647.0, &id))
+            if (lms_json_get(j, 0, LMS_TF(alloc, id, I64)) >= 0 &&
+                !lms_json_int(j, 0, LMS_TF(alloc, id, I64), -1, 2147483647.0, &id))
                 return "bad id";
             bool managed = strcmp(place, "managed") == 0 && id >= 0;
             if (strcmp(place, "device") != 0 && !managed && strcmp(place, "vmm") != 0)
@@ -113,10 +117,10 @@ static const char *take_line(lms_trace_data *t, lms_addrmap *m, const lms_json *
                                         .id = a.id, .bytes = a.bytes})
                    ? NULL : "out of memory";
     }
-    if (strcmp(type, "launch") == 0) {
-        int arr = lms_json_get(j, 0, "chunks");
+    if (strcmp(type, LMS_TE(launch)) == 0) {
+        int arr = lms_json_get(j, 0, LMS_TF(launch, chunks, IDS));
         char fn_s[32] = "0";
-        lms_json_string(j, 0, "fn", fn_s, sizeof fn_s);
+        lms_json_string(j, 0, LMS_TF(launch, fn, HEX), fn_s, sizeof fn_s);
         if (arr < 0 || j->nodes[arr].type != LMS_JSON_ARRAY)
             return "launch without \"chunks\"";
         rp_event e = {.kind = RP_LAUNCH, .dev = (int)dev, .fn = strtoull(fn_s, NULL, 16),

@@ -10,13 +10,17 @@
  */
 #include "report.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "addrmap.h"
 #include "jsonl.h"
+#include "symbolize.h"
+#include "trace_fields.h"
 #include "units.h"
 
 #define DEVS 16
@@ -50,9 +54,22 @@ typedef struct dev_state {
     size_t nmoves, capmoves;
 } dev_state;
 
+/* One frame of a site, Python or native, as the report names it. */
+typedef struct site_frame {
+    bool python;
+    char *fn;                       /* function ("?" if unknown), owned */
+    char *file;                     /* source file, or NULL; owned */
+    int line;                       /* source line, 0 if unknown */
+    char *module;                   /* native: full path of the object ("?"), owned; Python: NULL */
+    uint64_t offset;                /* native: the return address in the module's file */
+} site_frame;
+
 typedef struct site {
     int id;
-    char *text;                     /* "fn (module+offset)" per frame, newline-separated */
+    char *text;                     /* one line per frame (Python frames first), newline-separated, owned */
+    site_frame *frames;             /* the same frames, owned; innermost first within each kind */
+    int nframes;
+    uint64_t dropped;               /* frames the writer left out */
     uint64_t live, peak, count;
     uint64_t moved;                 /* bytes of its managed chunks fetched or evicted */
 } site;
@@ -73,11 +90,13 @@ typedef struct file_state {
     size_t nsites, capsites;
     lms_addrmap allocs;             /* ptr -> alloc_rec */
     uint64_t lines, bad;
+    lms_symbolizer *sym;            /* the report's */
 } file_state;
 
 struct lms_report {
     file_state *files[MAX_FILES];
     int nfiles;
+    lms_symbolizer *sym;            /* names frames dladdr could not; owned */
 };
 
 static const char *const place_names[5] = {"device", "managed", "host", "vmm", "pinned"};
@@ -96,7 +115,28 @@ static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
     return true;
 }
 
-lms_report *lms_report_new(void) { return calloc(1, sizeof(lms_report)); }
+lms_report *lms_report_new(void)
+{
+    lms_report *r = calloc(1, sizeof(lms_report));
+    if (r)
+        r->sym = lms_symbolizer_new();
+    return r;
+}
+
+/* Frees a site's frames and text. */
+static void free_site(site *s)
+{
+    for (int i = 0; i < s->nframes; i++) {
+        free(s->frames[i].fn);
+        free(s->frames[i].file);
+        free(s->frames[i].module);
+    }
+    free(s->frames);
+    free(s->text);
+    s->frames = NULL;
+    s->nframes = 0;
+    s->text = NULL;
+}
 
 void lms_report_free(lms_report *r)
 {
@@ -111,12 +151,13 @@ void lms_report_free(lms_report *r)
             free(f->dev[d].moves);
         }
         for (size_t s = 0; s < f->nsites; s++)
-            free(f->sites[s].text);
+            free_site(&f->sites[s]);
         free(f->sites);
         lms_addrmap_free(&f->allocs);
         free(f->path);
         free(f);
     }
+    lms_symbolizer_free(r->sym);
     free(r);
 }
 
@@ -193,6 +234,121 @@ static int place_index(const char *p)
     return -1;
 }
 
+/* Appends one formatted line to a growing text; false when out of memory. */
+static bool add_text(char **text, size_t *len, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool add_text(char **text, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return false;
+    if (*len + (size_t)n + 1 > *cap) {
+        size_t ncap = (*len + (size_t)n + 1) * 2;
+        char *t = realloc(*text, ncap);
+        if (!t)
+            return false;
+        *text = t;
+        *cap = ncap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(*text + *len, *cap - *len, fmt, ap);
+    va_end(ap);
+    *len += (size_t)n;
+    return true;
+}
+
+/* The file name at the end of a path. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Reads the frames of one list (Python or native) of a site line into st,
+ * naming native frames dladdr could not name from the module's symbols and
+ * debug information (symbolize.c). */
+static bool take_frames(file_state *f, const lms_json *j, int list, bool python, site *st, char **text,
+                        size_t *len, size_t *cap)
+{
+    if (list < 0 || j->nodes[list].type != LMS_JSON_ARRAY)
+        return true;
+    site_frame *fr = realloc(st->frames, (size_t)(st->nframes + j->nodes[list].count + 1) * sizeof *fr);
+    if (!fr)
+        return false;
+    st->frames = fr;
+    for (int c = j->nodes[list].first_child; c >= 0; c = j->nodes[c].next) {
+        char fn[512] = "", file[1024] = "", mod[1024] = "?", off[32] = "0";
+        long long line = 0;
+        site_frame *x = &st->frames[st->nframes];
+        *x = (site_frame){.python = python};
+        if (python) {
+            lms_json_string(j, c, LMS_TF(pyframe, fn, STR), fn, sizeof fn);
+            lms_json_string(j, c, LMS_TF(pyframe, file, STR), file, sizeof file);
+            lms_json_int(j, c, LMS_TF(pyframe, line, I64), 0, 1e9, &line);
+        } else {
+            lms_json_string(j, c, LMS_TF(frame, fn, STR), fn, sizeof fn);
+            lms_json_string(j, c, LMS_TF(frame, module, STR), mod, sizeof mod);
+            lms_json_string(j, c, LMS_TF(frame, offset, HEX), off, sizeof off);
+            x->offset = strtoull(off, NULL, 16);
+            lms_symbol sym;
+            /* the return address follows the call: name the call */
+            if (x->offset && lms_symbolize(f->sym, mod, x->offset - 1, &sym)) {
+                if (!fn[0])
+                    snprintf(fn, sizeof fn, "%s", sym.fn);
+                snprintf(file, sizeof file, "%s", sym.file);
+                line = sym.line;
+            }
+            x->module = strdup(mod);
+            if (!x->module)
+                return false;
+        }
+        x->fn = strdup(fn[0] ? fn : "?");
+        x->file = file[0] ? strdup(file) : NULL;
+        x->line = (int)line;
+        st->nframes++;
+        if (!x->fn)
+            return false;
+        bool ok;
+        if (python)
+            ok = add_text(text, len, cap, "%s (%s:%d) [python]\n", x->fn, file[0] ? file : "?", x->line);
+        else if (file[0])
+            ok = add_text(text, len, cap, "%s (%s:%d, %s+0x%llx)\n", x->fn, base_name(file), x->line,
+                          base_name(mod), (unsigned long long)x->offset);
+        else
+            ok = add_text(text, len, cap, "%s (%s+0x%llx)\n", x->fn, base_name(mod), (unsigned long long)x->offset);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* A site line: its frames, Python first, then native. */
+static const char *take_site(file_state *f, const lms_json *j)
+{
+    long long iv, dropped = 0;
+    int frames = lms_json_get(j, 0, LMS_TF(site, frames, FRAMES));
+    if (!lms_json_int(j, 0, LMS_TF(site, id, I64), 0, 1e9, &iv) || frames < 0 ||
+        j->nodes[frames].type != LMS_JSON_ARRAY)
+        return "site without id or frames";
+    site *st = site_of(f, (int)iv, true);
+    if (!st)
+        return "out of memory";
+    free_site(st);
+    lms_json_int(j, 0, LMS_TF(site, dropped, DROPPED), 0, 1e9, &dropped);
+    st->dropped = (uint64_t)dropped;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    bool ok = add_text(&text, &len, &cap, "%s", "") &&
+              take_frames(f, j, lms_json_get(j, 0, LMS_TF(site, py, PYFRAMES)), true, st, &text, &len, &cap) &&
+              take_frames(f, j, frames, false, st, &text, &len, &cap) &&
+              (!dropped || add_text(&text, &len, &cap, "(%lld more frames left out of the trace)\n", dropped));
+    st->text = text;
+    return ok ? NULL : "out of memory";
+}
+
 /* Interprets one line of a trace. */
 static const char *take(const lms_json *j, size_t lineno, void *ctx)
 {
@@ -201,65 +357,47 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
     char type[16], s[64];
     double v, tt = 0;
     long long dv = 0, iv;
-    if (j->nodes[0].type != LMS_JSON_OBJECT || !lms_json_string(j, 0, "type", type, sizeof type))
+    if (j->nodes[0].type != LMS_JSON_OBJECT || !lms_json_string(j, 0, LMS_TF_TYPE, type, sizeof type))
         return "not an event (no \"type\")";
-    if (strcmp(type, "header") == 0) {
-        if (lms_json_int(j, 0, "rank", 0, 1e9, &iv))
+    if (strcmp(type, LMS_TE(header)) == 0) {
+        if (lms_json_int(j, 0, LMS_TF(header, rank, I64), 0, 1e9, &iv))
             f->rank = (int)iv;
-        if (lms_json_number(j, 0, "t", &v) && v >= 0 && v < 1e19)
+        if (lms_json_number(j, 0, LMS_TF(header, t, TIME), &v) && v >= 0 && v < 1e19)
             f->t0 = v / 1e9;
         return NULL;
     }
-    if (strcmp(type, "site") == 0) {
-        int frames = lms_json_get(j, 0, "frames");
-        if (!lms_json_int(j, 0, "id", 0, 1e9, &iv) || frames < 0 || j->nodes[frames].type != LMS_JSON_ARRAY)
-            return "site without id or frames";
-        site *st = site_of(f, (int)iv, true);
-        if (!st)
-            return "out of memory";
-        size_t cap = 4096, at = 0;
-        char *text = malloc(cap);
-        if (!text)
-            return "out of memory";
-        text[0] = 0;
-        for (int c = j->nodes[frames].first_child; c >= 0 && at + 300 < cap; c = j->nodes[c].next) {
-            char fn[200] = "", mod[100] = "?", off[32] = "";
-            lms_json_string(j, c, "fn", fn, sizeof fn);
-            lms_json_string(j, c, "module", mod, sizeof mod);
-            lms_json_string(j, c, "offset", off, sizeof off);
-            at += (size_t)snprintf(text + at, cap - at, "%s (%s+%s)\n", fn[0] ? fn : "?", mod, off);
-        }
-        free(st->text);
-        st->text = text;
+    if (strcmp(type, LMS_TE(site)) == 0)
+        return take_site(f, j);
+    if (strcmp(type, LMS_TE(summary)) == 0)
         return NULL;
-    }
-    if (strcmp(type, "summary") == 0 || strcmp(type, "status") == 0)
-        return NULL;
-    if (!lms_json_int(j, 0, "dev", 0, DEVS - 1, &dv))
+    if (!lms_json_int(j, 0, LMS_TF(alloc, dev, I64), 0, DEVS - 1, &dv))
         return "no valid \"dev\"";
-    if (!lms_json_number(j, 0, "t", &tt) || !(tt >= 0 && tt < 1e19))
+    if (!lms_json_number(j, 0, LMS_TF(alloc, t, TIME), &tt) || !(tt >= 0 && tt < 1e19))
         return "no valid \"t\"";
     if (f->t0 < 0)
         f->t0 = tt / 1e9;
     double t = tt / 1e9 - f->t0;
     dev_state *d = &f->dev[(int)dv];
     d->seen = true;
-    if (strcmp(type, "device") == 0) {
-        if (lms_json_int(j, 0, "budget", 0, 9e18, &iv))
+    if (strcmp(type, LMS_TE(device)) == 0) {
+        if (lms_json_int(j, 0, LMS_TF(device, budget, U64), 0, 9e18, &iv))
             d->budget = (uint64_t)iv;
-        if (lms_json_int(j, 0, "physical", 0, 9e18, &iv))
+        if (lms_json_int(j, 0, LMS_TF(device, physical, U64), 0, 9e18, &iv))
             d->physical = (uint64_t)iv;
         return NULL;
     }
-    if (strcmp(type, "alloc") == 0) {
+    if (strcmp(type, LMS_TE(alloc)) == 0) {
         long long size, charge = 0, id = -1, site_id = -1;
         char place[16];
-        if (!lms_json_string(j, 0, "ptr", s, sizeof s) || !lms_json_int(j, 0, "size", 0, 9e18, &size) ||
-            !lms_json_string(j, 0, "place", place, sizeof place))
+        if (!lms_json_string(j, 0, LMS_TF(alloc, ptr, HEX), s, sizeof s) ||
+            !lms_json_int(j, 0, LMS_TF(alloc, size, U64), 0, 9e18, &size) ||
+            !lms_json_string(j, 0, LMS_TF(alloc, place, STR), place, sizeof place))
             return "alloc without valid ptr, size or place";
-        if ((lms_json_get(j, 0, "charge") >= 0 && !lms_json_int(j, 0, "charge", 0, 9e18, &charge)) ||
-            (lms_json_get(j, 0, "id") >= 0 && !lms_json_int(j, 0, "id", -1, 1e9, &id)) ||
-            (lms_json_get(j, 0, "site") >= 0 && !lms_json_int(j, 0, "site", -1, 1e9, &site_id)))
+        if ((lms_json_get(j, 0, LMS_TF(alloc, charge, U64)) >= 0 &&
+             !lms_json_int(j, 0, LMS_TF(alloc, charge, U64), 0, 9e18, &charge)) ||
+            (lms_json_get(j, 0, LMS_TF(alloc, id, I64)) >= 0 && !lms_json_int(j, 0, LMS_TF(alloc, id, I64), -1, 1e9, &id)) ||
+            (lms_json_get(j, 0, LMS_TF(alloc, site, I64)) >= 0 &&
+             !lms_json_int(j, 0, LMS_TF(alloc, site, I64), -1, 1e9, &site_id)))
             return "bad charge, id or site";
         int p = place_index(place);
         if (p < 0)
@@ -290,9 +428,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         sample_now(d, t);
         return NULL;
     }
-    if (strcmp(type, "free") == 0) {
+    if (strcmp(type, LMS_TE(free)) == 0) {
         alloc_rec a;
-        if (!lms_json_string(j, 0, "ptr", s, sizeof s))
+        if (!lms_json_string(j, 0, LMS_TF(free, ptr, HEX), s, sizeof s))
             return "free without ptr";
         if (!lms_addrmap_take(&f->allocs, strtoull(s, NULL, 16), &a))
             return NULL;   /* allocated before the trace began */
@@ -314,9 +452,10 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         sample_now(ad, t);
         return NULL;
     }
-    if (strcmp(type, "prefetch") == 0 || strcmp(type, "evict") == 0) {
+    if (strcmp(type, LMS_TE(prefetch)) == 0 || strcmp(type, LMS_TE(evict)) == 0) {
         long long id, bytes;
-        if (!lms_json_int(j, 0, "id", 0, 1e9, &id) || !lms_json_int(j, 0, "bytes", 0, 9e18, &bytes))
+        if (!lms_json_int(j, 0, LMS_TF2(prefetch, evict, id, U64), 0, 1e9, &id) ||
+            !lms_json_int(j, 0, LMS_TF2(prefetch, evict, bytes, U64), 0, 9e18, &bytes))
             return "prefetch/evict without valid id or bytes";
         bool evict = type[0] == 'e';
         alloc_rec *a = managed_by_id(f, (int64_t)id);
@@ -342,7 +481,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         sample_now(d, t);
         return NULL;
     }
-    if (strcmp(type, "oom") == 0 || strcmp(type, "fallback") == 0) {
+    if (strcmp(type, LMS_TE(oom)) == 0 || strcmp(type, LMS_TE(fallback)) == 0) {
         if (type[0] == 'o')
             d->oom++;
         else
@@ -351,7 +490,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
             d->marks[d->nmarks++] = (mark){t, type[0]};
         return NULL;
     }
-    if (strcmp(type, "launch") == 0) {
+    if (strcmp(type, LMS_TE(launch)) == 0) {
         d->launches++;
         return NULL;
     }
@@ -368,6 +507,7 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
     f->path = strdup(path);
     f->rank = r->nfiles;
     f->t0 = -1;
+    f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
     lms_jsonl_counts c = {0};
     if (!f->path || lms_jsonl_file(path, take, f, errors, &c) != 0) {
@@ -391,6 +531,7 @@ void lms_report_add_text(lms_report *r, const char *name, const char *text, size
     f->path = strdup(name);
     f->rank = r->nfiles;
     f->t0 = -1;
+    f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
     lms_jsonl_counts c = {0};
     lms_jsonl_text(name, text, len, take, f, errors, &c);

@@ -28,7 +28,7 @@ row=$(awk '$1 == "0" && $2 == "0"' "$tmp/report")
     fail "golden numbers differ: $row"
 top=$(grep -A2 '^    1\. site' "$tmp/report")
 echo "$top" | grep -q 'peak 1G in 4 allocations' || fail "top site: $top"
-echo "$top" | grep -q 'alloc_activations (trace_golden+' || fail "top site not resolved to alloc_activations: $top"
+echo "$top" | grep -q 'alloc_activations (trace_golden.c:[0-9]*, trace_golden+' || fail "top site not resolved to alloc_activations: $top"
 grep -A1 '^    2\. site' "$tmp/report" | grep -q 'peak 512M in 2 allocations' || fail "second site"
 grep -A2 '^    2\. site' "$tmp/report" | grep -q 'alloc_weights' || fail "second site not alloc_weights"
 

@@ -1,0 +1,170 @@
+/*
+ * pystack.c — Python frames of an allocation (see pystack.h).
+ *
+ * Entry points, looked up once with dlsym(RTLD_DEFAULT): Py_IsInitialized,
+ * Py_GetVersion, PyGILState_GetThisThreadState, PyGILState_Check,
+ * PyEval_GetFrame (borrowed), then
+ * PyFrame_GetCode / PyFrame_GetBack (3.9+, new references) or, on 3.8, the
+ * frame's f_code / f_back attributes; PyFrame_GetLineNumber; for names,
+ * the code object's co_filename / co_name through PyObject_GetAttrString and
+ * PyUnicode_AsUTF8. Capturing calls nothing that can raise; naming saves
+ * and restores the thread's pending exception around its calls.
+ */
+#include "pystack.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "options.h"
+
+typedef void *obj;
+
+static struct {
+    int (*is_initialized)(void);
+    const char *(*version)(void);
+    int (*gil_check)(void);
+    obj (*this_thread_state)(void);
+    obj (*get_frame)(void);
+    obj (*frame_code)(obj);          /* 3.9+ */
+    obj (*frame_back)(obj);          /* 3.9+ */
+    int (*frame_line)(obj);
+    obj (*getattr)(obj, const char *);
+    const char *(*utf8)(obj);
+    void (*decref)(obj);
+    void (*incref)(obj);
+    void (*err_fetch)(obj *, obj *, obj *);
+    void (*err_restore)(obj, obj, obj);
+    void (*err_clear)(void);
+    obj none;
+} py;
+static int usable;   /* 1: CPython 3.8-3.13 with every entry point; 0: not */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* Looks the entry points up and checks the version. */
+static void resolve(void)
+{
+#define FIND(field, name) *(void **)&py.field = dlsym(RTLD_DEFAULT, name)
+    FIND(is_initialized, "Py_IsInitialized");
+    FIND(version, "Py_GetVersion");
+    FIND(gil_check, "PyGILState_Check");
+    FIND(this_thread_state, "PyGILState_GetThisThreadState");
+    FIND(get_frame, "PyEval_GetFrame");
+    FIND(frame_code, "PyFrame_GetCode");
+    FIND(frame_back, "PyFrame_GetBack");
+    FIND(frame_line, "PyFrame_GetLineNumber");
+    FIND(getattr, "PyObject_GetAttrString");
+    FIND(utf8, "PyUnicode_AsUTF8");
+    FIND(decref, "Py_DecRef");
+    FIND(incref, "Py_IncRef");
+    FIND(err_fetch, "PyErr_Fetch");
+    FIND(err_restore, "PyErr_Restore");
+    FIND(err_clear, "PyErr_Clear");
+    FIND(none, "_Py_NoneStruct");
+#undef FIND
+    if (!py.is_initialized || !py.version || !py.gil_check || !py.this_thread_state || !py.get_frame || !py.frame_line || !py.getattr ||
+        !py.utf8 || !py.decref || !py.incref || !py.err_fetch || !py.err_restore || !py.err_clear || !py.none)
+        return;   /* not a CPython process (or not one we know) */
+    int major = 0, minor = 0;
+    if (sscanf(py.version(), "%d.%d", &major, &minor) != 2 || major != 3 || minor < 8 || minor > 13) {
+        lms_log(LMS_LEVEL_INFO, "Python %d.%d: no Python frames (3.8 to 3.13 are known)", major, minor);
+        return;
+    }
+    usable = 1;
+}
+
+/* The code object of frame f (a new reference), or NULL. */
+static obj frame_code(obj f)
+{
+    return py.frame_code ? py.frame_code(f) : py.getattr(f, "f_code");
+}
+
+/* The caller's frame (a new reference), or NULL. */
+static obj frame_back(obj f)
+{
+    if (py.frame_back)
+        return py.frame_back(f);
+    obj b = py.getattr(f, "f_back");
+    if (b == py.none) {
+        py.decref(b);
+        return NULL;
+    }
+    return b;
+}
+
+int lms_pystack_capture(lms_pyframe_key *out, int max)
+{
+    if (!lms_opt.py_stacks || max <= 0)
+        return 0;
+    pthread_once(&once, resolve);
+    /* A thread state of its own first: PyGILState_Check answers 1 to any
+     * thread when sub-interpreters have turned its check off. */
+    if (!usable || !py.is_initialized() || !py.this_thread_state() || !py.gil_check())
+        return 0;
+    obj f = py.get_frame();   /* borrowed */
+    if (!f)
+        return 0;
+    obj type = NULL, value = NULL, tb = NULL;
+    bool guard = !py.frame_back;   /* 3.8 reads attributes: keep the pending exception */
+    if (guard)
+        py.err_fetch(&type, &value, &tb);
+    py.incref(f);
+    int n = 0;
+    while (f && n < max) {
+        obj code = frame_code(f);
+        out[n].code = code;   /* the frame keeps it alive */
+        out[n].line = py.frame_line(f);
+        if (code)
+            py.decref(code);
+        n++;
+        obj back = frame_back(f);
+        py.decref(f);
+        f = back;
+    }
+    if (f)
+        py.decref(f);
+    if (guard)
+        py.err_restore(type, value, tb);
+    return n;
+}
+
+/* Copies attribute `name` of object o as UTF-8 into strings at *at; returns
+ * the copy, or "?" when there is none or no room. */
+static const char *attr_text(obj o, const char *name, char *strings, size_t cap, size_t *at)
+{
+    obj a = o ? py.getattr(o, name) : NULL;
+    const char *u = a ? py.utf8(a) : NULL;
+    const char *r = "?";
+    if (u) {
+        size_t n = strlen(u);
+        if (*at + n + 1 <= cap) {
+            memcpy(strings + *at, u, n + 1);
+            r = strings + *at;
+            *at += n + 1;
+        }
+    }
+    if (a)
+        py.decref(a);
+    return r;
+}
+
+int lms_pystack_describe(const lms_pyframe_key *keys, int n, lms_rec_pyframe *out, char *strings, size_t cap)
+{
+    if (n <= 0 || !usable || !py.this_thread_state() || !py.gil_check())
+        return 0;
+    obj type = NULL, value = NULL, tb = NULL;
+    py.err_fetch(&type, &value, &tb);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        out[i].file = attr_text(keys[i].code, "co_filename", strings, cap, &at);
+        out[i].fn = attr_text(keys[i].code, "co_name", strings, cap, &at);
+        out[i].line = keys[i].line;
+        py.err_clear();   /* never leave an error of ours behind */
+    }
+    py.err_restore(type, value, tb);
+    return n;
+}

@@ -1,0 +1,2 @@
+/* A function name of 255 characters (the most a symbol is usually given). */
+#define DEEP_NAME f_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_name_long_frame_namexxxxxxxxxxxxxx
