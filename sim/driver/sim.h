@@ -27,6 +27,7 @@
 #define SIM_BLOCK_BYTES ((size_t)2 << 20)   /* managed-memory block: 2 MiB */
 #define SIM_LOC_HOST (-1)                   /* block location: host memory */
 #define SIM_LOC_NONE (-2)                   /* no preferred location */
+#define SIM_MAX_PITCH ((size_t)2147483647)  /* CU_DEVICE_ATTRIBUTE_MAX_PITCH, bytes */
 
 /* ---- configuration (config.c) ------------------------------------------ */
 
@@ -39,6 +40,8 @@ typedef struct sim_config {
     double hbm_gbps;          /* SIMGPU_HBM_GBPS, device memory bandwidth */
     double launch_us;         /* SIMGPU_LAUNCH_US, fixed cost of one launch */
     bool report;              /* SIMGPU_REPORT=1 prints counters at exit */
+    bool concurrent_managed;  /* SIMGPU_CONCURRENT_MANAGED (default 1): the device
+                                 attribute CONCURRENT_MANAGED_ACCESS */
 } sim_config;
 
 extern sim_config sim_cfg;

@@ -11,12 +11,6 @@
 
 lms_account lms_accounts[LMS_MAX_DEVICES];
 
-uint64_t lms_charge_of(uint64_t size)
-{
-    uint64_t g = size < (2ull << 20) ? 512 : 2ull << 20;
-    return (size + g - 1) / g * g;
-}
-
 /* Reads the device's memory and sets its budget (once per device). */
 static void setup(lms_account *a, int device)
 {
