@@ -269,6 +269,22 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     } else if (!params && f->desc.num_params > 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
+    bool record = false;
+    r = sim_capture_gate(st, true, &record);
+    if (r != CUDA_SUCCESS || record) {
+        sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .params = params};
+        memcpy(d.grid, grid, sizeof d.grid);
+        memcpy(d.block, block, sizeof d.block);
+        return r != CUDA_SUCCESS ? r : sim_capture_add(st, &d);
+    }
+    return sim_kernel_run(f, grid, block, st, params);
+}
+
+/* Runs a validated kernel on stream st now (a launch, or a graph's kernel
+ * node): the body runs on the real bytes, then the time is modeled. */
+CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                        CUstream st, void **params)
+{
     launch_state state = {0};
     simgpu_launch l = {.device = st->device, .access = launch_access,
                        .compute = launch_compute, .internal = &state};
@@ -281,6 +297,24 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     sim_schedule(st, SIM_ENGINE_COMPUTE, sim_cfg.launch_us * 1e3 + state.stall_ns + busy);
     pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
+}
+
+/* True when f is a registered kernel (for graph nodes). */
+bool sim_kernel_valid(CUfunction f)
+{
+    return func_valid(f);
+}
+
+/* A kernel's parameter layout: fills offsets[] and sizes[] (room for
+ * SIMGPU_MAX_PARAMS each) and *total; returns the number of parameters. */
+unsigned sim_kernel_layout(CUfunction f, size_t *offsets, size_t *sizes, size_t *total)
+{
+    for (unsigned i = 0; i < f->desc.num_params; i++) {
+        offsets[i] = f->offset[i];
+        sizes[i] = f->desc.param_sizes[i];
+    }
+    *total = f->total;
+    return f->desc.num_params;
 }
 
 SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,

@@ -165,7 +165,7 @@ static CUresult alloc_preamble(const void *out, size_t bytes, int *device)
         return r;
     if (!out || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return CUDA_SUCCESS;
+    return sim_capture_unsafe_call();   /* may synchronize: refused in capture */
 }
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -231,6 +231,8 @@ SIM_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, 
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     CUresult r = sim_check_init();
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_unsafe_call();   /* synchronizes: refused in capture */
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);

@@ -204,6 +204,10 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUst
         return r;
     if (!dptr || n == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    bool record;
+    r = sim_capture_gate(st, false, &record);   /* memory nodes are not modeled */
+    if (r != CUDA_SUCCESS)
+        return r;
     pthread_mutex_lock(&sim_lock);
     if (!pool)
         pool = sim_devices[st->device].current_pool;
@@ -231,6 +235,9 @@ static CUresult free_async(CUdeviceptr p, CUstream s, bool ptds)
 {
     CUstream st;
     CUresult r = sim_resolve_stream(s, ptds, &st);
+    bool record;
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_gate(st, false, &record);   /* memory nodes are not modeled */
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);
