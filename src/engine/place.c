@@ -5,6 +5,7 @@
 #include "place.h"
 
 #include "account.h"
+#include "capture.h"
 #include "chunks.h"
 #include "frag.h"
 #include "log.h"
@@ -159,7 +160,10 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
         break;
     case LMS_PLACE_MANAGED:
     case LMS_PLACE_HOST:
-        /* Not pool memory: a stream-ordered free waits for the stream. */
+        /* Not pool memory: a stream-ordered free waits for the stream, or,
+         * on a capturing stream, becomes part of the capture (capture.c). */
+        if (async && lms_capture_free_async(p, c.place == LMS_PLACE_HOST, op->stream, &r))
+            break;
         r = async && lms_drv.cuStreamSynchronize ? lms_drv.cuStreamSynchronize(op->stream) : CUDA_SUCCESS;
         if (r == CUDA_SUCCESS)
             r = c.place == LMS_PLACE_HOST ? lms_drv.cuMemFreeHost((void *)(uintptr_t)p) : op->sync_free(p);

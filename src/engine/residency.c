@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "account.h"
+#include "capture.h"
 #include "log.h"
 #include "plan.h"
 #include "policy.h"
@@ -306,6 +307,8 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
                           lms_launch_token *tok)
 {
     tok->device = -1;
+    if (lms_capture_before_work(stream))
+        return;   /* captured, not run: the graph's launch does this work */
     lms_account *a = lms_account_of(device);
     if (!a)
         return;
@@ -380,6 +383,22 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
             if (c->used_ev)
                 lms_drv.cuEventRecord(c->used_ev, stream);
         }
+    }
+    pthread_rwlock_unlock(&map_lock);
+    pthread_mutex_unlock(&d->lock);
+}
+
+void lms_residency_pin(int device, const uint32_t *ids, int n, int delta)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES)
+        return;
+    res_device *d = &devices[device];
+    pthread_mutex_lock(&d->lock);
+    pthread_rwlock_rdlock(&map_lock);
+    for (int i = 0; i < n; i++) {
+        res_chunk *c = chunk_of(ids[i]);
+        if (c && c->device == device)
+            c->pc.pins += delta;
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
