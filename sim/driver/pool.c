@@ -84,7 +84,8 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pr
     CUmemoryPool p = calloc(1, sizeof *p);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *p = (struct CUmemPoolHandle_st){.magic = SIM_MAGIC_POOL, .device = props->location.id};
+    *p = (struct CUmemPoolHandle_st){.magic = SIM_MAGIC_POOL, .device = props->location.id,
+                                     .handle_types = (unsigned)props->handleTypes};
     pthread_mutex_lock(&sim_lock);
     int slot = -1;
     for (int i = 0; i < MAX_POOLS && slot < 0; i++)

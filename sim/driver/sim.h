@@ -132,6 +132,7 @@ struct CUmemPoolHandle_st {
     uint64_t release_threshold;
     uint64_t used_bytes;      /* charged bytes outstanding */
     uint64_t used_high;       /* high-water mark of used_bytes */
+    unsigned handle_types;    /* CUmemAllocationHandleType bits: exportable when not 0 */
 };
 
 typedef struct sim_device {
@@ -260,6 +261,10 @@ bool sim_kernel_valid(CUfunction f);
 unsigned sim_kernel_layout(CUfunction f, size_t *offsets, size_t *sizes, size_t *total);
 CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned block[3],
                         CUstream st, void **params);
+
+/* The handle types a VMM handle may be exported as, and its memfd; false
+ * for a handle the driver did not hand out (vmm.c, under sim_lock). */
+bool sim_vmm_export_info(CUmemGenericAllocationHandle h, unsigned *types, int *fd);
 
 /* ---- lookup (procaddr.c) ------------------------------------------------ */
 

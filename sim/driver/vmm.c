@@ -133,6 +133,16 @@ static phys *phys_of(CUmemGenericAllocationHandle h)
     return NULL;
 }
 
+bool sim_vmm_export_info(CUmemGenericAllocationHandle h, unsigned *types, int *fd)
+{
+    phys *ph = phys_of(h);
+    if (ph) {
+        *types = ph->handle_types;
+        *fd = ph->fd;
+    }
+    return ph != NULL;
+}
+
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     CUresult r = sim_check_init();
