@@ -36,6 +36,7 @@ typedef struct res_chunk {
     uint64_t ptr, size;       /* the managed range */
     int device;
     bool ready_pending;       /* fetched on the side stream: wait on ready_ev */
+    uint64_t kept;            /* bytes: charge kept by a failed eviction (still on the device) */
     CUevent used_ev;          /* recorded after its last launch */
     CUevent ready_ev;         /* recorded after a side-stream fetch */
 } res_chunk;
@@ -140,12 +141,14 @@ void lms_residency_remove(uint64_t ptr)
         return;
     res_device *d = &devices[c->device];
     pthread_mutex_lock(&d->lock);
+    lms_account *a = lms_account_of(c->device);
     if (c->pc.resident) {
         lms_plan_forget(&d->plan, &c->pc);
-        lms_account *a = lms_account_of(c->device);
         if (a)
             lms_account_release(a, c->pc.charge);
     }
+    if (c->kept && a)
+        lms_account_release(a, c->kept);
     pthread_mutex_unlock(&d->lock);
     if (c->used_ev && lms_drv.cuEventDestroy)
         lms_drv.cuEventDestroy(c->used_ev);
@@ -240,7 +243,14 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
     if (c->ready_pending)
         lms_drv.cuStreamWaitEvent(d->evict, c->ready_ev, 0);
     CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST};
-    lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict);
+    if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict) != CUDA_SUCCESS) {
+        /* Still on the device: its bytes stay charged until it is fetched
+         * again or freed. */
+        static atomic_uint said;
+        c->kept += pc->charge;
+        lms_log_capped(LMS_LEVEL_WARN, &said, 1, "residency: an eviction failed; its bytes stay charged");
+        return;
+    }
     lms_drv.cuEventRecord(d->evict_ev, d->evict);
     d->evict_pending = true;
     c->ready_pending = false;
@@ -265,6 +275,10 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, dev, 0, s) != CUDA_SUCCESS) {
         lms_account_release(l->a, pc->charge);
         return false;
+    }
+    if (c->kept) {   /* the charge of a failed eviction: now the new reservation's */
+        lms_account_release(l->a, c->kept);
+        c->kept = 0;
     }
     c->ready_pending = false;
     if (ahead) {
