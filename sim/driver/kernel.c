@@ -290,7 +290,11 @@ CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned blo
                        .compute = launch_compute, .internal = &state};
     memcpy(l.grid, grid, sizeof l.grid);
     memcpy(l.block, block, sizeof l.block);
+    if (!sim_cfg.concurrent_managed)
+        state.stall_ns += sim_legacy_um_launch(st->device, true);
     f->desc.fn(&l, params);
+    if (!sim_cfg.concurrent_managed)
+        state.stall_ns += sim_legacy_um_launch(st->device, false);
     double busy = state.compute_ns > state.remote_ns ? state.compute_ns : state.remote_ns;
     pthread_mutex_lock(&sim_lock);
     sim_devices[st->device].c.launches++;

@@ -174,6 +174,7 @@ sim_alloc *sim_registry_find(uintptr_t p);          /* containing p, or NULL */
 sim_alloc *sim_registry_find_base(uintptr_t p);     /* starting at p, or NULL */
 void sim_registry_remove(sim_alloc *a);
 uint64_t sim_next_buffer_id(void);
+sim_alloc *const *sim_registry_all(size_t *n);      /* sorted; until the next change */
 
 /* ---- memory (memory.c) -------------------------------------------------- */
 
@@ -265,6 +266,11 @@ CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned blo
 /* The handle types a VMM handle may be exported as, and its memfd; false
  * for a handle the driver did not hand out (vmm.c, under sim_lock). */
 bool sim_vmm_export_info(CUmemGenericAllocationHandle h, unsigned *types, int *fd);
+
+/* Devices without concurrent managed access (SIMGPU_CONCURRENT_MANAGED=0,
+ * legacy_um.c): all managed memory moves to the device before a launch and
+ * back after it; returns the modeled time (takes sim_lock). */
+double sim_legacy_um_launch(int device, bool before);
 
 /* ---- lookup (procaddr.c) ------------------------------------------------ */
 

@@ -5,6 +5,7 @@
 
 #include <sched.h>
 
+#include "caps.h"
 #include "driver.h"
 #include "log.h"
 #include "trace.h"
@@ -19,6 +20,7 @@ static void setup(lms_account *a, int device)
         total = 0;
     a->physical = total;
     a->budget = lms_options_budget(device, total);
+    lms_caps_managed_ok(device);   /* asked once, at the device's start */
     if (lms_trace_on)
         lms_trace_device(device, a->physical, a->budget);
     if (LMS_LOG_ON(LMS_LEVEL_INFO)) {

@@ -6,6 +6,7 @@
 
 #include "account.h"
 #include "capture.h"
+#include "caps.h"
 #include "chunks.h"
 #include "frag.h"
 #include "log.h"
@@ -67,6 +68,8 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
                                  bool fallback, CUdeviceptr *out)
 {
     CUdeviceptr p;
+    if (place == LMS_PLACE_MANAGED && !lms_caps_managed_ok(r->device))
+        place = LMS_PLACE_HOST;   /* no prefetch possible there (caps.c) */
     if (alloc_off_device(r->size, r->device, place, &p) != CUDA_SUCCESS) {
         atomic_fetch_add(&a->oom_failures, 1);
         lms_log(LMS_LEVEL_WARN, "out of memory: dev=%d size=%llu: %s allocation failed too",
