@@ -15,6 +15,65 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Live graphs, nodes and executable graphs: a handle is checked here
+ * before it is dereferenced (a destroyed or bogus one answers an error). */
+static const void **live;            /* open addressing; NULL empty, TOMB removed */
+static size_t live_cap, live_used;   /* slots, slots not empty */
+static const char tomb_mark;
+#define LIVE_TOMB ((const void *)&tomb_mark)
+
+/* The slot of p, or of an empty one if absent (under sim_lock). */
+static size_t live_slot(const void *p)
+{
+    size_t i = ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull % live_cap;
+    while (live[i] && live[i] != p)
+        i = (i + 1) % live_cap;
+    return i;
+}
+
+/* True when p is a live handle (under sim_lock). */
+static bool live_has(const void *p)
+{
+    return p && live_cap && live[live_slot(p)] == p;
+}
+
+/* Adds a handle; false when the host is out of memory (under sim_lock). */
+static bool live_add(const void *p)
+{
+    if ((live_used + 1) * 2 > live_cap) {   /* rehash: drop removed slots, keep <= 1/4 full */
+        size_t n = 0, ncap = 256;
+        for (size_t i = 0; i < live_cap; i++)
+            n += live[i] && live[i] != LIVE_TOMB;
+        while (ncap < (n + 1) * 4)
+            ncap *= 2;
+        const void **old = live;
+        size_t ocap = live_cap;
+        live = calloc(ncap, sizeof *live);
+        if (!live) {
+            live = old;
+            return false;
+        }
+        live_cap = ncap;
+        live_used = 0;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i] && old[i] != LIVE_TOMB) {
+                live[live_slot(old[i])] = old[i];
+                live_used++;
+            }
+        free(old);
+    }
+    live[live_slot(p)] = p;
+    live_used++;
+    return true;
+}
+
+/* Removes a handle (under sim_lock). */
+static void live_remove(const void *p)
+{
+    if (live_has(p))
+        live[live_slot(p)] = LIVE_TOMB;
+}
+
 #define SIM_MAGIC_GRAPH 0x47525048u
 #define SIM_MAGIC_NODE  0x4e4f4445u
 #define SIM_MAGIC_EXEC  0x47455845u
@@ -46,6 +105,10 @@ struct CUgraphExec_st {
 CUgraph sim_graph_new(void)
 {
     CUgraph g = calloc(1, sizeof *g);
+    if (g && !live_add(g)) {
+        free(g);
+        return NULL;
+    }
     if (g)
         g->magic = SIM_MAGIC_GRAPH;
     return g;
@@ -54,6 +117,7 @@ CUgraph sim_graph_new(void)
 /* Frees a node and what it owns. */
 static void node_free(CUgraphNode n)
 {
+    live_remove(n);
     n->magic = 0;
     free(n->deps);
     free(n->buf);
@@ -68,6 +132,7 @@ void sim_graph_free(CUgraph g)
     for (size_t i = 0; i < g->n; i++)
         node_free(g->nodes[i]);
     free(g->nodes);
+    live_remove(g);
     g->magic = 0;
     free(g);
 }
@@ -106,7 +171,7 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
                        const sim_node_desc *d, CUgraphNode *out)
 {
     for (size_t i = 0; i < ndeps; i++)
-        if (!deps[i] || deps[i]->magic != SIM_MAGIC_NODE || deps[i]->graph != g)
+        if (!live_has(deps[i]) || deps[i]->magic != SIM_MAGIC_NODE || deps[i]->graph != g)
             return CUDA_ERROR_INVALID_VALUE;
     if (g->n == g->cap) {
         size_t ncap = g->cap ? g->cap * 2 : 16;
@@ -117,8 +182,10 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
         g->cap = ncap;
     }
     CUgraphNode n = calloc(1, sizeof *n);
-    if (!n)
+    if (!n || !live_add(n)) {
+        free(n);
         return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     *n = (struct CUgraphNode_st){.magic = SIM_MAGIC_NODE, .graph = g, .d = *d};
     if (ndeps) {
         n->deps = malloc(ndeps * sizeof *n->deps);
@@ -146,13 +213,13 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
 /* True when g is a live graph (under sim_lock). */
 static bool graph_valid(CUgraph g)
 {
-    return g && g->magic == SIM_MAGIC_GRAPH;
+    return live_has(g) && g->magic == SIM_MAGIC_GRAPH;
 }
 
 /* True when n is a live node (under sim_lock). */
 static bool node_valid(CUgraphNode n)
 {
-    return n && n->magic == SIM_MAGIC_NODE;
+    return live_has(n) && n->magic == SIM_MAGIC_NODE;
 }
 
 /* A copy of g with the same nodes and edges (under sim_lock); NULL when out
@@ -339,6 +406,10 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
         r = CUDA_ERROR_INVALID_VALUE;
     else if (!(e->copy = graph_clone(g)))
         r = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (!live_add(e))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r != CUDA_SUCCESS && e->copy)
+        sim_graph_free(e->copy);
     pthread_mutex_unlock(&sim_lock);
     if (r != CUDA_SUCCESS) {
         free(e);
@@ -404,10 +475,13 @@ SIM_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *out, CUgraph 
     return instantiate_params(out, g, p);
 }
 
-/* True when e is a live executable graph. */
+/* True when e is a live executable graph (takes sim_lock). */
 static bool exec_valid(CUgraphExec e)
 {
-    return e && e->magic == SIM_MAGIC_EXEC;
+    pthread_mutex_lock(&sim_lock);
+    bool ok = live_has(e) && e->magic == SIM_MAGIC_EXEC;
+    pthread_mutex_unlock(&sim_lock);
+    return ok;
 }
 
 SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
@@ -415,9 +489,12 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!exec_valid(e))
-        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
+    if (!live_has(e) || e->magic != SIM_MAGIC_EXEC) {
+        pthread_mutex_unlock(&sim_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    live_remove(e);
     sim_graph_free(e->copy);
     pthread_mutex_unlock(&sim_lock);
     e->magic = 0;

@@ -38,6 +38,7 @@ static void setup(void)
     CUmodule m;
     OK(cuModuleLoadData(&m, "x"));
     OK(cuModuleGetFunction(&f_touch, m, "touch"));
+    OK(cuModuleUnload(m));
 }
 
 static CUresult run_touch(CUdeviceptr p, size_t bytes)

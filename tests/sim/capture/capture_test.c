@@ -35,6 +35,7 @@ static void setup(void)
     CUmodule m;
     OK(cuModuleLoadData(&m, "simulated"));
     OK(cuModuleGetFunction(&f_inc, m, "inc"));
+    OK(cuModuleUnload(m));   /* functions outlive their module in the simulator */
 }
 
 /* Launches inc(p, n, k) on s. */
@@ -137,6 +138,10 @@ static void capture_replay(void)
     CHECK_EQ_U(at(b, 0), 5);                        /* memset to 0, then + 5 */
     OK(cuGraphExecDestroy(e));
     CHECK_IS(cuGraphExecDestroy(e), CUDA_ERROR_INVALID_VALUE);
+    OK(cuEventDestroy(fork));
+    OK(cuEventDestroy(join));
+    OK(cuStreamDestroy(s));
+    OK(cuStreamDestroy(side));
     OK(cuMemFree(a));
     OK(cuMemFree(b));
 }
@@ -308,6 +313,13 @@ static void capture_errors(void)
     OK(cuMemAlloc(&p, 4096));                   /* no capture is left */
     OK(cuMemFree(p));
     CHECK_EQ_U(at(a, 0), 1);                    /* only the legacy memset ran, no kernel */
+    OK(cuEventDestroy(outside));
+    OK(cuEventDestroy(inside));
+    OK(cuStreamDestroy(s));
+    OK(cuStreamDestroy(nb));
+    OK(cuStreamDestroy(side));
+    OK(cuMemFree(a));
+    OK(cuMemFree(m));
 }
 
 /* cuGetProcAddress hands out every capture and graph entry point. */

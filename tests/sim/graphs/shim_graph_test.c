@@ -43,6 +43,7 @@ static void setup(void)
     CUmodule m;
     OK(cuModuleLoadData(&m, "x"));
     OK(cuModuleGetFunction(&f_bump, m, "bump"));
+    OK(cuModuleUnload(m));
     get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
     CHECK(get_stats != NULL);
 }
