@@ -136,10 +136,7 @@ CUresult sim_capture_sync_device(int device)
 
 bool sim_capture_event_pending(CUevent e)
 {
-    sim_capture *c = e->cap_id ? capture_by_id(e->cap_id) : NULL;
-    if (c)
-        invalidate(c);
-    return c != NULL;
+    return e->cap_id && capture_by_id(e->cap_id);
 }
 
 void sim_capture_record(CUstream st, CUevent e)

@@ -236,7 +236,8 @@ CUresult sim_capture_add(CUstream st, const sim_node_desc *d);
 CUresult sim_capture_sync_stream(CUstream st);
 /* cuCtxSynchronize while a stream of the device captures (takes sim_lock). */
 CUresult sim_capture_sync_device(int device);
-/* An event recorded in a capture still in progress (under sim_lock). */
+/* An event recorded in a capture still in progress: it cannot be queried
+ * or synchronized (CUDA_ERROR_CAPTURED_EVENT; under sim_lock). */
 bool sim_capture_event_pending(CUevent e);
 /* Event record and wait inside a capture (under sim_lock). */
 void sim_capture_record(CUstream st, CUevent e);

@@ -485,7 +485,7 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e)
     pthread_mutex_lock(&sim_lock);
     bool pending = sim_capture_event_pending(e);
     pthread_mutex_unlock(&sim_lock);
-    return pending ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+    return pending ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuEventSynchronize(CUevent e)
@@ -500,7 +500,7 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent e)
     if (e->recorded && !pending)
         sim_host_wait(e->t_ns);
     pthread_mutex_unlock(&sim_lock);
-    return pending ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+    return pending ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)

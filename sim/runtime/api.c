@@ -100,7 +100,12 @@ cudaError_t rt_result(CUresult r)
     case CUDA_ERROR_NOT_FOUND: e = cudaErrorSymbolNotFound; break;
     case CUDA_ERROR_NOT_READY: e = cudaErrorNotReady; break;
     case CUDA_ERROR_NOT_SUPPORTED: e = cudaErrorNotSupported; break;
-    default: e = cudaErrorUnknown; break;
+    case CUDA_ERROR_ILLEGAL_STATE: e = cudaErrorIllegalState; break;
+    default:
+        /* The stream capture codes are the same numbers in both APIs. */
+        e = r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
+                ? (cudaError_t)r : cudaErrorUnknown;
+        break;
     }
     return rt_error(e);
 }

@@ -242,7 +242,9 @@ static void capture_errors(void)
     OK(launch_inc(a, N, 1, s));
     /* An event recorded inside cannot be synchronized or queried. */
     OK(cuEventRecord(inside, s));
-    CHECK_IS(cuEventQuery(inside), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK_IS(cuEventQuery(inside), CUDA_ERROR_CAPTURED_EVENT);
+    CHECK_IS(cuEventSynchronize(inside), CUDA_ERROR_CAPTURED_EVENT);
+    CHECK_IS(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     ends_invalidated(s);
 
     /* The legacy stream would wait for a capturing blocking stream. */
