@@ -25,6 +25,9 @@
 
 INSTANTIATE_HOOK(cuGraphInstantiateWithFlags,
                  (CUgraphExec *out, CUgraph g, unsigned long long flags), out, g, flags)
+INSTANTIATE_HOOK(cuGraphInstantiate,
+                 (CUgraphExec *out, CUgraph g, CUgraphNode *err, char *log, size_t size),
+                 out, g, err, log, size)
 INSTANTIATE_HOOK(cuGraphInstantiate_v2,
                  (CUgraphExec *out, CUgraph g, CUgraphNode *err, char *log, size_t size),
                  out, g, err, log, size)
