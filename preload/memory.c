@@ -145,20 +145,22 @@ LMS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     return r;
 }
 
-#define ASYNC_FREE_HOOK(sym)                                                     \
+/* The _ptsz variant's NULL stream is the per-thread stream: the engine's
+ * own calls (legacy ABI) are given CU_STREAM_PER_THREAD for it. */
+#define ASYNC_FREE_HOOK(sym, ptds)                                               \
     LMS_EXPORT CUresult sym(CUdeviceptr dptr, CUstream stream)                   \
     {                                                                            \
         if (!lms_hook_enter() || !REAL(sym) || !REAL(cuMemFree_v2))              \
             return PASS(sym, dptr, stream);                                      \
         lms_free_op op = {.sync_free = REAL(cuMemFree_v2), .async_free = REAL(sym), \
-                          .stream = stream};                                     \
+                          .stream = !stream && (ptds) ? CU_STREAM_PER_THREAD : stream}; \
         CUresult r = lms_place_free(dptr, &op);                                  \
         lms_hook_leave();                                                        \
         return r;                                                                \
     }
 
-ASYNC_FREE_HOOK(cuMemFreeAsync)
-ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz)
+ASYNC_FREE_HOOK(cuMemFreeAsync, false)
+ASYNC_FREE_HOOK(cuMemFreeAsync_ptsz, true)
 
 /* ---- the 32-bit ABI: budget and accounting only (no fallback fits in a
  *      32-bit pointer) ------------------------------------------------------ */

@@ -95,6 +95,10 @@ bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *
     return true;
 }
 
+void lms_capture_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void lms_capture_fork_parent(void) { pthread_mutex_unlock(&lock); }
+void lms_capture_fork_child(void) { pthread_mutex_init(&lock, NULL); }
+
 void lms_capture_drain(void)
 {
     if (atomic_load_explicit(&due, memory_order_relaxed) == 0)
@@ -102,19 +106,30 @@ void lms_capture_drain(void)
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
     bool relaxed = lms_drv.cuThreadExchangeStreamCaptureMode &&
                    lms_drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
-    pthread_mutex_lock(&lock);
-    for (deferred *d = list; d; d = d->next) {
-        int expect = 1;
-        if (!atomic_compare_exchange_strong(&d->state, &expect, 2))
-            continue;
-        atomic_fetch_sub(&due, 1);
-        CUresult r = d->host ? lms_drv.cuMemFreeHost((void *)(uintptr_t)d->ptr)
-                             : lms_drv.cuMemFree((CUdeviceptr)d->ptr);
-        if (r != CUDA_SUCCESS)
-            lms_log(LMS_LEVEL_WARN, "captured free of 0x%llx failed (error %d)",
-                    (unsigned long long)d->ptr, (int)r);
+    for (;;) {
+        /* Taken under the lock, freed outside it (no lock held across a
+         * driver call, which may take the driver's own). */
+        deferred *batch[32];
+        int n = 0;
+        pthread_mutex_lock(&lock);
+        for (deferred *d = list; d && n < 32; d = d->next) {
+            int expect = 1;
+            if (atomic_compare_exchange_strong(&d->state, &expect, 2))
+                batch[n++] = d;
+        }
+        pthread_mutex_unlock(&lock);
+        if (n == 0)
+            break;
+        atomic_fetch_sub(&due, n);
+        for (int i = 0; i < n; i++) {
+            deferred *d = batch[i];
+            CUresult r = d->host ? lms_drv.cuMemFreeHost((void *)(uintptr_t)d->ptr)
+                                 : lms_drv.cuMemFree((CUdeviceptr)d->ptr);
+            if (r != CUDA_SUCCESS)
+                lms_log(LMS_LEVEL_WARN, "captured free of 0x%llx failed (error %d)",
+                        (unsigned long long)d->ptr, (int)r);
+        }
     }
-    pthread_mutex_unlock(&lock);
     if (relaxed)
         lms_drv.cuThreadExchangeStreamCaptureMode(&mode);
 }

@@ -28,7 +28,19 @@ bool lms_capture_busy(CUstream stream);
  * the legacy stream tied to a capture, CUDA's error. */
 bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *r);
 
+/* True for the errors a capture gives a call it forbids
+ * (CUDA_ERROR_STREAM_CAPTURE_*): the program gets them unchanged. */
+static inline bool lms_capture_refused(CUresult r)
+{
+    return r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+}
+
 /* Releases the frees whose point in a graph has been reached. */
 void lms_capture_drain(void);
+
+/* fork: the list's lock is held across fork; the child gets a fresh one. */
+void lms_capture_fork_prepare(void);
+void lms_capture_fork_parent(void);
+void lms_capture_fork_child(void);
 
 #endif

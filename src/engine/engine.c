@@ -6,8 +6,11 @@
 #include <stdlib.h>
 
 #include "account.h"
+#include "capture.h"
 #include "chunks.h"
 #include "driver.h"
+#include "graph.h"
+#include "ipc.h"
 #include "log.h"
 #include "residency.h"
 #include "stats.h"
@@ -57,6 +60,9 @@ bool lms_engine_init(void)
 
 void lms_engine_fork_prepare(void)
 {
+    lms_capture_fork_prepare();
+    lms_graph_fork_prepare();
+    lms_ipc_fork_prepare();
     lms_residency_fork_prepare();
     lms_chunks_lock_all();
 }
@@ -65,6 +71,9 @@ void lms_engine_fork_parent(void)
 {
     lms_chunks_unlock_all();
     lms_residency_fork_parent();
+    lms_ipc_fork_parent();
+    lms_graph_fork_parent();
+    lms_capture_fork_parent();
 }
 
 void lms_engine_fork_child(void)
@@ -72,4 +81,7 @@ void lms_engine_fork_child(void)
     lms_chunks_reset_locks();
     lms_residency_fork_child();
     lms_account_reset_setup();
+    lms_ipc_fork_child();
+    lms_graph_fork_child();
+    lms_capture_fork_child();
 }

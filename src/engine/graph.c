@@ -166,14 +166,24 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
     }
 }
 
+void lms_graph_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void lms_graph_fork_parent(void) { pthread_mutex_unlock(&lock); }
+void lms_graph_fork_child(void) { pthread_mutex_init(&lock, NULL); }
+
 void lms_graph_poll(void)
 {
     if (atomic_load_explicit(&nflights, memory_order_relaxed) == 0 || !lms_drv.cuEventQuery)
         return;
     for (int i = 0; i < IN_FLIGHT; i++) {
+        /* The event is queried with no lock held (the driver has its own). */
+        pthread_mutex_lock(&lock);
+        CUevent ev = flights[i].ev;
+        pthread_mutex_unlock(&lock);
+        if (!ev || lms_drv.cuEventQuery(ev) == CUDA_ERROR_NOT_READY)
+            continue;
         flight done = {0};
         pthread_mutex_lock(&lock);
-        if (flights[i].ev && lms_drv.cuEventQuery(flights[i].ev) != CUDA_ERROR_NOT_READY) {
+        if (flights[i].ev == ev) {
             done = flights[i];
             flights[i].ev = NULL;
             atomic_fetch_sub(&nflights, 1);

@@ -25,4 +25,9 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
 /* Unpins the chunks of graph launches that have completed. */
 void lms_graph_poll(void);
 
+/* fork: the tables' lock is held across fork; the child gets a fresh one. */
+void lms_graph_fork_prepare(void);
+void lms_graph_fork_parent(void);
+void lms_graph_fork_child(void);
+
 #endif

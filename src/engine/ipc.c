@@ -43,6 +43,10 @@ void lms_ipc_pool_destroyed(CUmemoryPool pool)
     pthread_mutex_unlock(&lock);
 }
 
+void lms_ipc_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void lms_ipc_fork_parent(void) { pthread_mutex_unlock(&lock); }
+void lms_ipc_fork_child(void) { pthread_mutex_init(&lock, NULL); }
+
 bool lms_ipc_pool_exportable(CUmemoryPool pool)
 {
     bool found = false;

@@ -26,4 +26,9 @@ bool lms_ipc_pool_exportable(CUmemoryPool pool);
  * the caller then answers CUDA's error for such memory. */
 bool lms_ipc_refuse(const char *call, uint64_t ptr);
 
+/* fork: the pool table's lock is held across fork; the child gets a fresh one. */
+void lms_ipc_fork_prepare(void);
+void lms_ipc_fork_parent(void);
+void lms_ipc_fork_child(void);
+
 #endif

@@ -42,14 +42,17 @@ static CUresult alloc_off_device(uint64_t size, int device, lms_place place, CUd
             return CUDA_ERROR_OUT_OF_MEMORY;
         CUresult r = lms_drv.cuMemHostAlloc(&h, size, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
         if (r != CUDA_SUCCESS)
-            return CUDA_ERROR_OUT_OF_MEMORY;
+            return lms_capture_refused(r) ? r : CUDA_ERROR_OUT_OF_MEMORY;
         r = lms_drv.cuMemHostGetDevicePointer(out, h, 0);
         if (r != CUDA_SUCCESS)
             lms_drv.cuMemFreeHost(h);
         return r == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (!lms_drv.cuMemAllocManaged || lms_drv.cuMemAllocManaged(out, size, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
+    if (!lms_drv.cuMemAllocManaged)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult m = lms_drv.cuMemAllocManaged(out, size, CU_MEM_ATTACH_GLOBAL);
+    if (m != CUDA_SUCCESS)
+        return lms_capture_refused(m) ? m : CUDA_ERROR_OUT_OF_MEMORY;
     if (lms_drv.cuMemAdvise) {
         CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST};
         CUmemLocation gpu = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device};
@@ -70,7 +73,10 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
     CUdeviceptr p;
     if (place == LMS_PLACE_MANAGED && !lms_caps_managed_ok(r->device))
         place = LMS_PLACE_HOST;   /* no prefetch possible there (caps.c) */
-    if (alloc_off_device(r->size, r->device, place, &p) != CUDA_SUCCESS) {
+    CUresult res = alloc_off_device(r->size, r->device, place, &p);
+    if (lms_capture_refused(res))
+        return res;   /* an allocation a capture forbids: CUDA's answer */
+    if (res != CUDA_SUCCESS) {
         atomic_fetch_add(&a->oom_failures, 1);
         lms_log(LMS_LEVEL_WARN, "out of memory: dev=%d size=%llu: %s allocation failed too",
                 r->device, (unsigned long long)r->size, lms_place_names[place]);

@@ -171,19 +171,39 @@ static void capture_ptsz_modes(void)
     CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                        unsigned, CUstream, void **, void **) = NULL;
     CUresult (*glaunch)(CUgraphExec, CUstream) = NULL;
+    CUresult (*free_async)(CUdeviceptr, CUstream) = NULL;
     CUdriverProcAddressQueryResult q;
     cuuint64_t ptds = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
     OK(cuGetProcAddress("cuStreamBeginCapture", (void **)&begin, 12000, ptds, &q));
     OK(cuGetProcAddress("cuLaunchKernel", (void **)&launch, 12000, ptds, &q));
     OK(cuGetProcAddress("cuGraphLaunch", (void **)&glaunch, 12000, ptds, &q));
+    OK(cuGetProcAddress("cuMemFreeAsync", (void **)&free_async, 12000, ptds, &q));
     CUstreamCaptureMode modes[] = {CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, CU_STREAM_CAPTURE_MODE_RELAXED};
     for (int m = 0; m < 2; m++) {
+        CUdeviceptr spare, refused;
+        OK(cuMemAlloc(&spare, CHUNK));
         OK(begin(NULL, modes[m]));
+        /* An allocation this thread's capture forbids gets CUDA's answer
+         * (in relaxed mode it is allowed). */
+        if (modes[m] == CU_STREAM_CAPTURE_MODE_RELAXED) {
+            OK(cuMemAlloc(&refused, CHUNK));
+            OK(cuMemFree(refused));
+        } else {
+            CHECK_IS(cuMemAlloc(&refused, CHUNK), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+            CUstreamCaptureStatus st;
+            OK(cuStreamIsCapturing(CU_STREAM_PER_THREAD, &st));
+            CHECK(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+            CUgraph dead;
+            CHECK_IS(cuStreamEndCapture(CU_STREAM_PER_THREAD, &dead),
+                     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+            OK(begin(NULL, modes[m]));
+        }
         for (int i = 0; i < NCHUNKS; i++) {
             size_t bytes = CHUNK;
             void *args[] = {&c[i], &bytes};
             OK(launch(f_bump, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
         }
+        OK(free_async(spare, NULL));   /* the captured per-thread stream, not the legacy one */
         CUgraph g;
         OK(cuStreamEndCapture(CU_STREAM_PER_THREAD, &g));
         CUgraphExec e;
