@@ -6,6 +6,7 @@
  */
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -324,6 +325,59 @@ static void capture_errors(void)
     OK(cuMemFree(m));
 }
 
+/* What another thread may do while this one captures. */
+typedef struct other_thread {
+    CUcontext ctx;
+    CUstreamCaptureMode mode;   /* the other thread's own mode */
+    CUresult alloc;             /* its cuMemAlloc's answer */
+} other_thread;
+
+static void *alloc_elsewhere(void *arg)
+{
+    other_thread *o = arg;
+    CUdeviceptr p;
+    if (cuCtxSetCurrent(o->ctx) != CUDA_SUCCESS)
+        return NULL;
+    CUstreamCaptureMode m = o->mode;
+    cuThreadExchangeStreamCaptureMode(&m);
+    o->alloc = cuMemAlloc(&p, 4096);
+    if (o->alloc == CUDA_SUCCESS)
+        cuMemFree(p);
+    return NULL;
+}
+
+/* A global capture forbids other threads in global mode to allocate (and is
+ * invalidated by the attempt); a thread-local capture does not. */
+static void capture_threads(void)
+{
+    CUcontext ctx = primary_context(0);
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    const struct { CUstreamCaptureMode capture, other; CUresult want; } rows[] = {
+        {CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_GLOBAL, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED},
+        {CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, CUDA_SUCCESS},
+        {CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, CU_STREAM_CAPTURE_MODE_GLOBAL, CUDA_SUCCESS},
+        {CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_GLOBAL, CUDA_SUCCESS},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        OK(cuStreamBeginCapture(s, rows[i].capture));
+        other_thread o = {.ctx = ctx, .mode = rows[i].other, .alloc = CUDA_ERROR_UNKNOWN};
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, alloc_elsewhere, &o) == 0);
+        CHECK(pthread_join(t, NULL) == 0);
+        CHECK_IS(o.alloc, rows[i].want);
+        CUgraph g;
+        if (rows[i].want == CUDA_SUCCESS) {
+            OK(cuStreamEndCapture(s, &g));
+            OK(cuGraphDestroy(g));
+        } else {
+            CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+        }
+    }
+    OK(cuStreamDestroy(s));
+}
+
 /* cuGetProcAddress hands out every capture and graph entry point. */
 static void proc_variants(void)
 {
@@ -364,6 +418,7 @@ static const test_case cases[] = {
     {"capture_replay", capture_replay},
     {"graph_by_hand", graph_by_hand},
     {"capture_errors", capture_errors},
+    {"capture_threads", capture_threads},
     {"proc_variants", proc_variants},
 };
 
