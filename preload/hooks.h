@@ -10,6 +10,12 @@
 
 #define LMS_EXPORT __attribute__((visibility("default")))
 
+/* Per-thread variants that cuda.h does not declare under
+ * __CUDA_API_VERSION_INTERNAL (cudaTypedefs.h has their PFN types). */
+CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *out, CUgraph g,
+                                                   CUDA_GRAPH_INSTANTIATE_PARAMS *p);
+CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
+
 typedef enum {
 #define LMS_HOOK(sym, base, version, ptds, required) LMS_HOOK_##sym,
 #include "hooks.def"

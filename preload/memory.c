@@ -5,6 +5,7 @@
  */
 #include "chunks.h"
 #include "hooks.h"
+#include "ipc.h"
 #include "place.h"
 #include "pools.h"
 #include "stack.h"
@@ -67,6 +68,7 @@ static CUresult place(CUdeviceptr *out, int device, bool async, lms_native_alloc
 {
     lms_alloc_request r = {.size = args->size, .device = device, .stream = args->stream,
                            .async = async, .native = native, .native_ctx = args,
+                           .device_only = lms_pool_exportable(args->pool),
                            .site = lms_stack_site(0)};
     return lms_place_alloc(&r, out);
 }

@@ -89,6 +89,12 @@ void sim_config_load(void)
         sim_cfg.launch_us = real_setting("SIMGPU_LAUNCH_US", 0.0);
     s = getenv("SIMGPU_REPORT");
     sim_cfg.report = s && *s && strcmp(s, "0") != 0;
+    s = getenv("SIMGPU_CONCURRENT_MANAGED");
+    sim_cfg.concurrent_managed = true;
+    if (s && strcmp(s, "0") == 0)
+        sim_cfg.concurrent_managed = false;
+    else if (s && strcmp(s, "1") != 0)
+        complain("SIMGPU_CONCURRENT_MANAGED", s, "not 0 or 1", "the default 1");
 }
 
 static int driver_version;

@@ -328,6 +328,8 @@ SIM_EXPORT CUresult cuCtxSynchronize(void)
 {
     int d;
     CUresult r = sim_current_device(&d);
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_sync_device(d);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);
@@ -346,6 +348,9 @@ SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
         return r;
     if (!sim_ctx_valid(ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
+    r = sim_capture_sync_device(ctx->device);
+    if (r != CUDA_SUCCESS)
+        return r;
     pthread_mutex_lock(&sim_lock);
     sim_host_wait(sim_device_idle_ns(ctx->device));
     pthread_mutex_unlock(&sim_lock);

@@ -51,8 +51,14 @@ static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, bool dst_dev, bool 
     if (r == CUDA_SUCCESS)
         r = locate(src, n, src_dev, &ws);
     pthread_mutex_unlock(&sim_lock);
+    bool record = false;
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_gate(st, !sync, &record);
     if (r != CUDA_SUCCESS)
         return r;
+    if (record)
+        return sim_capture_add(st, &(sim_node_desc){.type = CU_GRAPH_NODE_TYPE_MEMCPY,
+                                                    .dst = dst, .src = src, .bytes = n});
     memmove((void *)dst, (const void *)src, n);
     pthread_mutex_lock(&sim_lock);
     double end;
@@ -161,8 +167,14 @@ static CUresult set(CUdeviceptr dst, unsigned value, unsigned width, size_t n, C
     pthread_mutex_lock(&sim_lock);
     r = locate(dst, n * width, true, &where);
     pthread_mutex_unlock(&sim_lock);
+    bool record = false;
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_gate(st, !sync, &record);
     if (r != CUDA_SUCCESS)
         return r;
+    if (record)
+        return sim_capture_add(st, &(sim_node_desc){.type = CU_GRAPH_NODE_TYPE_MEMSET, .dst = dst,
+                                                    .value = value, .width = width, .count = n});
     if (width == 1) {
         memset((void *)(uintptr_t)dst, (int)(value & 0xff), n);
     } else if (width == 2) {

@@ -453,18 +453,60 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     } else if (!params && f->desc.num_params > 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
+    bool record = false;
+    r = sim_capture_gate(st, true, &record);
+    if (r != CUDA_SUCCESS || record) {
+        sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .params = params};
+        memcpy(d.grid, grid, sizeof d.grid);
+        memcpy(d.block, block, sizeof d.block);
+        return r != CUDA_SUCCESS ? r : sim_capture_add(st, &d);
+    }
+    return sim_kernel_run(f, grid, block, st, params);
+}
+
+/* Runs a validated kernel on stream st now (a launch, or a graph's kernel
+ * node): the body runs on the real bytes, then the time is modeled. */
+CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                        CUstream st, void **params)
+{
     launch_state state = {0};
     simgpu_launch l = {.device = st->device, .access = launch_access,
                        .compute = launch_compute, .internal = &state};
     memcpy(l.grid, grid, sizeof l.grid);
     memcpy(l.block, block, sizeof l.block);
+    if (!sim_cfg.concurrent_managed)
+        state.stall_ns += sim_legacy_um_launch(st->device, true);
     f->desc.fn(&l, params);
+    if (!sim_cfg.concurrent_managed)
+        state.stall_ns += sim_legacy_um_launch(st->device, false);
     double busy = state.compute_ns > state.remote_ns ? state.compute_ns : state.remote_ns;
     pthread_mutex_lock(&sim_lock);
     sim_devices[st->device].c.launches++;
     sim_schedule(st, SIM_ENGINE_COMPUTE, sim_cfg.launch_us * 1e3 + state.stall_ns + busy);
     pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
+}
+
+/* True when f is a live kernel handle, a CUfunction or a CUkernel cast to
+ * one (for graph nodes; takes sim_lock). */
+bool sim_kernel_valid(CUfunction f)
+{
+    pthread_mutex_lock(&sim_lock);
+    bool ok = sim_handle_check(f, 0) != NULL;
+    pthread_mutex_unlock(&sim_lock);
+    return ok;
+}
+
+/* A kernel's parameter layout: fills offsets[] and sizes[] (room for
+ * SIMGPU_MAX_PARAMS each) and *total; returns the number of parameters. */
+unsigned sim_kernel_layout(CUfunction f, size_t *offsets, size_t *sizes, size_t *total)
+{
+    for (unsigned i = 0; i < f->desc.num_params; i++) {
+        offsets[i] = f->offset[i];
+        sizes[i] = f->desc.param_sizes[i];
+    }
+    *total = f->total;
+    return f->desc.num_params;
 }
 
 SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,

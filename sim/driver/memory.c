@@ -165,7 +165,7 @@ static CUresult alloc_preamble(const void *out, size_t bytes, int *device)
         return r;
     if (!out || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return CUDA_SUCCESS;
+    return sim_capture_unsafe_call();   /* may synchronize: refused in capture */
 }
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -188,17 +188,21 @@ SIM_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
     return r;
 }
 
-/* Pitched allocation: rows padded to 512 bytes. */
+/* Pitched allocation: rows padded to 512 bytes. A row wider than the
+ * device's maximum pitch is an invalid value; a pitch x height that does not
+ * fit in a size_t is more memory than any device has. */
 static CUresult alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
                             unsigned elem, bool low32)
 {
     int d;
-    CUresult r = alloc_preamble(dptr, width * height, &d);
+    CUresult r = alloc_preamble(dptr, width && height ? 1 : 0, &d);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pitch || (elem != 4 && elem != 8 && elem != 16))
+    if (!pitch || (elem != 4 && elem != 8 && elem != 16) || width > SIM_MAX_PITCH)
         return CUDA_ERROR_INVALID_VALUE;
     size_t p = (width + SMALL_GRANULE - 1) / SMALL_GRANULE * SMALL_GRANULE;
+    if (height > SIZE_MAX / p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     r = sim_alloc_device(dptr, p * height, low32, NULL, d);
     if (r == CUDA_SUCCESS)
         *pitch = p;
@@ -227,6 +231,8 @@ SIM_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, 
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     CUresult r = sim_check_init();
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_unsafe_call();   /* synchronizes: refused in capture */
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);

@@ -89,7 +89,8 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pr
     CUmemoryPool p = calloc(1, sizeof *p);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *p = (struct CUmemPoolHandle_st){.magic = SIM_MAGIC_POOL, .device = host ? -1 : props->location.id};
+    *p = (struct CUmemPoolHandle_st){.magic = SIM_MAGIC_POOL, .device = host ? -1 : props->location.id,
+                                     .handle_types = (unsigned)props->handleTypes};
     pthread_mutex_lock(&sim_lock);
     int slot = -1;
     for (int i = 0; i < MAX_POOLS && slot < 0; i++)
@@ -236,6 +237,10 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUst
         return r;
     if (!dptr || n == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    bool record;
+    r = sim_capture_gate(st, false, &record);   /* memory nodes are not modeled */
+    if (r != CUDA_SUCCESS)
+        return r;
     pthread_mutex_lock(&sim_lock);
     if (!pool)
         pool = sim_devices[st->device].current_pool;
@@ -266,6 +271,9 @@ static CUresult free_async(CUdeviceptr p, CUstream s, bool ptds)
 {
     CUstream st;
     CUresult r = sim_resolve_stream(s, ptds, &st);
+    bool record;
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_gate(st, false, &record);   /* memory nodes are not modeled */
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);

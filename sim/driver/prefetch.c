@@ -46,6 +46,12 @@ static CUresult prefetch(CUdeviceptr p, size_t n, int loc, CUstream s, bool ptds
         return r;
     if (n == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (loc >= 0 && !sim_cfg.concurrent_managed)
+        return CUDA_ERROR_INVALID_DEVICE;   /* needs CONCURRENT_MANAGED_ACCESS */
+    bool record;
+    r = sim_capture_gate(st, false, &record);   /* no prefetch node in a graph */
+    if (r != CUDA_SUCCESS)
+        return r;
     double ns = 0;
     pthread_mutex_lock(&sim_lock);
     r = sim_prefetch((uintptr_t)p, n, loc, &ns);

@@ -10,6 +10,16 @@
 
 /* Declarations of the simulator's own entry points listed in procs.def. */
 CUresult simgpuFunctionForHost(CUfunction *out, const void *fn);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
+CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status);
+CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                        CUgraph *g, const CUgraphNode **deps,
+                                        const CUgraphEdgeData **edges, size_t *n);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *out, CUgraph g,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS *p);
+CUresult cuGraphUpload_ptsz(CUgraphExec e, CUstream s);
+CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
 
 typedef struct proc {
     const char *name;   /* base name */

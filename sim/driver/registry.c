@@ -84,6 +84,13 @@ void sim_registry_remove(sim_alloc *a)
     count--;
 }
 
+/* Every live allocation, sorted by base (valid until the registry changes). */
+sim_alloc *const *sim_registry_all(size_t *n)
+{
+    *n = count;
+    return items;
+}
+
 /* A fresh buffer id. */
 uint64_t sim_next_buffer_id(void)
 {

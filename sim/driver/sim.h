@@ -27,6 +27,7 @@
 #define SIM_BLOCK_BYTES ((size_t)2 << 20)   /* managed-memory block: 2 MiB */
 #define SIM_LOC_HOST (-1)                   /* block location: host memory */
 #define SIM_LOC_NONE (-2)                   /* no preferred location */
+#define SIM_MAX_PITCH ((size_t)2147483647)  /* CU_DEVICE_ATTRIBUTE_MAX_PITCH, bytes */
 
 /* ---- configuration (config.c) ------------------------------------------ */
 
@@ -39,6 +40,8 @@ typedef struct sim_config {
     double hbm_gbps;          /* SIMGPU_HBM_GBPS, device memory bandwidth */
     double launch_us;         /* SIMGPU_LAUNCH_US, fixed cost of one launch */
     bool report;              /* SIMGPU_REPORT=1 prints counters at exit */
+    bool concurrent_managed;  /* SIMGPU_CONCURRENT_MANAGED (default 1): the device
+                                 attribute CONCURRENT_MANAGED_ACCESS */
 } sim_config;
 
 extern sim_config sim_cfg;
@@ -93,6 +96,9 @@ typedef struct sim_engine { double busy_ns; } sim_engine;
 
 enum { SIM_STREAM_USER, SIM_STREAM_LEGACY, SIM_STREAM_PER_THREAD };
 
+#define SIM_MAX_DEPS 64      /* capture: dependencies a stream or event carries */
+typedef struct sim_capture sim_capture;
+
 struct CUstream_st {
     uint32_t magic;
     int device;
@@ -102,6 +108,9 @@ struct CUstream_st {
     int priority;
     uint64_t id;
     double t_ns;              /* modeled completion of its last operation */
+    sim_capture *cap;         /* capture it takes part in (capture.c), or NULL */
+    CUgraphNode deps[SIM_MAX_DEPS];   /* capture: nodes its next node depends on */
+    int ndeps;
 };
 
 struct CUevent_st {
@@ -110,6 +119,9 @@ struct CUevent_st {
     bool recorded;
     int device;
     double t_ns;              /* modeled time of the last record */
+    uint64_t cap_id;          /* recorded during this capture (0: outside any) */
+    CUgraphNode deps[SIM_MAX_DEPS];   /* capture: the recording stream's nodes */
+    int ndeps;
 };
 
 struct CUmemPoolHandle_st {
@@ -121,6 +133,7 @@ struct CUmemPoolHandle_st {
     uint64_t release_threshold;
     uint64_t used_bytes;      /* charged bytes outstanding */
     uint64_t used_high;       /* high-water mark of used_bytes */
+    unsigned handle_types;    /* CUmemAllocationHandleType bits: exportable when not 0 */
 };
 
 typedef struct sim_device {
@@ -163,6 +176,7 @@ sim_alloc *sim_registry_find_base(uintptr_t p);     /* starting at p, or NULL */
 sim_alloc *sim_registry_overlap(uintptr_t p, size_t bytes);   /* any in [p, p+bytes) */
 void sim_registry_remove(sim_alloc *a);
 uint64_t sim_next_buffer_id(void);
+sim_alloc *const *sim_registry_all(size_t *n);      /* sorted; until the next change */
 
 /* ---- memory (memory.c) -------------------------------------------------- */
 
@@ -209,6 +223,72 @@ CUresult sim_param_info(const void *h, uint32_t magic, size_t index, size_t *off
 CUresult sim_handle_name(const char **name, const void *h, uint32_t magic);
 CUresult sim_func_attribute(int *pi, CUfunction_attribute attrib);
 int sim_driver_version(void);   /* SIMGPU_DRIVER_VERSION, default SIM_DRIVER_VERSION */
+/* ---- stream capture (capture.c) and graphs (graph.c) ------------------- */
+
+/* One node to add to a graph; the graph copies what it needs. */
+typedef struct sim_node_desc {
+    CUgraphNodeType type;      /* KERNEL, MEMCPY, MEMSET, HOST or EMPTY */
+    CUfunction func;           /* kernel */
+    unsigned grid[3], block[3], shmem;
+    void **params;             /* kernel: one pointer per parameter */
+    CUdeviceptr dst, src;      /* memcpy: bytes; memset: count elements of width */
+    size_t bytes;
+    unsigned value, width;
+    size_t count;
+    CUhostFn fn;               /* host */
+    void *user;
+} sim_node_desc;
+
+/* Gate of every stream-ordered operation on st (takes sim_lock): success
+ * with *record false runs it now; with *record true the stream is capturing
+ * and the operation must become a node (sim_capture_add). An operation that
+ * cannot be captured invalidates the capture and gets its error; work on the
+ * legacy stream while a blocking stream of the device captures gets
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. */
+CUresult sim_capture_gate(CUstream st, bool capturable, bool *record);
+/* Adds a node to st's capture after st's current dependencies (takes sim_lock). */
+CUresult sim_capture_add(CUstream st, const sim_node_desc *d);
+/* A synchronization of st (stream, event or context wait): refused with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED while st captures (takes sim_lock). */
+CUresult sim_capture_sync_stream(CUstream st);
+/* cuCtxSynchronize while a stream of the device captures (takes sim_lock). */
+CUresult sim_capture_sync_device(int device);
+/* An event recorded in a capture still in progress: it cannot be queried
+ * or synchronized (CUDA_ERROR_CAPTURED_EVENT; under sim_lock). */
+bool sim_capture_event_pending(CUevent e);
+/* Event record and wait inside a capture (under sim_lock). */
+void sim_capture_record(CUstream st, CUevent e);
+CUresult sim_capture_wait(CUstream st, CUevent e, unsigned flags, bool *handled);
+/* Calls that may synchronize (allocations, frees) under the capture modes:
+ * refused while the calling thread's or a global capture forbids them. */
+CUresult sim_capture_unsafe_call(void);
+/* A stream going away ends its part in a capture (under sim_lock). */
+void sim_capture_forget_stream(CUstream st);
+/* Every stream taking part in capture c leaves it (stream.c, under sim_lock). */
+void sim_stream_leave_capture(sim_capture *c);
+
+/* Graphs (graph.c); these helpers run under sim_lock. */
+CUgraph sim_graph_new(void);
+CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                       const sim_node_desc *d, CUgraphNode *out);
+CUgraphNode *sim_graph_nodes(CUgraph g, size_t *n);   /* the graph's own array */
+bool sim_graph_has_dependents(CUgraphNode n);
+void sim_graph_free(CUgraph g);
+
+/* Kernels (kernel.c): validity, layout and execution outside any capture. */
+bool sim_kernel_valid(CUfunction f);
+unsigned sim_kernel_layout(CUfunction f, size_t *offsets, size_t *sizes, size_t *total);
+CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                        CUstream st, void **params);
+
+/* The handle types a VMM handle may be exported as, and its memfd; false
+ * for a handle the driver did not hand out (vmm.c, under sim_lock). */
+bool sim_vmm_export_info(CUmemGenericAllocationHandle h, unsigned *types, int *fd);
+
+/* Devices without concurrent managed access (SIMGPU_CONCURRENT_MANAGED=0,
+ * legacy_um.c): all managed memory moves to the device before a launch and
+ * back after it; returns the modeled time (takes sim_lock). */
+double sim_legacy_um_launch(int device, bool before);
 
 /* ---- lookup (procaddr.c) ------------------------------------------------ */
 

@@ -55,6 +55,7 @@ static void per_thread_destroy(void *unused)
     pthread_mutex_lock(&sim_lock);
     for (int d = 0; d < SIM_MAX_DEVICES; d++)
         if (per_thread[d]) {
+            sim_capture_forget_stream(per_thread[d]);
             list_remove(per_thread[d]);
             free(per_thread[d]);
             per_thread[d] = NULL;
@@ -113,6 +114,16 @@ CUresult sim_resolve_stream(CUstream s, bool ptds, CUstream *out)
         return CUDA_ERROR_INVALID_HANDLE;
     *out = s;
     return CUDA_SUCCESS;
+}
+
+/* Every stream taking part in capture c leaves it (under sim_lock). */
+void sim_stream_leave_capture(sim_capture *c)
+{
+    for (size_t i = 0; i < nstreams; i++)
+        if (streams[i]->cap == c) {
+            streams[i]->cap = NULL;
+            streams[i]->ndeps = 0;
+        }
 }
 
 /* Latest completion among the blocking streams of a device (under lock). */
@@ -218,8 +229,10 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
     pthread_mutex_lock(&sim_lock);
     for (size_t i = 0; i < nstreams && !found; i++)
         found = streams[i] == s && s->kind == SIM_STREAM_USER;
-    if (found)
+    if (found) {
+        sim_capture_forget_stream(s);
         list_remove(s);
+    }
     pthread_mutex_unlock(&sim_lock);
     if (!found)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -235,6 +248,8 @@ static CUresult stream_sync(CUstream s, bool ptds)
 {
     CUstream st;
     CUresult r = sim_resolve_stream(s, ptds, &st);
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_sync_stream(st);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);
@@ -246,11 +261,13 @@ static CUresult stream_sync(CUstream s, bool ptds)
 SIM_EXPORT CUresult cuStreamSynchronize(CUstream s) { return stream_sync(s, false); }
 SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { return stream_sync(s, true); }
 
-/* Work is done when issued, so a valid stream is always idle. */
+/* Work is done when issued, so a valid stream is always idle; a capturing
+ * stream cannot be queried. */
 static CUresult stream_query(CUstream s, bool ptds)
 {
     CUstream st;
-    return sim_resolve_stream(s, ptds, &st);
+    CUresult r = sim_resolve_stream(s, ptds, &st);
+    return r == CUDA_SUCCESS ? sim_capture_sync_stream(st) : r;
 }
 
 SIM_EXPORT CUresult cuStreamQuery(CUstream s) { return stream_query(s, false); }
@@ -274,10 +291,12 @@ static CUresult stream_wait_event(CUstream s, CUevent e, unsigned flags, bool pt
     if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
-    if (e->recorded && e->t_ns > st->t_ns)
+    bool handled;
+    r = sim_capture_wait(st, e, flags, &handled);
+    if (!handled && e->recorded && e->t_ns > st->t_ns)
         st->t_ns = e->t_ns;
     pthread_mutex_unlock(&sim_lock);
-    return CUDA_SUCCESS;
+    return r;
 }
 
 SIM_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
@@ -383,8 +402,14 @@ static CUresult launch_host_func(CUstream s, CUhostFn fn, void *user, bool ptds)
         return r;
     if (!fn)
         return CUDA_ERROR_INVALID_VALUE;
-    fn(user);
-    return CUDA_SUCCESS;
+    bool record;
+    r = sim_capture_gate(st, true, &record);
+    if (r == CUDA_SUCCESS && record)
+        return sim_capture_add(st, &(sim_node_desc){.type = CU_GRAPH_NODE_TYPE_HOST, .fn = fn,
+                                                    .user = user});
+    if (r == CUDA_SUCCESS)
+        fn(user);
+    return r;
 }
 
 SIM_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user)
@@ -441,7 +466,17 @@ static CUresult event_record(CUevent e, CUstream s, bool ptds)
         return r;
     if (!event_valid(e))
         return CUDA_ERROR_INVALID_HANDLE;
+    bool record;
+    r = sim_capture_gate(st, true, &record);
+    if (r != CUDA_SUCCESS)
+        return r;
     pthread_mutex_lock(&sim_lock);
+    if (record) {
+        sim_capture_record(st, e);
+        pthread_mutex_unlock(&sim_lock);
+        return CUDA_SUCCESS;
+    }
+    e->cap_id = 0;
     double t = st->kind == SIM_STREAM_LEGACY ? blocking_done(st->device) : st->t_ns;
     if (sim_host_ns > t)
         t = sim_host_ns;
@@ -473,7 +508,12 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e)
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    return event_valid(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!event_valid(e))
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    bool pending = sim_capture_event_pending(e);
+    pthread_mutex_unlock(&sim_lock);
+    return pending ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuEventSynchronize(CUevent e)
@@ -484,10 +524,11 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent e)
     if (!event_valid(e))
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_lock);
-    if (e->recorded)
+    bool pending = sim_capture_event_pending(e);
+    if (e->recorded && !pending)
         sim_host_wait(e->t_ns);
     pthread_mutex_unlock(&sim_lock);
-    return CUDA_SUCCESS;
+    return pending ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)

@@ -22,6 +22,8 @@ typedef struct phys {
     int device;
     int mappings;         /* live cuMemMap of this handle */
     bool released;        /* cuMemRelease called */
+    unsigned handle_types; /* CUmemAllocationHandleType bits it may be exported as */
+    struct phys *next;    /* list of live physical allocations */
 } phys;
 
 typedef struct reservation {
@@ -33,6 +35,17 @@ typedef struct reservation {
 
 #define PHYS_MAGIC 0x50485953u
 static reservation reservations[MAX_RESERVATIONS];   /* sim_lock */
+static phys *live_phys;                              /* sim_lock */
+
+/* Unlinks a physical allocation from the live list (under sim_lock). */
+static void phys_unlink(phys *ph)
+{
+    for (phys **pp = &live_phys; *pp; pp = &(*pp)->next)
+        if (*pp == ph) {
+            *pp = ph->next;
+            return;
+        }
+}
 
 /* Validates an allocation property block; returns the device or -1. */
 static int prop_device(const CUmemAllocationProp *prop)
@@ -64,6 +77,7 @@ static void phys_maybe_free(phys *ph)
         return;
     sim_uncharge(ph->device, ph->size);
     close(ph->fd);
+    phys_unlink(ph);
     ph->magic = 0;
     free(ph);
 }
@@ -100,15 +114,33 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     ph->magic = PHYS_MAGIC;
     ph->size = size;
     ph->device = d;
+    ph->handle_types = (unsigned)prop->requestedHandleTypes;
+    pthread_mutex_lock(&sim_lock);
+    ph->next = live_phys;
+    live_phys = ph;
+    pthread_mutex_unlock(&sim_lock);
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
     return CUDA_SUCCESS;
 }
 
-/* The physical allocation behind a handle, or NULL. */
+/* The live physical allocation behind a handle, or NULL; a handle that is
+ * not one the driver handed out is never dereferenced (under sim_lock). */
 static phys *phys_of(CUmemGenericAllocationHandle h)
 {
-    phys *ph = (phys *)(uintptr_t)h;
-    return ph && ph->magic == PHYS_MAGIC && !ph->released ? ph : NULL;
+    for (phys *ph = live_phys; ph; ph = ph->next)
+        if ((CUmemGenericAllocationHandle)(uintptr_t)ph == h)
+            return ph->magic == PHYS_MAGIC && !ph->released ? ph : NULL;
+    return NULL;
+}
+
+bool sim_vmm_export_info(CUmemGenericAllocationHandle h, unsigned *types, int *fd)
+{
+    phys *ph = phys_of(h);
+    if (ph) {
+        *types = ph->handle_types;
+        *fd = ph->fd;
+    }
+    return ph != NULL;
 }
 
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)

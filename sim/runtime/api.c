@@ -102,7 +102,12 @@ cudaError_t rt_result(CUresult r)
     case CUDA_ERROR_NOT_SUPPORTED: e = cudaErrorNotSupported; break;
     case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: e = cudaErrorHostMemoryAlreadyRegistered; break;
     case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: e = cudaErrorHostMemoryNotRegistered; break;
-    default: e = cudaErrorUnknown; break;
+    case CUDA_ERROR_ILLEGAL_STATE: e = cudaErrorIllegalState; break;
+    default:
+        /* The stream capture codes are the same numbers in both APIs. */
+        e = r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
+                ? (cudaError_t)r : cudaErrorUnknown;
+        break;
     }
     return rt_error(e);
 }

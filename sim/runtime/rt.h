@@ -35,7 +35,12 @@
     X(cuStreamWaitEvent, 3020) X(cuEventCreate, 2000) X(cuEventDestroy, 4000) \
     X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) X(cuEventQuery, 2000) \
     X(cuEventElapsedTime, 12080) X(cuLaunchKernel, 4000) \
-    X(cuMemHostRegister, 6050) X(cuMemHostUnregister, 4000)
+    X(cuMemHostRegister, 6050) X(cuMemHostUnregister, 4000) \
+    X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuStreamIsCapturing, 10000) \
+    X(cuStreamGetCaptureInfo, 12030) X(cuThreadExchangeStreamCaptureMode, 10010) \
+    X(cuGraphInstantiateWithFlags, 11040) X(cuGraphLaunch, 10000) X(cuGraphUpload, 11010) \
+    X(cuGraphDestroy, 10000) X(cuGraphExecDestroy, 10000) \
+    X(cuIpcGetMemHandle, 4010) X(cuIpcOpenMemHandle, 11000) X(cuIpcCloseMemHandle, 4010)
 
 typedef struct rt_driver {
 #define RT_FIELD(name, version) PFN_##name##_v##version name;

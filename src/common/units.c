@@ -55,3 +55,10 @@ void lms_format_size(char *buf, size_t len, uint64_t b)
     else
         snprintf(buf, len, "%.2f%c", v, units[u]);
 }
+
+/* The device charge of an allocation of `size` bytes (see units.h). */
+uint64_t lms_charge_of(uint64_t size)
+{
+    uint64_t g = size < (2ull << 20) ? 512 : 2ull << 20;
+    return (size + g - 1) / g * g;
+}

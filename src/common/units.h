@@ -17,4 +17,10 @@ bool lms_parse_size(const char *text, uint64_t *bytes);
 /* Writes bytes as "1.50G", "345M", "512" into buf (at least 16 bytes). */
 void lms_format_size(char *buf, size_t len, uint64_t bytes);
 
+/* Bytes a device allocation of `size` occupies: 512 B granules below 2 MiB,
+ * 2 MiB pages from there on (what CUDA drivers round to). One rule for the
+ * live engine's accounting and the offline replay (also declared in
+ * engine/account.h). */
+uint64_t lms_charge_of(uint64_t size);
+
 #endif

@@ -5,17 +5,12 @@
 
 #include <sched.h>
 
+#include "caps.h"
 #include "driver.h"
 #include "log.h"
 #include "trace.h"
 
 lms_account lms_accounts[LMS_MAX_DEVICES];
-
-uint64_t lms_charge_of(uint64_t size)
-{
-    uint64_t g = size < (2ull << 20) ? 512 : 2ull << 20;
-    return (size + g - 1) / g * g;
-}
 
 /* Reads the device's memory and sets its budget. False (nothing set) when
  * the driver cannot say yet: before cuInit, or without a context. */
@@ -26,6 +21,7 @@ static bool setup(lms_account *a, int device)
         return false;
     a->physical = total;
     a->budget = lms_options_budget(device, total);
+    lms_caps_managed_ok(device);   /* asked once, at the device's start */
     if (lms_trace_on)
         lms_trace_device(device, a->physical, a->budget);
     if (LMS_LOG_ON(LMS_LEVEL_INFO)) {

@@ -7,8 +7,10 @@
 
 #include "account.h"
 #include "arenas.h"
+#include "capture.h"
 #include "chunks.h"
 #include "driver.h"
+#include "graph.h"
 #include "launch.h"
 #include "log.h"
 #include "residency.h"
@@ -61,6 +63,8 @@ bool lms_engine_init(void)
 
 void lms_engine_fork_prepare(void)
 {
+    lms_capture_fork_prepare();
+    lms_graph_fork_prepare();
     lms_residency_fork_prepare();
     lms_launch_fork_prepare();   /* after the device locks: launches take it under them */
     lms_vmm_fork_prepare();
@@ -79,6 +83,8 @@ void lms_engine_fork_parent(void)
     lms_vmm_fork_parent();
     lms_launch_fork_parent();
     lms_residency_fork_parent();
+    lms_graph_fork_parent();
+    lms_capture_fork_parent();
 }
 
 void lms_engine_fork_child(void)
@@ -91,4 +97,6 @@ void lms_engine_fork_child(void)
     lms_pools_fork_child();
     lms_arenas_fork_child();
     lms_account_reset_setup();
+    lms_graph_fork_child();
+    lms_capture_fork_child();
 }

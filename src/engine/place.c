@@ -6,6 +6,8 @@
 
 #include "account.h"
 #include "arenas.h"
+#include "capture.h"
+#include "caps.h"
 #include "chunks.h"
 #include "frag.h"
 #include "log.h"
@@ -41,14 +43,17 @@ static CUresult alloc_off_device(uint64_t size, int device, lms_place place, CUd
             return CUDA_ERROR_OUT_OF_MEMORY;
         CUresult r = lms_drv.cuMemHostAlloc(&h, size, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
         if (r != CUDA_SUCCESS)
-            return CUDA_ERROR_OUT_OF_MEMORY;
+            return lms_capture_refused(r) ? r : CUDA_ERROR_OUT_OF_MEMORY;
         r = lms_drv.cuMemHostGetDevicePointer(out, h, 0);
         if (r != CUDA_SUCCESS)
             lms_drv.cuMemFreeHost(h);
         return r == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (!lms_drv.cuMemAllocManaged || lms_drv.cuMemAllocManaged(out, size, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
+    if (!lms_drv.cuMemAllocManaged)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult m = lms_drv.cuMemAllocManaged(out, size, CU_MEM_ATTACH_GLOBAL);
+    if (m != CUDA_SUCCESS)
+        return lms_capture_refused(m) ? m : CUDA_ERROR_OUT_OF_MEMORY;
     if (lms_drv.cuMemAdvise) {
         CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST};
         CUmemLocation gpu = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device};
@@ -67,7 +72,12 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
                                  bool fallback, CUdeviceptr *out)
 {
     CUdeviceptr p;
-    if (alloc_off_device(r->size, r->device, place, &p) != CUDA_SUCCESS) {
+    if (place == LMS_PLACE_MANAGED && !lms_caps_managed_ok(r->device))
+        place = LMS_PLACE_HOST;   /* no prefetch possible there (caps.c) */
+    CUresult res = alloc_off_device(r->size, r->device, place, &p);
+    if (lms_capture_refused(res))
+        return res;   /* an allocation a capture forbids: CUDA's answer */
+    if (res != CUDA_SUCCESS) {
         atomic_fetch_add(&a->oom_failures, 1);
         lms_log(LMS_LEVEL_WARN, "out of memory: dev=%d size=%llu: %s allocation failed too",
                 r->device, (unsigned long long)r->size, lms_place_names[place]);
@@ -173,8 +183,11 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
     if (op->host_free != (c.place == LMS_PLACE_PINNED))
         return CUDA_ERROR_INVALID_VALUE;
     bool off = c.place == LMS_PLACE_MANAGED || c.place == LMS_PLACE_HOST;
+    /* On a capturing stream nothing may synchronize: the free becomes part
+     * of the capture instead (capture.c). */
+    bool captured = off && async && lms_capture_busy(op->stream);
     CUresult r;
-    if (off && async && lms_drv.cuStreamSynchronize) {
+    if (off && async && !captured && lms_drv.cuStreamSynchronize) {
         /* Not pool memory: a stream-ordered free waits for the stream,
          * before anything is taken down. */
         r = lms_drv.cuStreamSynchronize(op->stream);
@@ -187,7 +200,11 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
         return async ? op->async_free(p, op->stream) : op->sync_free(p);   /* freed meanwhile */
     lms_res_chunk *res = c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM)
                              ? lms_residency_take(p) : NULL;
-    switch (c.place) {
+    if (captured && lms_capture_free_async(p, c.place == LMS_PLACE_HOST, op->stream, &r)) {
+        /* released when the captured work has run; r says if it was taken */
+    } else if (captured) {
+        r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
+    } else switch (c.place) {
     case LMS_PLACE_DEVICE:
         r = async ? op->async_free(p, op->stream) : op->sync_free(p);
         break;

@@ -17,6 +17,7 @@
 typedef struct pool_rec {
     CUmemoryPool pool;
     int device;          /* device ordinal or LMS_POOL_NOT_DEVICE */
+    bool exportable;     /* created with IPC handle types */
 } pool_rec;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -34,7 +35,7 @@ static size_t find(CUmemoryPool pool)
 
 /* Records or updates a pool's location (under lock); silently does nothing
  * when out of memory (the pool is then asked about again). */
-static void put(CUmemoryPool pool, int device)
+static void put(CUmemoryPool pool, int device, bool exportable)
 {
     size_t i = find(pool);
     if (i == nrecs) {
@@ -48,7 +49,7 @@ static void put(CUmemoryPool pool, int device)
         }
         nrecs++;
     }
-    recs[i] = (pool_rec){pool, device};
+    recs[i] = (pool_rec){pool, device, exportable};
 }
 
 void lms_pool_created(CUmemoryPool pool, const CUmemPoolProps *props)
@@ -60,7 +61,7 @@ void lms_pool_created(CUmemoryPool pool, const CUmemPoolProps *props)
                      ? props->location.id
                      : LMS_POOL_NOT_DEVICE;
     pthread_mutex_lock(&lock);
-    put(pool, device);
+    put(pool, device, props->handleTypes != CU_MEM_HANDLE_TYPE_NONE);
     pthread_mutex_unlock(&lock);
 }
 
@@ -89,12 +90,21 @@ int lms_pool_device(CUmemoryPool pool)
         CUmemoryPool def;
         if (lms_drv.cuDeviceGetDefaultMemPool(&def, d) == CUDA_SUCCESS && def == pool) {
             pthread_mutex_lock(&lock);
-            put(pool, d);
+            put(pool, d, false);
             pthread_mutex_unlock(&lock);
             return d;
         }
     }
     return LMS_POOL_UNKNOWN;
+}
+
+bool lms_pool_exportable(CUmemoryPool pool)
+{
+    pthread_mutex_lock(&lock);
+    size_t i = find(pool);
+    bool exportable = i < nrecs && recs[i].exportable;
+    pthread_mutex_unlock(&lock);
+    return exportable;
 }
 
 void lms_pools_fork_prepare(void) { pthread_mutex_lock(&lock); }

@@ -21,6 +21,10 @@ void lms_pool_destroyed(CUmemoryPool pool);
  * LMS_POOL_UNKNOWN. A device's default pool is found by asking the driver. */
 int lms_pool_device(CUmemoryPool pool);
 
+/* True when `pool` was created exportable (handle types other than none):
+ * CUDA shares only device memory, so its allocations never leave the device. */
+bool lms_pool_exportable(CUmemoryPool pool);
+
 /* fork: the table's lock is held across fork; the child gets a fresh one. */
 void lms_pools_fork_prepare(void);
 void lms_pools_fork_parent(void);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "account.h"
+#include "capture.h"
 #include "log.h"
 #include "plan.h"
 #include "policy.h"
@@ -35,6 +36,7 @@ typedef struct res_chunk {
     uint64_t ptr, size;       /* the managed range */
     int device;
     bool ready_pending;       /* fetched on the side stream: wait on ready_ev */
+    uint64_t kept;            /* bytes: charge kept by a failed eviction (still on the device) */
     CUevent used_ev;          /* recorded after its last launch */
     CUevent ready_ev;         /* recorded after a side-stream fetch */
 } res_chunk;
@@ -166,12 +168,14 @@ void lms_residency_drop(lms_res_chunk *taken)
         return;
     res_device *d = &devices[c->device];
     pthread_mutex_lock(&d->lock);
+    lms_account *a = lms_account_of(c->device);
     if (c->pc.resident) {
         lms_plan_forget(&d->plan, &c->pc);
-        lms_account *a = lms_account_of(c->device);
         if (a)
             lms_account_release(a, c->pc.charge);
     }
+    if (c->kept && a)
+        lms_account_release(a, c->kept);
     pthread_mutex_unlock(&d->lock);
     if (c->used_ev && lms_drv.cuEventDestroy)
         lms_drv.cuEventDestroy(c->used_ev);
@@ -266,7 +270,14 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
     if (c->ready_pending)
         lms_drv.cuStreamWaitEvent(d->evict, c->ready_ev, 0);
     CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST};
-    lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict);
+    if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict) != CUDA_SUCCESS) {
+        /* Still on the device: its bytes stay charged until it is fetched
+         * again or freed. */
+        static atomic_uint said;
+        c->kept += pc->charge;
+        lms_log_capped(LMS_LEVEL_WARN, &said, 1, "residency: an eviction failed; its bytes stay charged");
+        return;
+    }
     lms_drv.cuEventRecord(d->evict_ev, d->evict);
     d->evict_pending = true;
     c->ready_pending = false;
@@ -291,6 +302,10 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, dev, 0, s) != CUDA_SUCCESS) {
         lms_account_release(l->a, pc->charge);
         return false;
+    }
+    if (c->kept) {   /* the charge of a failed eviction: now the new reservation's */
+        lms_account_release(l->a, c->kept);
+        c->kept = 0;
     }
     c->ready_pending = false;
     if (ahead) {
@@ -334,6 +349,8 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
 {
     tok->device = -1;
     tok->more = NULL;
+    if (lms_capture_before_work(stream))
+        return;   /* captured, not run: the graph's launch does this work */
     lms_account *a = lms_account_of(device);
     if (!a)
         return;
@@ -426,6 +443,22 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     pthread_mutex_unlock(&d->lock);
     free(tok->more);
     tok->more = NULL;
+}
+
+void lms_residency_pin(int device, const uint32_t *ids, int n, int delta)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES)
+        return;
+    res_device *d = &devices[device];
+    pthread_mutex_lock(&d->lock);
+    pthread_rwlock_rdlock(&map_lock);
+    for (int i = 0; i < n; i++) {
+        res_chunk *c = chunk_of(ids[i]);
+        if (c && c->device == device)
+            c->pc.pins += delta;
+    }
+    pthread_rwlock_unlock(&map_lock);
+    pthread_mutex_unlock(&d->lock);
 }
 
 void lms_residency_fork_prepare(void)

@@ -72,6 +72,10 @@ bool lms_residency_reclaim(int device, uint64_t bytes);
  * free what the token holds. */
 void lms_residency_after(lms_launch_token *tok, CUstream stream);
 
+/* Adds delta to the pins of chunks ids[0..n) of `device`: a pinned chunk is
+ * never chosen for eviction (graph launches in flight, graph.c). */
+void lms_residency_pin(int device, const uint32_t *ids, int n, int delta);
+
 /* fork: hold every lock across fork; the child gets fresh locks. */
 void lms_residency_fork_prepare(void);
 void lms_residency_fork_parent(void);

@@ -13,6 +13,7 @@
 #include "jsonl.h"
 #include "plan.h"
 #include "trace_fields.h"
+#include "units.h"
 
 /* ---- loading ------------------------------------------------------------- */
 
@@ -99,7 +100,7 @@ static const char *take_line(lms_trace_data *t, lms_addrmap *m, const lms_json *
             if (strcmp(place, "device") != 0 && !managed && strcmp(place, "vmm") != 0)
                 return NULL;   /* host placements take no device memory */
             live_alloc a = {.ptr = ptr, .managed = managed, .id = managed ? (uint32_t)id : 0,
-                            .bytes = managed ? (uint64_t)size : (uint64_t)charge, .dev = (int)dev};
+                            .bytes = managed ? lms_charge_of((uint64_t)size) : (uint64_t)charge, .dev = (int)dev};
             if (managed && a.id >= (1u << 26))
                 return "chunk id too large";
             if (!lms_addrmap_put(m, a.ptr, &a) ||

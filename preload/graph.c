@@ -1,0 +1,75 @@
+/*
+ * graph.c — the CUDA graph hooks. Instantiation remembers the managed
+ * chunks the graph's kernels use; a launch of the graph makes them resident
+ * on the launch stream first (one residency decision for the whole graph)
+ * and keeps them pinned until the graph's work on that stream is done.
+ */
+#include "graph.h"
+#include "hooks.h"
+#include "launch.h"
+#include "residency.h"
+
+#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
+
+#define INSTANTIATE_HOOK(sym, params, ...)                                        \
+    LMS_EXPORT CUresult sym params                                                \
+    {                                                                             \
+        if (!lms_hook_enter() || !REAL(sym))                                      \
+            return PASS(sym, __VA_ARGS__);                                        \
+        CUresult r = REAL(sym)(__VA_ARGS__);                                      \
+        if (r == CUDA_SUCCESS && out)                                             \
+            lms_graph_instantiated(*out, g);                                      \
+        lms_hook_leave();                                                         \
+        return r;                                                                 \
+    }
+
+INSTANTIATE_HOOK(cuGraphInstantiateWithFlags,
+                 (CUgraphExec *out, CUgraph g, unsigned long long flags), out, g, flags)
+INSTANTIATE_HOOK(cuGraphInstantiate,
+                 (CUgraphExec *out, CUgraph g, CUgraphNode *err, char *log, size_t size),
+                 out, g, err, log, size)
+INSTANTIATE_HOOK(cuGraphInstantiate_v2,
+                 (CUgraphExec *out, CUgraph g, CUgraphNode *err, char *log, size_t size),
+                 out, g, err, log, size)
+INSTANTIATE_HOOK(cuGraphInstantiateWithParams,
+                 (CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p), out, g, p)
+INSTANTIATE_HOOK(cuGraphInstantiateWithParams_ptsz,
+                 (CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p), out, g, p)
+
+#define GRAPH_LAUNCH_HOOK(sym, ptds)                                               \
+    LMS_EXPORT CUresult sym(CUgraphExec e, CUstream s)                             \
+    {                                                                              \
+        if (!lms_hook_enter() || !REAL(sym))                                       \
+            return PASS(sym, e, s);                                                \
+        uint32_t *ids = NULL;                                                      \
+        int n = lms_residency_any() ? lms_graph_chunks(e, &ids) : 0;              \
+        if (n == 0) {                                                              \
+            lms_hook_leave();                                                      \
+            return REAL(sym)(e, s);                                                \
+        }                                                                          \
+        CUstream es = !s && (ptds) ? CU_STREAM_PER_THREAD : s;                     \
+        lms_launch_token tok;                                                      \
+        /* fn 0: a graph is no CUfunction the driver could be asked about */     \
+        lms_residency_before(lms_driver_stream_device(es), es, 0, ids, n, &tok);  \
+        CUresult r = REAL(sym)(e, s);                                              \
+        lms_residency_after(&tok, es);                                             \
+        if (r == CUDA_SUCCESS && tok.device >= 0)                                  \
+            lms_graph_launched(tok.device, ids, n, es);                            \
+        free(ids);                                                                 \
+        lms_hook_leave();                                                          \
+        return r;                                                                  \
+    }
+
+GRAPH_LAUNCH_HOOK(cuGraphLaunch, false)
+GRAPH_LAUNCH_HOOK(cuGraphLaunch_ptsz, true)
+
+LMS_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+    if (!lms_hook_enter() || !REAL(cuGraphExecDestroy))
+        return PASS(cuGraphExecDestroy, e);
+    CUresult r = REAL(cuGraphExecDestroy)(e);
+    if (r == CUDA_SUCCESS)
+        lms_graph_forget(e);
+    lms_hook_leave();
+    return r;
+}

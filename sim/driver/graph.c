@@ -1,0 +1,548 @@
+/*
+ * graph.c — CUDA graphs: creation, kernel nodes (captured or added),
+ * queries, instantiation, upload, launch and destruction.
+ *
+ * A graph owns its nodes; a node owns a copy of its kernel's parameter
+ * values, laid out as the kernel's parameter buffer, so the program's
+ * arguments may go away after the launch was captured. Instantiation copies
+ * the nodes into the executable graph (the graph may then be destroyed).
+ * Nodes are kept in insertion order, which respects every dependency (a
+ * node can only depend on nodes that existed before it), and a launch runs
+ * them in that order on the launch stream (docs/SIMULATOR.md).
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Live graphs, nodes and executable graphs: a handle is checked here
+ * before it is dereferenced (a destroyed or bogus one answers an error). */
+static const void **live;            /* open addressing; NULL empty, TOMB removed */
+static size_t live_cap, live_used;   /* slots, slots not empty */
+static const char tomb_mark;
+#define LIVE_TOMB ((const void *)&tomb_mark)
+
+/* The slot of p, or of an empty one if absent (under sim_lock). */
+static size_t live_slot(const void *p)
+{
+    size_t i = ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull % live_cap;
+    while (live[i] && live[i] != p)
+        i = (i + 1) % live_cap;
+    return i;
+}
+
+/* True when p is a live handle (under sim_lock). */
+static bool live_has(const void *p)
+{
+    return p && live_cap && live[live_slot(p)] == p;
+}
+
+/* Adds a handle; false when the host is out of memory (under sim_lock). */
+static bool live_add(const void *p)
+{
+    if ((live_used + 1) * 2 > live_cap) {   /* rehash: drop removed slots, keep <= 1/4 full */
+        size_t n = 0, ncap = 256;
+        for (size_t i = 0; i < live_cap; i++)
+            n += live[i] && live[i] != LIVE_TOMB;
+        while (ncap < (n + 1) * 4)
+            ncap *= 2;
+        const void **old = live;
+        size_t ocap = live_cap;
+        live = calloc(ncap, sizeof *live);
+        if (!live) {
+            live = old;
+            return false;
+        }
+        live_cap = ncap;
+        live_used = 0;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i] && old[i] != LIVE_TOMB) {
+                live[live_slot(old[i])] = old[i];
+                live_used++;
+            }
+        free(old);
+    }
+    live[live_slot(p)] = p;
+    live_used++;
+    return true;
+}
+
+/* Removes a handle (under sim_lock). */
+static void live_remove(const void *p)
+{
+    if (live_has(p))
+        live[live_slot(p)] = LIVE_TOMB;
+}
+
+#define SIM_MAGIC_GRAPH 0x47525048u
+#define SIM_MAGIC_NODE  0x4e4f4445u
+#define SIM_MAGIC_EXEC  0x47455845u
+
+struct CUgraphNode_st {
+    uint32_t magic;
+    CUgraph graph;
+    sim_node_desc d;                    /* d.params points into ptrs below */
+    CUgraphNode *deps;                  /* owned */
+    size_t ndeps;
+    size_t dependents;                  /* nodes that depend on this one */
+    void *buf;                          /* kernel: parameter values (owned) */
+    void *ptrs[SIMGPU_MAX_PARAMS];      /* kernel: pointers into buf */
+};
+
+struct CUgraph_st {
+    uint32_t magic;
+    CUgraphNode *nodes;                 /* owned, in insertion order */
+    size_t n, cap;
+};
+
+struct CUgraphExec_st {
+    uint32_t magic;
+    CUgraph copy;                       /* owned copy of the instantiated graph */
+    unsigned long long flags;
+};
+
+/* A graph with no nodes, or NULL when the host is out of memory. */
+CUgraph sim_graph_new(void)
+{
+    CUgraph g = calloc(1, sizeof *g);
+    if (g && !live_add(g)) {
+        free(g);
+        return NULL;
+    }
+    if (g)
+        g->magic = SIM_MAGIC_GRAPH;
+    return g;
+}
+
+/* Frees a node and what it owns. */
+static void node_free(CUgraphNode n)
+{
+    live_remove(n);
+    n->magic = 0;
+    free(n->deps);
+    free(n->buf);
+    free(n);
+}
+
+/* Frees a graph and its nodes. */
+void sim_graph_free(CUgraph g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->n; i++)
+        node_free(g->nodes[i]);
+    free(g->nodes);
+    live_remove(g);
+    g->magic = 0;
+    free(g);
+}
+
+CUgraphNode *sim_graph_nodes(CUgraph g, size_t *n)
+{
+    *n = g->n;
+    return g->nodes;
+}
+
+bool sim_graph_has_dependents(CUgraphNode n)
+{
+    return n->dependents > 0;
+}
+
+/* Copies a kernel node's parameter values into the node's own buffer. */
+static CUresult copy_params(CUgraphNode n)
+{
+    size_t offsets[SIMGPU_MAX_PARAMS], sizes[SIMGPU_MAX_PARAMS], total;
+    unsigned np = sim_kernel_layout(n->d.func, offsets, sizes, &total);
+    if (np && !n->d.params)
+        return CUDA_ERROR_INVALID_VALUE;
+    n->buf = malloc(total ? total : 1);
+    if (!n->buf)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (unsigned i = 0; i < np; i++) {
+        memcpy((char *)n->buf + offsets[i], n->d.params[i], sizes[i]);
+        n->ptrs[i] = (char *)n->buf + offsets[i];
+    }
+    n->d.params = n->ptrs;
+    return CUDA_SUCCESS;
+}
+
+/* Adds a node after `deps` (nodes of g); *out gets it. */
+CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                       const sim_node_desc *d, CUgraphNode *out)
+{
+    for (size_t i = 0; i < ndeps; i++)
+        if (!live_has(deps[i]) || deps[i]->magic != SIM_MAGIC_NODE || deps[i]->graph != g)
+            return CUDA_ERROR_INVALID_VALUE;
+    if (g->n == g->cap) {
+        size_t ncap = g->cap ? g->cap * 2 : 16;
+        CUgraphNode *nn = realloc(g->nodes, ncap * sizeof *nn);
+        if (!nn)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        g->nodes = nn;
+        g->cap = ncap;
+    }
+    CUgraphNode n = calloc(1, sizeof *n);
+    if (!n || !live_add(n)) {
+        free(n);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *n = (struct CUgraphNode_st){.magic = SIM_MAGIC_NODE, .graph = g, .d = *d};
+    if (ndeps) {
+        n->deps = malloc(ndeps * sizeof *n->deps);
+        if (!n->deps) {
+            free(n);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        memcpy(n->deps, deps, ndeps * sizeof *n->deps);
+        n->ndeps = ndeps;
+    }
+    if (d->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        CUresult r = copy_params(n);
+        if (r != CUDA_SUCCESS) {
+            node_free(n);
+            return r;
+        }
+    }
+    for (size_t i = 0; i < ndeps; i++)
+        deps[i]->dependents++;
+    g->nodes[g->n++] = n;
+    *out = n;
+    return CUDA_SUCCESS;
+}
+
+/* True when g is a live graph (under sim_lock). */
+static bool graph_valid(CUgraph g)
+{
+    return live_has(g) && g->magic == SIM_MAGIC_GRAPH;
+}
+
+/* True when n is a live node (under sim_lock). */
+static bool node_valid(CUgraphNode n)
+{
+    return live_has(n) && n->magic == SIM_MAGIC_NODE;
+}
+
+/* A copy of g with the same nodes and edges (under sim_lock); NULL when out
+ * of memory. */
+static CUgraph graph_clone(CUgraph g)
+{
+    CUgraph c = sim_graph_new();
+    if (!c)
+        return NULL;
+    for (size_t i = 0; i < g->n; i++) {
+        CUgraphNode src = g->nodes[i], n;
+        CUgraphNode deps[SIM_MAX_DEPS];
+        size_t nd = 0;
+        for (size_t k = 0; k < src->ndeps && nd < SIM_MAX_DEPS; k++)
+            for (size_t j = 0; j < i; j++)
+                if (g->nodes[j] == src->deps[k]) {
+                    deps[nd++] = c->nodes[j];
+                    break;
+                }
+        if (sim_graph_add(c, deps, nd, &src->d, &n) != CUDA_SUCCESS) {
+            sim_graph_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* ---- building and reading graphs -------------------------------------- */
+
+SIM_EXPORT CUresult cuGraphCreate(CUgraph *out, unsigned int flags)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!out || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *out = sim_graph_new();
+    return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Shared body of both cuGraphAddKernelNode ABIs. */
+static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
+                           const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!out || !p || (nd && !deps) || (p->kernelParams && p->extra))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!sim_kernel_valid(p->func))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (p->extra)
+        return CUDA_ERROR_NOT_SUPPORTED;   /* not modeled: see docs/SIMULATOR.md */
+    sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = p->func,
+                       .grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
+                       .block = {p->blockDimX, p->blockDimY, p->blockDimZ},
+                       .shmem = p->sharedMemBytes, .params = p->kernelParams};
+    pthread_mutex_lock(&sim_lock);
+    r = graph_valid(g) ? sim_graph_add(g, deps, nd, &d, out) : CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                         size_t nd, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    return add_kernel(out, g, deps, nd, p);
+}
+
+SIM_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                            size_t nd, const CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+    if (p && !p->func && p->kern)
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_NOT_SUPPORTED;
+    return add_kernel(out, g, deps, nd, (const CUDA_KERNEL_NODE_PARAMS_v1 *)p);
+}
+
+/* Shared body of both cuGraphKernelNodeGetParams ABIs: kernelParams points
+ * at the node's own copy of the values, valid while the node lives. */
+static CUresult kernel_params(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    if (!node_valid(n) || n->d.type != CU_GRAPH_NODE_TYPE_KERNEL) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        *p = (CUDA_KERNEL_NODE_PARAMS_v1){
+            .func = n->d.func, .gridDimX = n->d.grid[0], .gridDimY = n->d.grid[1],
+            .gridDimZ = n->d.grid[2], .blockDimX = n->d.block[0], .blockDimY = n->d.block[1],
+            .blockDimZ = n->d.block[2], .sharedMemBytes = n->d.shmem,
+            .kernelParams = n->d.params, .extra = NULL};
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    return kernel_params(n, p);
+}
+
+SIM_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+    CUresult r = kernel_params(n, (CUDA_KERNEL_NODE_PARAMS_v1 *)p);
+    if (r == CUDA_SUCCESS) {
+        p->kern = NULL;
+        p->ctx = NULL;
+    }
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *count)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    if (!graph_valid(g)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if (!nodes) {
+        *count = g->n;
+    } else {
+        size_t k = *count < g->n ? *count : g->n;
+        memcpy(nodes, g->nodes, k * sizeof *nodes);
+        for (size_t i = k; i < *count; i++)
+            nodes[i] = NULL;
+        *count = k;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphNodeGetType(CUgraphNode n, CUgraphNodeType *type)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!type)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    if (node_valid(n))
+        *type = n->d.type;
+    else
+        r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphDestroy(CUgraph g)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&sim_lock);
+    if (graph_valid(g))
+        sim_graph_free(g);
+    else
+        r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* ---- executable graphs ------------------------------------------------- */
+
+/* Shared body of every instantiation entry point. */
+static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphExec e = calloc(1, sizeof *e);
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&sim_lock);
+    if (!graph_valid(g))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (!(e->copy = graph_clone(g)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (!live_add(e))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r != CUDA_SUCCESS && e->copy)
+        sim_graph_free(e->copy);
+    pthread_mutex_unlock(&sim_lock);
+    if (r != CUDA_SUCCESS) {
+        free(e);
+        return r;
+    }
+    e->magic = SIM_MAGIC_EXEC;
+    e->flags = flags;
+    *out = e;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g,
+                                                unsigned long long flags)
+{
+    unsigned long long known = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+                               CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
+                               CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+    if (flags & ~known)
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_VALUE;
+    return instantiate(out, g, flags);
+}
+
+/* CUDA 10/11 ABIs: an error node and a log buffer, no flags. */
+SIM_EXPORT CUresult cuGraphInstantiate(CUgraphExec *out, CUgraph g, CUgraphNode *err_node,
+                                       char *log, size_t log_size)
+{
+    if (err_node)
+        *err_node = NULL;
+    if (log && log_size)
+        log[0] = 0;
+    return instantiate(out, g, 0);
+}
+
+SIM_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *out, CUgraph g, CUgraphNode *err_node,
+                                          char *log, size_t log_size)
+{
+    return cuGraphInstantiate(out, g, err_node, log, log_size);
+}
+
+/* Shared body of cuGraphInstantiateWithParams: an upload stream is honoured
+ * by the (empty) upload; the result goes to the parameter block. */
+static CUresult instantiate_params(CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    if (!p)
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cuGraphInstantiateWithFlags(out, g, p->flags & ~(cuuint64_t)
+                                             CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
+    p->hErrNode_out = NULL;
+    p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS
+                                      : CUDA_GRAPH_INSTANTIATE_ERROR;
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *out, CUgraph g,
+                                                 CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    return instantiate_params(out, g, p);
+}
+
+SIM_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *out, CUgraph g,
+                                                      CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    return instantiate_params(out, g, p);
+}
+
+/* True when e is a live executable graph (takes sim_lock). */
+static bool exec_valid(CUgraphExec e)
+{
+    pthread_mutex_lock(&sim_lock);
+    bool ok = live_has(e) && e->magic == SIM_MAGIC_EXEC;
+    pthread_mutex_unlock(&sim_lock);
+    return ok;
+}
+
+SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&sim_lock);
+    if (!live_has(e) || e->magic != SIM_MAGIC_EXEC) {
+        pthread_mutex_unlock(&sim_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    live_remove(e);
+    sim_graph_free(e->copy);
+    pthread_mutex_unlock(&sim_lock);
+    e->magic = 0;
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+/* Runs one node on stream st (no lock held). */
+static CUresult run_node(CUgraphNode n, CUstream st)
+{
+    const sim_node_desc *d = &n->d;
+    switch (d->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        return sim_kernel_run(d->func, d->grid, d->block, st, d->params);
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        return cuMemcpyAsync(d->dst, d->src, d->bytes, st);
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        return d->width == 1 ? cuMemsetD8Async(d->dst, (unsigned char)d->value, d->count, st)
+             : d->width == 2 ? cuMemsetD16Async(d->dst, (unsigned short)d->value, d->count, st)
+                             : cuMemsetD32Async(d->dst, d->value, d->count, st);
+    case CU_GRAPH_NODE_TYPE_HOST:
+        d->fn(d->user);
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_SUCCESS;
+    }
+}
+
+/* Shared body of cuGraphUpload and cuGraphLaunch (and their _ptsz twins).
+ * Launching into a capturing stream (a child graph) is not modeled. */
+static CUresult launch(CUgraphExec e, CUstream s, bool ptds, bool upload)
+{
+    CUstream st;
+    CUresult r = sim_resolve_stream(s, ptds, &st);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!exec_valid(e))
+        return CUDA_ERROR_INVALID_VALUE;
+    bool record;
+    r = sim_capture_gate(st, false, &record);
+    if (r != CUDA_SUCCESS || upload)
+        return r;
+    for (size_t i = 0; i < e->copy->n && r == CUDA_SUCCESS; i++)
+        r = run_node(e->copy->nodes[i], st);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { return launch(e, s, false, false); }
+SIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return launch(e, s, true, false); }
+SIM_EXPORT CUresult cuGraphUpload(CUgraphExec e, CUstream s) { return launch(e, s, false, true); }
+SIM_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec e, CUstream s) { return launch(e, s, true, true); }

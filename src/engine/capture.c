@@ -1,0 +1,135 @@
+/*
+ * capture.c — the engine's answers to stream capture (see capture.h).
+ *
+ * A launch on a capturing stream does not run; its kernels run when the
+ * graph is launched, and the graph launch hook (graph.c) makes their chunks
+ * resident then. So while a stream captures the engine issues nothing on
+ * it. A stream-ordered free of a chunk lmshim placed off the device would
+ * synchronize the stream, which a capture forbids; it becomes a host node
+ * instead, which only marks the chunk due, and the memory is released by
+ * the next hook that drains (never from inside the host function, where
+ * CUDA calls are not allowed), with the thread's capture mode relaxed so a
+ * capture elsewhere is not disturbed.
+ */
+#include "capture.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "graph.h"
+#include "log.h"
+
+/* One free recorded in a capture. Records stay allocated (and listed) for
+ * the life of the process: a graph may run its host node again. */
+typedef struct deferred {
+    uint64_t ptr;
+    bool host;                /* pinned host memory (else managed) */
+    atomic_int state;         /* 0 captured, 1 due, 2 released */
+    struct deferred *next;
+} deferred;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static deferred *list;        /* under lock */
+static atomic_int due;        /* records in state 1 */
+
+bool lms_capture_busy(CUstream stream)
+{
+    if (!lms_drv.cuStreamIsCapturing)
+        return false;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = lms_drv.cuStreamIsCapturing(stream, &st);
+    return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+bool lms_capture_before_work(CUstream stream)
+{
+    lms_capture_drain();
+    lms_graph_poll();
+    return lms_capture_busy(stream);
+}
+
+/* The host node of a captured free: marks it due (no CUDA call here). */
+static void mark_due(void *user)
+{
+    deferred *d = user;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&d->state, &expect, 1))
+        atomic_fetch_add(&due, 1);
+}
+
+bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *r)
+{
+    lms_capture_drain();
+    if (!lms_drv.cuStreamIsCapturing)
+        return false;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    *r = lms_drv.cuStreamIsCapturing(stream, &st);
+    if (*r != CUDA_SUCCESS)
+        return true;   /* e.g. the legacy stream tied to a capture: CUDA's error */
+    if (st == CU_STREAM_CAPTURE_STATUS_NONE)
+        return false;
+    if (st == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+        *r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        return true;
+    }
+    deferred *d = calloc(1, sizeof *d);
+    if (!d || !lms_drv.cuLaunchHostFunc) {
+        free(d);
+        *r = CUDA_ERROR_OUT_OF_MEMORY;
+        return true;
+    }
+    d->ptr = ptr;
+    d->host = host;
+    *r = lms_drv.cuLaunchHostFunc(stream, mark_due, d);
+    if (*r != CUDA_SUCCESS) {
+        free(d);
+        return true;
+    }
+    pthread_mutex_lock(&lock);
+    d->next = list;
+    list = d;
+    pthread_mutex_unlock(&lock);
+    lms_log(LMS_LEVEL_DEBUG, "free of 0x%llx captured: released when a launch of the graph passes it",
+            (unsigned long long)ptr);
+    return true;
+}
+
+void lms_capture_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void lms_capture_fork_parent(void) { pthread_mutex_unlock(&lock); }
+void lms_capture_fork_child(void) { pthread_mutex_init(&lock, NULL); }
+
+void lms_capture_drain(void)
+{
+    if (atomic_load_explicit(&due, memory_order_relaxed) == 0)
+        return;
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    bool relaxed = lms_drv.cuThreadExchangeStreamCaptureMode &&
+                   lms_drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+    for (;;) {
+        /* Taken under the lock, freed outside it (no lock held across a
+         * driver call, which may take the driver's own). */
+        deferred *batch[32];
+        int n = 0;
+        pthread_mutex_lock(&lock);
+        for (deferred *d = list; d && n < 32; d = d->next) {
+            int expect = 1;
+            if (atomic_compare_exchange_strong(&d->state, &expect, 2))
+                batch[n++] = d;
+        }
+        pthread_mutex_unlock(&lock);
+        if (n == 0)
+            break;
+        atomic_fetch_sub(&due, n);
+        for (int i = 0; i < n; i++) {
+            deferred *d = batch[i];
+            CUresult r = d->host ? lms_drv.cuMemFreeHost((void *)(uintptr_t)d->ptr)
+                                 : lms_drv.cuMemFree((CUdeviceptr)d->ptr);
+            if (r != CUDA_SUCCESS)
+                lms_log(LMS_LEVEL_WARN, "captured free of 0x%llx failed (error %d)",
+                        (unsigned long long)d->ptr, (int)r);
+        }
+    }
+    if (relaxed)
+        lms_drv.cuThreadExchangeStreamCaptureMode(&mode);
+}

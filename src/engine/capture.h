@@ -1,0 +1,46 @@
+/*
+ * capture.h — stream capture as the engine sees it (capture.c). While a
+ * stream captures, its work becomes a graph instead of running: residency
+ * work (prefetches, event records and waits) must not touch it, and a free
+ * must not synchronize it.
+ */
+#ifndef LMS_CAPTURE_H
+#define LMS_CAPTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "driver.h"
+
+/* Before residency work for a launch on `stream`: releases deferred frees
+ * and graph pins that are due, then returns true when the engine must leave
+ * the stream alone (it captures, or is the legacy stream tied to a capture). */
+bool lms_capture_before_work(CUstream stream);
+
+/* True when `stream` captures or cannot be asked (no residency work on it). */
+bool lms_capture_busy(CUstream stream);
+
+/* A stream-ordered free of an off-device chunk (managed, or pinned host when
+ * `host`) on `stream`. Returns false when the stream does not capture (the
+ * caller synchronizes and frees). Otherwise *r gets the answer: on a
+ * capturing stream the free becomes a host node of the capture, and the
+ * memory is released once a launch of the graph has passed that point; on
+ * the legacy stream tied to a capture, CUDA's error. */
+bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *r);
+
+/* True for the errors a capture gives a call it forbids
+ * (CUDA_ERROR_STREAM_CAPTURE_*): the program gets them unchanged. */
+static inline bool lms_capture_refused(CUresult r)
+{
+    return r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+}
+
+/* Releases the frees whose point in a graph has been reached. */
+void lms_capture_drain(void);
+
+/* fork: the list's lock is held across fork; the child gets a fresh one. */
+void lms_capture_fork_prepare(void);
+void lms_capture_fork_parent(void);
+void lms_capture_fork_child(void);
+
+#endif

@@ -1,0 +1,233 @@
+/*
+ * graph.c — the chunks of executable graphs and the pins of graph launches
+ * (see graph.h and docs/ARCHITECTURE.md "Graphs").
+ *
+ * At instantiation the source graph's kernel nodes are read with
+ * cuGraphGetNodes and cuGraphKernelNodeGetParams (the driver API has no
+ * reader for an executable graph), and their parameters are scanned like a
+ * launch's. A graph launch is then one launch for the residency engine over
+ * the union of those chunks; after it is issued the chunks stay pinned
+ * until an event recorded behind it has completed, so no eviction is
+ * decided while the graph may still use them.
+ */
+#include "graph.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launch.h"
+#include "log.h"
+#include "residency.h"
+
+#define EXECS 1024          /* executable graphs remembered (open addressing) */
+#define IN_FLIGHT 256       /* graph launches pinned at once */
+
+typedef struct exec_entry {
+    CUgraphExec exec;       /* NULL: free slot; TOMB: removed */
+    int n;
+    uint32_t *ids;          /* n sorted ids, malloc'd, owned by the entry */
+} exec_entry;
+
+typedef struct flight {
+    CUevent ev;             /* recorded after the graph launch; NULL: free slot */
+    int device, n;
+    uint32_t *ids;          /* n ids, malloc'd, owned by the flight */
+} flight;
+
+#define TOMB ((CUgraphExec)(uintptr_t)1)
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static exec_entry execs[EXECS];      /* under lock */
+static flight flights[IN_FLIGHT];    /* under lock */
+static atomic_int nflights;
+
+/* The slot of exec, or (insert) a free one; NULL when full or absent. */
+static exec_entry *slot_of(CUgraphExec exec, bool insert)
+{
+    size_t h = ((uintptr_t)exec >> 4) * 0x9e3779b97f4a7c15ull >> 54;   /* 10 bits */
+    exec_entry *tomb = NULL;
+    for (size_t k = 0; k < EXECS; k++) {
+        exec_entry *e = &execs[(h + k) % EXECS];
+        if (e->exec == exec)
+            return e;
+        if (e->exec == TOMB && !tomb)
+            tomb = e;
+        if (!e->exec)
+            return insert ? (tomb ? tomb : e) : NULL;
+    }
+    return insert ? tomb : NULL;
+}
+
+/* Merges sorted unique ids b[0..nb) into the malloc'd sorted unique set
+ * *a of *na ids (capacity *cap, grown as needed); false when out of memory
+ * (the set then keeps what it had). */
+static bool merge_ids(uint32_t **a, int *na, int *cap, const uint32_t *b, int nb)
+{
+    if (*na + nb > *cap) {
+        int ncap = *cap ? *cap : 16;
+        while (ncap < *na + nb)
+            ncap *= 2;
+        uint32_t *n = realloc(*a, (size_t)ncap * sizeof *n);
+        if (!n)
+            return false;
+        *a = n;
+        *cap = ncap;
+    }
+    uint32_t *s = *a;
+    for (int i = 0; i < nb; i++) {
+        int k = *na;
+        while (k > 0 && s[k - 1] > b[i])
+            k--;
+        if (k > 0 && s[k - 1] == b[i])
+            continue;
+        memmove(&s[k + 1], &s[k], (size_t)(*na - k) * sizeof *s);
+        s[k] = b[i];
+        (*na)++;
+    }
+    return true;
+}
+
+void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
+{
+    if (!exec || !lms_residency_any() || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType ||
+        !lms_drv.cuGraphKernelNodeGetParams)
+        return;
+    size_t count = 0;
+    if (lms_drv.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
+        return;
+    CUgraphNode *nodes = malloc(count * sizeof *nodes);
+    if (!nodes)
+        return;   /* not scanned: its chunks are read over the link */
+    exec_entry found = {.exec = exec};
+    int cap = 0;
+    if (lms_drv.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS) {
+        for (size_t i = 0; i < count; i++) {
+            CUgraphNodeType t;
+            CUDA_KERNEL_NODE_PARAMS_v2 p;
+            if (lms_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS ||
+                t != CU_GRAPH_NODE_TYPE_KERNEL ||
+                lms_drv.cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS || !p.func)
+                continue;
+            const uint32_t *ids;
+            int n = lms_launch_chunks(p.func, p.kernelParams, p.extra, &ids);
+            if (!merge_ids(&found.ids, &found.n, &cap, ids, n))
+                break;   /* out of memory: the rest is read over the link */
+        }
+    }
+    free(nodes);
+    if (found.n == 0) {
+        free(found.ids);
+        return;
+    }
+    uint32_t *old = NULL;
+    pthread_mutex_lock(&lock);
+    exec_entry *e = slot_of(exec, true);
+    if (e) {
+        old = e->exec == exec ? e->ids : NULL;   /* instantiated again under the same handle */
+        *e = found;
+    }
+    pthread_mutex_unlock(&lock);
+    free(old);
+    if (!e) {
+        free(found.ids);
+        lms_log(LMS_LEVEL_INFO, "graph table full: a graph's chunks are read over the link");
+    }
+}
+
+void lms_graph_forget(CUgraphExec exec)
+{
+    uint32_t *old = NULL;
+    pthread_mutex_lock(&lock);
+    exec_entry *e = slot_of(exec, false);
+    if (e) {
+        old = e->ids;
+        *e = (exec_entry){.exec = TOMB};
+    }
+    pthread_mutex_unlock(&lock);
+    free(old);
+}
+
+int lms_graph_chunks(CUgraphExec exec, uint32_t **ids)
+{
+    int n = 0;
+    *ids = NULL;
+    pthread_mutex_lock(&lock);
+    exec_entry *e = slot_of(exec, false);
+    if (e && e->n > 0 && (*ids = malloc((size_t)e->n * sizeof **ids)) != NULL) {
+        n = e->n;
+        memcpy(*ids, e->ids, (size_t)n * sizeof **ids);
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
+{
+    if (n <= 0 || device < 0 || !lms_drv.cuEventCreate || !lms_drv.cuEventRecord)
+        return;
+    CUevent ev;
+    if (lms_drv.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        return;
+    if (lms_drv.cuEventRecord(ev, stream) != CUDA_SUCCESS) {
+        lms_drv.cuEventDestroy(ev);
+        return;
+    }
+    uint32_t *copy = malloc((size_t)n * sizeof *copy);
+    if (!copy) {   /* this launch's chunks are not held */
+        lms_drv.cuEventDestroy(ev);
+        return;
+    }
+    memcpy(copy, ids, (size_t)n * sizeof *copy);
+    lms_residency_pin(device, ids, n, +1);   /* before a poll can see the event */
+    pthread_mutex_lock(&lock);
+    flight *f = NULL;
+    for (int i = 0; i < IN_FLIGHT && !f; i++)
+        if (!flights[i].ev)
+            f = &flights[i];
+    if (f) {
+        f->ev = ev;
+        f->device = device;
+        f->n = n;
+        f->ids = copy;
+        atomic_fetch_add(&nflights, 1);
+    }
+    pthread_mutex_unlock(&lock);
+    if (!f) {   /* too many in flight: this launch's chunks are not held */
+        lms_residency_pin(device, ids, n, -1);
+        lms_drv.cuEventDestroy(ev);
+        free(copy);
+    }
+}
+
+void lms_graph_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void lms_graph_fork_parent(void) { pthread_mutex_unlock(&lock); }
+void lms_graph_fork_child(void) { pthread_mutex_init(&lock, NULL); }
+
+void lms_graph_poll(void)
+{
+    if (atomic_load_explicit(&nflights, memory_order_relaxed) == 0 || !lms_drv.cuEventQuery)
+        return;
+    for (int i = 0; i < IN_FLIGHT; i++) {
+        /* The event is queried with no lock held (the driver has its own). */
+        pthread_mutex_lock(&lock);
+        CUevent ev = flights[i].ev;
+        pthread_mutex_unlock(&lock);
+        if (!ev || lms_drv.cuEventQuery(ev) == CUDA_ERROR_NOT_READY)
+            continue;
+        flight done = {0};
+        pthread_mutex_lock(&lock);
+        if (flights[i].ev == ev) {
+            done = flights[i];
+            flights[i].ev = NULL;
+            atomic_fetch_sub(&nflights, 1);
+        }
+        pthread_mutex_unlock(&lock);
+        if (done.ev) {
+            lms_residency_pin(done.device, done.ids, done.n, -1);
+            lms_drv.cuEventDestroy(done.ev);
+            free(done.ids);
+        }
+    }
+}

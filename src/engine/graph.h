@@ -1,0 +1,34 @@
+/*
+ * graph.h — CUDA graphs as the engine sees them (graph.c): which managed
+ * chunks each executable graph's kernels use, read from its kernel nodes at
+ * instantiation, and the pins that keep them on the device while a launch
+ * of the graph runs.
+ */
+#ifndef LMS_GRAPH_H
+#define LMS_GRAPH_H
+
+#include <stdint.h>
+
+#include "driver.h"
+
+/* A graph was instantiated as `exec`: remember the chunks its kernel nodes
+ * pass as parameters (nothing when no managed chunk exists). */
+void lms_graph_instantiated(CUgraphExec exec, CUgraph graph);
+/* The executable graph goes away. */
+void lms_graph_forget(CUgraphExec exec);
+/* The chunks of `exec`: returns how many and sets *ids to a malloc'd copy
+ * of their sorted ids that the caller frees; 0 (and NULL) when unknown. */
+int lms_graph_chunks(CUgraphExec exec, uint32_t **ids);
+
+/* A launch of a graph using chunks ids[0..n) was issued on `stream` of
+ * `device`: pin them until an event recorded after it has completed. */
+void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream);
+/* Unpins the chunks of graph launches that have completed. */
+void lms_graph_poll(void);
+
+/* fork: the tables' lock is held across fork; the child gets a fresh one. */
+void lms_graph_fork_prepare(void);
+void lms_graph_fork_parent(void);
+void lms_graph_fork_child(void);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * evict_fail_test.c — the residency engine over a fake driver whose
+ * prefetches to the host fail: a failed eviction keeps its charge (the
+ * bytes are still on the device), and the charge goes back when the chunk
+ * is freed. Run with LMS_POLICY=lru and LMS_LIMIT=1G (meson.build).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../common/check.h"
+#include "account.h"
+#include "options.h"
+#include "residency.h"
+
+#define MiB (1ull << 20)
+
+static int to_device, to_host_failed;
+
+static CUresult fake_total(size_t *bytes, CUdevice d)
+{
+    (void)d;
+    *bytes = 4ull << 30;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
+{
+    (void)p, (void)n, (void)flags, (void)s;
+    if (loc.type == CU_MEM_LOCATION_TYPE_HOST) {
+        to_host_failed++;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    to_device++;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_stream_create(CUstream *s, unsigned flags)
+{
+    (void)flags;
+    *s = (CUstream)(uintptr_t)0x100;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_event_create(CUevent *e, unsigned flags)
+{
+    (void)flags;
+    *e = (CUevent)malloc(1);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_event_destroy(CUevent e)
+{
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_event_record(CUevent e, CUstream s) { (void)e, (void)s; return CUDA_SUCCESS; }
+static CUresult fake_wait(CUstream s, CUevent e, unsigned f) { (void)s, (void)e, (void)f; return CUDA_SUCCESS; }
+
+static void failed_eviction_keeps_charge(void)
+{
+    lms_options_load();
+    lms_drv.cuDeviceTotalMem = fake_total;
+    lms_drv.cuMemPrefetchAsync = fake_prefetch;
+    lms_drv.cuStreamCreate = fake_stream_create;
+    lms_drv.cuEventCreate = fake_event_create;
+    lms_drv.cuEventDestroy = fake_event_destroy;
+    lms_drv.cuEventRecord = fake_event_record;
+    lms_drv.cuStreamWaitEvent = fake_wait;
+    lms_account *a = lms_account_of(0);
+    CHECK(a && a->budget == 1ull << 30);
+    uint64_t base = 0x7f0000000000ull;
+    uint32_t ids[3];
+    for (int i = 0; i < 3; i++) {
+        int64_t id = lms_residency_add(base + (uint64_t)i * (1ull << 32), 400 * MiB, 0);
+        CHECK(id >= 0);
+        ids[i] = (uint32_t)id;
+    }
+    CUstream s = (CUstream)(uintptr_t)0x200;
+    for (int i = 0; i < 3; i++) {
+        lms_launch_token tok;
+        lms_residency_before(0, s, 0x10 + (uintptr_t)i, &ids[i], 1, &tok);
+        lms_residency_after(&tok, s);
+    }
+    CHECK_EQ_U(to_device, 2);              /* the third chunk found no room */
+    CHECK(to_host_failed >= 1);
+    CHECK_EQ_U(atomic_load(&a->used), 800 * MiB);   /* both still charged */
+    CHECK_EQ_U(atomic_load(&a->evictions), 0);
+    CHECK_EQ_U(atomic_load(&a->violations), 0);
+    for (int i = 0; i < 3; i++)
+        lms_residency_drop(lms_residency_take(base + (uint64_t)i * (1ull << 32)));
+    CHECK_EQ_U(atomic_load(&a->used), 0);
+}
+
+static const test_case cases[] = {
+    {"failed_eviction_keeps_charge", failed_eviction_keeps_charge},
+};
+
+TEST_MAIN(cases)
