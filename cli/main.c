@@ -39,7 +39,9 @@ int lms_cli_find(const char *const *relative, char *out, size_t len)
 {
     for (int i = 0; relative[i]; i++) {
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", lms_cli_self_dir(), relative[i]);
+        int n = snprintf(path, sizeof path, "%s/%s", lms_cli_self_dir(), relative[i]);
+        if (n < 0 || (size_t)n >= sizeof path)
+            continue;
         if (realpath(path, out) && access(out, R_OK) == 0 && strlen(out) < len)
             return 0;
     }
