@@ -20,8 +20,17 @@ bool lms_driver_open(void)
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h)
         h = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!h || !real_dlsym) {
-        lms_log(LMS_LEVEL_ERROR, "cannot load libcuda.so.1: lmshim passes every call through");
+    if (!h) {
+        const char *why = dlerror();
+        lms_log(LMS_LEVEL_ERROR,
+                "no CUDA driver: cannot load libcuda.so.1 (%s); install the NVIDIA driver, or run over "
+                "the simulated GPU with `lmshim run --sim` (`lmshim info --sim`). Until then lmshim passes "
+                "every call through",
+                why ? why : "not found");
+        return false;
+    }
+    if (!real_dlsym) {
+        lms_log(LMS_LEVEL_ERROR, "cannot find the C library's dlsym: lmshim passes every call through");
         return false;
     }
     lms_drv.handle = h;
