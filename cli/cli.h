@@ -24,4 +24,7 @@ const char *lms_cli_sim_dir(void);
 /* Prepends dir to a ':'-separated variable, keeping what is there. */
 int lms_cli_prepend_env(const char *var, const char *dir);
 
+/* Parses a link speed in GB/s: a finite number above 0; -1 otherwise. */
+int lms_cli_parse_gbps(const char *text, double *gbps);
+
 #endif

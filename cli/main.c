@@ -71,6 +71,16 @@ int lms_cli_prepend_env(const char *var, const char *dir)
     return r;
 }
 
+int lms_cli_parse_gbps(const char *text, double *gbps)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v > 0) || v > 1e9)   /* also refuses nan and inf */
+        return -1;
+    *gbps = v;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
