@@ -39,7 +39,8 @@ int lms_cli_find(const char *const *relative, char *out, size_t len)
 {
     for (int i = 0; relative[i]; i++) {
         char path[PATH_MAX];
-        int n = snprintf(path, sizeof path, "%s/%s", lms_cli_self_dir(), relative[i]);
+        int n = relative[i][0] == '/' ? snprintf(path, sizeof path, "%s", relative[i])
+                                      : snprintf(path, sizeof path, "%s/%s", lms_cli_self_dir(), relative[i]);
         if (n < 0 || (size_t)n >= sizeof path)
             continue;
         if (realpath(path, out) && access(out, R_OK) == 0 && strlen(out) < len)
@@ -51,7 +52,8 @@ int lms_cli_find(const char *const *relative, char *out, size_t len)
 const char *lms_cli_sim_dir(void)
 {
     static char dir[PATH_MAX];
-    static const char *const where[] = {"../sim/libcuda.so.1", "../lib/lmshim/sim/libcuda.so.1", NULL};
+    static const char *const where[] = {"../sim/libcuda.so.1", LMS_REL_LIBDIR "/lmshim/sim/libcuda.so.1",
+                                        "../lib/lmshim/sim/libcuda.so.1", NULL};
     if (lms_cli_find(where, dir, sizeof dir) != 0)
         return NULL;
     *strrchr(dir, '/') = 0;
