@@ -117,7 +117,7 @@ int lms_cmd_run(int argc, char **argv)
                 unsigned long long kb = strtoull(value, &end, 10);
                 char bytes[32];
                 snprintf(bytes, sizeof bytes, "%llu", kb * 1024ull);
-                if (errno || end == value || *end || kb > (1ull << 50) ||
+                if (errno || *value < '0' || *value > '9' || *end || kb > (1ull << 50) ||
                     set_option(LMS_OPT_threshold, bytes) != 0) {
                     fprintf(stderr, "lmshim run: -lms takes kilobytes, not '%s'\n", value);
                     return 2;

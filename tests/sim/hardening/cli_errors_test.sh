@@ -1,5 +1,7 @@
 #!/bin/bash
 # cli_errors_test.sh LMSHIM NODRIVER — command-line errors say what is wrong:
+#  - `lmshim run` flags take the options' strict forms (no hex, fraction
+#    of a byte, sign or white space);
 #  - `report DIR` fails naming it; `report --link-gbps 0|-1|nan` names the
 #    value; `report --svg` without a value says it needs one; the same for
 #    `replay --link-gbps`;
@@ -41,6 +43,14 @@ for flag in --svg --chrome --link-gbps; do
     out=$("$lmshim" report "$tmp/t.jsonl" $flag 2>&1); rc=$?
     [ $rc -eq 2 ] || fail "report $flag without a value exits $rc"
     echo "$out" | grep -q -- "$flag needs a value" || fail "report $flag without a value: $out"
+done
+
+# Flags of lmshim run take the options' strict forms.
+tab=$'\t'
+for bad in "--limit=0x10" "--limit=1.5" "--threshold=1.5" "--threshold=${tab}8M" "--threshold= 8M" "-lms=${tab}5" \
+           "-lms=+5"; do
+    "$lmshim" run "${bad%%=*}" "${bad#*=}" -- true 2>/dev/null; rc=$?
+    [ $rc -eq 2 ] || fail "run $bad exits $rc"
 done
 
 # Chunk ids near the cap (2^26): 40 chunks, 300 KB of launches.
