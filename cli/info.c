@@ -23,7 +23,8 @@ static void usage(FILE *f)
 static int print_devices(void)
 {
     if (!lms_driver_open() || !lms_drv.cuInit || !lms_drv.cuDeviceGetCount) {
-        printf("driver: none (libcuda.so.1 cannot be loaded)\n");
+        printf("driver: none (libcuda.so.1 cannot be loaded): install the NVIDIA driver, "
+               "or look at the simulated GPU with `lmshim info --sim`\n");
         return 1;
     }
     int version = 0, n = 0;

@@ -39,7 +39,10 @@ int lms_cli_find(const char *const *relative, char *out, size_t len)
 {
     for (int i = 0; relative[i]; i++) {
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", lms_cli_self_dir(), relative[i]);
+        int n = relative[i][0] == '/' ? snprintf(path, sizeof path, "%s", relative[i])
+                                      : snprintf(path, sizeof path, "%s/%s", lms_cli_self_dir(), relative[i]);
+        if (n < 0 || (size_t)n >= sizeof path)
+            continue;
         if (realpath(path, out) && access(out, R_OK) == 0 && strlen(out) < len)
             return 0;
     }
@@ -49,7 +52,8 @@ int lms_cli_find(const char *const *relative, char *out, size_t len)
 const char *lms_cli_sim_dir(void)
 {
     static char dir[PATH_MAX];
-    static const char *const where[] = {"../sim/libcuda.so.1", "../lib/lmshim/sim/libcuda.so.1", NULL};
+    static const char *const where[] = {"../sim/libcuda.so.1", LMS_REL_LIBDIR "/lmshim/sim/libcuda.so.1",
+                                        "../lib/lmshim/sim/libcuda.so.1", NULL};
     if (lms_cli_find(where, dir, sizeof dir) != 0)
         return NULL;
     *strrchr(dir, '/') = 0;
@@ -67,6 +71,16 @@ int lms_cli_prepend_env(const char *var, const char *dir)
     int r = setenv(var, v, 1);
     free(v);
     return r;
+}
+
+int lms_cli_parse_gbps(const char *text, double *gbps)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v > 0) || v > 1e9)   /* also refuses nan and inf */
+        return -1;
+    *gbps = v;
+    return 0;
 }
 
 int main(int argc, char **argv)

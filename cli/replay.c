@@ -53,7 +53,10 @@ int lms_cmd_replay(int argc, char **argv)
         } else if (strcmp(a, "--skip") == 0 && has_value) {
             skip = strtoull(argv[++i], NULL, 10);
         } else if (strcmp(a, "--link-gbps") == 0 && has_value) {
-            link = atof(argv[++i]);
+            if (lms_cli_parse_gbps(argv[++i], &link) != 0) {
+                fprintf(stderr, "lmshim replay: --link-gbps %s: not a positive number of GB/s\n", argv[i]);
+                return 2;
+            }
         } else if (a[0] == '-') {
             fprintf(stderr, "lmshim replay: unknown flag %s\n", a);
             usage(stderr);
@@ -61,6 +64,7 @@ int lms_cmd_replay(int argc, char **argv)
         } else {
             if (lms_trace_load(a, &t, stderr) != 0) {
                 perror(a);
+                lms_trace_data_free(&t);
                 return 1;
             }
             files++;

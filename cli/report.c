@@ -3,6 +3,7 @@
  * of one or more traces (one per rank, merged with a rank column), and
  * optionally an SVG timeline and a Chrome/Perfetto trace.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,24 +36,33 @@ int lms_cmd_report(int argc, char **argv)
             lms_report_free(r);
             return 0;
         }
-        if (strcmp(a, "--html") == 0 && i + 1 < argc) {
-            html = argv[++i];
-            continue;
-        }
-        if ((strcmp(a, "--svg") == 0 || strcmp(a, "--chrome") == 0 || strcmp(a, "--link-gbps") == 0) && i + 1 < argc) {
+        if (strcmp(a, "--svg") == 0 || strcmp(a, "--chrome") == 0 || strcmp(a, "--link-gbps") == 0 ||
+            strcmp(a, "--html") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "lmshim report: %s needs a value\n", a);
+                lms_report_free(r);
+                return 2;
+            }
+            if (a[2] == 'h') {
+                html = argv[++i];
+                continue;
+            }
             if (a[2] == 's')
                 svg = argv[++i];
             else if (a[2] == 'c')
                 chrome = argv[++i];
-            else
-                link = atof(argv[++i]);
+            else if (lms_cli_parse_gbps(argv[++i], &link) != 0) {
+                fprintf(stderr, "lmshim report: --link-gbps %s: not a positive number of GB/s\n", argv[i]);
+                lms_report_free(r);
+                return 2;
+            }
         } else if (a[0] == '-') {
             fprintf(stderr, "lmshim report: unknown flag %s\n", a);
             usage(stderr);
             lms_report_free(r);
             return 2;
         } else if (lms_report_add(r, a, stderr) != 0) {
-            fprintf(stderr, "lmshim report: cannot read %s\n", a);
+            fprintf(stderr, "lmshim report: cannot read %s: %s\n", a, strerror(errno));
             status = 1;
         } else {
             files++;

@@ -68,8 +68,8 @@ static int set_option(int i, const char *value)
 /* Puts liblmshim.so first in LD_PRELOAD. */
 static int preload_shim(void)
 {
-    static const char *const where[] = {"../preload/liblmshim.so", "../lib/liblmshim.so",
-                                        "../lib/x86_64-linux-gnu/liblmshim.so", NULL};
+    static const char *const where[] = {"../preload/liblmshim.so", LMS_REL_LIBDIR "/liblmshim.so",
+                                        "../lib/liblmshim.so", "../lib/x86_64-linux-gnu/liblmshim.so", NULL};
     char lib[PATH_MAX];
     if (lms_cli_find(where, lib, sizeof lib) != 0) {
         fprintf(stderr, "lmshim run: cannot find liblmshim.so next to %s\n", lms_cli_self_dir());
@@ -121,7 +121,7 @@ int lms_cmd_run(int argc, char **argv)
                 unsigned long long kb = strtoull(value, &end, 10);
                 char bytes[32];
                 snprintf(bytes, sizeof bytes, "%llu", kb * 1024ull);
-                if (errno || end == value || *end || kb > (1ull << 50) ||
+                if (errno || *value < '0' || *value > '9' || *end || kb > (1ull << 50) ||
                     set_option(LMS_OPT_threshold, bytes) != 0) {
                     fprintf(stderr, "lmshim run: -lms takes kilobytes, not '%s'\n", value);
                     return 2;
@@ -169,8 +169,8 @@ int lms_cmd_run(int argc, char **argv)
     if (sim) {
         const char *dir = lms_cli_sim_dir();
         if (!dir) {
-            fprintf(stderr, "lmshim run: --sim: no simulated GPU (sim/libcuda.so.1) next to %s\n",
-                    lms_cli_self_dir());
+            fprintf(stderr, "lmshim run: --sim: no simulated GPU (sim/libcuda.so.1 or %s/lmshim/sim) next to %s\n",
+                    LMS_REL_LIBDIR, lms_cli_self_dir());
             return 2;
         }
         lms_cli_prepend_env("LD_LIBRARY_PATH", dir);

@@ -50,7 +50,7 @@ static void init_once(void)
         const hook_entry *e = &entries[i];
         cuuint64_t flags = e->per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
                                          : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
-        lms_hook_real[i] = lms_driver_proc(e->base, e->version, flags);
+        lms_hook_real[i] = lms_driver_proc_exact(e->base, e->version, flags, e->symbol);
         if (!lms_hook_real[i] && e->required && lms_drv.handle)
             lms_log(LMS_LEVEL_ERROR, "the driver has no %s: calls to it will fail", e->symbol);
     }

@@ -3,19 +3,57 @@
  */
 #include "units.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* Reads "digits[.digits]" at s (nothing else: no sign, space, exponent or
+ * hex); *end is left after it. False when s does not start with a digit. */
+static bool decimal_prefix(const char *s, double *out, const char **end)
+{
+    const char *p = s;
+    double v = 0;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (*p - '0');
+    if (*p == '.') {
+        /* The fraction as digits over a power of ten (one rounding, no
+         * locale: the program may have set one with a decimal comma). */
+        uint64_t digits = 0;
+        double scale = 1;
+        p++;
+        if (*p < '0' || *p > '9')
+            return false;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if (scale < 1e18) {
+                digits = digits * 10 + (uint64_t)(*p - '0');
+                scale *= 10;
+            }
+        v += (double)digits / scale;
+    }
+    *out = v;
+    *end = p;
+    return true;
+}
+
+bool lms_parse_decimal(const char *s, double *out)
+{
+    const char *end;
+    double v;
+    if (!s || !decimal_prefix(s, &v, &end) || *end || !(v < 0x1p64))
+        return false;
+    *out = v;
+    return true;
+}
 
 bool lms_parse_size(const char *s, uint64_t *out)
 {
-    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+    const char *end;
+    double v;
+    if (!s || !decimal_prefix(s, &v, &end))
         return false;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !(v >= 0))
-        return false;
+    bool fraction = strchr(s, '.') && strchr(s, '.') < end;
     double mult = 1;
     switch (*end) {
     case 'k': case 'K': mult = 0x1p10; end++; break;
@@ -28,10 +66,10 @@ bool lms_parse_size(const char *s, uint64_t *out)
         end++;
     if (*end == 'B' || *end == 'b')
         end++;
-    if (*end)
-        return false;
+    if (*end || (fraction && mult == 1))
+        return false;   /* a byte count has no fraction: "1.5" is refused, "1.5G" is not */
     double bytes = v * mult;
-    if (bytes >= 0x1p64)
+    if (!(bytes < 0x1p64))
         return false;
     *out = (uint64_t)bytes;
     return true;

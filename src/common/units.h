@@ -9,10 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Parses a size: a non-negative number with an optional K/M/G/T suffix
- * (powers of 1024), optionally followed by "iB" or "B"; plain numbers are
- * bytes. False on anything else, on overflow, or on an empty string. */
+/* Parses a size: decimal digits, optionally with a fraction, then an
+ * optional K/M/G/T suffix (powers of 1024), optionally followed by "iB" or
+ * "B"; plain numbers are bytes. A fraction needs a suffix ("1.5G"; the
+ * bytes are rounded down), "1.5" alone is refused. False on anything else:
+ * signs, white space, hex, exponents, overflow, an empty string. */
 bool lms_parse_size(const char *text, uint64_t *bytes);
+
+/* Parses "digits[.digits]" and nothing else (no sign, space, exponent, hex,
+ * inf or nan), the form of fractions in options. */
+bool lms_parse_decimal(const char *text, double *value);
 
 /* Writes bytes as "1.50G", "345M", "512" into buf (at least 16 bytes). */
 void lms_format_size(char *buf, size_t len, uint64_t bytes);

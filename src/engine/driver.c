@@ -20,12 +20,22 @@ bool lms_driver_open(void)
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h)
         h = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!h || !real_dlsym) {
-        lms_log(LMS_LEVEL_ERROR, "cannot load libcuda.so.1: lmshim passes every call through");
+    if (!h) {
+        const char *why = dlerror();
+        lms_log(LMS_LEVEL_ERROR,
+                "no CUDA driver: cannot load libcuda.so.1 (%s); install the NVIDIA driver, or run over "
+                "the simulated GPU with `lmshim run --sim` (`lmshim info --sim`). Until then lmshim passes "
+                "every call through",
+                why ? why : "not found");
+        return false;
+    }
+    if (!real_dlsym) {
+        lms_log(LMS_LEVEL_ERROR, "cannot find the C library's dlsym: lmshim passes every call through");
         return false;
     }
     lms_drv.handle = h;
-    lms_drv.get_proc_address = (PFN_cuGetProcAddress_v12000)real_dlsym(h, "cuGetProcAddress_v2");
+    lms_drv.real_dlsym = real_dlsym;
+    lms_drv.get_proc_address = (PFN_cuGetProcAddress_v12000)lms_driver_symbol("cuGetProcAddress_v2");
     if (!lms_drv.get_proc_address) {
         lms_log(LMS_LEVEL_ERROR, "libcuda.so.1 has no cuGetProcAddress_v2 (driver older than 12.0)");
         return false;
@@ -36,7 +46,23 @@ bool lms_driver_open(void)
     return true;
 }
 
-void *lms_driver_proc(const char *name, int version, cuuint64_t flags)
+bool lms_driver_is_own(const void *p)
+{
+    Dl_info self, other;
+    if (!p || !dladdr((const void *)&lms_driver_is_own, &self) || !dladdr(p, &other))
+        return false;
+    return self.dli_fbase == other.dli_fbase;
+}
+
+void *lms_driver_symbol(const char *symbol)
+{
+    if (!lms_drv.handle || !lms_drv.real_dlsym)
+        return NULL;
+    void *p = lms_drv.real_dlsym(lms_drv.handle, symbol);
+    return lms_driver_is_own(p) ? NULL : p;
+}
+
+void *lms_driver_proc_exact(const char *name, int version, cuuint64_t flags, const char *symbol)
 {
     void *p = NULL;
     CUdriverProcAddressQueryResult st;
@@ -44,7 +70,19 @@ void *lms_driver_proc(const char *name, int version, cuuint64_t flags)
         lms_drv.get_proc_address(name, &p, version, flags, &st) != CUDA_SUCCESS ||
         st != CU_GET_PROC_ADDRESS_SUCCESS)
         return NULL;
+    if (lms_driver_is_own(p)) {
+        /* The driver resolved the name through the global scope, where our
+         * hook of the same name comes first: calling it would call itself. */
+        lms_log(LMS_LEVEL_DEBUG, "the driver answers %s (version %d) with lmshim's own %p: %s", name, version, p,
+                symbol ? "using the driver's exported symbol" : "treated as missing");
+        return symbol ? lms_driver_symbol(symbol) : NULL;
+    }
     return p;
+}
+
+void *lms_driver_proc(const char *name, int version, cuuint64_t flags)
+{
+    return lms_driver_proc_exact(name, version, flags, NULL);
 }
 
 int lms_driver_current_device(void)

@@ -14,6 +14,7 @@
 typedef struct lms_driver {
     void *handle;                                   /* dlopen("libcuda.so.1") */
     PFN_cuGetProcAddress_v12000 get_proc_address;   /* the real one */
+    void *(*real_dlsym)(void *, const char *);      /* the C library's dlsym */
 #define LMS_DRIVER(name, version, pfn) pfn name;
 #include "driver.def"
 #undef LMS_DRIVER
@@ -27,8 +28,22 @@ extern lms_driver lms_drv;
 bool lms_driver_open(void);
 
 /* The real pointer of one ABI variant: name, version, flags as cudart would
- * ask. NULL when the driver has none. */
+ * ask. NULL when the driver has none, or when it answers with a function of
+ * lmshim itself (a driver that resolves names through the global scope
+ * finds our hooks first): a real pointer is never one of our hooks. */
 void *lms_driver_proc(const char *name, int version, cuuint64_t flags);
+
+/* The same; when the driver answers with one of lmshim's functions, the
+ * driver's own exported `symbol` (looked up on its handle) instead. */
+void *lms_driver_proc_exact(const char *name, int version, cuuint64_t flags, const char *symbol);
+
+/* The driver's own definition of an exported symbol (through its handle),
+ * or NULL when absent or when it would be one of lmshim's functions. */
+void *lms_driver_symbol(const char *symbol);
+
+/* True when p is an address inside the object that holds lmshim's engine
+ * (liblmshim.so, or the lmshim command). */
+bool lms_driver_is_own(const void *p);
 
 /* The device of the current context, or -1 (no context or no driver). */
 int lms_driver_current_device(void);

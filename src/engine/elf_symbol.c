@@ -10,6 +10,7 @@
  */
 #include "elf_symbol.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
@@ -122,5 +123,21 @@ LMS_UNINSTRUMENTED void *lms_elf_symbol(const char *library, const char *name, c
 
 lms_dlsym_fn lms_real_dlsym(const char *version)
 {
-    return (lms_dlsym_fn)lms_elf_symbol("libc.so.6", "dlsym", version);
+    /* glibc 2.34 and later define dlsym in libc.so.6; before, in libdl.so.2
+     * (GLIBC_2.2.5 only), which every program that can call dlsym has loaded. */
+    void *p = lms_elf_symbol("libc.so.6", "dlsym", version);
+    if (!p)
+        p = lms_elf_symbol("libdl.so.2", "dlsym", version);
+    if (!p)
+        p = lms_elf_symbol("libdl.so.2", "dlsym", "GLIBC_2.2.5");
+    if (!p) {
+        /* Neither table shows it (an unusual C library or loader): ask the
+         * loader for the next definition after this object, through dlvsym,
+         * which this object does not interpose. Only now, never at start-up
+         * in the usual case, because sanitizer runtimes may not be ready. */
+        p = dlvsym(RTLD_NEXT, "dlsym", version);
+        if (!p)
+            p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    }
+    return (lms_dlsym_fn)p;
 }

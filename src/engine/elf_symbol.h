@@ -19,8 +19,9 @@ LMS_UNINSTRUMENTED void *lms_elf_symbol(const char *library, const char *name, c
 
 typedef void *(*lms_dlsym_fn)(void *handle, const char *name);
 
-/* glibc's dlsym of a version ("GLIBC_2.34" or "GLIBC_2.2.5"), found in
- * libc's ELF tables; NULL if it cannot be found. */
+/* glibc's dlsym of a version ("GLIBC_2.34" or "GLIBC_2.2.5"), found in the
+ * ELF tables of libc.so.6 (glibc >= 2.34) or libdl.so.2 (older; any
+ * version there), else through dlvsym(RTLD_NEXT); NULL only if none. */
 LMS_UNINSTRUMENTED lms_dlsym_fn lms_real_dlsym(const char *version);
 
 #endif

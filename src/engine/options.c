@@ -36,10 +36,8 @@ static bool parse_SIZE(const char *s, void *out) { return lms_parse_size(s, out)
 
 bool lms_parse_fraction(const char *s, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0 && v <= 1))
+    double v;
+    if (!lms_parse_decimal(s, &v) || v > 1)
         return false;
     *out = v;
     return true;
@@ -50,10 +48,8 @@ static bool parse_FRACTION(const char *s, void *out) { return lms_parse_fraction
 /* "0.5" (a fraction, <= 1) or "345M" / "2147483648" (bytes, > 1). */
 bool lms_parse_limit(const char *s, lms_limit *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (!errno && end != s && !*end && v > 0 && v <= 1) {
+    double v;
+    if (lms_parse_decimal(s, &v) && v > 0 && v <= 1) {
         *out = (lms_limit){.is_fraction = true, .fraction = v};
         return true;
     }
@@ -62,6 +58,18 @@ bool lms_parse_limit(const char *s, lms_limit *out)
         return false;
     *out = (lms_limit){.bytes = b};
     return true;
+}
+
+/* A budget written as a bare integer under 1 MiB ("LMS_LIMIT=2") is almost
+ * surely not meant as bytes: says how it was read. */
+static void warn_small_limit(const char *env, const char *text, const lms_limit *l)
+{
+    if (l->is_fraction || l->bytes >= (1u << 20) || text[strspn(text, "0123456789")] != 0)
+        return;
+    lms_log(LMS_LEVEL_WARN,
+            "%s=%s is read as a budget of %llu bytes; write %sG for gibibytes or a fraction such as 0.5 "
+            "for part of the device's memory",
+            env, text, (unsigned long long)l->bytes, text);
 }
 
 static bool parse_LIMIT(const char *s, void *out) { return lms_parse_limit(s, out); }
@@ -88,8 +96,8 @@ static bool parse_INT(const char *s, void *out)
 {
     char *end;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 0 || v > 86400)
+    long v = strtol(s, &end, 10);   /* digits only: no sign or white space strtol would take */
+    if (*s < '0' || *s > '9' || errno || end == s || *end || v < 0 || v > 86400)
         return false;
     *(int *)out = (int)v;
     return true;
@@ -225,15 +233,18 @@ void lms_options_load(void)
 #define LMS_OPTION(name, type, def, doc) load_one(LMS_OPT_##name, parsers[LMS_OPT_##name], &lms_opt.name);
 #include "options.def"
 #undef LMS_OPTION
+    if (lms_opt.source[LMS_OPT_limit] == LMS_SOURCE_ENV)
+        warn_small_limit("LMS_LIMIT", getenv("LMS_LIMIT"), &lms_opt.limit);
     for (int d = 0; d < LMS_MAX_DEVICES; d++) {
         char env[32];
         snprintf(env, sizeof env, "LMS_LIMIT_%d", d);
         const char *s = getenv(env);
         if (!s)
             continue;
-        if (lms_parse_limit(s, &lms_opt.device_limit[d]))
+        if (lms_parse_limit(s, &lms_opt.device_limit[d])) {
             lms_opt.device_limit_set[d] = true;
-        else
+            warn_small_limit(env, s, &lms_opt.device_limit[d]);
+        } else
             lms_log_bad_value(env, s, "LMS_LIMIT");
     }
 }

@@ -3,6 +3,7 @@
  */
 #include "jsonl.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define NODES 8192
@@ -45,12 +46,17 @@ int lms_jsonl_file(const char *path, lms_jsonl_fn fn, void *ctx, FILE *errors, l
         bool complete = line[len - 1] == '\n';
         one_line(path, line, (size_t)len - complete, complete, ++lineno, fn, ctx, errors, &local, &j);
     }
+    int read_error = ferror(f) ? errno : 0;   /* e.g. EISDIR: a directory opens but cannot be read */
     free(line);
     free(nodes);
     fclose(f);
     if (counts) {
         counts->lines += local.lines;
         counts->bad += local.bad;
+    }
+    if (read_error) {
+        errno = read_error;
+        return -1;
     }
     return 0;
 }

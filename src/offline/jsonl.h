@@ -22,7 +22,7 @@ typedef struct lms_jsonl_counts {
     size_t bad;         /* lines reported and skipped */
 } lms_jsonl_counts;
 
-/* Reads `path`; -1 if it cannot be opened. */
+/* Reads `path`; -1 (errno set) if it cannot be opened or read. */
 int lms_jsonl_file(const char *path, lms_jsonl_fn fn, void *ctx, FILE *errors, lms_jsonl_counts *counts);
 
 /* The same over text[0..len) in memory, named `name` in messages. */

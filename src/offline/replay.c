@@ -56,6 +56,30 @@ static bool push_id(lms_trace_data *t, uint32_t id)
     return true;
 }
 
+/* The dense index of a trace chunk id, given in order of first sight, so
+ * that replay's arrays follow the number of chunks, not the largest id.
+ * The map belongs to t (freed by lms_trace_data_free). False: no memory. */
+static bool dense_id(lms_trace_data *t, uint32_t id, uint32_t *out)
+{
+    if (!t->idmap) {
+        t->idmap = malloc(sizeof *t->idmap);
+        if (!t->idmap)
+            return false;
+        lms_addrmap_init(t->idmap, sizeof(uint32_t));
+    }
+    uint32_t v;
+    if (lms_addrmap_take(t->idmap, (uint64_t)id + 1, &v)) {   /* a lookup: put it back where it was */
+        *out = v;
+        return lms_addrmap_put(t->idmap, (uint64_t)id + 1, &v);
+    }
+    v = t->max_id;
+    if (!lms_addrmap_put(t->idmap, (uint64_t)id + 1, &v))
+        return false;
+    t->max_id++;
+    *out = v;
+    return true;
+}
+
 #define MAX_BYTES 9.0e18   /* byte counts beyond this are not real */
 
 /* Interprets one parsed line; returns NULL or what is wrong with it. */
@@ -103,12 +127,12 @@ static const char *take_line(lms_trace_data *t, lms_addrmap *m, const lms_json *
                             .bytes = managed ? lms_charge_of((uint64_t)size) : (uint64_t)charge, .dev = (int)dev};
             if (managed && a.id >= (1u << 26))
                 return "chunk id too large";
+            if (managed && !dense_id(t, a.id, &a.id))
+                return "out of memory";
             if (!lms_addrmap_put(m, a.ptr, &a) ||
                 !push_event(t, (rp_event){.kind = managed ? RP_MANAGED_ALLOC : RP_DEVICE_ALLOC, .dev = a.dev,
                                           .id = a.id, .bytes = a.bytes}))
                 return "out of memory";
-            if (managed && a.id + 1 > t->max_id)
-                t->max_id = a.id + 1;
             return NULL;
         }
         live_alloc a;
@@ -130,7 +154,8 @@ static const char *take_line(lms_trace_data *t, lms_addrmap *m, const lms_json *
             double v = j->nodes[c].num;
             if (j->nodes[c].type != LMS_JSON_NUMBER || !(v >= 0 && v < 67108864.0) || v != (double)(uint32_t)v)
                 return "a chunk id is not a valid number";
-            if (!push_id(t, (uint32_t)v))
+            uint32_t id;
+            if (!dense_id(t, (uint32_t)v, &id) || !push_id(t, id))
                 return "out of memory";
             e.n++;
         }
@@ -178,6 +203,9 @@ void lms_trace_data_free(lms_trace_data *t)
 {
     free(t->events);
     free(t->ids);
+    if (t->idmap)
+        lms_addrmap_free(t->idmap);
+    free(t->idmap);
     memset(t, 0, sizeof *t);
 }
 

@@ -30,7 +30,8 @@ typedef struct lms_trace_data {
     uint32_t *ids;        /* launch chunk ids, pooled */
     size_t nids, capids;
     uint64_t budget[16];  /* from "device" lines (0: unknown) */
-    uint32_t max_id;      /* largest chunk id + 1 */
+    uint32_t max_id;      /* chunks: ids in events are dense indices 0..max_id-1 */
+    struct lms_addrmap *idmap;   /* while loading: trace chunk id + 1 -> dense index */
     size_t lines, bad_lines;
 } lms_trace_data;
 

@@ -1,85 +1,285 @@
 #!/usr/bin/env bash
-# run.sh — the one-call check on a machine with an NVIDIA GPU (sm_90), in
-# under five minutes. It builds liblmshim.so there with the C compiler alone
-# (no meson needed) and the test program with nvcc, then runs:
-#   (a) oversub.cu (static cudart) with buffers twice LMS_LIMIT=2G, checked
-#       on the CPU, with and without lmshim;
-#   (b) a PyTorch step needing ~6 GiB under LMS_LIMIT=3G, its losses
-#       compared with the run without lmshim (skipped without torch);
-# and prints one table: case, placements, time with / without lmshim.
+# run.sh [--dry] [BUILD_DIR] — the one-call check on a machine with an
+# NVIDIA GPU (sm_90), in under eight minutes on an H200.
+#
+# Build: lmshim is the meson build CI uses, never a second list of sources.
+# With BUILD_DIR (e.g. a build directory carried to the GPU machine) that
+# build is used as it is; without, build-gpu/ is configured (release) and
+# built with meson. The build must hold liblmshim.so exporting every hook of
+# preload/hooks.def, the lmshim command, the simulated GPU and the demo; the
+# CUDA programs (tests/gpu/oversub, bench/convnet) are built by meson when
+# nvcc (and cuDNN) are there.
+#
+# Cases, each under its own timeout, each with and without lmshim:
+#   static-cudart  oversub.cu (nvcc's static cudart), 8 x 512 MiB under LMS_LIMIT=2G, checked on the CPU
+#   torch-step     torch_step.py, ~6 GiB under LMS_LIMIT=3G, losses equal to the run without lmshim
+#   torch-graph    torch_graph.py, the step captured in a CUDA graph and replayed with managed chunks alive
+#   jax-step       jax_step.py under `lmshim run`, losses equal
+#   cupy-pool      cupy_pool.py, CuPy's memory pool, 8 x 512 MiB under LMS_LIMIT=2G
+#   torch-ipc      torch_ipc.py, torch.multiprocessing shares a CUDA tensor with a child
+#   convnet        bench/convnet (cuDNN) under half its footprint, each policy
+# A case whose framework is missing is "skipped"; a case that could not end
+# (all its timeouts) within the time budget (GPU_CHECK_BUDGET_S, default
+# 460 s) is skipped, so the whole script ends within it.
+#
+# --dry: what needs no GPU, so that this script cannot rot: the build check,
+# the Python scripts compiled, compare.py's self-test, the static-cudart case's
+# flow over the simulated GPU (bench/oversub_demo), and the table. Nothing is
+# compiled with nvcc.
+#
+# Writes table.txt and every case's raw stdout/stderr under $OUT (default: a
+# new temporary directory). Exit status: 0 all passed or skipped, 1 a case
+# failed, 2 the build is missing or incomplete, 77 no GPU (without --dry).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+root=$(cd "$(dirname "$0")/../.." && pwd)
+here=$root/tests/gpu
+dry=0
+build=
+for a in "$@"; do
+    case $a in
+        --dry) dry=1 ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -*) echo "run.sh: unknown flag $a (run.sh [--dry] [BUILD_DIR])" >&2; exit 2 ;;
+        *) build=$a ;;
+    esac
+done
 out=${OUT:-$(mktemp -d)}
-CUDA=${CUDA_HOME:-/usr/local/cuda}
-NVCC=$CUDA/bin/nvcc
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc) || { echo "no nvcc: skipped"; exit 77; }
+mkdir -p "$out"
+budget_s=${GPU_CHECK_BUDGET_S:-460}
+start_s=$SECONDS
+echo "raw outputs: $out"
 
-echo "== build"
-cc -shared -fPIC -O2 -std=c17 -D_GNU_SOURCE -DLMSHIM_VERSION='"0.1.0"' -fvisibility=hidden \
-   -Isrc -Iinclude -Ipreload -I"$CUDA/include" \
-   preload/init.c preload/lookup.c preload/memory.c preload/api.c src/engine/dlsym_override.c \
-   src/options.c src/log.c src/units.c src/driver.c src/chunks.c src/account.c src/place.c \
-   src/stats.c src/engine.c src/elf_symbol.c \
-   -Wl,--version-script=src/dlsym.map -Wl,-z,nodelete -ldl -lpthread -o "$out/liblmshim.so" || exit 1
-"$NVCC" -O2 -arch=sm_90 -o "$out/oversub" tests/gpu/oversub.cu || exit 1
-have_cudnn=0
-"$NVCC" -O2 -arch=sm_90 -o "$out/convnet" bench/convnet.cu -lcudnn 2>/dev/null && have_cudnn=1
-
-# Runs a command, prints its stdout; stderr (lmshim's summary) goes to $2.
-with_shim() { local log=$1; shift; LD_PRELOAD=$out/liblmshim.so LMS_STATS=1 "$@" 2>"$log"; }
-# "device=N managed=M" from an lmshim summary.
-placements() {
-    awk '/^  device /{d=$2} /^  managed /{m=$2} END{printf "device=%d managed=%d", d, m}' "$1"
-}
-
-rows=()
-echo "== (a) static cudart, 8 x 512 MiB under LMS_LIMIT=2G"
-base=$("$out/oversub" 8 512) || { echo "without lmshim: $base"; exit 1; }
-shim=$(LMS_LIMIT=2G with_shim "$out/a.log" "$out/oversub" 8 512) || { echo "$shim"; cat "$out/a.log"; exit 1; }
-echo "without: $base; with: $shim"; cat "$out/a.log"
-grep -q '^  managed ' "$out/a.log" || { echo "FAIL: nothing left the device under a 2G budget"; exit 1; }
-rows+=("static-cudart 4G/2G|$(placements "$out/a.log")|$(awk '{print $2}' <<<"$shim")|$(awk '{print $2}' <<<"$base")")
-
-echo "== (b) PyTorch step under LMS_LIMIT=3G"
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    tb=$(timeout 150 python3 tests/gpu/torch_step.py) || { echo "torch without lmshim failed: $tb"; exit 1; }
-    ts=$(LMS_LIMIT=3G timeout 150 with_shim "$out/b.log" python3 tests/gpu/torch_step.py) ||
-        { echo "torch with lmshim failed: $ts"; tail -20 "$out/b.log"; exit 1; }
-    echo "without: $tb"; echo "with: $ts"; cat "$out/b.log"
-    python3 - "$tb" "$ts" <<'PY' || exit 1
-import sys
-a = [float(v) for v in sys.argv[1].split("\n")[0].split()[1:]]
-b = [float(v) for v in sys.argv[2].split("\n")[0].split()[1:]]
-ok = len(a) == len(b) and all(abs(x - y) <= 1e-5 * max(1.0, abs(x)) for x, y in zip(a, b))
-print("losses match" if ok else f"FAIL: losses differ {a} {b}")
-sys.exit(0 if ok else 1)
-PY
-    rows+=("torch 6G/3G|$(placements "$out/b.log")|$(awk '/^seconds/{print $2}' <<<"$ts")|$(awk '/^seconds/{print $2}' <<<"$tb")")
-else
-    rows+=("torch 6G/3G|skipped (no torch)|-|-")
+have_gpu=0
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    have_gpu=1
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+fi
+if [ $dry -eq 0 ] && [ $have_gpu -eq 0 ]; then
+    echo "no NVIDIA GPU here: skipped (run.sh --dry checks what needs none)"
+    exit 77
 fi
 
-echo "== (c) cuDNN convnet, batch 4 x 3 x 1200 x 1200, under LMS_LIMIT = half its footprint"
-if [ $have_cudnn -eq 1 ]; then
-    cb=$(timeout 90 "$out/convnet" 4 1200 1200 2) || { echo "convnet failed: $cb"; exit 1; }
-    echo "in-memory: $cb"
-    half=$(( $(awk '{print $2}' <<<"$cb") / 2 ))M
-    for p in lookahead lru none; do
-        cs=$(LMS_LIMIT=$half LMS_POLICY=$p timeout 90 with_shim "$out/c-$p.log" "$out/convnet" 4 1200 1200 2) ||
-            { echo "convnet under lmshim ($p) failed: $cs"; tail -5 "$out/c-$p.log"; exit 1; }
-        echo "$p: $cs"
-        # images/s: with / without is a slowdown, so print seconds for the ratio column
-        rows+=("convnet $p|$(placements "$out/c-$p.log")|$(awk '{print $6}' <<<"$cs")|$(awk '{print $6}' <<<"$cb")")
-    done
+# ---- build ---------------------------------------------------------------
+echo "== build"
+if [ -z "$build" ]; then
+    command -v meson >/dev/null || { echo "run.sh: no meson here: give a build directory (run.sh BUILD_DIR)"; exit 2; }
+    build=$root/build-gpu
+    if [ ! -f "$build/build.ninja" ]; then
+        meson setup "$build" "$root" --buildtype=release >"$out/meson-setup.log" 2>&1 ||
+            { tail -20 "$out/meson-setup.log"; echo "run.sh: meson setup failed"; exit 2; }
+    fi
+    meson compile -C "$build" >"$out/meson-compile.log" 2>&1 ||
+        { tail -30 "$out/meson-compile.log"; echo "run.sh: the build failed"; exit 2; }
+fi
+build=$(cd "$build" 2>/dev/null && pwd) || { echo "run.sh: no build directory $build"; exit 2; }
+lib=$build/preload/liblmshim.so
+lmshim=$build/cli/lmshim
+missing=()
+for f in "$lib" "$lmshim" "$build/sim/libcuda.so.1" "$build/sim/libcudart.so.13" "$build/bench/oversub_demo"; do
+    [ -e "$f" ] || missing+=("${f#$build/}")
+done
+[ ${#missing[@]} -eq 0 ] || { echo "run.sh: the build $build lacks: ${missing[*]}"; exit 2; }
+# Every hook of hooks.def is defined and exported (a library that lacks one
+# kills every process it is preloaded into).
+if command -v nm >/dev/null; then
+    nm -D --defined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | sort -u >"$out/exported.txt"
+    sed -n 's/^LMS_HOOK(\([A-Za-z0-9_]*\),.*/\1/p' "$root/preload/hooks.def" | sort -u >"$out/hooks.txt"
+    absent=$(comm -23 "$out/hooks.txt" "$out/exported.txt" | tr '\n' ' ')
+    [ -z "$absent" ] || { echo "run.sh: liblmshim.so does not export: $absent"; exit 2; }
+    echo "liblmshim.so exports all $(wc -l <"$out/hooks.txt") hooks of hooks.def"
 else
-    rows+=("convnet|skipped (no cuDNN)|-|-")
+    echo "(no nm: the export check is skipped)"
+fi
+"$lmshim" --help >/dev/null || { echo "run.sh: $lmshim does not run"; exit 2; }
+
+# ---- helpers -------------------------------------------------------------
+rows=()
+failed=0
+# Adds a row: case | status | placements | seconds with lmshim | without.
+row() { rows+=("$1|$2|$3|$4|$5"); [ "$2" = FAIL ] && failed=1; return 0; }
+# in_time NAME WORST_S — true when a case that may take WORST_S seconds
+# still ends within the time budget; else adds a skipped row.
+in_time() {
+    if [ $((SECONDS - start_s + $2)) -gt "$budget_s" ]; then
+        row "$1" "skipped (time budget)" - - -
+        return 1
+    fi
+}
+# run_case NAME TIMEOUT cmd... — stdout to $out/NAME.out, stderr to NAME.err.
+run_case() {
+    local name=$1 limit=$2; shift 2
+    timeout --kill-after=10 "$limit" "$@" >"$out/$name.out" 2>"$out/$name.err"
+    local rc=$?
+    [ $rc -eq 124 ] && echo "$name: timed out after ${limit}s" >>"$out/$name.err"
+    return $rc
+}
+# with_shim NAME TIMEOUT cmd... — the same under liblmshim.so with its summary.
+with_shim() {
+    local name=$1 limit=$2; shift 2
+    run_case "$name" "$limit" env LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" LMS_STATS=1 "$@"
+}
+cmp_py() { python3 "$here/compare.py" "$@"; }
+seconds_of() { cmp_py field "$out/$1.out" "$2" 2>/dev/null || true; }   # prints "-" when absent
+places() { cmp_py placements "$out/$1.err"; }
+show_fail() { echo "FAIL $1:"; tail -n 15 "$out/$1.out" "$out/$1.err" 2>/dev/null; }
+py_has() { python3 -c "import $1" >/dev/null 2>&1; }
+
+# Prints the table to stdout and $out/table.txt.
+print_table() {
+    {
+        printf '%-22s %-22s %-26s %9s %9s %7s\n' case status placements with_s without_s ratio
+        local r c s p w b ratio
+        for r in "${rows[@]}"; do
+            IFS='|' read -r c s p w b <<<"$r"
+            ratio=$(awk -v w="$w" -v b="$b" 'BEGIN{ if (w + 0 > 0 && b + 0 > 0) printf "%.2f", w / b; else print "-" }')
+            printf '%-22s %-22s %-26s %9s %9s %7s\n' "$c" "$s" "$p" "$w" "$b" "$ratio"
+        done
+    } | tee "$out/table.txt"
+}
+
+# A case's verdict from two runs that print "losses": equal losses, and
+# (when managed is required) some memory placed in managed chunks.
+losses_case() {
+    local name=$1 need_managed=$2
+    local st=pass
+    cmp_py losses "$out/$name-without.out" "$out/$name-with.out" >"$out/$name.compare" || st=FAIL
+    if [ "$need_managed" = 1 ] && ! grep -q '^  managed  *[1-9]' "$out/$name-with.err"; then
+        echo "nothing was placed in managed memory" >>"$out/$name.compare"
+        st=FAIL
+    fi
+    [ $st = FAIL ] && { cat "$out/$name.compare"; show_fail "$name-with"; }
+    row "$name" $st "$(places "$name-with")" "$(seconds_of "$name-with" seconds)" "$(seconds_of "$name-without" seconds)"
+}
+
+# ---- dry: what needs no GPU ---------------------------------------------
+if [ $dry -eq 1 ]; then
+    echo "== dry: Python scripts compile, compare.py self-test"
+    st=pass
+    for f in "$here"/*.py; do
+        python3 -c 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")' "$f" 2>>"$out/py.err" ||
+            { echo "does not compile: $f"; st=FAIL; }
+    done
+    for f in torch_step torch_graph jax_step cupy_pool torch_ipc compare; do
+        [ -f "$here/$f.py" ] || { echo "missing: tests/gpu/$f.py"; st=FAIL; }
+    done
+    [ -f "$here/oversub.cu" ] && [ -f "$root/bench/convnet.cu" ] || { echo "missing: a .cu source"; st=FAIL; }
+    cmp_py selftest >"$out/selftest.out" 2>&1 || { cat "$out/selftest.out"; st=FAIL; }
+    row "python-scripts" $st - - -
+    echo "== dry: the static-cudart flow over the simulated GPU (oversub_demo, 8 x 64 MiB under LMS_LIMIT=256M)"
+    export LD_LIBRARY_PATH=$build/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    st=pass
+    run_case sim-without 60 "$build/bench/oversub_demo" 8 64 || { show_fail sim-without; st=FAIL; }
+    LMS_LIMIT=256M with_shim sim-with 60 "$build/bench/oversub_demo" 8 64 || { show_fail sim-with; st=FAIL; }
+    grep -q '^ok: ' "$out/sim-with.out" || st=FAIL
+    grep -q '^  managed  *[1-9]' "$out/sim-with.err" || { echo "nothing left the device under a 256M budget"; st=FAIL; }
+    row "sim-oversub (model ms)" $st "$(places sim-with)" "$(seconds_of sim-with time)" "$(seconds_of sim-without time)"
+    for c in static-cudart torch-step torch-graph jax-step cupy-pool torch-ipc convnet; do
+        row "$c" "skipped (dry)" - - -
+    done
+    print_table
+    exit $failed
+fi
+
+# ---- on the GPU ----------------------------------------------------------
+gpu_oversub=$build/tests/gpu/oversub
+if [ ! -x "$gpu_oversub" ]; then
+    NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+    [ -x "$NVCC" ] || NVCC=$(command -v nvcc || true)
+    if [ -n "$NVCC" ]; then
+        gpu_oversub=$out/oversub
+        "$NVCC" -O2 -arch=sm_90 -o "$gpu_oversub" "$here/oversub.cu" >"$out/nvcc.log" 2>&1 || gpu_oversub=
+    else
+        gpu_oversub=
+    fi
+fi
+
+echo "== static-cudart: 8 x 512 MiB under LMS_LIMIT=2G"
+if [ -z "$gpu_oversub" ]; then
+    row static-cudart "skipped (no nvcc)" - - -
+elif in_time static-cudart 140; then
+    st=pass
+    run_case static-cudart-without 60 "$gpu_oversub" 8 512 || st=FAIL
+    LMS_LIMIT=2G with_shim static-cudart-with 60 "$gpu_oversub" 8 512 || st=FAIL
+    grep -q '^ok ' "$out/static-cudart-with.out" || st=FAIL
+    grep -q '^  managed  *[1-9]' "$out/static-cudart-with.err" || st=FAIL
+    [ $st = FAIL ] && { show_fail static-cudart-without; show_fail static-cudart-with; }
+    row static-cudart $st "$(places static-cudart-with)" "$(seconds_of static-cudart-with ok)" \
+        "$(seconds_of static-cudart-without ok)"
+fi
+
+torch_ok=0
+py_has torch && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && torch_ok=1
+echo "== torch-step: ~6 GiB under LMS_LIMIT=3G"
+if [ $torch_ok -eq 0 ]; then
+    row torch-step "skipped (no torch)" - - -
+elif in_time torch-step 260; then
+    run_case torch-step-without 120 python3 "$here/torch_step.py"
+    LMS_LIMIT=3G with_shim torch-step-with 120 python3 "$here/torch_step.py"
+    losses_case torch-step 1
+fi
+
+echo "== torch-graph: the step captured in a CUDA graph, replayed under LMS_LIMIT=1536M"
+if [ $torch_ok -eq 0 ]; then
+    row torch-graph "skipped (no torch)" - - -
+elif in_time torch-graph 200; then
+    run_case torch-graph-without 90 python3 "$here/torch_graph.py"
+    LMS_LIMIT=1536M with_shim torch-graph-with 90 python3 "$here/torch_graph.py"
+    losses_case torch-graph 1
+fi
+
+echo "== jax-step: under lmshim run --limit 8G"
+if ! py_has jax; then
+    row jax-step "skipped (no jax)" - - -
+elif in_time jax-step 200; then
+    run_case jax-step-without 90 python3 "$here/jax_step.py"
+    run_case jax-step-with 90 "$lmshim" run --limit 8G --stats -- python3 "$here/jax_step.py"
+    losses_case jax-step 0
+fi
+
+echo "== cupy-pool: 8 x 512 MiB through CuPy's pool under LMS_LIMIT=2G"
+if ! py_has cupy; then
+    row cupy-pool "skipped (no cupy)" - - -
+elif in_time cupy-pool 140; then
+    run_case cupy-pool-without 60 python3 "$here/cupy_pool.py"
+    LMS_LIMIT=2G with_shim cupy-pool-with 60 python3 "$here/cupy_pool.py"
+    losses_case cupy-pool 1
+fi
+
+echo "== torch-ipc: a CUDA tensor shared with a spawned child"
+if [ $torch_ok -eq 0 ]; then
+    row torch-ipc "skipped (no torch)" - - -
+elif in_time torch-ipc 140; then
+    st=pass
+    run_case torch-ipc-without 60 python3 "$here/torch_ipc.py" || st=FAIL
+    with_shim torch-ipc-with 60 python3 "$here/torch_ipc.py" || st=FAIL
+    grep -q '^shared ok' "$out/torch-ipc-with.out" || st=FAIL
+    [ $st = FAIL ] && { show_fail torch-ipc-without; show_fail torch-ipc-with; }
+    row torch-ipc $st "$(places torch-ipc-with)" "$(seconds_of torch-ipc-with seconds)" \
+        "$(seconds_of torch-ipc-without seconds)"
+fi
+
+echo "== convnet (cuDNN): batch 4 x 3 x 1200 x 1200 under half its footprint"
+if [ ! -x "$build/bench/convnet" ]; then
+    row convnet "skipped (no cuDNN build)" - - -
+elif in_time convnet 70; then
+    if run_case convnet-without 60 "$build/bench/convnet" 4 1200 1200 2 &&
+       footprint=$(cmp_py field "$out/convnet-without.out" footprint_mib) && [ "$footprint" -gt 1 ] 2>/dev/null; then
+        half=$((footprint / 2))M
+        for p in lookahead lru none; do
+            in_time "convnet $p" 70 || continue
+            st=pass
+            LMS_LIMIT=$half LMS_POLICY=$p with_shim "convnet-$p" 60 "$build/bench/convnet" 4 1200 1200 2 || st=FAIL
+            [ $st = FAIL ] && show_fail "convnet-$p"
+            row "convnet $p" $st "$(places "convnet-$p")" "$(seconds_of "convnet-$p" seconds)" \
+                "$(seconds_of convnet-without seconds)"
+        done
+    else
+        show_fail convnet-without
+        row convnet FAIL - - -
+    fi
 fi
 
 echo
-printf '%-22s %-26s %10s %10s %8s\n' case placements with_s without_s ratio
-for r in "${rows[@]}"; do
-    IFS='|' read -r c p w b <<<"$r"
-    ratio=$(awk -v w="$w" -v b="$b" 'BEGIN{ if (b > 0) printf "%.2f", w / b; else print "-" }')
-    printf '%-22s %-26s %10s %10s %8s\n' "$c" "$p" "$w" "$b" "$ratio"
-done
+echo "total $((SECONDS - start_s)) s"
+print_table
+exit $failed
