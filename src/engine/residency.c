@@ -330,7 +330,7 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     for (int i = 0; i < tok->n; i++) {
         lms_plan_chunk *pc = op_lookup(&l, ids[i]);
         if (pc) {
-            pc->pins++;
+            lms_plan_pin(&d->plan, pc);
             mine[m++] = pc;
         }
     }
@@ -372,8 +372,7 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
         res_chunk *c = chunk_of(tok->ids[i]);
         if (!c || c->device != tok->device)
             continue;
-        c->pc.pins--;
-        c->pc.last_use = tok->seq;
+        lms_plan_used(&d->plan, &c->pc, tok->seq);
         if (d->plan.policy->on_demand) {
             if (!c->used_ev && lms_drv.cuEventCreate(&c->used_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
                 c->used_ev = NULL;
