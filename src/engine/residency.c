@@ -12,8 +12,17 @@
  * managed chunks never pass it); an eviction returns its charge when it is
  * issued, and every later fetch on the device is ordered after the eviction
  * on the GPU (it waits on the eviction's event), so the device never holds
- * both. An eviction itself waits for the chunk's last use and any
- * unfinished fetch of it.
+ * both.
+ *
+ * Order across streams: each stream a launch runs on has a slot with a ring
+ * of events; one event is recorded per launch (after it), one after a
+ * launch's on-demand fetches and one after each batch of side-stream
+ * fetches, never one per chunk. A chunk remembers the record after its
+ * fetch and, per stream (up to USERS of them), the record after its latest
+ * use there since the fetch. A launch on another stream than the fetch's
+ * waits for the fetch (once per stream); an eviction waits for the fetch
+ * and for every stream that used the chunk. A ring event recorded again
+ * later on the same stream still orders correctly (it only waits longer).
  */
 #include "residency.h"
 
@@ -30,23 +39,48 @@
 
 atomic_uint lms_residency_live;
 
+#define RING 64      /* events per stream slot */
+#define SLOTS 32     /* streams per device with a slot at once */
+#define USERS 4      /* streams a chunk remembers its uses on */
+
+/* A point on a stream: record number `count` of slot `slot` in its epoch. */
+typedef struct res_ref {
+    int slot;                 /* -1: none */
+    uint32_t epoch;
+    uint64_t count;
+} res_ref;
+
+/* A stream launches ran on, with its ring of events. */
+typedef struct res_slot {
+    CUstream stream;
+    bool used, keep;          /* in use; never recycled (the side stream) */
+    uint32_t epoch;           /* bumped when the slot goes to another stream */
+    uint64_t count;           /* records made; record k is ring[k % RING] */
+    uint64_t tick;            /* last use, for recycling */
+    CUevent ring[RING];
+} res_slot;
+
 typedef struct res_chunk {
-    lms_plan_chunk pc;        /* id, charge, resident, pins, last use: first member */
+    lms_plan_chunk pc;        /* id, charge, resident, pins, last use, heaps */
     uint64_t ptr, size;       /* the managed range */
     int device;
-    bool ready_pending;       /* fetched on the side stream: wait on ready_ev */
-    CUevent used_ev;          /* recorded after its last launch */
-    CUevent ready_ev;         /* recorded after a side-stream fetch */
+    res_ref fetch;            /* the record after its latest fetch */
+    uint32_t fetch_seen;      /* bit s: slot s is ordered after that fetch */
+    res_ref users[USERS];     /* per stream, the record after its latest use since the fetch */
+    bool users_all;           /* more streams than USERS: an eviction waits for all */
 } res_chunk;
 
 typedef struct res_device {
     pthread_mutex_t lock;
-    lms_plan plan;            /* the decisions and the resident list */
+    lms_plan plan;            /* the decisions and the resident set */
     bool ready;               /* plan, streams and event set up */
     uint64_t seq;             /* launches seen */
     CUstream side, evict;     /* fetch-ahead and eviction streams */
     CUevent evict_ev;         /* recorded after the latest eviction */
     bool evict_pending;
+    int side_slot;            /* the side stream's slot */
+    res_slot slots[SLOTS];
+    uint64_t tick;
 } res_device;
 
 /* What the mechanics need for one launch (the planner's ctx). */
@@ -55,6 +89,7 @@ typedef struct live {
     lms_account *a;
     int device;
     CUstream stream;          /* the launch's stream */
+    int slot;                 /* its slot, or -1 */
 } live;
 
 static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -102,7 +137,10 @@ int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
     res_chunk *c = calloc(1, sizeof *c);
     if (!c)
         return -1;   /* untracked: the GPU reads it over the link, nothing breaks */
-    *c = (res_chunk){.pc = {.charge = lms_charge_of(size)}, .ptr = ptr, .size = size, .device = device};
+    *c = (res_chunk){.pc = {.charge = lms_charge_of(size)}, .ptr = ptr, .size = size, .device = device,
+                     .fetch = {.slot = -1}};
+    for (int u = 0; u < USERS; u++)
+        c->users[u].slot = -1;
     pthread_rwlock_wrlock(&map_lock);
     int capids_i = (int)capids;
     if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1) ||
@@ -146,10 +184,6 @@ void lms_residency_remove(uint64_t ptr)
             lms_account_release(a, c->pc.charge);
     }
     pthread_mutex_unlock(&d->lock);
-    if (c->used_ev && lms_drv.cuEventDestroy)
-        lms_drv.cuEventDestroy(c->used_ev);
-    if (c->ready_ev && lms_drv.cuEventDestroy)
-        lms_drv.cuEventDestroy(c->ready_ev);
     free(c);
 }
 
@@ -187,6 +221,70 @@ static res_chunk *chunk_of(uint32_t id)
     return id < nids ? by_id[id] : NULL;
 }
 
+/* ---- stream slots ----------------------------------------------------------- */
+
+/* The slot of `stream` on a device (made, or taken over from the stream
+ * used least recently), or -1 when its events cannot be made. */
+static int slot_of(res_device *d, CUstream stream)
+{
+    int free_s = -1, old = -1;
+    for (int i = 0; i < SLOTS; i++) {
+        res_slot *s = &d->slots[i];
+        if (s->used && s->stream == stream) {
+            s->tick = ++d->tick;
+            return i;
+        }
+        if (!s->used && free_s < 0)
+            free_s = i;
+        if (s->used && !s->keep && (old < 0 || s->tick < d->slots[old].tick))
+            old = i;
+    }
+    if (free_s >= 0) {
+        CUevent ring[RING];
+        for (int k = 0; k < RING; k++)
+            if (lms_drv.cuEventCreate(&ring[k], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+                while (k-- > 0)
+                    lms_drv.cuEventDestroy(ring[k]);
+                return -1;
+            }
+        res_slot *s = &d->slots[free_s];
+        *s = (res_slot){.stream = stream, .used = true, .tick = ++d->tick};
+        memcpy(s->ring, ring, sizeof ring);
+        return free_s;
+    }
+    if (old < 0)
+        return -1;
+    /* Taken over: what chunks remember of the old stream is waited for now,
+     * then forgotten (the epoch changes). */
+    res_slot *s = &d->slots[old];
+    for (uint64_t k = s->count > RING ? s->count - RING + 1 : 1; k <= s->count; k++)
+        lms_drv.cuEventSynchronize(s->ring[k % RING]);
+    s->stream = stream;
+    s->epoch++;
+    s->count = 0;
+    s->tick = ++d->tick;
+    return old;
+}
+
+/* Records the next event of slot i on its stream; returns the point. When
+ * it cannot, it finishes the stream's work now (the point is then done). */
+static res_ref record(res_device *d, int i)
+{
+    res_slot *s = &d->slots[i];
+    s->count++;
+    if (lms_drv.cuEventRecord(s->ring[s->count % RING], s->stream) != CUDA_SUCCESS)
+        lms_drv.cuStreamSynchronize(s->stream);
+    return (res_ref){.slot = i, .epoch = s->epoch, .count = s->count};
+}
+
+/* Makes `stream` wait for point r (nothing when r is none or forgotten). */
+static void wait_ref(res_device *d, CUstream stream, res_ref r)
+{
+    if (r.slot < 0 || d->slots[r.slot].epoch != r.epoch || r.count == 0)
+        return;
+    lms_drv.cuStreamWaitEvent(stream, d->slots[r.slot].ring[r.count % RING], 0);
+}
+
 /* Sets a device up on its first launch: the planner and two streams. */
 static bool ready_device(res_device *d)
 {
@@ -195,15 +293,19 @@ static bool ready_device(res_device *d)
     const lms_policy *policy = lms_opt.policy ? lms_opt.policy : lms_policy_find("none");
     if (policy->on_demand &&
         (!lms_drv.cuMemPrefetchAsync || !lms_drv.cuStreamCreate || !lms_drv.cuEventCreate ||
-         !lms_drv.cuEventRecord || !lms_drv.cuStreamWaitEvent ||
+         !lms_drv.cuEventRecord || !lms_drv.cuStreamWaitEvent || !lms_drv.cuEventSynchronize ||
+         !lms_drv.cuStreamSynchronize || !lms_drv.cuEventDestroy ||
          lms_drv.cuStreamCreate(&d->side, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
          lms_drv.cuStreamCreate(&d->evict, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
-         lms_drv.cuEventCreate(&d->evict_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)) {
+         lms_drv.cuEventCreate(&d->evict_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+         (d->side_slot = slot_of(d, d->side)) < 0)) {
         lms_log(LMS_LEVEL_WARN, "residency: cannot create streams or events; chunks stay where they are");
         policy = lms_policy_find("none");
     }
     if (!lms_plan_init(&d->plan, policy))
         return false;
+    if (policy->on_demand)
+        d->slots[d->side_slot].keep = true;
     d->ready = true;
     return true;
 }
@@ -227,22 +329,34 @@ static bool op_reserve(void *ctx, uint64_t bytes)
 
 static uint64_t op_budget(void *ctx) { return ((live *)ctx)->a->budget; }
 
-/* Sends a chunk back to the host after its last use and any unfinished
- * fetch of it; later fetches wait for this eviction. */
+/* Forgets what a chunk remembers of its fetch and uses. */
+static void forget_refs(res_chunk *c)
+{
+    c->fetch.slot = -1;
+    c->fetch_seen = 0;
+    for (int u = 0; u < USERS; u++)
+        c->users[u].slot = -1;
+    c->users_all = false;
+}
+
+/* Sends a chunk back to the host after its fetch and its uses on every
+ * stream since; later fetches wait for this eviction. */
 static void op_evict(void *ctx, lms_plan_chunk *pc)
 {
     live *l = ctx;
     res_chunk *c = (res_chunk *)pc;
     res_device *d = l->d;
-    if (c->used_ev)
-        lms_drv.cuStreamWaitEvent(d->evict, c->used_ev, 0);
-    if (c->ready_pending)
-        lms_drv.cuStreamWaitEvent(d->evict, c->ready_ev, 0);
+    wait_ref(d, d->evict, c->fetch);
+    for (int u = 0; u < USERS; u++)
+        wait_ref(d, d->evict, c->users[u]);
+    for (int i = 0; c->users_all && i < SLOTS; i++)
+        if (d->slots[i].used)
+            wait_ref(d, d->evict, (res_ref){i, d->slots[i].epoch, d->slots[i].count});
+    forget_refs(c);
     CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST};
     lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict);
     lms_drv.cuEventRecord(d->evict_ev, d->evict);
     d->evict_pending = true;
-    c->ready_pending = false;
     lms_account_release(l->a, pc->charge);
     atomic_fetch_add(&l->a->evicted_bytes, c->size);
     atomic_fetch_add(&l->a->evictions, 1);
@@ -251,13 +365,14 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
 }
 
 /* Fetches a chunk to the device on the launch stream, or ahead on the side
- * stream (then launches that need it wait on its event). */
+ * stream; the record after the batch (op_fetched) marks its end. */
 static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
 {
     live *l = ctx;
     res_chunk *c = (res_chunk *)pc;
     res_device *d = l->d;
     CUstream s = ahead ? d->side : l->stream;
+    int slot = ahead ? d->side_slot : l->slot;
     if (d->evict_pending)
         lms_drv.cuStreamWaitEvent(s, d->evict_ev, 0);
     CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = c->device};
@@ -265,13 +380,13 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
         lms_account_release(l->a, pc->charge);
         return false;
     }
-    c->ready_pending = false;
-    if (ahead) {
-        if (!c->ready_ev && lms_drv.cuEventCreate(&c->ready_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-            c->ready_ev = NULL;
-        c->ready_pending = c->ready_ev && lms_drv.cuEventRecord(c->ready_ev, s) == CUDA_SUCCESS;
-        if (!c->ready_pending)
-            lms_drv.cuStreamSynchronize(s);   /* cannot order it: finish it now */
+    forget_refs(c);
+    if (slot >= 0) {
+        res_slot *sl = &d->slots[slot];
+        c->fetch = (res_ref){.slot = slot, .epoch = sl->epoch, .count = sl->count + 1};
+        c->fetch_seen = 1u << slot;
+    } else {
+        lms_drv.cuStreamSynchronize(s);   /* cannot order it: finish it now */
     }
     atomic_fetch_add(&l->a->prefetched_bytes, c->size);
     atomic_fetch_add(&l->a->prefetches, 1);
@@ -281,12 +396,25 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     return true;
 }
 
+/* One record after a batch of fetches: the point op_fetch promised. */
+static void op_fetched(void *ctx, bool ahead)
+{
+    live *l = ctx;
+    int slot = ahead ? l->d->side_slot : l->slot;
+    if (slot >= 0)
+        record(l->d, slot);
+}
+
+/* The launch's stream waits for c's fetch, once per stream. */
 static void op_wait_ready(void *ctx, lms_plan_chunk *pc)
 {
     live *l = ctx;
     res_chunk *c = (res_chunk *)pc;
-    if (c->ready_pending)
-        lms_drv.cuStreamWaitEvent(l->stream, c->ready_ev, 0);
+    if (c->fetch.slot < 0 || !lms_opt.stream_order || (l->slot >= 0 && (c->fetch_seen >> l->slot & 1u)))
+        return;
+    wait_ref(l->d, l->stream, c->fetch);
+    if (l->slot >= 0)
+        c->fetch_seen |= 1u << l->slot;
 }
 
 /* The chunk of an id if it belongs to this device (under map_lock). */
@@ -299,7 +427,7 @@ static lms_plan_chunk *op_lookup(void *ctx, uint32_t id)
 
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
-    .wait_ready = op_wait_ready, .lookup = op_lookup,
+    .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup,
 };
 
 void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
@@ -323,7 +451,9 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     if (lms_trace_on)
         lms_trace_launch(device, tok->seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream,
                          tok->ids, tok->n);
-    live l = {.d = d, .a = a, .device = device, .stream = stream};
+    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1};
+    if (d->plan.policy->on_demand)
+        l.slot = slot_of(d, stream);
     pthread_rwlock_rdlock(&map_lock);
     lms_plan_chunk *mine[LMS_LAUNCH_MAX_CHUNKS];
     int m = 0;
@@ -348,7 +478,7 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
     pthread_mutex_lock(&d->lock);
     bool ok = false;
     if (d->ready && d->plan.nresident > 0 && d->evict) {
-        live l = {.d = d, .a = a, .device = device, .stream = d->evict};
+        live l = {.d = d, .a = a, .device = device, .stream = d->evict, .slot = -1};
         pthread_rwlock_rdlock(&map_lock);
         /* Make room as for a need now; the room is not kept: it is the
          * caller's to reserve. */
@@ -361,24 +491,53 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
     return ok;
 }
 
+/* Remembers that c was used up to point r on r's stream (with
+ * LMS_STREAM_ORDER=0, only the latest use, whatever its stream). */
+static void note_use(res_chunk *c, res_ref r)
+{
+    if (!lms_opt.stream_order) {
+        for (int u = 0; u < USERS; u++)
+            c->users[u].slot = -1;
+        c->users[0] = r;
+        return;
+    }
+    int free_u = -1;
+    for (int u = 0; u < USERS; u++) {
+        if (c->users[u].slot == r.slot) {
+            c->users[u] = r;
+            return;
+        }
+        if (c->users[u].slot < 0 && free_u < 0)
+            free_u = u;
+    }
+    if (free_u >= 0)
+        c->users[free_u] = r;
+    else
+        c->users_all = true;
+}
+
 void lms_residency_after(lms_launch_token *tok, CUstream stream)
 {
     if (tok->device < 0)
         return;
     res_device *d = &devices[tok->device];
     pthread_mutex_lock(&d->lock);
+    res_ref r = {.slot = -1};
+    if (d->plan.policy->on_demand) {
+        int slot = slot_of(d, stream);
+        if (slot >= 0)
+            r = record(d, slot);   /* one record per launch */
+        else
+            lms_drv.cuStreamSynchronize(stream);   /* cannot order it: finish it now */
+    }
     pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < tok->n; i++) {
         res_chunk *c = chunk_of(tok->ids[i]);
         if (!c || c->device != tok->device)
             continue;
         lms_plan_used(&d->plan, &c->pc, tok->seq);
-        if (d->plan.policy->on_demand) {
-            if (!c->used_ev && lms_drv.cuEventCreate(&c->used_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-                c->used_ev = NULL;
-            if (c->used_ev)
-                lms_drv.cuEventRecord(c->used_ev, stream);
-        }
+        if (r.slot >= 0 && c->pc.resident)
+            note_use(c, r);
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
