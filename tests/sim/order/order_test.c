@@ -1,0 +1,162 @@
+/*
+ * order_test.c — ordering across streams under lmshim (LD_PRELOAD; settings
+ * in meson.build): a kernel never touches a chunk whose fetch has not
+ * ended, and an eviction never starts before every kernel that used the
+ * chunk ended, whichever streams they ran on. The simulated GPU counts both
+ * mistakes (simgpu_counters.inflight_waits and busy_evictions).
+ *
+ * usage: order_test CASE ordered|unordered — `unordered` runs with
+ * LMS_STREAM_ORDER=0 and checks that the counters do see the missing waits.
+ */
+#include <cuda.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "simgpu.h"
+
+#define MiB (1ull << 20)
+#define CHUNK (64 * MiB)
+
+static bool ordered = true;
+
+/* work(ptr, bytes, compute_ns): touches the range, counts the launch. */
+static void work(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    size_t bytes = *(size_t *)p[1];
+    double ns = *(double *)p[2];
+    l->access(l, a, bytes, SIMGPU_READ_WRITE);
+    __atomic_fetch_add((uint64_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+    l->compute(l, ns);
+}
+
+static CUfunction f_work;
+
+static void setup(void)
+{
+    primary_context(0);
+    simgpu_kernel k = {"work", work, 3, {8, 8, 8}};
+    OK(simgpu_register_kernel(&k));
+    CUmodule m;
+    OK(cuModuleLoadData(&m, "x"));
+    OK(cuModuleGetFunction(&f_work, m, "work"));
+    OK(cuModuleUnload(m));
+}
+
+/* Launches work on chunk p, modeling `ns` of compute, on stream s. */
+static void run(CUstream s, CUdeviceptr p, double ns)
+{
+    size_t bytes = CHUNK;
+    void *args[] = {&p, &bytes, &ns};
+    OK(cuLaunchKernel(f_work, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+}
+
+/* A managed chunk (the budget makes every chunk managed) set to zero. */
+static CUdeviceptr chunk(void)
+{
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, CHUNK));
+    OK(cuMemsetD8(p, 0, CHUNK));
+    return p;
+}
+
+/* Checks a counter: zero when ordered, above zero when not. */
+static void expect(uint64_t count, const char *what)
+{
+    printf("%s = %llu\n", what, (unsigned long long)count);
+    if (ordered)
+        CHECK_EQ_U(count, 0);
+    else
+        CHECK(count > 0);
+}
+
+/* Fetched on demand on stream A, then used by a kernel on stream B: B
+ * must wait for the copy on A. */
+static void use_waits_fetch(void)
+{
+    setup();
+    CUstream a, b;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x = chunk();
+    OK(simgpu_reset_counters());
+    run(a, x, 1e4);
+    run(b, x, 1e4);
+    OK(cuCtxSynchronize());
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    CHECK(c.prefetch_bytes >= CHUNK);
+    expect(c.inflight_waits, "inflight_waits");
+    CHECK_EQ_U(*(uint64_t *)(uintptr_t)x, 2);
+    OK(cuMemFree(x));
+    OK(cuStreamDestroy(a));
+    OK(cuStreamDestroy(b));
+}
+
+/* Used by a long kernel on A, then a short one on B; a third chunk needs
+ * the room on C: the eviction must wait for A as well as for B. */
+static void evict_waits_streams(void)
+{
+    setup();
+    CUstream a, b, c3;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&c3, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x = chunk(), y = chunk();
+    OK(simgpu_reset_counters());
+    run(a, x, 50e6);   /* 50 ms */
+    run(b, x, 1e4);
+    run(c3, y, 1e4);   /* room for one chunk: x goes back to the host */
+    OK(cuCtxSynchronize());
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    CHECK(c.bytes_to_host >= CHUNK);
+    expect(c.busy_evictions, "busy_evictions");
+    CHECK_EQ_U(*(uint64_t *)(uintptr_t)x, 2);
+    CHECK_EQ_U(*(uint64_t *)(uintptr_t)y, 1);
+    OK(cuMemFree(x));
+    OK(cuMemFree(y));
+    OK(cuStreamDestroy(a));
+    OK(cuStreamDestroy(b));
+    OK(cuStreamDestroy(c3));
+}
+
+/* A repeating step over three chunks with room for two: lookahead fetches
+ * the next launch's chunk on its side stream; the launch must wait for it. */
+static void side_fetch_waited(void)
+{
+    setup();
+    CUstream a;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr ch[3] = {chunk(), chunk(), chunk()};
+    OK(simgpu_reset_counters());
+    for (int step = 0; step < 6; step++)
+        for (int i = 0; i < 3; i++)
+            run(a, ch[i], 1e4);
+    OK(cuCtxSynchronize());
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    CHECK(c.prefetch_bytes >= 6 * CHUNK);
+    expect(c.inflight_waits + c.busy_evictions, "inflight_waits + busy_evictions");
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_U(*(uint64_t *)(uintptr_t)ch[i], 6);
+        OK(cuMemFree(ch[i]));
+    }
+    OK(cuStreamDestroy(a));
+}
+
+static const test_case cases[] = {
+    {"use_waits_fetch", use_waits_fetch},
+    {"evict_waits_streams", evict_waits_streams},
+    {"side_fetch_waited", side_fetch_waited},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc > 2)
+        ordered = strcmp(argv[2], "unordered") != 0;
+    return run_case(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
