@@ -154,32 +154,31 @@ static sigslot *probe(const state *s, uint64_t sig)
     return &s->map[i];
 }
 
-/* Rebuilds the signature table from the history (dropping signatures no
- * longer held), at least 4x as large as what it holds. */
+/* Rebuilds the signature table without the signatures last seen more than
+ * HIST_MAX launches ago (no period that long is learned), at least 4x as
+ * large as what it keeps. A signature that fell out of the history ring
+ * stays, so that its next occurrence tells the ring to grow. */
 static void rebuild_map(state *s)
 {
     uint64_t live = 0;
-    for (uint64_t i = 0; i < s->hcap; i++)
-        live += s->hist[i].seq != 0;
+    for (uint64_t i = 0; i < s->mcap; i++)
+        live += s->map[i].sig && s->seq - s->map[i].seq < HIST_MAX;
     uint64_t cap = s->mcap;
     while (cap < 4 * (live + 1))
         cap *= 2;
-    sigslot *m = calloc(cap, sizeof *m);
+    sigslot *old = s->map, *m = calloc(cap, sizeof *m);
     if (!m)
         return;
-    free(s->map);
+    uint64_t oldcap = s->mcap;
     s->map = m;
     s->mcap = cap;
     s->nsigs = 0;
-    uint64_t oldest = s->seq >= s->hcap ? s->seq - s->hcap + 1 : 1;
-    for (uint64_t q = oldest; q < s->seq; q++) {   /* in order: the latest occurrence wins */
-        const launch *l = launch_of(s, q);
-        if (!l)
-            continue;
-        sigslot *e = probe(s, l->sig);
-        s->nsigs += e->sig == 0;
-        *e = (sigslot){l->sig, q};
-    }
+    for (uint64_t i = 0; i < oldcap; i++)
+        if (old[i].sig && s->seq - old[i].seq < HIST_MAX) {
+            *probe(s, old[i].sig) = old[i];
+            s->nsigs++;
+        }
+    free(old);
 }
 
 static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lms_policy_memo *const *memos,
@@ -196,10 +195,14 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     uint64_t prev = e->sig == sig ? e->seq : 0;
     if (prev && seq - prev >= s->hcap && s->hcap < HIST_MAX) {
         /* A step longer than the ring: hold two of them from now on. */
-        uint64_t cap = s->hcap;
-        while (cap < 2 * (seq - prev) && cap < HIST_MAX)
+        uint64_t cap = s->hcap, pcap = s->pcap;
+        while (cap < 2 * (seq - prev) && cap < HIST_MAX) {
             cap *= 2;
+            pcap = pcap < POOL_MAX ? 2 * pcap : pcap;   /* the pool in proportion */
+        }
         grow_hist(s, cap);
+        if (pcap > s->pcap)
+            grow_pool(s, pcap);
     }
     /* The pool must hold the ids of every launch the ring holds. */
     const launch *oldest = launch_of(s, seq + 1 > s->hcap ? seq + 1 - s->hcap : 0);

@@ -1,0 +1,143 @@
+/*
+ * policy_test.c — the residency planner and policies without CUDA: the
+ * lookahead policy predicts a step of 50,000 launches, launches of 200
+ * chunks, and the planner's victims follow the policy's order.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "plan.h"
+#include "policy.h"
+
+#define PERIOD 50000
+#define WIDE 200       /* ids of the wide launch */
+#define NCHUNK 2000
+
+/* The ids of launch k of a step (k in [0, PERIOD)): launch 0 uses WIDE
+ * chunks (a fused optimizer), every other launch one chunk. */
+static int ids_of(uint64_t k, uint32_t *ids)
+{
+    if (k == 0) {
+        for (int i = 0; i < WIDE; i++)
+            ids[i] = (uint32_t)i;
+        return WIDE;
+    }
+    ids[0] = (uint32_t)(k % NCHUNK);
+    return 1;
+}
+
+/* Launch k of the step uses chunk id: the next k' > k (cyclically) that does. */
+static uint64_t true_next(uint64_t seq, uint32_t id)
+{
+    uint32_t ids[WIDE];
+    for (uint64_t s = seq + 1;; s++) {
+        int n = ids_of((s - 1) % PERIOD, ids);
+        for (int i = 0; i < n; i++)
+            if (ids[i] == id)
+                return s;
+    }
+}
+
+/* Two steps of 50,000 launches learned; in the third, every chunk of every
+ * launch checked gets its true next use, and ahead() names the next
+ * launch's chunks, all 200 of the wide one. */
+static void long_step_wide_launch(void)
+{
+    const lms_policy *p = lms_policy_find("lookahead");
+    CHECK(p != NULL);
+    void *st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo *memo = calloc(NCHUNK, sizeof *memo);
+    CHECK(memo != NULL);
+    uint32_t ids[WIDE], ahead_ids[1024], dist[1024];
+    lms_policy_memo *memos[WIDE];
+    int checked = 0;
+    for (uint64_t seq = 1; seq <= 3 * PERIOD; seq++) {
+        int n = ids_of((seq - 1) % PERIOD, ids);
+        for (int i = 0; i < n; i++)
+            memos[i] = &memo[ids[i]];
+        p->observe(st, seq, (uintptr_t)(0x1000 + (seq - 1) % PERIOD), ids, memos, n);
+        if (seq <= 2 * PERIOD || (seq % 997 != 0 && (seq - 1) % PERIOD != 0 && seq % PERIOD != 0))
+            continue;
+        for (int i = 0; i < n; i++)
+            CHECK_EQ_U(p->next_use(st, memos[i], seq, seq), true_next(seq, ids[i]));
+        int na = p->ahead(st, ahead_ids, dist, 1024);
+        uint32_t want[WIDE];
+        int nw = ids_of(seq % PERIOD, want);
+        CHECK_EQ_U(na, nw);
+        for (int i = 0; i < na; i++)
+            CHECK(ahead_ids[i] == want[i] && dist[i] == 1);
+        checked++;
+    }
+    CHECK(checked > 50);
+    free(memo);
+    p->destroy(st);
+}
+
+/* Mechanics for the planner: a budget of `room` chunks of one byte. */
+typedef struct fake {
+    uint64_t used, room;
+    lms_plan_chunk *chunks;
+    int evicted_last;
+} fake;
+
+static bool f_reserve(void *ctx, uint64_t b)
+{
+    fake *f = ctx;
+    if (f->used + b > f->room)
+        return false;
+    f->used += b;
+    return true;
+}
+static uint64_t f_budget(void *ctx) { return ((fake *)ctx)->room; }
+static void f_evict(void *ctx, lms_plan_chunk *c)
+{
+    fake *f = ctx;
+    f->used -= c->charge;
+    f->evicted_last = (int)c->id;
+}
+static bool f_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
+{
+    (void)ctx, (void)c, (void)ahead;
+    return true;
+}
+static lms_plan_chunk *f_lookup(void *ctx, uint32_t id) { return &((fake *)ctx)->chunks[id]; }
+
+/* lru through the planner: 10,000 chunks in turn with room for 5,000;
+ * every launch evicts exactly the least recently used chunk. */
+static void lru_victims(void)
+{
+    enum { N = 10000 };
+    fake f = {.room = N / 2, .chunks = calloc(N, sizeof(lms_plan_chunk))};
+    CHECK(f.chunks != NULL);
+    for (uint32_t i = 0; i < N; i++)
+        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lru")));
+    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
+                        .lookup = f_lookup};
+    for (uint64_t seq = 1; seq <= 3 * N; seq++) {
+        uint32_t id = (uint32_t)((seq - 1) % N);
+        lms_plan_chunk *c = &f.chunks[id];
+        lms_plan_pin(&plan, c);
+        f.evicted_last = -1;
+        lms_plan_launch(&plan, &ops, &f, seq, 1, &id, 1, &c, 1);
+        lms_plan_used(&plan, c, seq);
+        CHECK(c->resident);
+        if (seq > N / 2)
+            CHECK_EQ_U(f.evicted_last, (id + N - N / 2) % N);
+        CHECK(f.used <= f.room);
+    }
+    lms_plan_destroy(&plan);
+    free(f.chunks);
+}
+
+static const test_case cases[] = {
+    {"long_step_wide_launch", long_step_wide_launch},
+    {"lru_victims", lru_victims},
+};
+
+TEST_MAIN(cases)
