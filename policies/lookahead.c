@@ -249,16 +249,53 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     *e = (sigslot){sig, seq};
 }
 
-/* The predicted next use of a chunk: the learned one while it lies ahead,
- * else one period after its last use while that lies ahead. */
+/* The next-use distance that the entry of `id` in launch `seq` learned
+ * (ids of a launch are sorted: a binary search), or 0. */
+static uint64_t learned_in(const state *s, uint64_t seq, uint32_t id)
+{
+    const launch *l = launch_of(s, seq);
+    if (!l)
+        return 0;
+    uint32_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint32_t v = s->pool[(l->first + mid) % s->pcap].id;
+        if (v == id)
+            return s->pool[(l->first + mid) % s->pcap].next;
+        if (v < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* The predicted next use of a chunk: the one learned when it was last used
+ * while it lies ahead; for a use no match predicted, what followed the same
+ * chunk one period earlier; else one period after its last use while that
+ * lies ahead. */
 static uint64_t next_use(void *p, const lms_policy_memo *memo, uint64_t last_use, uint64_t now)
 {
     state *s = p;
     if (memo->w[M_NEXT] > now)
         return memo->w[M_NEXT];
+    uint64_t u = memo->w[M_SEQ];
+    if (!memo->w[M_NEXT] && s->period && u > s->period && memo->w[M_ENTRY] &&
+        entry_live(s, memo->w[M_ENTRY] - 1)) {
+        uint64_t d = learned_in(s, u - s->period, s->pool[(memo->w[M_ENTRY] - 1) % s->pcap].id);
+        if (d && u + d > now)
+            return u + d;
+    }
     if (s->period && last_use && last_use + s->period > now)
         return last_use + s->period;
     return LMS_NEXT_UNKNOWN;
+}
+
+/* Bumped when the first period is learned: chunks the planner holds as
+ * "no guess" may have one now. */
+static uint64_t epoch(void *p)
+{
+    return ((state *)p)->period != 0;
 }
 
 /* The chunks of the next AHEAD_LAUNCHES predicted launches, read straight
@@ -297,5 +334,6 @@ const lms_policy lms_policy_lookahead = {
     .destroy = destroy,
     .observe = observe,
     .next_use = next_use,
+    .epoch = epoch,
     .ahead = ahead,
 };

@@ -64,6 +64,10 @@ typedef struct lms_policy {
      * LMS_NEXT_UNKNOWN; last_use is the seq of its last recorded use (0:
      * none). (NULL: always unknown, which makes eviction LRU.) */
     uint64_t (*next_use)(void *state, const lms_policy_memo *memo, uint64_t last_use, uint64_t now);
+    /* A number that changes when next_use() may now guess for chunks it had
+     * no guess for; the planner then asks again about those (rarely: each
+     * change costs it O(n log n)). (NULL: never.) */
+    uint64_t (*epoch)(void *state);
     /* Up to max chunk ids expected next, in the order of first need, with
      * how many launches ahead each is needed; returns how many (NULL: none). */
     int (*ahead)(void *state, uint32_t *ids, uint32_t *distance, int max);

@@ -159,6 +159,21 @@ static void delist(lms_plan *p, lms_plan_chunk *c)
     heap_remove(&p->expiry, &EXPIRY, c);
 }
 
+/* Asks again about every resident chunk held as "no guess" (the policy
+ * learned something that may give one). */
+static void reguess(lms_plan *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->victims.n; i++)   /* gather first: rekeying reorders the heap */
+        if (p->victims.a[i]->next_use == LMS_NEXT_UNKNOWN)
+            p->batch[n++] = p->victims.a[i];
+    for (int i = 0; i < n; i++) {
+        delist(p, p->batch[i]);
+        rekey(p, p->batch[i]);
+        enlist(p, p->batch[i]);
+    }
+}
+
 /* Asks again about chunks whose expected next use passed without a use. */
 static void expire(lms_plan *p)
 {
@@ -345,6 +360,10 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
             p->memos[i] = c ? &c->memo : NULL;
         }
         p->policy->observe(p->pstate, seq, fn, ids, p->memos, n);
+    }
+    if (p->policy->epoch && p->policy->epoch(p->pstate) != p->epoch && scratch(p, p->victims.n)) {
+        p->epoch = p->policy->epoch(p->pstate);
+        reguess(p);
     }
     if (p->policy->on_demand) {
         int nb = 0;

@@ -77,6 +77,37 @@ static void long_step_wide_launch(void)
     p->destroy(st);
 }
 
+/* A step of 10 launches; launch k uses chunk k, and launch 8 also chunk 5.
+ * In the third step launch 5 runs another kernel (its signature is new, so
+ * nothing matches it): chunk 5's next use still comes from what followed
+ * it one period earlier (3 launches later), not one period after. */
+static void unmatched_launch(void)
+{
+    const lms_policy *p = lms_policy_find("lookahead");
+    void *st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo memo[10] = {0};
+    for (uint64_t seq = 1; seq <= 26; seq++) {
+        uint64_t k = (seq - 1) % 10;
+        uint32_t ids[2] = {(uint32_t)k, 0};
+        int n = 1;
+        if (k == 8) {
+            ids[0] = 5;
+            ids[1] = 8;
+            n = 2;
+        }
+        lms_policy_memo *memos[2] = {&memo[ids[0]], &memo[ids[1]]};
+        uintptr_t fn = seq == 26 ? 999 : 100 + k;
+        p->observe(st, seq, fn, ids, memos, n);
+        if (seq == 26) {
+            CHECK_EQ_U(k, 5);
+            CHECK_EQ_U(p->next_use(st, &memo[5], seq, seq), seq + 3);
+            CHECK_EQ_U(p->ahead(st, ids, (uint32_t[2]){0}, 2), 0);   /* no match: nothing ahead */
+        }
+    }
+    p->destroy(st);
+}
+
 /* Mechanics for the planner: a budget of `room` chunks of one byte. */
 typedef struct fake {
     uint64_t used, room;
@@ -135,9 +166,41 @@ static void lru_victims(void)
     free(f.chunks);
 }
 
+/* lookahead through the planner: in the first step nothing is predicted;
+ * at the first match the resident chunks held as "no guess" are asked
+ * again and get their next use. */
+static void first_match_reguess(void)
+{
+    fake f = {.room = 10, .chunks = calloc(3, sizeof(lms_plan_chunk))};
+    CHECK(f.chunks != NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
+                        .lookup = f_lookup};
+    for (uint64_t seq = 1; seq <= 4; seq++) {
+        uint32_t id = (uint32_t)((seq - 1) % 3);
+        lms_plan_chunk *c = &f.chunks[id];
+        lms_plan_pin(&plan, c);
+        lms_plan_launch(&plan, &ops, &f, seq, 100 + id, &id, 1, &c, 1);
+        if (seq == 3)
+            CHECK(f.chunks[1].next_use == LMS_NEXT_UNKNOWN);   /* nothing learned yet */
+        if (seq == 4) {
+            CHECK_EQ_U(f.chunks[1].next_use, 5);
+            CHECK_EQ_U(f.chunks[2].next_use, 6);
+        }
+        lms_plan_used(&plan, c, seq);
+    }
+    lms_plan_destroy(&plan);
+    free(f.chunks);
+}
+
 static const test_case cases[] = {
     {"long_step_wide_launch", long_step_wide_launch},
     {"lru_victims", lru_victims},
+    {"unmatched_launch", unmatched_launch},
+    {"first_match_reguess", first_match_reguess},
 };
 
 TEST_MAIN(cases)
