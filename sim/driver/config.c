@@ -89,4 +89,6 @@ void sim_config_load(void)
         sim_cfg.launch_us = real_setting("SIMGPU_LAUNCH_US", 0.0);
     s = getenv("SIMGPU_REPORT");
     sim_cfg.report = s && *s && strcmp(s, "0") != 0;
+    s = getenv("SIMGPU_CONCURRENT");
+    sim_cfg.concurrent = s && *s && strcmp(s, "0") != 0;
 }

@@ -39,6 +39,7 @@ typedef struct sim_config {
     double hbm_gbps;          /* SIMGPU_HBM_GBPS, device memory bandwidth */
     double launch_us;         /* SIMGPU_LAUNCH_US, fixed cost of one launch */
     bool report;              /* SIMGPU_REPORT=1 prints counters at exit */
+    bool concurrent;          /* SIMGPU_CONCURRENT=1: kernels of different streams overlap */
 } sim_config;
 
 extern sim_config sim_cfg;

@@ -139,7 +139,7 @@ double sim_start_ns(CUstream s, int engine)
     sim_device *dev = &sim_devices[s->device];
     sim_engine *e = engine_of(dev, engine);
     double start = s->t_ns;
-    if (e->busy_ns > start)
+    if (e->busy_ns > start && !(engine == SIM_ENGINE_COMPUTE && sim_cfg.concurrent))
         start = e->busy_ns;
     if (sim_host_ns > start)
         start = sim_host_ns;
@@ -160,7 +160,8 @@ double sim_schedule(CUstream s, int engine, double duration_ns)
     sim_engine *e = engine_of(&sim_devices[s->device], engine);
     double end = sim_start_ns(s, engine) + duration_ns;
     s->t_ns = end;
-    e->busy_ns = end;
+    if (end > e->busy_ns)
+        e->busy_ns = end;
     return end;
 }
 
