@@ -50,9 +50,11 @@ typedef struct res_ref {
     uint64_t count;
 } res_ref;
 
-/* A stream launches ran on, with its ring of events. */
+/* A stream launches ran on, with its ring of events. The per-thread
+ * default stream is one handle for many streams: one slot per thread. */
 typedef struct res_slot {
     CUstream stream;
+    uint64_t owner;           /* CU_STREAM_PER_THREAD: the thread whose stream it is (thread_id) */
     bool used, keep;          /* in use; never recycled (the side stream) */
     uint32_t epoch;           /* bumped when the slot goes to another stream */
     uint64_t count;           /* records made; record k is ring[k % RING] */
@@ -223,14 +225,27 @@ static res_chunk *chunk_of(uint32_t id)
 
 /* ---- stream slots ----------------------------------------------------------- */
 
+/* A number for the calling thread, never reused (a pthread_t is, once a
+ * thread is joined). */
+static uint64_t thread_id(void)
+{
+    static atomic_uint_fast64_t next;
+    static _Thread_local uint64_t id;
+    if (!id)
+        id = atomic_fetch_add(&next, 1) + 1;
+    return id;
+}
+
 /* The slot of `stream` on a device (made, or taken over from the stream
  * used least recently), or -1 when its events cannot be made. */
 static int slot_of(res_device *d, CUstream stream)
 {
     int free_s = -1, old = -1;
+    bool per_thread = stream == CU_STREAM_PER_THREAD;
+    uint64_t me = per_thread ? thread_id() : 0;
     for (int i = 0; i < SLOTS; i++) {
         res_slot *s = &d->slots[i];
-        if (s->used && s->stream == stream) {
+        if (s->used && s->stream == stream && s->owner == me) {
             s->tick = ++d->tick;
             return i;
         }
@@ -248,7 +263,7 @@ static int slot_of(res_device *d, CUstream stream)
                 return -1;
             }
         res_slot *s = &d->slots[free_s];
-        *s = (res_slot){.stream = stream, .used = true, .tick = ++d->tick};
+        *s = (res_slot){.stream = stream, .owner = me, .used = true, .tick = ++d->tick};
         memcpy(s->ring, ring, sizeof ring);
         return free_s;
     }
@@ -260,6 +275,7 @@ static int slot_of(res_device *d, CUstream stream)
     for (uint64_t k = s->count > RING ? s->count - RING + 1 : 1; k <= s->count; k++)
         lms_drv.cuEventSynchronize(s->ring[k % RING]);
     s->stream = stream;
+    s->owner = me;
     s->epoch++;
     s->count = 0;
     s->tick = ++d->tick;

@@ -9,6 +9,7 @@
  * LMS_STREAM_ORDER=0 and checks that the counters do see the missing waits.
  */
 #include <cuda.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -148,10 +149,50 @@ static void side_fetch_waited(void)
     OK(cuStreamDestroy(a));
 }
 
+typedef struct ptsz_job {
+    CUcontext ctx;
+    CUdeviceptr x;
+} ptsz_job;
+
+/* One launch on the calling thread's per-thread default stream. */
+static void *ptsz_launch(void *arg)
+{
+    ptsz_job *j = arg;
+    if (cuCtxSetCurrent(j->ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    run(CU_STREAM_PER_THREAD, j->x, 1e4);
+    return NULL;
+}
+
+/* Fetched on demand on one thread's per-thread default stream, then used
+ * on another thread's: the same handle, two streams; the second must wait. */
+static void per_thread_streams(void)
+{
+    setup();
+    CUcontext ctx;
+    OK(cuCtxGetCurrent(&ctx));
+    ptsz_job j = {ctx, chunk()};
+    OK(simgpu_reset_counters());
+    for (int t = 0; t < 2; t++) {
+        pthread_t th;
+        void *r;
+        CHECK(pthread_create(&th, NULL, ptsz_launch, &j) == 0);
+        CHECK(pthread_join(th, &r) == 0 && r == NULL);
+    }
+    OK(cuCtxSynchronize());
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    CHECK(c.prefetch_bytes >= CHUNK);
+    expect(c.inflight_waits, "inflight_waits");
+    CHECK_EQ_U(*(uint64_t *)(uintptr_t)j.x, 2);
+    OK(cuMemFree(j.x));
+}
+
 static const test_case cases[] = {
     {"use_waits_fetch", use_waits_fetch},
     {"evict_waits_streams", evict_waits_streams},
     {"side_fetch_waited", side_fetch_waited},
+    {"per_thread_streams", per_thread_streams},
 };
 
 int main(int argc, char **argv)
