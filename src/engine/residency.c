@@ -78,8 +78,9 @@ typedef struct res_device {
     bool ready;               /* plan, streams and event set up */
     uint64_t seq;             /* launches seen */
     CUstream side, evict;     /* fetch-ahead and eviction streams */
-    CUevent evict_ev;         /* recorded after the latest eviction */
-    bool evict_pending;
+    CUevent evict_ev;         /* recorded after the evictions before a fetch */
+    bool evict_pending;       /* evict_ev was recorded: fetches wait on it */
+    bool evict_dirty;         /* evictions issued since evict_ev was recorded */
     int side_slot;            /* the side stream's slot */
     res_slot slots[SLOTS];
     uint64_t tick;
@@ -371,8 +372,7 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
     forget_refs(c);
     CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST};
     lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict);
-    lms_drv.cuEventRecord(d->evict_ev, d->evict);
-    d->evict_pending = true;
+    d->evict_dirty = true;   /* the next fetch records evict_ev once for all */
     lms_account_release(l->a, pc->charge);
     atomic_fetch_add(&l->a->evicted_bytes, c->size);
     atomic_fetch_add(&l->a->evictions, 1);
@@ -389,6 +389,13 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     res_device *d = l->d;
     CUstream s = ahead ? d->side : l->stream;
     int slot = ahead ? d->side_slot : l->slot;
+    if (d->evict_dirty) {
+        d->evict_dirty = false;
+        if (lms_drv.cuEventRecord(d->evict_ev, d->evict) == CUDA_SUCCESS)
+            d->evict_pending = true;
+        else
+            lms_drv.cuStreamSynchronize(d->evict);   /* cannot order it: finish it now */
+    }
     if (d->evict_pending)
         lms_drv.cuStreamWaitEvent(s, d->evict_ev, 0);
     CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = c->device};
