@@ -97,7 +97,8 @@ typedef struct live {
 
 static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
 static res_chunk **by_addr;          /* sorted by ptr */
-static int naddr, capaddr;
+static uint64_t *bases;              /* bases[i] = by_addr[i]->ptr: the search stays in one array */
+static int naddr, capaddr, capbases;
 static res_chunk **by_id;            /* index: id; NULL once freed */
 static uint32_t nids, capids;
 static res_device devices[LMS_MAX_DEVICES] = {
@@ -109,7 +110,7 @@ static int upper(uint64_t p)
     int lo = 0, hi = naddr;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (by_addr[mid]->ptr <= p)
+        if (bases[mid] <= p)
             lo = mid + 1;
         else
             hi = mid;
@@ -133,6 +134,22 @@ static bool reserve_ptrs(void ***arr, int *cap, int need)
     return true;
 }
 
+/* Grows `bases` to hold at least `need` entries. */
+static bool reserve_bases(int need)
+{
+    if (need <= capbases)
+        return true;
+    int ncap = capbases ? capbases * 2 : 64;
+    while (ncap < need)
+        ncap *= 2;
+    uint64_t *n = realloc(bases, (size_t)ncap * sizeof *n);
+    if (!n)
+        return false;
+    bases = n;
+    capbases = ncap;
+    return true;
+}
+
 int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
@@ -146,7 +163,7 @@ int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
         c->users[u].slot = -1;
     pthread_rwlock_wrlock(&map_lock);
     int capids_i = (int)capids;
-    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1) ||
+    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1) || !reserve_bases(naddr + 1) ||
         !reserve_ptrs((void ***)&by_id, &capids_i, (int)nids + 1)) {
         pthread_rwlock_unlock(&map_lock);
         free(c);
@@ -157,7 +174,9 @@ int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
     by_id[nids++] = c;
     int i = upper(ptr);
     memmove(&by_addr[i + 1], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
+    memmove(&bases[i + 1], &bases[i], (size_t)(naddr - i) * sizeof *bases);
     by_addr[i] = c;
+    bases[i] = ptr;
     naddr++;
     atomic_fetch_add(&lms_residency_live, 1);
     pthread_rwlock_unlock(&map_lock);
@@ -171,6 +190,7 @@ void lms_residency_remove(uint64_t ptr)
     res_chunk *c = i >= 0 && by_addr[i]->ptr == ptr ? by_addr[i] : NULL;
     if (c) {
         memmove(&by_addr[i], &by_addr[i + 1], (size_t)(naddr - i - 1) * sizeof *by_addr);
+        memmove(&bases[i], &bases[i + 1], (size_t)(naddr - i - 1) * sizeof *bases);
         naddr--;
         by_id[c->pc.id] = NULL;
         atomic_fetch_sub(&lms_residency_live, 1);
@@ -201,7 +221,7 @@ int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
             if (v < lo || v >= hi)
                 continue;
             int i = upper(v) - 1;
-            if (i < 0 || v - by_addr[i]->ptr >= by_addr[i]->size)
+            if (i < 0 || v - bases[i] >= by_addr[i]->size)
                 continue;
             uint32_t id = by_addr[i]->pc.id;
             int k = found;   /* insert sorted, unique */
