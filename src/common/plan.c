@@ -131,6 +131,7 @@ void lms_plan_destroy(lms_plan *p)
     free(p->expiry.a);
     free(p->memos);
     free(p->batch);
+    free(p->ahead);
     *p = (lms_plan){0};
 }
 
@@ -311,13 +312,14 @@ static bool scratch(lms_plan *p, int n)
  * window of one budget; chunks needed at the same distance go as one batch. */
 static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
-    uint32_t ids[AHEAD_MAX], dist[AHEAD_MAX];
+    if (!p->ahead && !(p->ahead = malloc(3 * AHEAD_MAX * sizeof *p->ahead)))
+        return;
+    uint32_t *ids = p->ahead, *dist = ids + AHEAD_MAX, *bdist = dist + AHEAD_MAX;
     int n = p->policy->ahead(p->pstate, ids, dist, AHEAD_MAX);
     if (n <= 0 || !scratch(p, n))
         return;
     uint64_t window = 0, budget = ops->budget(ctx);
     int nb = 0, fetched = 0;
-    uint32_t bdist[AHEAD_MAX];
     for (int i = 0; i < n; i++) {
         lms_plan_chunk *c = ops->lookup(ctx, ids[i]);
         if (!c)

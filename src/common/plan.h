@@ -69,6 +69,7 @@ typedef struct lms_plan {
     lms_policy_memo **memos;         /* scratch for observe() */
     lms_plan_chunk **batch;          /* scratch for a batch of fetches */
     int capscratch;
+    uint32_t *ahead;                 /* scratch for ahead(): ids, distances, batch distances */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */
