@@ -36,8 +36,9 @@
 #define AHEAD_LAUNCHES 1u
 
 /* Memo words: 1 + pool index of the chunk's latest entry, the seq of that
- * launch, and the predicted next use (0: none). */
-enum { M_ENTRY, M_SEQ, M_NEXT };
+ * launch, the predicted next use (0: none), and the first use since the
+ * last one that had a prediction (0: the latest had one). */
+enum { M_ENTRY, M_SEQ, M_NEXT, M_RUN };
 
 typedef struct launch {
     uint64_t seq;             /* the launch this slot holds (0: empty) */
@@ -239,6 +240,9 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
                 memos[i]->w[M_NEXT] = seq + pe->next;
         }
     }
+    for (int i = 0; i < n; i++)
+        if (memos[i])
+            memos[i]->w[M_RUN] = memos[i]->w[M_NEXT] ? 0 : memos[i]->w[M_RUN] ? memos[i]->w[M_RUN] : seq;
     if (e->sig != sig && s->nsigs + 1 > s->mcap / 2) {
         rebuild_map(s);
         e = probe(s, sig);
@@ -272,8 +276,10 @@ static uint64_t learned_in(const state *s, uint64_t seq, uint32_t id)
 
 /* The predicted next use of a chunk: the one learned when it was last used
  * while it lies ahead; for a use no match predicted, what followed the same
- * chunk one period earlier; else one period after its last use while that
- * lies ahead. */
+ * chunk one period earlier, else one period after the first of its uses
+ * without a prediction (the first step: its first use in the window of the
+ * last period); else one period after its last use; each while it lies
+ * ahead. */
 static uint64_t next_use(void *p, const lms_policy_memo *memo, uint64_t last_use, uint64_t now)
 {
     state *s = p;
@@ -286,6 +292,8 @@ static uint64_t next_use(void *p, const lms_policy_memo *memo, uint64_t last_use
         if (d && u + d > now)
             return u + d;
     }
+    if (!memo->w[M_NEXT] && s->period && memo->w[M_RUN] && memo->w[M_RUN] + s->period > now)
+        return memo->w[M_RUN] + s->period;
     if (s->period && last_use && last_use + s->period > now)
         return last_use + s->period;
     return LMS_NEXT_UNKNOWN;

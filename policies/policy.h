@@ -45,7 +45,7 @@
 
 /* What a policy keeps in each chunk; zero when the chunk is made. */
 typedef struct lms_policy_memo {
-    uint64_t w[3];
+    uint64_t w[4];
 } lms_policy_memo;
 
 typedef struct lms_policy {

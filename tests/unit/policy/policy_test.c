@@ -196,11 +196,44 @@ static void first_match_reguess(void)
     free(f.chunks);
 }
 
+/* A step of 10 launches, launch k using chunk k, and launch 4 chunk 1 as
+ * well. At the first match (seq 11) chunk 1, last used at seq 5, is next
+ * needed at seq 12 (its first use in the last period, one period on), not
+ * at 15 (its last use, one period on). */
+static void first_step_window(void)
+{
+    fake f = {.room = 100, .chunks = calloc(10, sizeof(lms_plan_chunk))};
+    CHECK(f.chunks != NULL);
+    for (uint32_t i = 0; i < 10; i++)
+        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
+                        .lookup = f_lookup};
+    for (uint64_t seq = 1; seq <= 11; seq++) {
+        uint32_t k = (uint32_t)((seq - 1) % 10), ids[2] = {1, k};
+        int n = k == 4 ? 2 : 1;
+        lms_plan_chunk *mine[2] = {&f.chunks[ids[0]], &f.chunks[ids[1]]};
+        if (n == 1)
+            mine[0] = &f.chunks[k], ids[0] = k;
+        for (int i = 0; i < n; i++)
+            lms_plan_pin(&plan, mine[i]);
+        lms_plan_launch(&plan, &ops, &f, seq, 100 + k, ids, n, mine, n);
+        if (seq == 11)
+            CHECK_EQ_U(f.chunks[1].next_use, 12);
+        for (int i = 0; i < n; i++)
+            lms_plan_used(&plan, mine[i], seq);
+    }
+    lms_plan_destroy(&plan);
+    free(f.chunks);
+}
+
 static const test_case cases[] = {
     {"long_step_wide_launch", long_step_wide_launch},
     {"lru_victims", lru_victims},
     {"unmatched_launch", unmatched_launch},
     {"first_match_reguess", first_match_reguess},
+    {"first_step_window", first_step_window},
 };
 
 TEST_MAIN(cases)
