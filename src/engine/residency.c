@@ -383,7 +383,10 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
     live *l = ctx;
     res_chunk *c = (res_chunk *)pc;
     res_device *d = l->d;
-    wait_ref(d, d->evict, c->fetch);
+    res_ref f = c->fetch;
+    if (f.slot >= 0 && d->slots[f.slot].epoch == f.epoch && f.count > d->slots[f.slot].count)
+        record(d, f.slot);   /* fetched in this batch, not yet recorded: record it now */
+    wait_ref(d, d->evict, f);
     for (int u = 0; u < USERS; u++)
         wait_ref(d, d->evict, c->users[u]);
     for (int i = 0; c->users_all && i < SLOTS; i++)
@@ -566,20 +569,24 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     res_device *d = &devices[tok->device];
     pthread_mutex_lock(&d->lock);
     res_ref r = {.slot = -1};
-    if (d->plan.policy->on_demand) {
-        int slot = slot_of(d, stream);
-        if (slot >= 0)
-            r = record(d, slot);   /* one record per launch */
-        else
-            lms_drv.cuStreamSynchronize(stream);   /* cannot order it: finish it now */
-    }
+    bool recorded = false;
     pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < tok->n; i++) {
         res_chunk *c = chunk_of(tok->ids[i]);
         if (!c || c->device != tok->device)
             continue;
         lms_plan_used(&d->plan, &c->pc, tok->seq);
-        if (r.slot >= 0 && c->pc.resident)
+        if (!c->pc.resident || !d->plan.policy->on_demand)
+            continue;
+        if (!recorded) {   /* one record per launch that used a resident chunk */
+            recorded = true;
+            int slot = slot_of(d, stream);
+            if (slot >= 0)
+                r = record(d, slot);
+            else
+                lms_drv.cuStreamSynchronize(stream);   /* cannot order it: finish it now */
+        }
+        if (r.slot >= 0)
             note_use(c, r);
     }
     pthread_rwlock_unlock(&map_lock);
