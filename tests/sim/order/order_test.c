@@ -149,6 +149,48 @@ static void side_fetch_waited(void)
     OK(cuStreamDestroy(a));
 }
 
+/* The simulator alone (no lmshim): a kernel on stream B touching a block a
+ * prefetch on stream A is still copying waits for it and counts it; after
+ * cuStreamWaitEvent on the prefetch's event it does neither. */
+static void sim_inflight_model(void)
+{
+    setup();
+    CUstream a, b;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    CUevent ev;
+    OK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    CUdeviceptr x;
+    OK(cuMemAllocManaged(&x, CHUNK, CU_MEM_ATTACH_GLOBAL));
+    CUmemLocation gpu = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST};
+    double copy_ns = (double)CHUNK / 55.0;   /* the default 55 GB/s link */
+    for (int waited = 0; waited < 2; waited++) {
+        OK(cuCtxSynchronize());
+        OK(simgpu_reset_counters());
+        simgpu_counters c0;
+        OK(simgpu_get_counters(0, &c0));
+        OK(cuMemPrefetchAsync(x, CHUNK, gpu, 0, a));
+        if (waited) {
+            OK(cuEventRecord(ev, a));
+            OK(cuStreamWaitEvent(b, ev, 0));
+        }
+        run(b, x, 1e4);
+        OK(cuCtxSynchronize());
+        simgpu_counters c;
+        OK(simgpu_get_counters(0, &c));
+        CHECK_EQ_U(c.faults, 0);
+        CHECK_EQ_U(c.inflight_waits, waited ? 0 : CHUNK / (2 * MiB));
+        /* Either way the kernel ends after the copy plus its own time. */
+        CHECK(c.modeled_ns - c0.modeled_ns >= copy_ns + 1e4 - 1);
+        OK(cuMemPrefetchAsync(x, CHUNK, cpu, 0, a));
+    }
+    OK(cuMemFree(x));
+    OK(cuEventDestroy(ev));
+    OK(cuStreamDestroy(a));
+    OK(cuStreamDestroy(b));
+}
+
 typedef struct ptsz_job {
     CUcontext ctx;
     CUdeviceptr x;
@@ -193,6 +235,7 @@ static const test_case cases[] = {
     {"evict_waits_streams", evict_waits_streams},
     {"side_fetch_waited", side_fetch_waited},
     {"per_thread_streams", per_thread_streams},
+    {"sim_inflight_model", sim_inflight_model},
 };
 
 int main(int argc, char **argv)
