@@ -69,6 +69,7 @@ typedef struct state {
     uint64_t period;          /* seq - match of the latest match (0: none yet) */
 } state;
 
+/* Frees the state and its rings and table. */
 static void destroy(void *p)
 {
     state *s = p;
@@ -80,6 +81,8 @@ static void destroy(void *p)
     free(s);
 }
 
+/* A state with the rings and table at their first sizes (the caller frees
+ * it with destroy), or NULL. */
 static void *create(void)
 {
     state *s = calloc(1, sizeof *s);
@@ -182,6 +185,9 @@ static void rebuild_map(state *s)
     free(old);
 }
 
+/* Learns launch seq: appends its ids to the pool, teaches each chunk's
+ * previous entry this use, matches its signature and predicts each chunk's
+ * next use from the matched launch's entries. */
 static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lms_policy_memo *const *memos,
                     int n)
 {
@@ -205,11 +211,14 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         if (pcap > s->pcap)
             grow_pool(s, pcap);
     }
-    /* The pool must hold the ids of every launch the ring holds. */
-    const launch *oldest = launch_of(s, seq + 1 > s->hcap ? seq + 1 - s->hcap : 0);
-    if (oldest && s->ptotal + (uint64_t)n - oldest->first > s->pcap && s->pcap < POOL_MAX) {
+    /* The pool must hold the ids of every launch the ring holds (from the
+     * oldest one's first id, whether or not those are still there). */
+    uint64_t oldest = seq + 1 > s->hcap ? seq + 1 - s->hcap : 1;
+    const launch *o = &s->hist[oldest % s->hcap];
+    uint64_t from = o->seq == oldest ? o->first : 0;
+    if (s->ptotal + (uint64_t)n - from > s->pcap && s->pcap < POOL_MAX) {
         uint64_t cap = s->pcap;
-        while (cap < 2 * (s->ptotal + (uint64_t)n - oldest->first) && cap < POOL_MAX)
+        while (cap < s->ptotal + (uint64_t)n - from && cap < POOL_MAX)
             cap *= 2;
         grow_pool(s, cap);
     }

@@ -42,6 +42,7 @@ static bool expiry_above(const lms_plan_chunk *a, const lms_plan_chunk *b)
 static const heap_kind VICTIMS = {victim_above, offsetof(lms_plan_chunk, vpos)};
 static const heap_kind EXPIRY = {expiry_above, offsetof(lms_plan_chunk, epos)};
 
+/* The position field (1 + index, 0: not in the heap) of c in heap kind k. */
 static int *pos_of(const heap_kind *k, lms_plan_chunk *c)
 {
     return (int *)(void *)((char *)c + k->pos);
@@ -116,6 +117,7 @@ static bool heap_reserve(lms_plan_heap *h, int need)
 
 /* ---- the resident set ----------------------------------------------------- */
 
+/* Sets up a planner; the policy's state is the planner's to free. */
 bool lms_plan_init(lms_plan *p, const lms_policy *policy)
 {
     *p = (lms_plan){.policy = policy};
@@ -123,6 +125,7 @@ bool lms_plan_init(lms_plan *p, const lms_policy *policy)
     return !policy->create || p->pstate;
 }
 
+/* Frees the policy's state and the planner's arrays (not the chunks). */
 void lms_plan_destroy(lms_plan *p)
 {
     if (p->pstate && p->policy->destroy)

@@ -77,6 +77,37 @@ static void long_step_wide_launch(void)
     p->destroy(st);
 }
 
+/* Every launch of a 100-launch step uses 200 chunks of its own (20,000
+ * ids per step, more than the pool holds at first): from the third step on
+ * each chunk's next use is one step ahead and ahead() names all 200. */
+static void wide_launches(void)
+{
+    enum { P = 100, W = 200 };
+    const lms_policy *p = lms_policy_find("lookahead");
+    void *st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo *memo = calloc(P * W, sizeof *memo);
+    CHECK(memo != NULL);
+    uint32_t ids[W], got[1024], dist[1024];
+    lms_policy_memo *memos[W];
+    for (uint64_t seq = 1; seq <= 6 * P; seq++) {
+        uint64_t k = (seq - 1) % P;
+        for (int i = 0; i < W; i++) {
+            ids[i] = (uint32_t)(k * W + (uint64_t)i);
+            memos[i] = &memo[ids[i]];
+        }
+        p->observe(st, seq, 7 + k, ids, memos, W);
+        if (seq <= 2 * P)
+            continue;
+        for (int i = 0; i < W; i++)
+            CHECK_EQ_U(p->next_use(st, memos[i], seq, seq), seq + P);
+        CHECK_EQ_U(p->ahead(st, got, dist, 1024), W);
+        CHECK_EQ_U(got[W - 1], (seq % P) * W + W - 1);
+    }
+    free(memo);
+    p->destroy(st);
+}
+
 /* A step of 10 launches; launch k uses chunk k, and launch 8 also chunk 5.
  * In the third step launch 5 runs another kernel (its signature is new, so
  * nothing matches it): chunk 5's next use still comes from what followed
@@ -234,6 +265,7 @@ static const test_case cases[] = {
     {"unmatched_launch", unmatched_launch},
     {"first_match_reguess", first_match_reguess},
     {"first_step_window", first_step_window},
+    {"wide_launches", wide_launches},
 };
 
 TEST_MAIN(cases)
