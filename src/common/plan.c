@@ -11,7 +11,6 @@
 #include <stdlib.h>
 
 #define AHEAD_MAX 1024   /* chunk ids asked of the policy's ahead() per launch */
-#define BATCHED false
 
 /* ---- indexed heaps -------------------------------------------------------- */
 
@@ -264,29 +263,21 @@ static bool fetch_into_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms
     return true;
 }
 
-/* Fetches batch[0..n) (pinned, not resident), all needed `distance`
- * launches ahead, one by one (each fetch waits only for the evictions that
- * made its room, so copies both ways overlap); when `batched`, room for all
- * is made first if it can be. Returns how many it fetched. */
-static int bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int n, uint32_t distance,
-                 bool ahead, bool batched)
+/* Fetches batch[0..n) (pinned, not resident), chunk i needed dist[i]
+ * launches ahead (dist NULL: now), one by one: each fetch waits only for
+ * the evictions that made its room, so copies both ways overlap (making
+ * room for all first measured slower). Ahead, it stops at the first chunk
+ * it cannot bring. Returns how many it fetched. */
+static int bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int n, const uint32_t *dist,
+                 bool ahead)
 {
-    uint64_t total = 0;
     int done = 0;
-    for (int i = 0; i < n; i++)
-        total += batch[i]->charge;
-    if (batched && n > 1 && make_room(p, ops, ctx, total, distance)) {
-        for (int i = 0; i < n; i++)
-            done += fetch_into_room(p, ops, ctx, batch[i], ahead);
-        return done;
-    }
     for (int i = 0; i < n; i++) {
-        if (!make_room(p, ops, ctx, batch[i]->charge, distance) || !fetch_into_room(p, ops, ctx, batch[i], ahead)) {
-            if (ahead)
-                break;
-            continue;
-        }
-        done++;
+        if (make_room(p, ops, ctx, batch[i]->charge, dist ? dist[i] : LMS_DISTANCE_NOW) &&
+            fetch_into_room(p, ops, ctx, batch[i], ahead))
+            done++;
+        else if (ahead)
+            break;
     }
     return done;
 }
@@ -312,7 +303,7 @@ static bool scratch(lms_plan *p, int n)
 }
 
 /* Fetches ahead the chunks the policy expects, in order of need, within a
- * window of one budget; chunks needed at the same distance go as one batch. */
+ * window of one budget; one record (ops->fetched) after them all. */
 static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
     if (!p->ahead && !(p->ahead = malloc(3 * AHEAD_MAX * sizeof *p->ahead)))
@@ -322,7 +313,7 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     if (n <= 0 || !scratch(p, n))
         return;
     uint64_t window = 0, budget = ops->budget(ctx);
-    int nb = 0, fetched = 0;
+    int nb = 0;
     for (int i = 0; i < n; i++) {
         lms_plan_chunk *c = ops->lookup(ctx, ids[i]);
         if (!c)
@@ -336,16 +327,7 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         bdist[nb] = dist[i];
         p->batch[nb++] = c;
     }
-    for (int i = 0; i < nb;) {
-        int j = i;
-        while (j < nb && bdist[j] == bdist[i])
-            j++;
-        int got = bring(p, ops, ctx, p->batch + i, j - i, bdist[i], true, BATCHED);
-        fetched += got;
-        if (got < j - i)
-            break;
-        i = j;
-    }
+    int fetched = bring(p, ops, ctx, p->batch, nb, bdist, true);
     for (int i = 0; i < nb; i++)
         unpin(p, p->batch[i]);
     if (fetched && ops->fetched)
@@ -382,7 +364,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                 p->batch[nb++] = c;
             }
         }
-        if (nb > 0 && bring(p, ops, ctx, p->batch, nb, LMS_DISTANCE_NOW, false, BATCHED) > 0 && ops->fetched)
+        if (nb > 0 && bring(p, ops, ctx, p->batch, nb, NULL, false) > 0 && ops->fetched)
             ops->fetched(ctx, false);
     }
     if (p->policy->ahead)
