@@ -50,11 +50,13 @@ typedef struct res_ref {
     uint64_t count;
 } res_ref;
 
-/* A stream launches ran on, with its ring of events. The per-thread
- * default stream is one handle for many streams: one slot per thread. */
+/* A stream launches ran on, with its ring of events. The default streams
+ * are one handle for many streams: one slot per context (and per thread
+ * for the per-thread one). */
 typedef struct res_slot {
     CUstream stream;
     uint64_t owner;           /* CU_STREAM_PER_THREAD: the thread whose stream it is (thread_id) */
+    CUcontext ctx;            /* a default stream: the context whose stream it is */
     bool used, keep;          /* in use; never recycled (the side stream) */
     uint32_t epoch;           /* bumped when the slot goes to another stream */
     uint64_t count;           /* records made; record k is ring[k % RING] */
@@ -264,9 +266,13 @@ static int slot_of(res_device *d, CUstream stream)
     int free_s = -1, old = -1;
     bool per_thread = stream == CU_STREAM_PER_THREAD;
     uint64_t me = per_thread ? thread_id() : 0;
+    CUcontext ctx = NULL;
+    if ((per_thread || !stream || stream == CU_STREAM_LEGACY) && lms_drv.cuCtxGetCurrent &&
+        lms_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
     for (int i = 0; i < SLOTS; i++) {
         res_slot *s = &d->slots[i];
-        if (s->used && s->stream == stream && s->owner == me) {
+        if (s->used && s->stream == stream && s->owner == me && s->ctx == ctx) {
             s->tick = ++d->tick;
             return i;
         }
@@ -284,7 +290,7 @@ static int slot_of(res_device *d, CUstream stream)
                 return -1;
             }
         res_slot *s = &d->slots[free_s];
-        *s = (res_slot){.stream = stream, .owner = me, .used = true, .tick = ++d->tick};
+        *s = (res_slot){.stream = stream, .owner = me, .ctx = ctx, .used = true, .tick = ++d->tick};
         memcpy(s->ring, ring, sizeof ring);
         return free_s;
     }
@@ -297,6 +303,7 @@ static int slot_of(res_device *d, CUstream stream)
         lms_drv.cuEventSynchronize(s->ring[k % RING]);
     s->stream = stream;
     s->owner = me;
+    s->ctx = ctx;
     s->epoch++;
     s->count = 0;
     s->tick = ++d->tick;
