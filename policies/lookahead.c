@@ -26,9 +26,10 @@
 #include "policy.h"
 
 #define HIST_MIN (1u << 12)      /* launches remembered at first (a ring) */
-#define HIST_MAX (1u << 20)      /* ... at most: steps up to 1M launches */
+#define HIST_MAX (1u << 18)      /* ... at most: two steps of SIG_KEEP launches */
+#define SIG_KEEP (1u << 17)      /* signatures kept this many launches: steps up to 131K launches */
 #define POOL_MIN (1u << 14)      /* chunk ids remembered at first (a ring) */
-#define POOL_MAX (1u << 24)      /* ... at most (8 bytes each) */
+#define POOL_MAX (1u << 23)      /* ... at most (8 bytes each: 64 MiB) */
 /* How far ahead to fetch, in launches. Fetching further evicts earlier,
  * before better victims exist: at 2x oversubscription on bench/oversub a
  * window of 1 moves 1.10x Belady's MIN, 2 moves 1.14x, 8 moves 1.35x; one
@@ -159,14 +160,15 @@ static sigslot *probe(const state *s, uint64_t sig)
 }
 
 /* Rebuilds the signature table without the signatures last seen more than
- * HIST_MAX launches ago (no period that long is learned), at least 4x as
- * large as what it keeps. A signature that fell out of the history ring
- * stays, so that its next occurrence tells the ring to grow. */
+ * SIG_KEEP launches ago (no period that long is learned; this bounds the
+ * table at 8 x SIG_KEEP slots, 16 MiB), at least 4x as large as what it
+ * keeps. A signature that fell out of the history ring stays, so that its
+ * next occurrence tells the ring to grow. */
 static void rebuild_map(state *s)
 {
     uint64_t live = 0;
     for (uint64_t i = 0; i < s->mcap; i++)
-        live += s->map[i].sig && s->seq - s->map[i].seq < HIST_MAX;
+        live += s->map[i].sig && s->seq - s->map[i].seq < SIG_KEEP;
     uint64_t cap = s->mcap;
     while (cap < 4 * (live + 1))
         cap *= 2;
@@ -178,7 +180,7 @@ static void rebuild_map(state *s)
     s->mcap = cap;
     s->nsigs = 0;
     for (uint64_t i = 0; i < oldcap; i++)
-        if (old[i].sig && s->seq - old[i].seq < HIST_MAX) {
+        if (old[i].sig && s->seq - old[i].seq < SIG_KEEP) {
             *probe(s, old[i].sig) = old[i];
             s->nsigs++;
         }
