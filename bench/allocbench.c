@@ -11,6 +11,13 @@
  * time), ten Python frames deep, with Python frames in the trace off and
  * on: the difference is what recording the Python stack costs.
  *
+ * The eviction rows run in child processes with a budget that holds half
+ * of N managed chunks, launching a kernel on chunk (i mod N): under lru
+ * every launch fetches one chunk and evicts another (lookahead keeps some
+ * chunks, as Belady's rule would, and evicts on most launches). The
+ * added time is the residency engine's decisions plus the driver calls it
+ * makes (prefetches, events), with N = 10 and N = 10,000 live chunks.
+ *
  * usage: allocbench [rounds [iterations]]   (LD_LIBRARY_PATH must hold build/sim)
  */
 #include <cuda.h>
@@ -52,6 +59,8 @@ static void empty_kernel(simgpu_launch *l, void **p)
 static CUfunction kernel;
 static void *kernel_args[10];
 static CUdeviceptr kernel_ptrs[10];
+
+#define EVICT_CHUNK (64 << 10)   /* bytes of each chunk of the eviction rows */
 
 static double now_ns(void)
 {
@@ -106,10 +115,45 @@ static double run(const api *a, int which, long iters, CUdeviceptr probe)
     return (now_ns() - t0) / (double)iters;
 }
 
+/* ns per launch over `iters` launches, each on chunk (start + i) mod n;
+ * -1 on a CUDA error. */
+static double run_evict(const api *a, const CUdeviceptr *chunks, long n, long start, long iters)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        for (int k = 0; k < 10; k++)
+            kernel_ptrs[k] = chunks[(start + i) % n];
+        if (a->launch(kernel, 1, 1, 1, 32, 1, 1, 0, NULL, kernel_args, NULL) != CUDA_SUCCESS)
+            return -1;
+    }
+    return (now_ns() - t0) / (double)iters;
+}
+
 static int cmp(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
+}
+
+/* Runs this program again as `self rounds iters mode [arg]` (the shim's
+ * options are read once per process) and lets the child print its row. */
+static void child_run(int rounds, long iters, const char *mode, const char *arg, const char *arg2)
+{
+    char self[4096], r[16], n[32];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        return;
+    self[len] = 0;
+    snprintf(r, sizeof r, "%d", rounds);
+    snprintf(n, sizeof n, "%ld", iters);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(self, self, r, n, mode, arg, arg2, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
 }
 
 /* Runs this program again with a trace and 16-frame stacks on (the shim's
@@ -244,17 +288,25 @@ int main(int argc, char **argv)
     long iters = argc > 2 ? atol(argv[2]) : 200000;
     bool traced = argc > 3 && strcmp(argv[3], "--traced") == 0;
     bool python = argc > 3 && strcmp(argv[3], "--python") == 0;
-    if (rounds < 1 || rounds > 101 || iters < 1) {
+    long evict_n = argc > 5 && strcmp(argv[3], "--evict") == 0 ? atol(argv[4]) : 0;
+    if (rounds < 1 || rounds > 101 || iters < 1 || (argc > 3 && !traced && !python && evict_n < 2)) {
         fprintf(stderr, "usage: allocbench [rounds (1-101) [iterations]]\n");
         return 2;
     }
     /* lmshim's options, read at its first hook: allocations of 1 MiB or more
      * go to managed memory (so the scan case can make one); smaller ones,
-     * which the cases below use, stay on the device path. */
+     * which the cases below use, stay on the device path. The eviction rows
+     * make every chunk managed and give the budget room for half of them. */
     if (python)
         libpython = load_python();
-    setenv("LMS_THRESHOLD", "1M", 1);
+    setenv("LMS_THRESHOLD", evict_n ? "64K" : "1M", 1);
     setenv("LMS_FRAC", "0", 1);
+    if (evict_n) {
+        char limit[32];
+        snprintf(limit, sizeof limit, "%ld", evict_n / 2 * EVICT_CHUNK);
+        setenv("LMS_LIMIT", limit, 1);
+        setenv("LMS_POLICY", argv[5], 1);
+    }
     void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     const char *shim_path = getenv("LMSHIM_LIBRARY") ? getenv("LMSHIM_LIBRARY") : "liblmshim.so";
     void *shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
@@ -290,6 +342,38 @@ int main(int argc, char **argv)
     CUdeviceptr managed = 0;
     if (python)   /* a child of python_rows */
         return python_child();
+    if (evict_n) {   /* a child of child_run: one eviction row */
+        CUdeviceptr *chunks = calloc((size_t)evict_n, sizeof *chunks);
+        if (!chunks)
+            return 1;
+        for (long i = 0; i < evict_n; i++)
+            if (hooked.alloc(&chunks[i], EVICT_CHUNK) != CUDA_SUCCESS)
+                return 1;
+        long per = iters / 4 > 2 * evict_n ? iters / 4 : 2 * evict_n, at = 0;
+        /* Warm-up: two rounds over every chunk (the policy learns its cycle). */
+        if (run_evict(&hooked, chunks, evict_n, at, 2 * evict_n) < 0)
+            return 1;
+        at += 2 * evict_n;
+        for (int r = 0; r < rounds; r++)
+            for (int side = 0; side < 2; side++) {
+                t[side][0][r] = run_evict(side ? &hooked : &bare, chunks, evict_n, at, per);
+                if (t[side][0][r] < 0)
+                    return 1;
+                at += per;
+            }
+        size_t free_b, total_b;
+        hooked.info(&free_b, &total_b);
+        qsort(t[0][0], (size_t)rounds, sizeof(double), cmp);
+        qsort(t[1][0], (size_t)rounds, sizeof(double), cmp);
+        double b = t[0][0][rounds / 2], h = t[1][0][rounds / 2];
+        char name[40];
+        snprintf(name, sizeof name, "evict %ld, %s", evict_n, argv[5]);
+        printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", name, b, h, h / b, h - b);
+        for (long i = 0; i < evict_n; i++)
+            hooked.free(chunks[i]);
+        free(chunks);
+        return 0;
+    }
     if (traced) {   /* the child of traced_run: one case, one row */
         for (int r = 0; r < rounds; r++)
             for (int side = 0; side < 2; side++)
@@ -328,6 +412,11 @@ int main(int argc, char **argv)
         printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", case_names[c], b, h, h / b, h - b);
     }
     hooked.free(probe);
+    static const char *const evict_rows[][2] = {{"10", "lookahead"}, {"10000", "lookahead"}, {"10", "lru"}, {"10000", "lru"}};
+    for (int i = 0; i < 4; i++)
+        child_run(rounds, iters, "--evict", evict_rows[i][0], evict_rows[i][1]);
+    printf("(evict N, policy: launches over N managed chunks of 64 KiB in turn, room for N/2:\n"
+           " lru fetches and evicts one chunk per launch, lookahead about 2 in 3 launches)\n");
     traced_run(rounds, iters);
     printf("(traced: LMS_TRACE=/dev/null LMS_STACKS=16, 4 KiB pairs, one allocation site)\n");
     python_rows(rounds, iters, shim_path);

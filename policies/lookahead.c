@@ -1,59 +1,106 @@
 /*
  * lookahead.c — learns the repeating launch sequence of a training step and
- * uses it as the future: it names the chunks of the next launches so that
- * the engine prefetches them on a side stream while the current kernel runs,
- * and evicts the chunk whose next use is farthest away (Belady's rule with
- * the learned future).
+ * uses it as the future: it names the chunks of the next launch so that
+ * the engine prefetches them on a side stream while the current kernel
+ * runs, and tells the planner when each chunk is needed next, so that the
+ * planner evicts the chunk whose next use is farthest away (Belady's rule
+ * with the learned future).
  *
  * Learning: each launch has a signature (its function and chunk ids). The
  * launches that followed the previous occurrence of the current signature
- * are the prediction for the launches to come. Until a signature repeats
- * (the first step) there is no prediction and the policy acts like lru.
+ * are the prediction for the launches to come; the distance between the
+ * two occurrences is the period. Until a signature repeats (the first
+ * step) there is no prediction and the planner's order is LRU.
+ *
+ * Cost: every launch's ids go to a pool where each entry learns, when its
+ * chunk is used again, how many launches later that was. A chunk's memo
+ * points at its latest entry. So when launch `seq` matches launch `match`,
+ * the next use of its i-th chunk is seq + (the next-use distance of the
+ * i-th entry of `match`): O(1) per id, whatever the period. The history,
+ * the pool and the signature table are rings and an open-addressing table
+ * that grow (up to the limits below) when a step is longer than they hold.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy.h"
 
-#define HISTORY 65536u       /* launches remembered (a ring) */
-#define IDS 8                /* chunk ids kept per launch */
-#define MAP 16384u           /* signature -> last seq, open addressing */
-#define HORIZON 1024u        /* launches looked ahead at most */
-#define FUTURE (HORIZON * IDS)
+#define HIST_MIN (1u << 12)      /* launches remembered at first (a ring) */
+#define HIST_MAX (1u << 18)      /* ... at most: two steps of SIG_KEEP launches */
+#define SIG_KEEP (1u << 17)      /* signatures kept this many launches: steps up to 131K launches */
+#define POOL_MIN (1u << 14)      /* chunk ids remembered at first (a ring) */
+#define POOL_MAX (1u << 23)      /* ... at most (8 bytes each: 64 MiB) */
 /* How far ahead to fetch, in launches. Fetching further evicts earlier,
  * before better victims exist: at 2x oversubscription on bench/oversub a
  * window of 1 moves 1.10x Belady's MIN, 2 moves 1.14x, 8 moves 1.35x; one
  * launch of compute is enough to hide the next launch's fetches. */
 #define AHEAD_LAUNCHES 1u
 
+/* Memo words: 1 + pool index of the chunk's latest entry, the seq of that
+ * launch, the predicted next use (0: none), and the first use since the
+ * last one that had a prediction (0: the latest had one). */
+enum { M_ENTRY, M_SEQ, M_NEXT, M_RUN };
+
 typedef struct launch {
+    uint64_t seq;             /* the launch this slot holds (0: empty) */
     uint64_t sig;
-    uint8_t n;
-    uint32_t ids[IDS];
+    uint64_t first;           /* pool index of its first id */
+    uint32_t n;               /* ids */
 } launch;
 
+typedef struct entry {
+    uint32_t id;
+    uint32_t next;            /* launches until the id's next use (0: not yet) */
+} entry;
+
+typedef struct sigslot {
+    uint64_t sig, seq;        /* sig 0: empty */
+} sigslot;
+
 typedef struct state {
-    launch hist[HISTORY];
-    struct { uint64_t sig, seq; } map[MAP];
+    launch *hist;             /* ring: seq % hcap */
+    uint64_t hcap;
+    entry *pool;              /* ring: index % pcap; indices grow forever */
+    uint64_t pcap, ptotal;
+    sigslot *map;             /* signature -> latest seq */
+    uint64_t mcap, nsigs;
     uint64_t seq;             /* the launch being observed */
-    uint32_t nsigs;           /* signatures in map */
     bool matched;             /* a previous occurrence exists */
     uint64_t match;           /* its seq */
-    /* The future of `seq`, computed once: unique ids in order of first need. */
-    uint64_t future_of;       /* seq the future was computed for (+1; 0 = none) */
-    int nfuture;
-    uint32_t future_id[FUTURE], future_dist[FUTURE];
-    uint32_t slot_id[2 * FUTURE], slot_dist[2 * FUTURE];   /* id -> distance lookup */
-    uint32_t slot_gen[2 * FUTURE];                         /* slot in use when == gen */
-    uint32_t gen;
+    uint64_t period;          /* seq - match of the latest match (0: none yet) */
 } state;
 
-static void *create(void)
+/* Frees the state and its rings and table. */
+static void destroy(void *p)
 {
-    return calloc(1, sizeof(state));
+    state *s = p;
+    if (!s)
+        return;
+    free(s->hist);
+    free(s->pool);
+    free(s->map);
+    free(s);
 }
 
-static void destroy(void *s) { free(s); }
+/* A state with the rings and table at their first sizes (the caller frees
+ * it with destroy), or NULL. */
+static void *create(void)
+{
+    state *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->hcap = HIST_MIN;
+    s->pcap = POOL_MIN;
+    s->mcap = 4 * HIST_MIN;
+    s->hist = calloc(s->hcap, sizeof *s->hist);
+    s->pool = calloc(s->pcap, sizeof *s->pool);
+    s->map = calloc(s->mcap, sizeof *s->map);
+    if (!s->hist || !s->pool || !s->map) {
+        destroy(s);
+        return NULL;
+    }
+    return s;
+}
 
 /* Mixes a value into a hash. */
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -62,124 +109,235 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
-static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, int n)
+/* True while pool entry `i` has not been overwritten. */
+static bool entry_live(const state *s, uint64_t i)
+{
+    return i < s->ptotal && s->ptotal - i <= s->pcap;
+}
+
+/* The history slot of launch `seq`, or NULL when it is no longer held. */
+static const launch *launch_of(const state *s, uint64_t seq)
+{
+    const launch *l = &s->hist[seq % s->hcap];
+    return l->seq == seq && seq && (l->n == 0 || entry_live(s, l->first)) ? l : NULL;
+}
+
+/* Grows the history ring to `cap` launches (keeping what it holds). */
+static void grow_hist(state *s, uint64_t cap)
+{
+    launch *h = calloc(cap, sizeof *h);
+    if (!h)
+        return;   /* keeps learning at the old size */
+    for (uint64_t i = 0; i < s->hcap; i++)
+        if (s->hist[i].seq)
+            h[s->hist[i].seq % cap] = s->hist[i];
+    free(s->hist);
+    s->hist = h;
+    s->hcap = cap;
+}
+
+/* Grows the pool ring to `cap` entries (keeping what it holds). */
+static void grow_pool(state *s, uint64_t cap)
+{
+    entry *p = calloc(cap, sizeof *p);
+    if (!p)
+        return;
+    uint64_t from = s->ptotal > s->pcap ? s->ptotal - s->pcap : 0;
+    for (uint64_t i = from; i < s->ptotal; i++)
+        p[i % cap] = s->pool[i % s->pcap];
+    free(s->pool);
+    s->pool = p;
+    s->pcap = cap;
+}
+
+/* The map slot of sig: where it is, or the empty slot that ends its probe. */
+static sigslot *probe(const state *s, uint64_t sig)
+{
+    size_t i = (size_t)(sig & (s->mcap - 1));
+    while (s->map[i].sig && s->map[i].sig != sig)
+        i = (i + 1) & (s->mcap - 1);
+    return &s->map[i];
+}
+
+/* Rebuilds the signature table without the signatures last seen more than
+ * SIG_KEEP launches ago (no period that long is learned; this bounds the
+ * table at 8 x SIG_KEEP slots, 16 MiB), at least 4x as large as what it
+ * keeps. A signature that fell out of the history ring stays, so that its
+ * next occurrence tells the ring to grow. */
+static void rebuild_map(state *s)
+{
+    uint64_t live = 0;
+    for (uint64_t i = 0; i < s->mcap; i++)
+        live += s->map[i].sig && s->seq - s->map[i].seq < SIG_KEEP;
+    uint64_t cap = s->mcap;
+    while (cap < 4 * (live + 1))
+        cap *= 2;
+    sigslot *old = s->map, *m = calloc(cap, sizeof *m);
+    if (!m)
+        return;
+    uint64_t oldcap = s->mcap;
+    s->map = m;
+    s->mcap = cap;
+    s->nsigs = 0;
+    for (uint64_t i = 0; i < oldcap; i++)
+        if (old[i].sig && s->seq - old[i].seq < SIG_KEEP) {
+            *probe(s, old[i].sig) = old[i];
+            s->nsigs++;
+        }
+    free(old);
+}
+
+/* Learns launch seq: appends its ids to the pool, teaches each chunk's
+ * previous entry this use, matches its signature and predicts each chunk's
+ * next use from the matched launch's entries. */
+static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lms_policy_memo *const *memos,
+                    int n)
 {
     state *s = p;
     uint64_t sig = mix(0x12345, fn);
     for (int i = 0; i < n; i++)
         sig = mix(sig, ids[i]);
     sig |= 1;   /* 0 marks an empty slot */
-    launch *l = &s->hist[seq % HISTORY];
-    l->sig = sig;
-    l->n = (uint8_t)(n < IDS ? n : IDS);
-    memcpy(l->ids, ids, l->n * sizeof *ids);
     s->seq = seq;
     s->matched = false;
-    size_t i = (size_t)sig & (MAP - 1);
-    while (s->map[i].sig && s->map[i].sig != sig)
-        i = (i + 1) & (MAP - 1);
-    if (s->map[i].sig == sig) {
-        uint64_t prev = s->map[i].seq;
-        if (seq - prev < HISTORY - HORIZON && s->hist[prev % HISTORY].sig == sig) {
-            s->matched = true;
-            s->match = prev;
+    sigslot *e = probe(s, sig);
+    uint64_t prev = e->sig == sig ? e->seq : 0;
+    if (prev && seq - prev >= s->hcap && s->hcap < HIST_MAX) {
+        /* A step longer than the ring: hold two of them from now on. */
+        uint64_t cap = s->hcap, pcap = s->pcap;
+        while (cap < 2 * (seq - prev) && cap < HIST_MAX) {
+            cap *= 2;
+            pcap = pcap < POOL_MAX ? 2 * pcap : pcap;   /* the pool in proportion */
+        }
+        grow_hist(s, cap);
+        if (pcap > s->pcap)
+            grow_pool(s, pcap);
+    }
+    /* The pool must hold the ids of every launch the ring holds (from the
+     * oldest one's first id, whether or not those are still there). */
+    uint64_t oldest = seq + 1 > s->hcap ? seq + 1 - s->hcap : 1;
+    const launch *o = &s->hist[oldest % s->hcap];
+    uint64_t from = o->seq == oldest ? o->first : 0;
+    if (s->ptotal + (uint64_t)n - from > s->pcap && s->pcap < POOL_MAX) {
+        uint64_t cap = s->pcap;
+        while (cap < s->ptotal + (uint64_t)n - from && cap < POOL_MAX)
+            cap *= 2;
+        grow_pool(s, cap);
+    }
+    uint64_t first = s->ptotal;
+    for (int i = 0; i < n; i++) {
+        s->pool[s->ptotal % s->pcap] = (entry){.id = ids[i]};
+        lms_policy_memo *m = memos[i];
+        if (m) {
+            uint64_t last = m->w[M_ENTRY];   /* teach the chunk's previous entry this use */
+            if (last && entry_live(s, last - 1) && s->pool[(last - 1) % s->pcap].id == ids[i] &&
+                seq - m->w[M_SEQ] <= UINT32_MAX)
+                s->pool[(last - 1) % s->pcap].next = (uint32_t)(seq - m->w[M_SEQ]);
+            m->w[M_ENTRY] = s->ptotal + 1;
+            m->w[M_SEQ] = seq;
+            m->w[M_NEXT] = 0;
+        }
+        s->ptotal++;
+    }
+    s->hist[seq % s->hcap] = (launch){.seq = seq, .sig = sig, .first = first, .n = (uint32_t)n};
+    const launch *l = prev ? launch_of(s, prev) : NULL;
+    if (l && l->sig == sig && l->n == (uint32_t)n && prev < seq) {
+        s->matched = true;
+        s->match = prev;
+        s->period = seq - prev;
+        for (int i = 0; i < n; i++) {
+            const entry *pe = &s->pool[(l->first + (uint64_t)i) % s->pcap];
+            if (memos[i] && pe->id == ids[i] && pe->next)
+                memos[i]->w[M_NEXT] = seq + pe->next;
         }
     }
-    /* A new signature takes the free slot the probe ended on. The table is
-     * sized for many times the launches of a step; if it ever fills, the
-     * probe would not end, so a full table stops learning instead. */
-    if (s->map[i].sig == sig || s->nsigs + 1 < MAP) {
-        s->nsigs += s->map[i].sig != sig;
-        s->map[i].sig = sig;
-        s->map[i].seq = seq;
+    for (int i = 0; i < n; i++)
+        if (memos[i])
+            memos[i]->w[M_RUN] = memos[i]->w[M_NEXT] ? 0 : memos[i]->w[M_RUN] ? memos[i]->w[M_RUN] : seq;
+    if (e->sig != sig && s->nsigs + 1 > s->mcap / 2) {
+        rebuild_map(s);
+        e = probe(s, sig);
     }
+    if (e->sig != sig && s->nsigs + 1 > s->mcap / 2)
+        return;   /* the table could not grow: this signature is not learned */
+    s->nsigs += e->sig != sig;
+    *e = (sigslot){sig, seq};
 }
 
-/* Fills the future of the current launch (once per launch). */
-static void compute_future(state *s)
+/* The next-use distance that the entry of `id` in launch `seq` learned
+ * (ids of a launch are sorted: a binary search), or 0. */
+static uint64_t learned_in(const state *s, uint64_t seq, uint32_t id)
 {
-    if (s->future_of == s->seq + 1)
-        return;
-    s->future_of = s->seq + 1;
-    s->nfuture = 0;
-    s->gen++;   /* empties the lookup table */
-    if (!s->matched)
-        return;
-    uint64_t period = s->seq - s->match;
-    uint64_t horizon = period < HORIZON ? period : HORIZON;
-    for (uint64_t k = 1; k <= horizon; k++) {
-        const launch *l = &s->hist[(s->match + k) % HISTORY];
-        for (int j = 0; j < l->n; j++) {
-            uint32_t id = l->ids[j];
-            size_t h = (size_t)mix(7, id) % (2 * FUTURE);
-            while (s->slot_gen[h] == s->gen && s->slot_id[h] != id)
-                h = (h + 1) % (2 * FUTURE);
-            if (s->slot_gen[h] == s->gen)
-                continue;
-            s->slot_gen[h] = s->gen;
-            s->slot_id[h] = id;
-            s->slot_dist[h] = (uint32_t)k;
-            s->future_id[s->nfuture] = id;
-            s->future_dist[s->nfuture] = (uint32_t)k;
-            s->nfuture++;
-        }
+    const launch *l = launch_of(s, seq);
+    if (!l)
+        return 0;
+    uint32_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint32_t v = s->pool[(l->first + mid) % s->pcap].id;
+        if (v == id)
+            return s->pool[(l->first + mid) % s->pcap].next;
+        if (v < id)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    return 0;
 }
 
-/* Launches until `id` is needed again, or LMS_DISTANCE_NEVER. */
-static uint32_t next_use(const state *s, uint32_t id)
-{
-    size_t h = (size_t)mix(7, id) % (2 * FUTURE);
-    while (s->slot_gen[h] == s->gen) {
-        if (s->slot_id[h] == id)
-            return s->slot_dist[h];
-        h = (h + 1) % (2 * FUTURE);
-    }
-    return LMS_DISTANCE_NEVER;
-}
-
-/* The chunk needed farthest ahead (least recently used among equals); only
- * if it is needed later than `distance`, unless the need is now. */
-static int victim(void *p, const lms_policy_chunk *resident, int n, uint32_t distance)
+/* The predicted next use of a chunk: the one learned when it was last used
+ * while it lies ahead; for a use no match predicted, what followed the same
+ * chunk one period earlier, else one period after the first of its uses
+ * without a prediction (the first step: its first use in the window of the
+ * last period); else one period after its last use; each while it lies
+ * ahead. */
+static uint64_t next_use(void *p, const lms_policy_memo *memo, uint64_t last_use, uint64_t now)
 {
     state *s = p;
-    compute_future(s);
-    if (!s->matched)
-        return distance == LMS_DISTANCE_NOW ? lms_policy_lru_victim(resident, n) : -1;
-    int best = -1;
-    uint32_t best_next = 0;
-    for (int i = 0; i < n; i++) {
-        if (resident[i].pinned)
-            continue;
-        uint32_t nu = next_use(s, resident[i].id);
-        if (best < 0 || nu > best_next ||
-            (nu == best_next && resident[i].last_use < resident[best].last_use)) {
-            best = i;
-            best_next = nu;
-        }
+    if (memo->w[M_NEXT] > now)
+        return memo->w[M_NEXT];
+    uint64_t u = memo->w[M_SEQ];
+    if (!memo->w[M_NEXT] && s->period && u > s->period && memo->w[M_ENTRY] &&
+        entry_live(s, memo->w[M_ENTRY] - 1)) {
+        uint64_t d = learned_in(s, u - s->period, s->pool[(memo->w[M_ENTRY] - 1) % s->pcap].id);
+        if (d && u + d > now)
+            return u + d;
     }
-    if (best >= 0 && distance != LMS_DISTANCE_NOW && best_next <= distance)
-        return -1;   /* everything resident is needed sooner than this */
-    return best;
+    if (!memo->w[M_NEXT] && s->period && memo->w[M_RUN] && memo->w[M_RUN] + s->period > now)
+        return memo->w[M_RUN] + s->period;
+    if (s->period && last_use && last_use + s->period > now)
+        return last_use + s->period;
+    return LMS_NEXT_UNKNOWN;
+}
+
+/* Bumped when the first period is learned: chunks the planner holds as
+ * "no guess" may have one now. */
+static uint64_t epoch(void *p)
+{
+    return ((state *)p)->period != 0;
 }
 
 /* The chunks of the next AHEAD_LAUNCHES predicted launches, read straight
- * from the history (no full future needed on the common path). */
+ * from the history (ids of one launch are unique; later launches repeat
+ * none of the earlier ones' ids). */
 static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max)
 {
     state *s = p;
     int n = 0;
     if (!s->matched)
         return 0;
-    uint64_t period = s->seq - s->match;
-    for (uint64_t k = 1; k <= AHEAD_LAUNCHES && k <= period; k++) {
-        const launch *l = &s->hist[(s->match + k) % HISTORY];
-        for (int j = 0; j < l->n && n < max; j++) {
+    for (uint64_t k = 1; k <= AHEAD_LAUNCHES && k <= s->period; k++) {
+        const launch *l = launch_of(s, s->match + k);
+        if (!l)
+            break;
+        int before = n;
+        for (uint32_t j = 0; j < l->n && n < max; j++) {
+            uint32_t id = s->pool[(l->first + j) % s->pcap].id;
             bool seen = false;
-            for (int q = 0; q < n && !seen; q++)
-                seen = ids[q] == l->ids[j];
+            for (int q = 0; q < before && !seen; q++)
+                seen = ids[q] == id;
             if (!seen) {
-                ids[n] = l->ids[j];
+                ids[n] = id;
                 distance[n++] = (uint32_t)k;
             }
         }
@@ -194,6 +352,7 @@ const lms_policy lms_policy_lookahead = {
     .create = create,
     .destroy = destroy,
     .observe = observe,
-    .victim = victim,
+    .next_use = next_use,
+    .epoch = epoch,
     .ahead = ahead,
 };

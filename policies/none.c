@@ -7,19 +7,8 @@
 
 #include "policy.h"
 
-/* Never chooses: nothing this policy fetched needs room. */
-static int victim(void *state, const lms_policy_chunk *resident, int n, uint32_t distance)
-{
-    (void)state;
-    (void)resident;
-    (void)n;
-    (void)distance;
-    return -1;
-}
-
 const lms_policy lms_policy_none = {
     .name = "none",
     .doc = "placement only: the GPU reads managed chunks over the link",
     .on_demand = false,
-    .victim = victim,
 };

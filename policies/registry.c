@@ -1,5 +1,5 @@
 /*
- * registry.c — the table of policies (policies.def) and a helper they share.
+ * registry.c — the table of policies (policies.def).
  */
 #include <stddef.h>
 #include <string.h>
@@ -27,13 +27,4 @@ const lms_policy *lms_policy_find(const char *name)
 const lms_policy *lms_policy_at(int i)
 {
     return i >= 0 && (size_t)i < sizeof table / sizeof table[0] ? table[i] : NULL;
-}
-
-int lms_policy_lru_victim(const lms_policy_chunk *resident, int n)
-{
-    int best = -1;
-    for (int i = 0; i < n; i++)
-        if (!resident[i].pinned && (best < 0 || resident[i].last_use < resident[best].last_use))
-            best = i;
-    return best;
 }

@@ -67,6 +67,8 @@ typedef struct simgpu_counters {
     uint64_t peak_device_bytes;   /* most device memory in use at once */
     uint64_t used_device_bytes;   /* device memory in use now */
     double modeled_ns;            /* modeled time of the last completed work */
+    uint64_t inflight_waits;      /* 2 MiB blocks a kernel touched before their copy to the device ended */
+    uint64_t busy_evictions;      /* 2 MiB blocks sent to the host before a kernel using them ended */
 } simgpu_counters;
 
 typedef int (*simgpu_register_fn)(const simgpu_kernel *k);

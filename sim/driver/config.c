@@ -95,6 +95,8 @@ void sim_config_load(void)
         sim_cfg.concurrent_managed = false;
     else if (s && strcmp(s, "1") != 0)
         complain("SIMGPU_CONCURRENT_MANAGED", s, "not 0 or 1", "the default 1");
+    s = getenv("SIMGPU_CONCURRENT");
+    sim_cfg.concurrent = s && *s && strcmp(s, "0") != 0;
 }
 
 static int driver_version;

@@ -378,11 +378,21 @@ SIM_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUf
     return ok ? sim_func_attribute(pi, attrib) : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* A range a kernel body touched. */
+typedef struct touched {
+    uint64_t ptr;
+    size_t bytes;
+} touched;
+
 /* What one launch accumulates while its body runs. */
 typedef struct launch_state {
+    double start_ns;      /* when the kernel would start, as issued */
     double stall_ns;      /* faults and evictions */
     double remote_ns;     /* streaming over the link */
     double compute_ns;    /* declared by the body */
+    double arrive_ns;     /* latest end of a copy of a block it touched in flight */
+    touched *ranges;      /* what it touched (to mark in use until it ends) */
+    size_t nranges, capranges;
 } launch_state;
 
 /* simgpu_launch.access: models the body's touch of a device range. */
@@ -392,8 +402,18 @@ static void launch_access(simgpu_launch *l, uint64_t ptr, size_t bytes, int mode
     launch_state *st = l->internal;
     if (bytes == 0)
         return;
+    if (st->nranges == st->capranges) {
+        size_t ncap = st->capranges ? st->capranges * 2 : 16;
+        touched *n = realloc(st->ranges, ncap * sizeof *n);
+        if (n) {
+            st->ranges = n;
+            st->capranges = ncap;
+        }
+    }
+    if (st->nranges < st->capranges)
+        st->ranges[st->nranges++] = (touched){ptr, bytes};
     pthread_mutex_lock(&sim_lock);
-    sim_touch(l->device, (uintptr_t)ptr, bytes, &st->stall_ns, &st->remote_ns);
+    sim_touch(l->device, (uintptr_t)ptr, bytes, st->start_ns, &st->stall_ns, &st->remote_ns, &st->arrive_ns);
     pthread_mutex_unlock(&sim_lock);
 }
 
@@ -474,6 +494,9 @@ CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned blo
                        .compute = launch_compute, .internal = &state};
     memcpy(l.grid, grid, sizeof l.grid);
     memcpy(l.block, block, sizeof l.block);
+    pthread_mutex_lock(&sim_lock);
+    state.start_ns = sim_start_ns(st, SIM_ENGINE_COMPUTE);
+    pthread_mutex_unlock(&sim_lock);
     if (!sim_cfg.concurrent_managed)
         state.stall_ns += sim_legacy_um_launch(st->device, true);
     f->desc.fn(&l, params);
@@ -482,8 +505,14 @@ CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned blo
     double busy = state.compute_ns > state.remote_ns ? state.compute_ns : state.remote_ns;
     pthread_mutex_lock(&sim_lock);
     sim_devices[st->device].c.launches++;
-    sim_schedule(st, SIM_ENGINE_COMPUTE, sim_cfg.launch_us * 1e3 + state.stall_ns + busy);
+    /* A block still being copied in holds the kernel until it arrives. */
+    double start = sim_start_ns(st, SIM_ENGINE_COMPUTE);
+    double wait = state.arrive_ns > start ? state.arrive_ns - start : 0;
+    double end = sim_schedule(st, SIM_ENGINE_COMPUTE, sim_cfg.launch_us * 1e3 + wait + state.stall_ns + busy);
+    for (size_t i = 0; i < state.nranges; i++)
+        sim_mark_busy(st->device, (uintptr_t)state.ranges[i].ptr, state.ranges[i].bytes, end);
     pthread_mutex_unlock(&sim_lock);
+    free(state.ranges);
     return CUDA_SUCCESS;
 }
 

@@ -18,8 +18,13 @@ double sim_legacy_um_launch(int device, bool before)
     size_t n;
     sim_alloc *const *all = sim_registry_all(&n);
     for (size_t i = 0; i < n; i++)
-        if (all[i]->kind == SIM_MEM_MANAGED)
-            sim_prefetch(all[i]->base, all[i]->size, before ? device : SIM_LOC_HOST, &ns);
+        if (all[i]->kind == SIM_MEM_MANAGED) {
+            /* The moves are part of the launch (its stall): blocks arrive
+             * before the body runs and leave after it has ended. */
+            sim_prefetch(all[i]->base, all[i]->size, before ? device : SIM_LOC_HOST, 1e300, &ns);
+            if (before)
+                sim_arrive(all[i]->base, all[i]->size, 0);
+        }
     pthread_mutex_unlock(&sim_lock);
     return ns;
 }

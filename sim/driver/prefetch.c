@@ -53,10 +53,14 @@ static CUresult prefetch(CUdeviceptr p, size_t n, int loc, CUstream s, bool ptds
     if (r != CUDA_SUCCESS)
         return r;
     double ns = 0;
+    int engine = loc == SIM_LOC_HOST ? SIM_ENGINE_D2H : SIM_ENGINE_H2D;
     pthread_mutex_lock(&sim_lock);
-    r = sim_prefetch((uintptr_t)p, n, loc, &ns);
-    if (r == CUDA_SUCCESS)
-        sim_schedule(st, loc == SIM_LOC_HOST ? SIM_ENGINE_D2H : SIM_ENGINE_H2D, ns);
+    r = sim_prefetch((uintptr_t)p, n, loc, sim_start_ns(st, engine), &ns);
+    if (r == CUDA_SUCCESS) {
+        double end = sim_schedule(st, engine, ns);
+        if (loc != SIM_LOC_HOST)
+            sim_arrive((uintptr_t)p, n, end);   /* the blocks are there when the copy ends */
+    }
     pthread_mutex_unlock(&sim_lock);
     return r;
 }

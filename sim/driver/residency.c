@@ -112,6 +112,8 @@ static bool move_to_device(sim_block *b, int device, double *evict_ns)
     dev->used += b->bytes;
     sim_note_used(device);
     b->loc = device;
+    b->ready_ns = 0;   /* a fault: there when the faulting kernel resumes */
+    b->busy_ns = 0;
     lru_push(dev, b);
     dev->c.bytes_to_device += b->bytes;
     return true;
@@ -124,10 +126,13 @@ static void lru_touch(sim_device *dev, sim_block *b)
     lru_push(dev, b);
 }
 
-/* A kernel on `device` touches [p, p+bytes). Adds to *stall_ns the time the
- * kernel waits on faults and evictions, and to *remote_ns the time spent
- * streaming bytes over the link (which overlaps the kernel's compute). */
-void sim_touch(int device, uintptr_t p, size_t bytes, double *stall_ns, double *remote_ns)
+/* A kernel on `device` that would start at start_ns touches [p, p+bytes).
+ * Adds to *stall_ns the time the kernel waits on faults and evictions, and
+ * to *remote_ns the time spent streaming bytes over the link (which
+ * overlaps the kernel's compute); raises *arrive_ns to the end of the copy
+ * of any resident block still on its way (the kernel waits for it). */
+void sim_touch(int device, uintptr_t p, size_t bytes, double start_ns, double *stall_ns, double *remote_ns,
+               double *arrive_ns)
 {
     sim_device *dev = &sim_devices[device];
     while (bytes > 0) {
@@ -149,6 +154,11 @@ void sim_touch(int device, uintptr_t p, size_t bytes, double *stall_ns, double *
                 uintptr_t hi = p + n < bstart + b->bytes ? p + n : bstart + b->bytes;
                 if (b->loc == device) {
                     lru_touch(dev, b);
+                    if (b->ready_ns > start_ns) {
+                        dev->c.inflight_waits++;
+                        if (b->ready_ns > *arrive_ns)
+                            *arrive_ns = b->ready_ns;
+                    }
                     continue;
                 }
                 bool remote = b->preferred == SIM_LOC_HOST && (b->accessed_by >> device & 1u);
@@ -170,10 +180,31 @@ void sim_touch(int device, uintptr_t p, size_t bytes, double *stall_ns, double *
     }
 }
 
+/* A kernel that touched [p, p+bytes) on `device` ends at end_ns: blocks
+ * resident there are in use until then. */
+void sim_mark_busy(int device, uintptr_t p, size_t bytes, double end_ns)
+{
+    while (bytes > 0) {
+        sim_alloc *a = sim_registry_find(p);
+        if (!a)
+            return;
+        size_t n = bytes < a->base + a->size - p ? bytes : a->base + a->size - p;
+        if (a->kind == SIM_MEM_MANAGED)
+            for (size_t i = (p - a->base) / SIM_BLOCK_BYTES; i <= (p - a->base + n - 1) / SIM_BLOCK_BYTES; i++)
+                if (a->blocks[i].loc == device && a->blocks[i].busy_ns < end_ns)
+                    a->blocks[i].busy_ns = end_ns;
+        p += n;
+        bytes -= n;
+    }
+}
+
 /* Migrates the managed blocks of [p, p+bytes) to dst (a device, or
- * SIM_LOC_HOST) and returns the copy time in *copy_ns. Blocks already there
- * cost nothing. INVALID_VALUE when the range is not managed memory. */
-CUresult sim_prefetch(uintptr_t p, size_t bytes, int dst, double *copy_ns)
+ * SIM_LOC_HOST) by a copy that starts at start_ns, and returns the copy
+ * time in *copy_ns. Blocks already there cost nothing. Blocks moved to a
+ * device are marked in flight (ready_ns -1) until sim_arrive gives the
+ * copy's end; a block sent to the host before a kernel using it ended is
+ * counted. INVALID_VALUE when the range is not managed memory. */
+CUresult sim_prefetch(uintptr_t p, size_t bytes, int dst, double start_ns, double *copy_ns)
 {
     sim_alloc *a = sim_registry_find(p);
     if (!a || a->kind != SIM_MEM_MANAGED || p + bytes > a->base + a->size)
@@ -189,14 +220,29 @@ CUresult sim_prefetch(uintptr_t p, size_t bytes, int dst, double *copy_ns)
         }
         if (dst == SIM_LOC_HOST) {
             int from = b->loc;
+            if (b->busy_ns > start_ns)
+                sim_devices[from].c.busy_evictions++;
             *copy_ns += move_to_host(b);
             sim_devices[from].c.prefetch_bytes += b->bytes;
         } else if (move_to_device(b, dst, copy_ns)) {
             *copy_ns += sim_link_ns(b->bytes);
             sim_devices[dst].c.prefetch_bytes += b->bytes;
+            b->ready_ns = -1;
         }
     }
     return CUDA_SUCCESS;
+}
+
+/* The copy that moved the in-flight blocks of [p, p+bytes) (a range
+ * sim_prefetch accepted) ends at t_ns. */
+void sim_arrive(uintptr_t p, size_t bytes, double t_ns)
+{
+    sim_alloc *a = sim_registry_find(p);
+    if (!a || a->kind != SIM_MEM_MANAGED)
+        return;
+    for (size_t i = (p - a->base) / SIM_BLOCK_BYTES; i <= (p - a->base + bytes - 1) / SIM_BLOCK_BYTES; i++)
+        if (a->blocks[i].ready_ns < 0)
+            a->blocks[i].ready_ns = t_ns;
 }
 
 /* Applies one cuMemAdvise to the blocks of [p, p+bytes); loc is a device,

@@ -42,6 +42,7 @@ typedef struct sim_config {
     bool report;              /* SIMGPU_REPORT=1 prints counters at exit */
     bool concurrent_managed;  /* SIMGPU_CONCURRENT_MANAGED (default 1): the device
                                  attribute CONCURRENT_MANAGED_ACCESS */
+    bool concurrent;          /* SIMGPU_CONCURRENT=1: kernels of different streams overlap */
 } sim_config;
 
 extern sim_config sim_cfg;
@@ -61,6 +62,8 @@ typedef struct sim_block {
     int loc;                         /* SIM_LOC_HOST or a device ordinal */
     int preferred;                   /* SIM_LOC_NONE, SIM_LOC_HOST or a device */
     uint32_t accessed_by;            /* bit d: AccessedBy device d */
+    double ready_ns;                 /* modeled time its copy to the device ends (-1: being issued) */
+    double busy_ns;                  /* modeled end of the last kernel that touched it there */
 } sim_block;
 
 /* One live allocation; the registry owns it. */
@@ -194,8 +197,11 @@ CUresult sim_free_alloc(sim_alloc *a);
 CUresult sim_managed_init(sim_alloc *a);
 void sim_managed_release(sim_alloc *a);
 bool sim_evict_lru(int device, double *cost_ns);    /* false when none resident */
-void sim_touch(int device, uintptr_t p, size_t bytes, double *stall_ns, double *remote_ns);
-CUresult sim_prefetch(uintptr_t p, size_t bytes, int dst, double *copy_ns);
+void sim_touch(int device, uintptr_t p, size_t bytes, double start_ns, double *stall_ns, double *remote_ns,
+               double *arrive_ns);
+void sim_mark_busy(int device, uintptr_t p, size_t bytes, double end_ns);
+CUresult sim_prefetch(uintptr_t p, size_t bytes, int dst, double start_ns, double *copy_ns);
+void sim_arrive(uintptr_t p, size_t bytes, double t_ns);
 CUresult sim_advise(uintptr_t p, size_t bytes, int advice, int loc);
 void sim_note_used(int device);
 double sim_link_ns(uint64_t bytes);
@@ -204,6 +210,7 @@ double sim_link_ns(uint64_t bytes);
 
 enum { SIM_ENGINE_COMPUTE, SIM_ENGINE_H2D, SIM_ENGINE_D2H };
 CUresult sim_resolve_stream(CUstream s, bool per_thread, CUstream *out);
+double sim_start_ns(CUstream s, int engine);
 double sim_schedule(CUstream s, int engine, double duration_ns);
 void sim_host_wait(double t_ns);
 double sim_device_idle_ns(int device);

@@ -137,15 +137,20 @@ static double blocking_done(int device)
     return t;
 }
 
-/* Places an operation of `duration_ns` on stream s and one engine; returns
- * its modeled completion time (under sim_lock). */
-double sim_schedule(CUstream s, int engine, double duration_ns)
+/* The engine of a device that runs operations of kind `engine`. */
+static sim_engine *engine_of(sim_device *dev, int engine)
+{
+    return engine == SIM_ENGINE_COMPUTE ? &dev->compute : engine == SIM_ENGINE_H2D ? &dev->h2d : &dev->d2h;
+}
+
+/* When an operation issued now on stream s and one engine would start
+ * (under sim_lock). */
+double sim_start_ns(CUstream s, int engine)
 {
     sim_device *dev = &sim_devices[s->device];
-    sim_engine *e = engine == SIM_ENGINE_COMPUTE ? &dev->compute
-                  : engine == SIM_ENGINE_H2D     ? &dev->h2d : &dev->d2h;
+    sim_engine *e = engine_of(dev, engine);
     double start = s->t_ns;
-    if (e->busy_ns > start)
+    if (e->busy_ns > start && !(engine == SIM_ENGINE_COMPUTE && sim_cfg.concurrent))
         start = e->busy_ns;
     if (sim_host_ns > start)
         start = sim_host_ns;
@@ -156,9 +161,18 @@ double sim_schedule(CUstream s, int engine, double duration_ns)
     } else if (!(s->flags & CU_STREAM_NON_BLOCKING) && dev->legacy.t_ns > start) {
         start = dev->legacy.t_ns;
     }
-    double end = start + duration_ns;
+    return start;
+}
+
+/* Places an operation of `duration_ns` on stream s and one engine; returns
+ * its modeled completion time (under sim_lock). */
+double sim_schedule(CUstream s, int engine, double duration_ns)
+{
+    sim_engine *e = engine_of(&sim_devices[s->device], engine);
+    double end = sim_start_ns(s, engine) + duration_ns;
     s->t_ns = end;
-    e->busy_ns = end;
+    if (end > e->busy_ns)
+        e->busy_ns = end;
     return end;
 }
 

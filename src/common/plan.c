@@ -1,12 +1,122 @@
 /*
  * plan.c — residency decisions (see plan.h): fetch a launch's missing
  * chunks on demand, then fetch ahead what the policy expects, evicting only
- * chunks the policy needs later than what they make room for.
+ * chunks the policy needs later than what they make room for. Victims come
+ * from the top of an indexed heap, so a launch that evicts costs O(log n)
+ * per eviction whatever the number of resident chunks.
  */
 #include "plan.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
+#define AHEAD_MAX 1024   /* chunk ids asked of the policy's ahead() per launch */
+
+/* ---- indexed heaps -------------------------------------------------------- */
+
+/* One heap order: `above(a, b)` when a belongs nearer the top; the chunk's
+ * position field is at byte offset `pos`. */
+typedef struct heap_kind {
+    bool (*above)(const lms_plan_chunk *a, const lms_plan_chunk *b);
+    size_t pos;
+} heap_kind;
+
+/* Victim order: farther expected next use first, then least recently
+ * used, then the older chunk (a total order, so replays are exact). */
+static bool victim_above(const lms_plan_chunk *a, const lms_plan_chunk *b)
+{
+    if (a->next_use != b->next_use)
+        return a->next_use > b->next_use;
+    if (a->last_use != b->last_use)
+        return a->last_use < b->last_use;
+    return a->id > b->id;
+}
+
+/* Expiry order: earliest expected next use first. */
+static bool expiry_above(const lms_plan_chunk *a, const lms_plan_chunk *b)
+{
+    return a->next_use < b->next_use;
+}
+
+static const heap_kind VICTIMS = {victim_above, offsetof(lms_plan_chunk, vpos)};
+static const heap_kind EXPIRY = {expiry_above, offsetof(lms_plan_chunk, epos)};
+
+/* The position field (1 + index, 0: not in the heap) of c in heap kind k. */
+static int *pos_of(const heap_kind *k, lms_plan_chunk *c)
+{
+    return (int *)(void *)((char *)c + k->pos);
+}
+
+/* Puts the chunk of slot i at slot i (recording its position). */
+static void place(lms_plan_heap *h, const heap_kind *k, int i, lms_plan_chunk *c)
+{
+    h->a[i] = c;
+    *pos_of(k, c) = i + 1;
+}
+
+/* Moves the chunk at slot i up or down until the order holds. */
+static void sift(lms_plan_heap *h, const heap_kind *k, int i)
+{
+    lms_plan_chunk *c = h->a[i];
+    while (i > 0 && k->above(c, h->a[(i - 1) / 2])) {
+        place(h, k, i, h->a[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        int l = 2 * i + 1, best = i;
+        lms_plan_chunk *bc = c;
+        if (l < h->n && k->above(h->a[l], bc))
+            best = l, bc = h->a[l];
+        if (l + 1 < h->n && k->above(h->a[l + 1], bc))
+            best = l + 1, bc = h->a[l + 1];
+        if (best == i)
+            break;
+        place(h, k, i, bc);
+        i = best;
+    }
+    place(h, k, i, c);
+}
+
+/* Adds c (room is reserved beforehand: see reserve_heaps). */
+static void heap_push(lms_plan_heap *h, const heap_kind *k, lms_plan_chunk *c)
+{
+    place(h, k, h->n++, c);
+    sift(h, k, h->n - 1);
+}
+
+/* Takes c out of the heap if it is in it. */
+static void heap_remove(lms_plan_heap *h, const heap_kind *k, lms_plan_chunk *c)
+{
+    int i = *pos_of(k, c) - 1;
+    if (i < 0)
+        return;
+    *pos_of(k, c) = 0;
+    lms_plan_chunk *last = h->a[--h->n];
+    if (i < h->n) {
+        place(h, k, i, last);
+        sift(h, k, i);
+    }
+}
+
+/* Grows a heap's array to hold `need` chunks. */
+static bool heap_reserve(lms_plan_heap *h, int need)
+{
+    if (need <= h->cap)
+        return true;
+    int ncap = h->cap ? h->cap * 2 : 64;
+    while (ncap < need)
+        ncap *= 2;
+    lms_plan_chunk **a = realloc(h->a, (size_t)ncap * sizeof *a);
+    if (!a)
+        return false;
+    h->a = a;
+    h->cap = ncap;
+    return true;
+}
+
+/* ---- the resident set ----------------------------------------------------- */
+
+/* Sets up a planner; the policy's state is the planner's to free. */
 bool lms_plan_init(lms_plan *p, const lms_policy *policy)
 {
     *p = (lms_plan){.policy = policy};
@@ -14,75 +124,136 @@ bool lms_plan_init(lms_plan *p, const lms_policy *policy)
     return !policy->create || p->pstate;
 }
 
+/* Frees the policy's state and the planner's arrays (not the chunks). */
 void lms_plan_destroy(lms_plan *p)
 {
     if (p->pstate && p->policy->destroy)
         p->policy->destroy(p->pstate);
-    free(p->resident);
-    free(p->view);
+    free(p->victims.a);
+    free(p->expiry.a);
+    free(p->memos);
+    free(p->batch);
+    free(p->ahead);
     *p = (lms_plan){0};
+}
+
+/* Asks the policy when c is needed next (later than now, or unknown). */
+static void rekey(lms_plan *p, lms_plan_chunk *c)
+{
+    uint64_t next = p->policy->next_use ? p->policy->next_use(p->pstate, &c->memo, c->last_use, p->now)
+                                        : LMS_NEXT_UNKNOWN;
+    c->next_use = next > p->now ? next : LMS_NEXT_UNKNOWN;
+}
+
+/* Orders c among the candidates when it is resident and unpinned. */
+static void enlist(lms_plan *p, lms_plan_chunk *c)
+{
+    if (!c->resident || c->pins > 0)
+        return;
+    heap_push(&p->victims, &VICTIMS, c);
+    if (c->next_use != LMS_NEXT_UNKNOWN)
+        heap_push(&p->expiry, &EXPIRY, c);
+}
+
+/* Takes c out of the candidates. */
+static void delist(lms_plan *p, lms_plan_chunk *c)
+{
+    heap_remove(&p->victims, &VICTIMS, c);
+    heap_remove(&p->expiry, &EXPIRY, c);
+}
+
+/* Asks again about every resident chunk held as "no guess" (the policy
+ * learned something that may give one). */
+static void reguess(lms_plan *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->victims.n; i++)   /* gather first: rekeying reorders the heap */
+        if (p->victims.a[i]->next_use == LMS_NEXT_UNKNOWN)
+            p->batch[n++] = p->victims.a[i];
+    for (int i = 0; i < n; i++) {
+        delist(p, p->batch[i]);
+        rekey(p, p->batch[i]);
+        enlist(p, p->batch[i]);
+    }
+}
+
+/* Asks again about chunks whose expected next use passed without a use. */
+static void expire(lms_plan *p)
+{
+    while (p->expiry.n > 0 && p->expiry.a[0]->next_use <= p->now) {
+        lms_plan_chunk *c = p->expiry.a[0];
+        delist(p, c);
+        rekey(p, c);
+        enlist(p, c);
+    }
+}
+
+/* Makes c resident; false (c stays off the list) when the heaps cannot grow. */
+static bool list(lms_plan *p, lms_plan_chunk *c)
+{
+    if (!heap_reserve(&p->victims, p->nresident + 1) || !heap_reserve(&p->expiry, p->nresident + 1))
+        return false;
+    c->resident = true;
+    p->nresident++;
+    rekey(p, c);
+    enlist(p, c);
+    return true;
 }
 
 void lms_plan_forget(lms_plan *p, lms_plan_chunk *c)
 {
-    for (int i = 0; i < p->nresident; i++)
-        if (p->resident[i] == c) {
-            p->resident[i] = p->resident[--p->nresident];
-            break;
-        }
+    if (c->resident) {
+        delist(p, c);
+        p->nresident--;
+    }
     c->resident = false;
 }
 
-/* Adds c to the resident list; false if the list cannot grow. */
-static bool list(lms_plan *p, lms_plan_chunk *c)
+void lms_plan_pin(lms_plan *p, lms_plan_chunk *c)
 {
-    if (p->nresident == p->capresident) {
-        int ncap = p->capresident ? p->capresident * 2 : 64;
-        lms_plan_chunk **n = realloc(p->resident, (size_t)ncap * sizeof *n);
-        if (!n)
-            return false;
-        p->resident = n;
-        p->capresident = ncap;
-    }
-    p->resident[p->nresident++] = c;
-    c->resident = true;
-    return true;
+    if (c->pins++ == 0)
+        delist(p, c);
 }
+
+/* Drops a pin taken without a use to record. */
+static void unpin(lms_plan *p, lms_plan_chunk *c)
+{
+    if (c->pins > 0 && --c->pins == 0)
+        enlist(p, c);
+}
+
+void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq)
+{
+    if (seq > c->last_use)
+        c->last_use = seq;
+    if (c->pins > 0 && --c->pins == 0 && c->resident) {
+        rekey(p, c);
+        enlist(p, c);
+    }
+}
+
+/* ---- decisions -------------------------------------------------------------- */
 
 /* Reserves `bytes`, evicting the policy's victims for a need `distance`
  * launches ahead. False when no victim qualifies. */
 static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes, uint32_t distance)
 {
     while (!ops->reserve(ctx, bytes)) {
-        if (p->nresident > p->capview) {
-            lms_policy_chunk *v = realloc(p->view, (size_t)p->capresident * sizeof *v);
-            if (!v)
-                return false;
-            p->view = v;
-            p->capview = p->capresident;
-        }
-        for (int i = 0; i < p->nresident; i++) {
-            const lms_plan_chunk *c = p->resident[i];
-            p->view[i] = (lms_policy_chunk){.id = c->id, .bytes = c->charge, .last_use = c->last_use,
-                                            .pinned = c->pins > 0};
-        }
-        int v = p->policy->victim(p->pstate, p->view, p->nresident, distance);
-        if (v < 0 || v >= p->nresident || p->resident[v]->pins > 0)
+        expire(p);
+        if (p->victims.n == 0)
             return false;
-        lms_plan_chunk *c = p->resident[v];
-        p->resident[v] = p->resident[--p->nresident];
-        c->resident = false;
+        lms_plan_chunk *c = p->victims.a[0];
+        if (distance != LMS_DISTANCE_NOW && c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now <= distance)
+            return false;   /* everything resident is needed sooner than this */
+        lms_plan_forget(p, c);
         ops->evict(ctx, c);
     }
     return true;
 }
 
-/* Reserves room for c and fetches it. */
-static bool bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, uint32_t distance,
-                  bool ahead)
+/* Fetches c into room already reserved for it; false when it failed. */
+static bool fetch_into_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool ahead)
 {
-    if (!make_room(p, ops, ctx, c->charge, distance))
-        return false;
     if (!ops->fetch(ctx, c, ahead))
         return false;
     if (!list(p, c)) {
@@ -92,14 +263,57 @@ static bool bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chun
     return true;
 }
 
+/* Fetches batch[0..n) (pinned, not resident), chunk i needed dist[i]
+ * launches ahead (dist NULL: now), one by one: each fetch waits only for
+ * the evictions that made its room, so copies both ways overlap (making
+ * room for all first measured slower). Ahead, it stops at the first chunk
+ * it cannot bring. Returns how many it fetched. */
+static int bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int n, const uint32_t *dist,
+                 bool ahead)
+{
+    int done = 0;
+    for (int i = 0; i < n; i++) {
+        if (make_room(p, ops, ctx, batch[i]->charge, dist ? dist[i] : LMS_DISTANCE_NOW) &&
+            fetch_into_room(p, ops, ctx, batch[i], ahead))
+            done++;
+        else if (ahead)
+            break;
+    }
+    return done;
+}
+
+/* Grows the scratch arrays to hold n entries. */
+static bool scratch(lms_plan *p, int n)
+{
+    if (n <= p->capscratch)
+        return true;
+    int ncap = p->capscratch ? p->capscratch : 64;
+    while (ncap < n)
+        ncap *= 2;
+    lms_policy_memo **m = realloc(p->memos, (size_t)ncap * sizeof *m);
+    if (m)
+        p->memos = m;
+    lms_plan_chunk **b = realloc(p->batch, (size_t)ncap * sizeof *b);
+    if (b)
+        p->batch = b;
+    if (!m || !b)
+        return false;
+    p->capscratch = ncap;
+    return true;
+}
+
 /* Fetches ahead the chunks the policy expects, in order of need, within a
- * window of one budget. */
+ * window of one budget; one record (ops->fetched) after them all. */
 static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
-    enum { MAX = 256 };
-    uint32_t ids[MAX], dist[MAX];
-    int n = p->policy->ahead(p->pstate, ids, dist, MAX);
+    if (!p->ahead && !(p->ahead = malloc(3 * AHEAD_MAX * sizeof *p->ahead)))
+        return;
+    uint32_t *ids = p->ahead, *dist = ids + AHEAD_MAX, *bdist = dist + AHEAD_MAX;
+    int n = p->policy->ahead(p->pstate, ids, dist, AHEAD_MAX);
+    if (n <= 0 || !scratch(p, n))
+        return;
     uint64_t window = 0, budget = ops->budget(ctx);
+    int nb = 0;
     for (int i = 0; i < n; i++) {
         lms_plan_chunk *c = ops->lookup(ctx, ids[i]);
         if (!c)
@@ -109,29 +323,50 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
             break;   /* more than fits at once: the rest comes later */
         if (c->resident)
             continue;
-        c->pins++;   /* not a victim of its own room-making */
-        bool ok = bring(p, ops, ctx, c, dist[i], true);
-        c->pins--;
-        if (!ok)
-            break;
+        lms_plan_pin(p, c);   /* not a victim of its own batch's room-making */
+        bdist[nb] = dist[i];
+        p->batch[nb++] = c;
     }
+    int fetched = bring(p, ops, ctx, p->batch, nb, bdist, true);
+    for (int i = 0; i < nb; i++)
+        unpin(p, p->batch[i]);
+    if (fetched && ops->fetched)
+        ops->fetched(ctx, true);
 }
 
 void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq, uintptr_t fn,
                      const uint32_t *ids, int n, lms_plan_chunk **mine, int m)
 {
-    if (p->policy->observe)
-        p->policy->observe(p->pstate, seq, fn, ids, n);
-    if (p->policy->on_demand)
+    if (seq > p->now)
+        p->now = seq;
+    if (!scratch(p, n > m ? n : m))
+        return;   /* no memory for decisions: the launch runs as things are */
+    if (p->policy->observe) {
+        for (int i = 0; i < n; i++) {
+            lms_plan_chunk *c = ops->lookup(ctx, ids[i]);
+            p->memos[i] = c ? &c->memo : NULL;
+        }
+        p->policy->observe(p->pstate, seq, fn, ids, p->memos, n);
+    }
+    if (p->policy->epoch && p->policy->epoch(p->pstate) != p->epoch && scratch(p, p->victims.n)) {
+        p->epoch = p->policy->epoch(p->pstate);
+        reguess(p);
+    }
+    if (p->policy->on_demand) {
+        int nb = 0;
+        uint64_t budget = ops->budget(ctx);
         for (int i = 0; i < m; i++) {
             lms_plan_chunk *c = mine[i];
             if (c->resident) {
                 if (ops->wait_ready)
                     ops->wait_ready(ctx, c);
-            } else if (c->charge <= ops->budget(ctx)) {
-                bring(p, ops, ctx, c, LMS_DISTANCE_NOW, false);
+            } else if (c->charge <= budget) {
+                p->batch[nb++] = c;
             }
         }
+        if (nb > 0 && bring(p, ops, ctx, p->batch, nb, NULL, false) > 0 && ops->fetched)
+            ops->fetched(ctx, false);
+    }
     if (p->policy->ahead)
         fetch_ahead(p, ops, ctx);
 }

@@ -3,6 +3,12 @@
  * The live engine (residency.c) runs them with CUDA prefetches, events and
  * a device account; `lmshim replay` runs the very same decisions over a
  * trace with counters. Policies (policies/policy.h) are consulted here.
+ *
+ * The resident chunks live in two indexed heaps: the victim order (the
+ * policy's expected next use, farthest first, then least recently used)
+ * and the expiry order (earliest expected next use first, to ask the policy
+ * again about a chunk whose expected use passed). A chunk is in them while
+ * it is resident and not pinned; every change costs O(log n).
  */
 #ifndef LMS_PLAN_H
 #define LMS_PLAN_H
@@ -12,13 +18,17 @@
 
 #include "policy.h"
 
-/* A managed chunk as the planner sees it; embedded in the caller's record. */
+/* A managed chunk as the planner sees it; embedded in the caller's record,
+ * zeroed when the record is made. */
 typedef struct lms_plan_chunk {
     uint32_t id;
     uint64_t charge;      /* bytes charged while resident */
     bool resident;
-    int pins;             /* in use by a launch not yet recorded */
-    uint64_t last_use;    /* seq of its last launch */
+    int pins;             /* in use by launches not yet recorded */
+    uint64_t last_use;    /* seq of its last recorded launch (0: none) */
+    uint64_t next_use;    /* the policy's expected next use (seq), or LMS_NEXT_UNKNOWN */
+    int vpos, epos;       /* 1 + index in the victim / expiry heap; 0: not in it */
+    lms_policy_memo memo; /* the policy's words */
 } lms_plan_chunk;
 
 /* The mechanics, supplied by the caller. */
@@ -32,25 +42,45 @@ typedef struct lms_plan_ops {
     /* Fetches a chunk whose charge is reserved (ahead: on the side stream).
      * On failure it returns the charge and answers false. */
     bool (*fetch)(void *ctx, lms_plan_chunk *c, bool ahead);
-    /* The launch about to run must wait for an earlier fetch-ahead of c. */
+    /* The fetches of one batch are issued (ahead: on the side stream);
+     * NULL when nothing needs it. */
+    void (*fetched)(void *ctx, bool ahead);
+    /* The launch about to run uses resident chunk c: order it after c's
+     * fetch (NULL when nothing needs it). */
     void (*wait_ready)(void *ctx, lms_plan_chunk *c);
     /* The chunk of an id (of this device), or NULL. */
     lms_plan_chunk *(*lookup)(void *ctx, uint32_t id);
 } lms_plan_ops;
 
+/* A growable array of chunk pointers used as an indexed heap. */
+typedef struct lms_plan_heap {
+    lms_plan_chunk **a;
+    int n, cap;
+} lms_plan_heap;
+
 typedef struct lms_plan {
     const lms_policy *policy;
     void *pstate;
-    lms_plan_chunk **resident;       /* resident chunks, unordered */
-    int nresident, capresident;
-    lms_policy_chunk *view;          /* scratch for victim() */
-    int capview;
+    lms_plan_heap victims;           /* resident, unpinned: evict the top first */
+    lms_plan_heap expiry;            /* resident, unpinned, next use known: earliest on top */
+    int nresident;                   /* resident chunks, pinned or not */
+    uint64_t now;                    /* seq of the latest launch observed */
+    uint64_t epoch;                  /* the policy's epoch() last seen */
+    lms_policy_memo **memos;         /* scratch for observe() */
+    lms_plan_chunk **batch;          /* scratch for a batch of fetches */
+    int capscratch;
+    uint32_t *ahead;                 /* scratch for ahead(): ids, distances, batch distances */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */
 bool lms_plan_init(lms_plan *p, const lms_policy *policy);
 /* Frees the planner's own memory (not the chunks). */
 void lms_plan_destroy(lms_plan *p);
+
+/* c is in use by a launch not yet recorded: it is no victim until then. */
+void lms_plan_pin(lms_plan *p, lms_plan_chunk *c);
+/* The launch `seq` that pinned c was issued: unpins c and records its use. */
+void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq);
 
 /* Decides for launch `seq` of fn with chunk ids[0..n); mine[0..m) are the
  * chunks of those ids that the planner manages, already pinned. */
@@ -61,7 +91,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
  * when no victim qualifies (nothing reserved then). */
 bool lms_plan_make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes);
 
-/* A chunk is gone (freed): drop it from the resident list. The caller
+/* A chunk is gone (freed): drop it from the resident set. The caller
  * returns its charge. */
 void lms_plan_forget(lms_plan *p, lms_plan_chunk *c);
 

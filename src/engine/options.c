@@ -276,6 +276,7 @@ void lms_option_value(int i, char *buf, size_t len)
     case LMS_OPT_stats_every: snprintf(buf, len, "%d", lms_opt.stats_every); break;
     case LMS_OPT_stats: snprintf(buf, len, "%d", lms_opt.stats); break;
     case LMS_OPT_disable: snprintf(buf, len, "%d", lms_opt.disable); break;
+    case LMS_OPT_stream_order: snprintf(buf, len, "%d", lms_opt.stream_order); break;
     default: snprintf(buf, len, "?"); break;
     }
 }

@@ -12,8 +12,17 @@
  * managed chunks never pass it); an eviction returns its charge when it is
  * issued, and every later fetch on the device is ordered after the eviction
  * on the GPU (it waits on the eviction's event), so the device never holds
- * both. An eviction itself waits for the chunk's last use and any
- * unfinished fetch of it.
+ * both.
+ *
+ * Order across streams: each stream a launch runs on has a slot with a ring
+ * of events; one event is recorded per launch (after it), one after a
+ * launch's on-demand fetches and one after each batch of side-stream
+ * fetches, never one per chunk. A chunk remembers the record after its
+ * fetch and, per stream (up to USERS of them), the record after its latest
+ * use there since the fetch. A launch on another stream than the fetch's
+ * waits for the fetch (once per stream); an eviction waits for the fetch
+ * and for every stream that used the chunk. A ring event recorded again
+ * later on the same stream still orders correctly (it only waits longer).
  */
 #include "residency.h"
 
@@ -31,24 +40,54 @@
 
 atomic_uint lms_residency_live;
 
+#define RING 64      /* events per stream slot */
+#define SLOTS 32     /* streams per device with a slot at once */
+#define USERS 4      /* streams a chunk remembers its uses on */
+
+/* A point on a stream: record number `count` of slot `slot` in its epoch. */
+typedef struct res_ref {
+    int slot;                 /* -1: none */
+    uint32_t epoch;
+    uint64_t count;
+} res_ref;
+
+/* A stream launches ran on, with its ring of events. The default streams
+ * are one handle for many streams: one slot per context (and per thread
+ * for the per-thread one). */
+typedef struct res_slot {
+    CUstream stream;
+    uint64_t owner;           /* CU_STREAM_PER_THREAD: the thread whose stream it is (thread_id) */
+    CUcontext ctx;            /* a default stream: the context whose stream it is */
+    bool used, keep;          /* in use; never recycled (the side stream) */
+    uint32_t epoch;           /* bumped when the slot goes to another stream */
+    uint64_t count;           /* records made; record k is ring[k % RING] */
+    uint64_t tick;            /* last use, for recycling */
+    CUevent ring[RING];
+} res_slot;
+
 typedef struct res_chunk {
-    lms_plan_chunk pc;        /* id, charge, resident, pins, last use: first member */
+    lms_plan_chunk pc;        /* id, charge, resident, pins, last use, heaps */
     uint64_t ptr, size;       /* the managed range */
     int device;
-    bool ready_pending;       /* fetched on the side stream: wait on ready_ev */
     uint64_t kept;            /* bytes: charge kept by a failed eviction (still on the device) */
-    CUevent used_ev;          /* recorded after its last launch */
-    CUevent ready_ev;         /* recorded after a side-stream fetch */
+    res_ref fetch;            /* the record after its latest fetch */
+    uint32_t fetch_seen;      /* bit s: slot s is ordered after that fetch */
+    res_ref users[USERS];     /* per stream, the record after its latest use since the fetch */
+    bool users_all;           /* more streams than USERS: an eviction waits for all */
 } res_chunk;
 
 typedef struct res_device {
     pthread_mutex_t lock;
-    lms_plan plan;            /* the decisions and the resident list */
+    lms_plan plan;            /* the decisions and the resident set */
     bool ready;               /* plan, streams and event set up */
     uint64_t seq;             /* launches seen */
     CUstream side, evict;     /* fetch-ahead and eviction streams */
-    CUevent evict_ev;         /* recorded after the latest eviction */
-    bool evict_pending;
+    CUevent evict_ev;         /* recorded after the evictions before a fetch */
+    bool evict_pending;       /* evict_ev was recorded: fetches wait on it */
+    bool evict_dirty;         /* evictions issued since evict_ev was recorded */
+    int side_slot;            /* the side stream's slot */
+    res_slot slots[SLOTS];
+    uint64_t tick;
 } res_device;
 
 /* What the mechanics need for one launch (the planner's ctx). */
@@ -57,11 +96,13 @@ typedef struct live {
     lms_account *a;
     int device;
     CUstream stream;          /* the launch's stream */
+    int slot;                 /* its slot, or -1 */
 } live;
 
 static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
 static res_chunk **by_addr;          /* sorted by ptr */
-static int naddr, capaddr;
+static uint64_t *bases;              /* bases[i] = by_addr[i]->ptr: the search stays in one array */
+static int naddr, capaddr, capbases;
 static res_chunk **by_id;            /* index: id; NULL once freed */
 static uint32_t nids, capids;
 static res_device devices[LMS_MAX_DEVICES] = {
@@ -73,7 +114,7 @@ static int upper(uint64_t p)
     int lo = 0, hi = naddr;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (by_addr[mid]->ptr <= p)
+        if (bases[mid] <= p)
             lo = mid + 1;
         else
             hi = mid;
@@ -97,6 +138,22 @@ static bool reserve_ptrs(void ***arr, int *cap, int need)
     return true;
 }
 
+/* Grows `bases` to hold at least `need` entries. */
+static bool reserve_bases(int need)
+{
+    if (need <= capbases)
+        return true;
+    int ncap = capbases ? capbases * 2 : 64;
+    while (ncap < need)
+        ncap *= 2;
+    uint64_t *n = realloc(bases, (size_t)ncap * sizeof *n);
+    if (!n)
+        return false;
+    bases = n;
+    capbases = ncap;
+    return true;
+}
+
 int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
@@ -104,10 +161,13 @@ int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
     res_chunk *c = calloc(1, sizeof *c);
     if (!c)
         return -1;   /* untracked: the GPU reads it over the link, nothing breaks */
-    *c = (res_chunk){.pc = {.charge = lms_charge_of(size)}, .ptr = ptr, .size = size, .device = device};
+    *c = (res_chunk){.pc = {.charge = lms_charge_of(size)}, .ptr = ptr, .size = size, .device = device,
+                     .fetch = {.slot = -1}};
+    for (int u = 0; u < USERS; u++)
+        c->users[u].slot = -1;
     pthread_rwlock_wrlock(&map_lock);
     int capids_i = (int)capids;
-    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1) ||
+    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1) || !reserve_bases(naddr + 1) ||
         !reserve_ptrs((void ***)&by_id, &capids_i, (int)nids + 1)) {
         pthread_rwlock_unlock(&map_lock);
         free(c);
@@ -118,7 +178,9 @@ int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
     by_id[nids++] = c;
     int i = upper(ptr);
     memmove(&by_addr[i + 1], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
+    memmove(&bases[i + 1], &bases[i], (size_t)(naddr - i) * sizeof *bases);
     by_addr[i] = c;
+    bases[i] = ptr;
     naddr++;
     atomic_fetch_add(&lms_residency_live, 1);
     pthread_rwlock_unlock(&map_lock);
@@ -132,6 +194,7 @@ lms_res_chunk *lms_residency_take(uint64_t ptr)
     res_chunk *c = i >= 0 && by_addr[i]->ptr == ptr ? by_addr[i] : NULL;
     if (c) {
         memmove(&by_addr[i], &by_addr[i + 1], (size_t)(naddr - i - 1) * sizeof *by_addr);
+        memmove(&bases[i], &bases[i + 1], (size_t)(naddr - i - 1) * sizeof *bases);
         naddr--;
         by_id[c->pc.id] = NULL;
         atomic_fetch_sub(&lms_residency_live, 1);
@@ -177,10 +240,6 @@ void lms_residency_drop(lms_res_chunk *taken)
     if (c->kept && a)
         lms_account_release(a, c->kept);
     pthread_mutex_unlock(&d->lock);
-    if (c->used_ev && lms_drv.cuEventDestroy)
-        lms_drv.cuEventDestroy(c->used_ev);
-    if (c->ready_ev && lms_drv.cuEventDestroy)
-        lms_drv.cuEventDestroy(c->ready_ev);
     free(c);
 }
 
@@ -195,7 +254,7 @@ int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
             if (v < lo || v >= hi)
                 continue;
             int i = upper(v) - 1;
-            if (i < 0 || v - by_addr[i]->ptr >= by_addr[i]->size)
+            if (i < 0 || v - bases[i] >= by_addr[i]->size)
                 continue;
             uint32_t id = by_addr[i]->pc.id;
             int k = found;   /* insert sorted, unique */
@@ -218,6 +277,89 @@ static res_chunk *chunk_of(uint32_t id)
     return id < nids ? by_id[id] : NULL;
 }
 
+/* ---- stream slots ----------------------------------------------------------- */
+
+/* A number for the calling thread, never reused (a pthread_t is, once a
+ * thread is joined). */
+static uint64_t thread_id(void)
+{
+    static atomic_uint_fast64_t next;
+    static _Thread_local uint64_t id;
+    if (!id)
+        id = atomic_fetch_add(&next, 1) + 1;
+    return id;
+}
+
+/* The slot of `stream` on a device (made, or taken over from the stream
+ * used least recently), or -1 when its events cannot be made. */
+static int slot_of(res_device *d, CUstream stream)
+{
+    int free_s = -1, old = -1;
+    bool per_thread = stream == CU_STREAM_PER_THREAD;
+    uint64_t me = per_thread ? thread_id() : 0;
+    CUcontext ctx = NULL;
+    if ((per_thread || !stream || stream == CU_STREAM_LEGACY) && lms_drv.cuCtxGetCurrent &&
+        lms_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
+    for (int i = 0; i < SLOTS; i++) {
+        res_slot *s = &d->slots[i];
+        if (s->used && s->stream == stream && s->owner == me && s->ctx == ctx) {
+            s->tick = ++d->tick;
+            return i;
+        }
+        if (!s->used && free_s < 0)
+            free_s = i;
+        if (s->used && !s->keep && (old < 0 || s->tick < d->slots[old].tick))
+            old = i;
+    }
+    if (free_s >= 0) {
+        CUevent ring[RING];
+        for (int k = 0; k < RING; k++)
+            if (lms_drv.cuEventCreate(&ring[k], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+                while (k-- > 0)
+                    lms_drv.cuEventDestroy(ring[k]);
+                return -1;
+            }
+        res_slot *s = &d->slots[free_s];
+        *s = (res_slot){.stream = stream, .owner = me, .ctx = ctx, .used = true, .tick = ++d->tick};
+        memcpy(s->ring, ring, sizeof ring);
+        return free_s;
+    }
+    if (old < 0)
+        return -1;
+    /* Taken over: what chunks remember of the old stream is waited for now,
+     * then forgotten (the epoch changes). */
+    res_slot *s = &d->slots[old];
+    for (uint64_t k = s->count > RING ? s->count - RING + 1 : 1; k <= s->count; k++)
+        lms_drv.cuEventSynchronize(s->ring[k % RING]);
+    s->stream = stream;
+    s->owner = me;
+    s->ctx = ctx;
+    s->epoch++;
+    s->count = 0;
+    s->tick = ++d->tick;
+    return old;
+}
+
+/* Records the next event of slot i on its stream; returns the point. When
+ * it cannot, it finishes the stream's work now (the point is then done). */
+static res_ref record(res_device *d, int i)
+{
+    res_slot *s = &d->slots[i];
+    s->count++;
+    if (lms_drv.cuEventRecord(s->ring[s->count % RING], s->stream) != CUDA_SUCCESS)
+        lms_drv.cuStreamSynchronize(s->stream);
+    return (res_ref){.slot = i, .epoch = s->epoch, .count = s->count};
+}
+
+/* Makes `stream` wait for point r (nothing when r is none or forgotten). */
+static void wait_ref(res_device *d, CUstream stream, res_ref r)
+{
+    if (r.slot < 0 || d->slots[r.slot].epoch != r.epoch || r.count == 0)
+        return;
+    lms_drv.cuStreamWaitEvent(stream, d->slots[r.slot].ring[r.count % RING], 0);
+}
+
 /* Sets a device up on its first launch: the planner and two streams. */
 static bool ready_device(res_device *d)
 {
@@ -226,15 +368,19 @@ static bool ready_device(res_device *d)
     const lms_policy *policy = lms_opt.policy ? lms_opt.policy : lms_policy_find("none");
     if (policy->on_demand &&
         (!lms_drv.cuMemPrefetchAsync || !lms_drv.cuStreamCreate || !lms_drv.cuEventCreate ||
-         !lms_drv.cuEventRecord || !lms_drv.cuStreamWaitEvent ||
+         !lms_drv.cuEventRecord || !lms_drv.cuStreamWaitEvent || !lms_drv.cuEventSynchronize ||
+         !lms_drv.cuStreamSynchronize || !lms_drv.cuEventDestroy ||
          lms_drv.cuStreamCreate(&d->side, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
          lms_drv.cuStreamCreate(&d->evict, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
-         lms_drv.cuEventCreate(&d->evict_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)) {
+         lms_drv.cuEventCreate(&d->evict_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+         (d->side_slot = slot_of(d, d->side)) < 0)) {
         lms_log(LMS_LEVEL_WARN, "residency: cannot create streams or events; chunks stay where they are");
         policy = lms_policy_find("none");
     }
     if (!lms_plan_init(&d->plan, policy))
         return false;
+    if (policy->on_demand)
+        d->slots[d->side_slot].keep = true;
     d->ready = true;
     return true;
 }
@@ -258,17 +404,33 @@ static bool op_reserve(void *ctx, uint64_t bytes)
 
 static uint64_t op_budget(void *ctx) { return ((live *)ctx)->a->budget; }
 
-/* Sends a chunk back to the host after its last use and any unfinished
- * fetch of it; later fetches wait for this eviction. */
+/* Forgets what a chunk remembers of its fetch and uses. */
+static void forget_refs(res_chunk *c)
+{
+    c->fetch.slot = -1;
+    c->fetch_seen = 0;
+    for (int u = 0; u < USERS; u++)
+        c->users[u].slot = -1;
+    c->users_all = false;
+}
+
+/* Sends a chunk back to the host after its fetch and its uses on every
+ * stream since; later fetches wait for this eviction. */
 static void op_evict(void *ctx, lms_plan_chunk *pc)
 {
     live *l = ctx;
     res_chunk *c = (res_chunk *)pc;
     res_device *d = l->d;
-    if (c->used_ev)
-        lms_drv.cuStreamWaitEvent(d->evict, c->used_ev, 0);
-    if (c->ready_pending)
-        lms_drv.cuStreamWaitEvent(d->evict, c->ready_ev, 0);
+    res_ref f = c->fetch;
+    if (f.slot >= 0 && d->slots[f.slot].epoch == f.epoch && f.count > d->slots[f.slot].count)
+        record(d, f.slot);   /* fetched in this batch, not yet recorded: record it now */
+    wait_ref(d, d->evict, f);
+    for (int u = 0; u < USERS; u++)
+        wait_ref(d, d->evict, c->users[u]);
+    for (int i = 0; c->users_all && i < SLOTS; i++)
+        if (d->slots[i].used)
+            wait_ref(d, d->evict, (res_ref){i, d->slots[i].epoch, d->slots[i].count});
+    forget_refs(c);
     CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST};
     if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict) != CUDA_SUCCESS) {
         /* Still on the device: its bytes stay charged until it is fetched
@@ -278,9 +440,7 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
         lms_log_capped(LMS_LEVEL_WARN, &said, 1, "residency: an eviction failed; its bytes stay charged");
         return;
     }
-    lms_drv.cuEventRecord(d->evict_ev, d->evict);
-    d->evict_pending = true;
-    c->ready_pending = false;
+    d->evict_dirty = true;   /* the next fetch records evict_ev once for all */
     lms_account_release(l->a, pc->charge);
     atomic_fetch_add(&l->a->evicted_bytes, c->size);
     atomic_fetch_add(&l->a->evictions, 1);
@@ -289,13 +449,21 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
 }
 
 /* Fetches a chunk to the device on the launch stream, or ahead on the side
- * stream (then launches that need it wait on its event). */
+ * stream; the record after the batch (op_fetched) marks its end. */
 static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
 {
     live *l = ctx;
     res_chunk *c = (res_chunk *)pc;
     res_device *d = l->d;
     CUstream s = ahead ? d->side : l->stream;
+    int slot = ahead ? d->side_slot : l->slot;
+    if (d->evict_dirty) {
+        d->evict_dirty = false;
+        if (lms_drv.cuEventRecord(d->evict_ev, d->evict) == CUDA_SUCCESS)
+            d->evict_pending = true;
+        else
+            lms_drv.cuStreamSynchronize(d->evict);   /* cannot order it: finish it now */
+    }
     if (d->evict_pending)
         lms_drv.cuStreamWaitEvent(s, d->evict_ev, 0);
     CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = c->device};
@@ -307,13 +475,13 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
         lms_account_release(l->a, c->kept);
         c->kept = 0;
     }
-    c->ready_pending = false;
-    if (ahead) {
-        if (!c->ready_ev && lms_drv.cuEventCreate(&c->ready_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-            c->ready_ev = NULL;
-        c->ready_pending = c->ready_ev && lms_drv.cuEventRecord(c->ready_ev, s) == CUDA_SUCCESS;
-        if (!c->ready_pending)
-            lms_drv.cuStreamSynchronize(s);   /* cannot order it: finish it now */
+    forget_refs(c);
+    if (slot >= 0) {
+        res_slot *sl = &d->slots[slot];
+        c->fetch = (res_ref){.slot = slot, .epoch = sl->epoch, .count = sl->count + 1};
+        c->fetch_seen = 1u << slot;
+    } else {
+        lms_drv.cuStreamSynchronize(s);   /* cannot order it: finish it now */
     }
     atomic_fetch_add(&l->a->prefetched_bytes, c->size);
     atomic_fetch_add(&l->a->prefetches, 1);
@@ -323,12 +491,25 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     return true;
 }
 
+/* One record after a batch of fetches: the point op_fetch promised. */
+static void op_fetched(void *ctx, bool ahead)
+{
+    live *l = ctx;
+    int slot = ahead ? l->d->side_slot : l->slot;
+    if (slot >= 0)
+        record(l->d, slot);
+}
+
+/* The launch's stream waits for c's fetch, once per stream. */
 static void op_wait_ready(void *ctx, lms_plan_chunk *pc)
 {
     live *l = ctx;
     res_chunk *c = (res_chunk *)pc;
-    if (c->ready_pending)
-        lms_drv.cuStreamWaitEvent(l->stream, c->ready_ev, 0);
+    if (c->fetch.slot < 0 || !lms_opt.stream_order || (l->slot >= 0 && (c->fetch_seen >> l->slot & 1u)))
+        return;
+    wait_ref(l->d, l->stream, c->fetch);
+    if (l->slot >= 0)
+        c->fetch_seen |= 1u << l->slot;
 }
 
 /* The chunk of an id if it belongs to this device (under map_lock). */
@@ -341,7 +522,7 @@ static lms_plan_chunk *op_lookup(void *ctx, uint32_t id)
 
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
-    .wait_ready = op_wait_ready, .lookup = op_lookup,
+    .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup,
 };
 
 void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
@@ -372,7 +553,9 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     if (lms_trace_on)
         lms_trace_launch(device, tok->seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream,
                          tids, tok->n);
-    live l = {.d = d, .a = a, .device = device, .stream = stream};
+    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1};
+    if (d->plan.policy->on_demand)
+        l.slot = slot_of(d, stream);
     lms_plan_chunk *few[LMS_TOKEN_FEW];
     lms_plan_chunk **mine = tok->n > LMS_TOKEN_FEW ? malloc((size_t)tok->n * sizeof *mine) : few;
     int nmine = mine ? tok->n : LMS_TOKEN_FEW;   /* without memory: the first few */
@@ -383,7 +566,7 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     for (int i = 0; i < nmine; i++) {
         lms_plan_chunk *pc = op_lookup(&l, tids[i]);
         if (pc) {
-            pc->pins++;
+            lms_plan_pin(&d->plan, pc);
             mine[m++] = pc;
         }
     }
@@ -405,7 +588,7 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
     pthread_mutex_lock(&d->lock);
     bool ok = false;
     if (d->ready && d->plan.nresident > 0 && d->evict) {
-        live l = {.d = d, .a = a, .device = device, .stream = d->evict};
+        live l = {.d = d, .a = a, .device = device, .stream = d->evict, .slot = -1};
         pthread_rwlock_rdlock(&map_lock);
         /* Make room as for a need now; the room is not kept: it is the
          * caller's to reserve. */
@@ -418,6 +601,31 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
     return ok;
 }
 
+/* Remembers that c was used up to point r on r's stream (with
+ * LMS_STREAM_ORDER=0, only the latest use, whatever its stream). */
+static void note_use(res_chunk *c, res_ref r)
+{
+    if (!lms_opt.stream_order) {
+        for (int u = 0; u < USERS; u++)
+            c->users[u].slot = -1;
+        c->users[0] = r;
+        return;
+    }
+    int free_u = -1;
+    for (int u = 0; u < USERS; u++) {
+        if (c->users[u].slot == r.slot) {
+            c->users[u] = r;
+            return;
+        }
+        if (c->users[u].slot < 0 && free_u < 0)
+            free_u = u;
+    }
+    if (free_u >= 0)
+        c->users[free_u] = r;
+    else
+        c->users_all = true;
+}
+
 void lms_residency_after(lms_launch_token *tok, CUstream stream)
 {
     if (tok->device < 0)
@@ -425,19 +633,26 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     res_device *d = &devices[tok->device];
     const uint32_t *ids = lms_token_ids(tok);
     pthread_mutex_lock(&d->lock);
+    res_ref r = {.slot = -1};
+    bool recorded = false;
     pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < tok->n; i++) {
         res_chunk *c = chunk_of(ids[i]);
         if (!c || c->device != tok->device)
             continue;
-        c->pc.pins--;
-        c->pc.last_use = tok->seq;
-        if (d->plan.policy->on_demand) {
-            if (!c->used_ev && lms_drv.cuEventCreate(&c->used_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-                c->used_ev = NULL;
-            if (c->used_ev)
-                lms_drv.cuEventRecord(c->used_ev, stream);
+        lms_plan_used(&d->plan, &c->pc, tok->seq);
+        if (!c->pc.resident || !d->plan.policy->on_demand)
+            continue;
+        if (!recorded) {   /* one record per launch that used a resident chunk */
+            recorded = true;
+            int slot = slot_of(d, stream);
+            if (slot >= 0)
+                r = record(d, slot);
+            else
+                lms_drv.cuStreamSynchronize(stream);   /* cannot order it: finish it now */
         }
+        if (r.slot >= 0)
+            note_use(c, r);
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
@@ -454,8 +669,12 @@ void lms_residency_pin(int device, const uint32_t *ids, int n, int delta)
     pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < n; i++) {
         res_chunk *c = chunk_of(ids[i]);
-        if (c && c->device == device)
-            c->pc.pins += delta;
+        if (!c || c->device != device || !d->ready)
+            continue;
+        if (delta > 0)
+            lms_plan_pin(&d->plan, &c->pc);
+        else if (c->pc.pins > 0)
+            lms_plan_used(&d->plan, &c->pc, 0);   /* unpinned; its last use stays */
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);

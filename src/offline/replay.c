@@ -301,6 +301,8 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
     lms_plan plan;
     lms_plan_chunk **bres = calloc(t->max_id ? t->max_id : 1, sizeof *bres);
     int nbres = 0;
+    lms_plan_chunk **mine = NULL;
+    uint32_t capmine = 0;
     if (!c.chunks || !next_at || !last || !bres || (policy && !lms_plan_init(&plan, policy)))
         goto done;
     if (!policy) {   /* the true future: next use of every occurrence */
@@ -353,16 +355,25 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
             c.counting = seq > skip;
             if (c.counting)
                 out->launches++;
-            lms_plan_chunk *mine[64];
+            if (ev->n > capmine) {
+                lms_plan_chunk **nm = realloc(mine, ev->n * sizeof *nm);
+                if (!nm)
+                    break;   /* no memory: the launch is not replayed */
+                mine = nm;
+                capmine = ev->n;
+            }
             int m = 0;
-            for (uint32_t k = 0; k < ev->n && m < 64; k++) {
+            for (uint32_t k = 0; k < ev->n; k++) {
                 lms_plan_chunk *pc = rp_lookup(&c, t->ids[ev->first + k]);
                 if (!pc || pc->pins)
                     continue;   /* unknown, or listed twice */
                 ((rp_chunk *)pc)->next_use = next_at[ev->first + k];
                 if (c.counting && !pc->resident)
                     out->misses++;
-                pc->pins++;
+                if (policy)
+                    lms_plan_pin(&plan, pc);
+                else
+                    pc->pins++;
                 mine[m++] = pc;
             }
             if (policy) {
@@ -377,8 +388,12 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
                     }
             }
             for (int i = 0; i < m; i++) {
-                mine[i]->pins--;
-                mine[i]->last_use = seq;
+                if (policy) {
+                    lms_plan_used(&plan, mine[i], seq);
+                } else {
+                    mine[i]->pins--;
+                    mine[i]->last_use = seq;
+                }
                 if (c.counting && !mine[i]->resident)
                     out->remote_bytes += mine[i]->charge;
             }
@@ -393,4 +408,5 @@ done:
     free(next_at);
     free(last);
     free(bres);
+    free(mine);
 }

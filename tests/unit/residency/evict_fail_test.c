@@ -56,6 +56,8 @@ static CUresult fake_event_destroy(CUevent e)
 
 static CUresult fake_event_record(CUevent e, CUstream s) { (void)e, (void)s; return CUDA_SUCCESS; }
 static CUresult fake_wait(CUstream s, CUevent e, unsigned f) { (void)s, (void)e, (void)f; return CUDA_SUCCESS; }
+static CUresult fake_event_sync(CUevent e) { (void)e; return CUDA_SUCCESS; }
+static CUresult fake_stream_sync(CUstream s) { (void)s; return CUDA_SUCCESS; }
 
 static void failed_eviction_keeps_charge(void)
 {
@@ -67,6 +69,8 @@ static void failed_eviction_keeps_charge(void)
     lms_drv.cuEventDestroy = fake_event_destroy;
     lms_drv.cuEventRecord = fake_event_record;
     lms_drv.cuStreamWaitEvent = fake_wait;
+    lms_drv.cuEventSynchronize = fake_event_sync;
+    lms_drv.cuStreamSynchronize = fake_stream_sync;
     lms_account *a = lms_account_of(0);
     CHECK(a && a->budget == 1ull << 30);
     uint64_t base = 0x7f0000000000ull;

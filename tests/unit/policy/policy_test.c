@@ -1,0 +1,271 @@
+/*
+ * policy_test.c — the residency planner and policies without CUDA: the
+ * lookahead policy predicts a step of 50,000 launches, launches of 200
+ * chunks, and the planner's victims follow the policy's order.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "plan.h"
+#include "policy.h"
+
+#define PERIOD 50000
+#define WIDE 200       /* ids of the wide launch */
+#define NCHUNK 2000
+
+/* The ids of launch k of a step (k in [0, PERIOD)): launch 0 uses WIDE
+ * chunks (a fused optimizer), every other launch one chunk. */
+static int ids_of(uint64_t k, uint32_t *ids)
+{
+    if (k == 0) {
+        for (int i = 0; i < WIDE; i++)
+            ids[i] = (uint32_t)i;
+        return WIDE;
+    }
+    ids[0] = (uint32_t)(k % NCHUNK);
+    return 1;
+}
+
+/* Launch k of the step uses chunk id: the next k' > k (cyclically) that does. */
+static uint64_t true_next(uint64_t seq, uint32_t id)
+{
+    uint32_t ids[WIDE];
+    for (uint64_t s = seq + 1;; s++) {
+        int n = ids_of((s - 1) % PERIOD, ids);
+        for (int i = 0; i < n; i++)
+            if (ids[i] == id)
+                return s;
+    }
+}
+
+/* Two steps of 50,000 launches learned; in the third, every chunk of every
+ * launch checked gets its true next use, and ahead() names the next
+ * launch's chunks, all 200 of the wide one. */
+static void long_step_wide_launch(void)
+{
+    const lms_policy *p = lms_policy_find("lookahead");
+    CHECK(p != NULL);
+    void *st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo *memo = calloc(NCHUNK, sizeof *memo);
+    CHECK(memo != NULL);
+    uint32_t ids[WIDE], ahead_ids[1024], dist[1024];
+    lms_policy_memo *memos[WIDE];
+    int checked = 0;
+    for (uint64_t seq = 1; seq <= 3 * PERIOD; seq++) {
+        int n = ids_of((seq - 1) % PERIOD, ids);
+        for (int i = 0; i < n; i++)
+            memos[i] = &memo[ids[i]];
+        p->observe(st, seq, (uintptr_t)(0x1000 + (seq - 1) % PERIOD), ids, memos, n);
+        if (seq <= 2 * PERIOD || (seq % 997 != 0 && (seq - 1) % PERIOD != 0 && seq % PERIOD != 0))
+            continue;
+        for (int i = 0; i < n; i++)
+            CHECK_EQ_U(p->next_use(st, memos[i], seq, seq), true_next(seq, ids[i]));
+        int na = p->ahead(st, ahead_ids, dist, 1024);
+        uint32_t want[WIDE];
+        int nw = ids_of(seq % PERIOD, want);
+        CHECK_EQ_U(na, nw);
+        for (int i = 0; i < na; i++)
+            CHECK(ahead_ids[i] == want[i] && dist[i] == 1);
+        checked++;
+    }
+    CHECK(checked > 50);
+    free(memo);
+    p->destroy(st);
+}
+
+/* Every launch of a 100-launch step uses 200 chunks of its own (20,000
+ * ids per step, more than the pool holds at first): from the third step on
+ * each chunk's next use is one step ahead and ahead() names all 200. */
+static void wide_launches(void)
+{
+    enum { P = 100, W = 200 };
+    const lms_policy *p = lms_policy_find("lookahead");
+    void *st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo *memo = calloc(P * W, sizeof *memo);
+    CHECK(memo != NULL);
+    uint32_t ids[W], got[1024], dist[1024];
+    lms_policy_memo *memos[W];
+    for (uint64_t seq = 1; seq <= 6 * P; seq++) {
+        uint64_t k = (seq - 1) % P;
+        for (int i = 0; i < W; i++) {
+            ids[i] = (uint32_t)(k * W + (uint64_t)i);
+            memos[i] = &memo[ids[i]];
+        }
+        p->observe(st, seq, 7 + k, ids, memos, W);
+        if (seq <= 2 * P)
+            continue;
+        for (int i = 0; i < W; i++)
+            CHECK_EQ_U(p->next_use(st, memos[i], seq, seq), seq + P);
+        CHECK_EQ_U(p->ahead(st, got, dist, 1024), W);
+        CHECK_EQ_U(got[W - 1], (seq % P) * W + W - 1);
+    }
+    free(memo);
+    p->destroy(st);
+}
+
+/* A step of 10 launches; launch k uses chunk k, and launch 8 also chunk 5.
+ * In the third step launch 5 runs another kernel (its signature is new, so
+ * nothing matches it): chunk 5's next use still comes from what followed
+ * it one period earlier (3 launches later), not one period after. */
+static void unmatched_launch(void)
+{
+    const lms_policy *p = lms_policy_find("lookahead");
+    void *st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo memo[10] = {0};
+    for (uint64_t seq = 1; seq <= 26; seq++) {
+        uint64_t k = (seq - 1) % 10;
+        uint32_t ids[2] = {(uint32_t)k, 0};
+        int n = 1;
+        if (k == 8) {
+            ids[0] = 5;
+            ids[1] = 8;
+            n = 2;
+        }
+        lms_policy_memo *memos[2] = {&memo[ids[0]], &memo[ids[1]]};
+        uintptr_t fn = seq == 26 ? 999 : 100 + k;
+        p->observe(st, seq, fn, ids, memos, n);
+        if (seq == 26) {
+            CHECK_EQ_U(k, 5);
+            CHECK_EQ_U(p->next_use(st, &memo[5], seq, seq), seq + 3);
+            CHECK_EQ_U(p->ahead(st, ids, (uint32_t[2]){0}, 2), 0);   /* no match: nothing ahead */
+        }
+    }
+    p->destroy(st);
+}
+
+/* Mechanics for the planner: a budget of `room` chunks of one byte. */
+typedef struct fake {
+    uint64_t used, room;
+    lms_plan_chunk *chunks;
+    int evicted_last;
+} fake;
+
+static bool f_reserve(void *ctx, uint64_t b)
+{
+    fake *f = ctx;
+    if (f->used + b > f->room)
+        return false;
+    f->used += b;
+    return true;
+}
+static uint64_t f_budget(void *ctx) { return ((fake *)ctx)->room; }
+static void f_evict(void *ctx, lms_plan_chunk *c)
+{
+    fake *f = ctx;
+    f->used -= c->charge;
+    f->evicted_last = (int)c->id;
+}
+static bool f_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
+{
+    (void)ctx, (void)c, (void)ahead;
+    return true;
+}
+static lms_plan_chunk *f_lookup(void *ctx, uint32_t id) { return &((fake *)ctx)->chunks[id]; }
+
+/* lru through the planner: 10,000 chunks in turn with room for 5,000;
+ * every launch evicts exactly the least recently used chunk. */
+static void lru_victims(void)
+{
+    enum { N = 10000 };
+    fake f = {.room = N / 2, .chunks = calloc(N, sizeof(lms_plan_chunk))};
+    CHECK(f.chunks != NULL);
+    for (uint32_t i = 0; i < N; i++)
+        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lru")));
+    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
+                        .lookup = f_lookup};
+    for (uint64_t seq = 1; seq <= 3 * N; seq++) {
+        uint32_t id = (uint32_t)((seq - 1) % N);
+        lms_plan_chunk *c = &f.chunks[id];
+        lms_plan_pin(&plan, c);
+        f.evicted_last = -1;
+        lms_plan_launch(&plan, &ops, &f, seq, 1, &id, 1, &c, 1);
+        lms_plan_used(&plan, c, seq);
+        CHECK(c->resident);
+        if (seq > N / 2)
+            CHECK_EQ_U(f.evicted_last, (id + N - N / 2) % N);
+        CHECK(f.used <= f.room);
+    }
+    lms_plan_destroy(&plan);
+    free(f.chunks);
+}
+
+/* lookahead through the planner: in the first step nothing is predicted;
+ * at the first match the resident chunks held as "no guess" are asked
+ * again and get their next use. */
+static void first_match_reguess(void)
+{
+    fake f = {.room = 10, .chunks = calloc(3, sizeof(lms_plan_chunk))};
+    CHECK(f.chunks != NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
+                        .lookup = f_lookup};
+    for (uint64_t seq = 1; seq <= 4; seq++) {
+        uint32_t id = (uint32_t)((seq - 1) % 3);
+        lms_plan_chunk *c = &f.chunks[id];
+        lms_plan_pin(&plan, c);
+        lms_plan_launch(&plan, &ops, &f, seq, 100 + id, &id, 1, &c, 1);
+        if (seq == 3)
+            CHECK(f.chunks[1].next_use == LMS_NEXT_UNKNOWN);   /* nothing learned yet */
+        if (seq == 4) {
+            CHECK_EQ_U(f.chunks[1].next_use, 5);
+            CHECK_EQ_U(f.chunks[2].next_use, 6);
+        }
+        lms_plan_used(&plan, c, seq);
+    }
+    lms_plan_destroy(&plan);
+    free(f.chunks);
+}
+
+/* A step of 10 launches, launch k using chunk k, and launch 4 chunk 1 as
+ * well. At the first match (seq 11) chunk 1, last used at seq 5, is next
+ * needed at seq 12 (its first use in the last period, one period on), not
+ * at 15 (its last use, one period on). */
+static void first_step_window(void)
+{
+    fake f = {.room = 100, .chunks = calloc(10, sizeof(lms_plan_chunk))};
+    CHECK(f.chunks != NULL);
+    for (uint32_t i = 0; i < 10; i++)
+        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
+                        .lookup = f_lookup};
+    for (uint64_t seq = 1; seq <= 11; seq++) {
+        uint32_t k = (uint32_t)((seq - 1) % 10), ids[2] = {1, k};
+        int n = k == 4 ? 2 : 1;
+        lms_plan_chunk *mine[2] = {&f.chunks[ids[0]], &f.chunks[ids[1]]};
+        if (n == 1)
+            mine[0] = &f.chunks[k], ids[0] = k;
+        for (int i = 0; i < n; i++)
+            lms_plan_pin(&plan, mine[i]);
+        lms_plan_launch(&plan, &ops, &f, seq, 100 + k, ids, n, mine, n);
+        if (seq == 11)
+            CHECK_EQ_U(f.chunks[1].next_use, 12);
+        for (int i = 0; i < n; i++)
+            lms_plan_used(&plan, mine[i], seq);
+    }
+    lms_plan_destroy(&plan);
+    free(f.chunks);
+}
+
+static const test_case cases[] = {
+    {"long_step_wide_launch", long_step_wide_launch},
+    {"lru_victims", lru_victims},
+    {"unmatched_launch", unmatched_launch},
+    {"first_match_reguess", first_match_reguess},
+    {"first_step_window", first_step_window},
+    {"wide_launches", wide_launches},
+};
+
+TEST_MAIN(cases)
