@@ -263,8 +263,12 @@ int main(int argc, char **argv)
     bool is_worker = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--worker") == 0 || strcmp(a, "--quick") == 0) {
-            *(a[2] == 'w' ? &is_worker : &o.quick) = true;
+        if (strcmp(a, "--worker") == 0) {
+            is_worker = true;
+            continue;
+        }
+        if (strcmp(a, "--quick") == 0) {
+            o.quick = true;
             continue;
         }
         if (!v) {

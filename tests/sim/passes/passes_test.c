@@ -40,6 +40,7 @@ static void setup(void)
     CUmodule m;
     OK(cuModuleLoadData(&m, "simulated"));
     OK(cuModuleGetFunction(&f_reread, m, "reread"));
+    OK(cuModuleUnload(m));   /* functions outlive their module in the simulator */
 }
 
 /* Runs reread on the legacy stream, waits, and returns the counters' growth. */
@@ -140,7 +141,19 @@ static void small_l2(void)
     OK(cuMemFreeHost(h));
 }
 
+/* With a bad SIMGPU_L2_MIB (set by meson) the default 50 MiB is kept:
+ * 64 + 7 x (64 - 50) = 162 MiB. */
+static void bad_l2_keeps_default(void)
+{
+    setup();
+    void *h;
+    OK(cuMemAllocHost(&h, 64 * MiB));
+    CHECK_EQ_U(run((CUdeviceptr)(uintptr_t)h, 64 * MiB, 8, 0).remote_bytes, 162 * MiB);
+    OK(cuMemFreeHost(h));
+}
+
 static const test_case cases[] = {
+    {"bad_l2_keeps_default", bad_l2_keeps_default},
     {"zero_copy_passes", zero_copy_passes},
     {"managed_partly_resident", managed_partly_resident},
     {"faults_once", faults_once},
