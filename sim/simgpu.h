@@ -41,6 +41,12 @@ struct simgpu_launch {
     /* Add modeled compute time, in nanoseconds. */
     void (*compute)(simgpu_launch *self, double ns);
     void *internal;                      /* owned by the simulator */
+    /* Declare `passes` passes over [ptr, ptr+bytes) (a GEMM re-reads its
+     * weight operand once per tile row of the output): what is not on the
+     * device crosses the link once for the part an L2 of SIMGPU_L2_MIB
+     * holds and once per pass for the rest. access() is one pass. Last in
+     * the struct, so programs built before it was added still work. */
+    void (*access_passes)(simgpu_launch *self, uint64_t ptr, size_t bytes, int mode, unsigned passes);
 };
 
 /* A kernel body: params[i] points at parameter i, as with kernelParams. */

@@ -87,6 +87,17 @@ void sim_config_load(void)
     sim_cfg.launch_us = 0.0;
     if (s && strcmp(s, "0") != 0)
         sim_cfg.launch_us = real_setting("SIMGPU_LAUNCH_US", 0.0);
+    s = getenv("SIMGPU_L2_MIB");
+    sim_cfg.l2_bytes = 50ull << 20;
+    if (s) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno || end == s || *end || !(v >= 0) || v > 1e6)
+            complain("SIMGPU_L2_MIB", s, "not a size in MiB from 0 to 1000000", "the default 50");
+        else
+            sim_cfg.l2_bytes = (uint64_t)(v * (double)(1ull << 20));
+    }
     s = getenv("SIMGPU_REPORT");
     sim_cfg.report = s && *s && strcmp(s, "0") != 0;
     s = getenv("SIMGPU_CONCURRENT_MANAGED");

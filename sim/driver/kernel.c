@@ -7,7 +7,8 @@
  *
  * A launch runs the kernel's host body at once, in the calling thread, on
  * the real bytes. The body declares its accesses and compute time through
- * the simgpu_launch it is handed; the launch is then placed on the compute
+ * the simgpu_launch it is handed (how many passes it makes over each range,
+ * for ranges read over the link); the launch is then placed on the compute
  * engine for stall + max(compute, remote streaming) (docs/SIMULATOR.md).
  */
 #include "sim.h"
@@ -395,12 +396,14 @@ typedef struct launch_state {
     size_t nranges, capranges;
 } launch_state;
 
-/* simgpu_launch.access: models the body's touch of a device range. */
-static void launch_access(simgpu_launch *l, uint64_t ptr, size_t bytes, int mode)
+/* simgpu_launch.access_passes: models `passes` passes of the body over a
+ * device range. What is on the device costs nothing more; what is not
+ * crosses the link as sim_pass_bytes says (the L2 holds part of it). */
+static void launch_access_passes(simgpu_launch *l, uint64_t ptr, size_t bytes, int mode, unsigned passes)
 {
     (void)mode;
     launch_state *st = l->internal;
-    if (bytes == 0)
+    if (bytes == 0 || passes == 0)
         return;
     if (st->nranges == st->capranges) {
         size_t ncap = st->capranges ? st->capranges * 2 : 16;
@@ -412,9 +415,19 @@ static void launch_access(simgpu_launch *l, uint64_t ptr, size_t bytes, int mode
     }
     if (st->nranges < st->capranges)
         st->ranges[st->nranges++] = (touched){ptr, bytes};
+    uint64_t remote = 0;
     pthread_mutex_lock(&sim_lock);
-    sim_touch(l->device, (uintptr_t)ptr, bytes, st->start_ns, &st->stall_ns, &st->remote_ns, &st->arrive_ns);
+    sim_touch(l->device, (uintptr_t)ptr, bytes, st->start_ns, &st->stall_ns, &remote, &st->arrive_ns);
+    uint64_t link = sim_pass_bytes(remote, bytes, passes);
+    sim_devices[l->device].c.remote_bytes += link;
     pthread_mutex_unlock(&sim_lock);
+    st->remote_ns += sim_link_ns(link);
+}
+
+/* simgpu_launch.access: one pass over a device range. */
+static void launch_access(simgpu_launch *l, uint64_t ptr, size_t bytes, int mode)
+{
+    launch_access_passes(l, ptr, bytes, mode, 1);
 }
 
 /* simgpu_launch.compute: adds modeled compute time. */
@@ -491,7 +504,8 @@ CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned blo
 {
     launch_state state = {0};
     simgpu_launch l = {.device = st->device, .access = launch_access,
-                       .compute = launch_compute, .internal = &state};
+                       .compute = launch_compute, .internal = &state,
+                       .access_passes = launch_access_passes};
     memcpy(l.grid, grid, sizeof l.grid);
     memcpy(l.block, block, sizeof l.block);
     pthread_mutex_lock(&sim_lock);

@@ -128,10 +128,11 @@ static void lru_touch(sim_device *dev, sim_block *b)
 
 /* A kernel on `device` that would start at start_ns touches [p, p+bytes).
  * Adds to *stall_ns the time the kernel waits on faults and evictions, and
- * to *remote_ns the time spent streaming bytes over the link (which
- * overlaps the kernel's compute); raises *arrive_ns to the end of the copy
- * of any resident block still on its way (the kernel waits for it). */
-void sim_touch(int device, uintptr_t p, size_t bytes, double start_ns, double *stall_ns, double *remote_ns,
+ * to *remote_bytes the bytes of the range it reaches where they are, over the
+ * link (the caller charges them, pass by pass: sim_pass_bytes); raises
+ * *arrive_ns to the end of the copy of any resident block still on its
+ * way (the kernel waits for it). */
+void sim_touch(int device, uintptr_t p, size_t bytes, double start_ns, double *stall_ns, uint64_t *remote_bytes,
                double *arrive_ns)
 {
     sim_device *dev = &sim_devices[device];
@@ -142,8 +143,7 @@ void sim_touch(int device, uintptr_t p, size_t bytes, double start_ns, double *s
         size_t in_alloc = a->base + a->size - p;
         size_t n = bytes < in_alloc ? bytes : in_alloc;
         if (a->kind == SIM_MEM_HOST || (a->kind != SIM_MEM_MANAGED && a->device != device)) {
-            dev->c.remote_bytes += n;        /* zero-copy or peer access */
-            *remote_ns += sim_link_ns(n);
+            *remote_bytes += n;              /* zero-copy or peer access */
         } else if (a->kind == SIM_MEM_MANAGED) {
             size_t first = (p - a->base) / SIM_BLOCK_BYTES;
             size_t last = (p - a->base + n - 1) / SIM_BLOCK_BYTES;
@@ -171,13 +171,27 @@ void sim_touch(int device, uintptr_t p, size_t bytes, double start_ns, double *s
                     }
                     *stall_ns += evict;      /* no room: read it where it is */
                 }
-                dev->c.remote_bytes += hi - lo;
-                *remote_ns += sim_link_ns(hi - lo);
+                *remote_bytes += hi - lo;
             }
         }
         p += n;
         bytes -= n;
     }
+}
+
+/* Bytes that cross the link when a kernel makes `passes` passes over a
+ * range of `range` bytes of which `remote` bytes are not on its device:
+ * the share of the range an L2 of sim_cfg.l2_bytes holds crosses once,
+ * the rest once per pass (docs/SIMULATOR.md, "Passes and the L2"):
+ *   remote + (passes - 1) * remote * (range - L2) / range   when range > L2
+ *   remote                                                   otherwise */
+uint64_t sim_pass_bytes(uint64_t remote, uint64_t range, unsigned passes)
+{
+    uint64_t l2 = sim_cfg.l2_bytes;
+    if (passes <= 1 || remote == 0 || range <= l2)
+        return remote;
+    unsigned __int128 extra = (unsigned __int128)(passes - 1) * remote * (range - l2) / range;
+    return remote + (uint64_t)extra;
 }
 
 /* A kernel that touched [p, p+bytes) on `device` ends at end_ns: blocks

@@ -39,6 +39,7 @@ typedef struct sim_config {
     double fault_gbps;        /* SIMGPU_FAULT_GBPS, bandwidth of fault migration */
     double hbm_gbps;          /* SIMGPU_HBM_GBPS, device memory bandwidth */
     double launch_us;         /* SIMGPU_LAUNCH_US, fixed cost of one launch */
+    uint64_t l2_bytes;        /* SIMGPU_L2_MIB, the L2 that serves re-reads of a range */
     bool report;              /* SIMGPU_REPORT=1 prints counters at exit */
     bool concurrent_managed;  /* SIMGPU_CONCURRENT_MANAGED (default 1): the device
                                  attribute CONCURRENT_MANAGED_ACCESS */
@@ -197,8 +198,9 @@ CUresult sim_free_alloc(sim_alloc *a);
 CUresult sim_managed_init(sim_alloc *a);
 void sim_managed_release(sim_alloc *a);
 bool sim_evict_lru(int device, double *cost_ns);    /* false when none resident */
-void sim_touch(int device, uintptr_t p, size_t bytes, double start_ns, double *stall_ns, double *remote_ns,
+void sim_touch(int device, uintptr_t p, size_t bytes, double start_ns, double *stall_ns, uint64_t *remote_bytes,
                double *arrive_ns);
+uint64_t sim_pass_bytes(uint64_t remote, uint64_t range, unsigned passes);
 void sim_mark_busy(int device, uintptr_t p, size_t bytes, double end_ns);
 CUresult sim_prefetch(uintptr_t p, size_t bytes, int dst, double start_ns, double *copy_ns);
 void sim_arrive(uintptr_t p, size_t bytes, double t_ns);

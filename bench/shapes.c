@@ -1,0 +1,358 @@
+/*
+ * shapes.c — the workload-shape benchmark: every shape of workloads.c at
+ * every oversubscription ratio, in every mode side by side:
+ *
+ *   in-memory         all buffers in device memory on a device large enough
+ *   plain-um          all buffers managed, no advice: the driver's faults
+ *   zero-copy         all buffers pinned host memory, read over the link
+ *   lmshim-<policy>   cudaMalloc under lmshim, LMS_FRAC=0.5, LMS_THRESHOLD=1M
+ *   lmshim-defaults   cudaMalloc under lmshim with no setting but the budget
+ *
+ * Each mode runs in its own process over the simulated GPU, whose device
+ * is the budget (lmshim modes: twice the budget, with LMS_LIMIT = the
+ * budget, so that the peak shows any excess) and whose L2 is scaled to
+ * the device as an H100's is to its memory (50 MiB per 80 GiB). The
+ * working set is ratio x budget (1 GiB), except for the shapes of fixed
+ * size (many-chunks, arenas: 17.6 GiB), whose budget is their size /
+ * ratio. Per step after the warm-up: modeled step time, its ratio to
+ * in-memory, to the better of lmshim-none and lmshim-lru, and bytes moved.
+ *
+ * usage: shapes [--quick] [--shapes a,b] [--ratios 0.5,1,1.5,2,3] [--seeds 3]
+ *               [--budget-mib 1024] [--steps 4] [--compute-scale 1] [--l2-mib M]
+ *        shapes --worker ...   (one mode of one shape in this process)
+ */
+#include <cuda_runtime_api.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "simgpu.h"
+#include "workloads.h"
+
+#define MiB (1ull << 20)
+#define LINK_BYTES_PER_NS 55.0   /* the simulator's default link */
+#define L2_PER_DEVICE_MIB (50.0 / 81920.0)
+
+typedef struct opts {
+    const char *shape, *alloc, *shapes, *ratios;
+    double ratio, scale, l2_mib;
+    size_t budget_mib;
+    int steps, seeds;
+    unsigned seed;
+    bool quick;
+} opts;
+
+/* ---- the worker: one mode of one shape ----------------------------------- */
+
+static const wl_shape *find_shape(const char *name)
+{
+    for (int i = 0; i < wl_nshapes; i++)
+        if (strcmp(wl_shapes[i].name, name) == 0)
+            return &wl_shapes[i];
+    return NULL;
+}
+
+static int worker(const opts *o)
+{
+    const wl_shape *sh = find_shape(o->shape);
+    if (!sh || wl_register_kernels() != 0) {
+        fprintf(stderr, "shapes: no shape %s, or no simulated GPU\n", o->shape);
+        return 1;
+    }
+    wl_ctx c = {.alloc = o->alloc, .ratio = o->ratio, .seed = o->seed, .quick = o->quick};
+    c.working_set = sh->fixed_bytes ? sh->fixed_bytes : (uint64_t)(o->ratio * (double)(o->budget_mib * MiB));
+    if (sh->setup(&c) != 0) {
+        printf("RESULT ok=0 error=%d\n", c.error);
+        return 0;
+    }
+    int steps = sh->steps ? sh->steps : o->steps;
+    c.counting = true;                       /* calibrate compute on the last step */
+    sh->step(&c, steps - 1);
+    c.counting = false;
+    c.ns_per_unit = c.units > 0 ? o->scale * ((double)c.working_set / LINK_BYTES_PER_NS) / c.units : 0;
+    simgpu_counters c0 = {0}, c1 = {0};
+    for (int s = 0; s < steps; s++) {
+        if (sh->step(&c, s) != 0 || cudaDeviceSynchronize() != cudaSuccess) {
+            printf("RESULT ok=0 error=%d\n", c.error);
+            return 0;
+        }
+        if (s == 0)
+            simgpu_get_counters(-1, &c0);
+    }
+    simgpu_get_counters(-1, &c1);
+    double n = steps - 1;
+    printf("RESULT ok=1 step_ms=%.4f to_dev=%.1f to_host=%.1f remote=%.1f faults=%.1f peak=%.1f launches=%.0f "
+           "ws=%.1f\n",
+           (c1.modeled_ns - c0.modeled_ns) / 1e6 / n, (double)(c1.bytes_to_device - c0.bytes_to_device) / MiB / n,
+           (double)(c1.bytes_to_host - c0.bytes_to_host) / MiB / n,
+           (double)(c1.remote_bytes - c0.remote_bytes) / MiB / n, (double)(c1.faults - c0.faults) / n,
+           (double)c1.peak_device_bytes / MiB, (double)(c1.launches - c0.launches) / n,
+           (double)c.allocated / MiB);
+    return 0;
+}
+
+/* ---- the driver ------------------------------------------------------------ */
+
+typedef struct mode {
+    const char *name, *alloc;
+    const char *policy;   /* NULL: no lmshim; "": lmshim at its defaults */
+} mode;
+
+static const mode modes[] = {
+    {"in-memory", "device", NULL},       {"plain-um", "managed", NULL},
+    {"zero-copy", "host", NULL},         {"lmshim-none", "device", "none"},
+    {"lmshim-lru", "device", "lru"},     {"lmshim-lookahead", "device", "lookahead"},
+    {"lmshim-defaults", "device", ""},
+};
+enum { M_MEM, M_UM, M_ZC, M_NONE, M_LRU, M_LOOK, M_DEF, NMODES };
+
+typedef struct result {
+    bool ok;
+    double step_ms, to_dev, to_host, remote, faults, peak, launches, ws;
+} result;
+
+/* Runs one mode in a child process with its environment; parses RESULT. */
+static result run_mode(const char *self, const mode *m, const opts *o, double ratio, size_t budget_mib,
+                       const char *shape, unsigned seed)
+{
+    result r = {0};
+    char dir[PATH_MAX], sim[PATH_MAX + 8], shim[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", self);
+    *strrchr(dir, '/') = 0;
+    snprintf(sim, sizeof sim, "%s/../sim", dir);
+    snprintf(shim, sizeof shim, "%s/../preload/liblmshim.so", dir);
+    int fd[2];
+    if (pipe(fd) != 0)
+        return r;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char mem[32], l2[32], limit[32], ratio_s[32], budget_s[32], steps_s[16], scale_s[32], seed_s[16];
+        size_t dev_mib = m->policy ? 2 * budget_mib : m == &modes[M_MEM] ? 16 * budget_mib : budget_mib;
+        snprintf(mem, sizeof mem, "%zuM", dev_mib);
+        snprintf(l2, sizeof l2, "%g", o->l2_mib >= 0 ? o->l2_mib : (double)budget_mib * L2_PER_DEVICE_MIB);
+        snprintf(limit, sizeof limit, "%zuM", budget_mib);
+        snprintf(ratio_s, sizeof ratio_s, "%g", ratio);
+        snprintf(budget_s, sizeof budget_s, "%zu", budget_mib);
+        snprintf(steps_s, sizeof steps_s, "%d", o->steps);
+        snprintf(scale_s, sizeof scale_s, "%g", o->scale);
+        snprintf(seed_s, sizeof seed_s, "%u", seed);
+        setenv("LD_LIBRARY_PATH", sim, 1);
+        setenv("SIMGPU_MEM", mem, 1);
+        setenv("SIMGPU_L2_MIB", l2, 1);
+        const char *lms[] = {"LD_PRELOAD", "LMS_POLICY", "LMS_FRAC", "LMS_THRESHOLD", "LMS_LIMIT", "LMS_TRACE",
+                             "LMS_MODE", "LMS_DISABLE"};
+        for (size_t i = 0; i < sizeof lms / sizeof lms[0]; i++)
+            unsetenv(lms[i]);
+        if (m->policy) {
+            setenv("LD_PRELOAD", shim, 1);
+            setenv("LMS_LIMIT", limit, 1);
+            if (*m->policy) {
+                setenv("LMS_POLICY", m->policy, 1);
+                setenv("LMS_FRAC", "0.5", 1);
+                setenv("LMS_THRESHOLD", "1M", 1);
+            }
+        }
+        dup2(fd[1], 1);
+        close(fd[0]);
+        execl(self, self, "--worker", "--shape", shape, "--ratio", ratio_s, "--budget-mib", budget_s, "--steps",
+              steps_s, "--compute-scale", scale_s, "--seed", seed_s, "--alloc", m->alloc,
+              o->quick ? "--quick" : (char *)NULL, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[1024] = "";
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof buf - 1 && (n = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0)
+        got += (size_t)n;
+    buf[got] = 0;
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    char *line = strstr(buf, "RESULT ok=1 ");
+    if (line && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+        sscanf(line, "RESULT ok=1 step_ms=%lf to_dev=%lf to_host=%lf remote=%lf faults=%lf peak=%lf launches=%lf "
+                     "ws=%lf",
+               &r.step_ms, &r.to_dev, &r.to_host, &r.remote, &r.faults, &r.peak, &r.launches, &r.ws) == 8)
+        r.ok = true;
+    return r;
+}
+
+/* Parses "0.5,1,2" into ratios; returns how many (0 on a bad list). */
+static int parse_ratios(const char *s, double *out, int max)
+{
+    int n = 0;
+    char *end;
+    while (*s && n < max) {
+        out[n] = strtod(s, &end);
+        if (end == s || !(out[n] > 0))
+            return 0;
+        n++;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* True when `name` is in the comma-separated list (or there is none). */
+static bool listed(const char *list, const char *name)
+{
+    if (!list)
+        return true;
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
+}
+
+#define MAX_ROWS 64
+#define MAX_RATIOS 8
+
+typedef struct row {
+    char label[48];
+    double ratio;
+    size_t budget_mib;
+    result r[NMODES];
+} row;
+
+static double moved(const result *r)
+{
+    return r->to_dev + r->to_host + r->remote;
+}
+
+/* vs the better of none and lru (0 when unknown). */
+static double vs_best(const row *w, int m)
+{
+    const result *a = &w->r[M_NONE], *b = &w->r[M_LRU];
+    double best = a->ok && b->ok ? (a->step_ms < b->step_ms ? a->step_ms : b->step_ms) : a->ok ? a->step_ms : b->step_ms;
+    return w->r[m].ok && best > 0 ? w->r[m].step_ms / best : 0;
+}
+
+/* The summary: one line per shape and ratio. */
+static void summary(const row *rows, int nrows)
+{
+    printf("\nsummary: step time / in-memory per mode; lookahead and defaults / best of none,lru; MiB moved per step\n");
+    printf("%-17s %5s %9s | %6s %6s %6s %6s %6s %6s | %5s %5s | %8s %8s %8s %8s\n", "shape", "ratio", "mem_ms",
+           "um", "zc", "none", "lru", "look", "dflt", "look", "dflt", "none", "lru", "look", "dflt");
+    for (int i = 0; i < nrows; i++) {
+        const row *w = &rows[i];
+        double mem = w->r[M_MEM].ok ? w->r[M_MEM].step_ms : 0;
+        printf("%-17s %5g %9.2f |", w->label, w->ratio, mem);
+        for (int m = M_UM; m < NMODES; m++)
+            if (w->r[m].ok && mem > 0)
+                printf(" %6.2f", w->r[m].step_ms / mem);
+            else
+                printf(" %6s", "fail");
+        printf(" | %5.2f %5.2f |", vs_best(w, M_LOOK), vs_best(w, M_DEF));
+        for (int m = M_NONE; m < NMODES; m++)
+            printf(" %8.0f", w->r[m].ok ? moved(&w->r[m]) : -1.0);
+        printf("\n");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {.shape = "", .alloc = "device", .ratios = "0.5,1,1.5,2,3", .ratio = 1, .scale = 1, .l2_mib = -1,
+              .budget_mib = 1024, .steps = 4, .seeds = 3, .seed = 1};
+    bool is_worker = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--worker") == 0) {
+            is_worker = true;
+            continue;
+        }
+        if (strcmp(a, "--quick") == 0) {
+            o.quick = true;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "shapes: %s needs a value\n", a);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--shape") == 0) o.shape = v;
+        else if (strcmp(a, "--shapes") == 0) o.shapes = v;
+        else if (strcmp(a, "--ratio") == 0) o.ratio = atof(v);
+        else if (strcmp(a, "--ratios") == 0) o.ratios = v;
+        else if (strcmp(a, "--budget-mib") == 0) o.budget_mib = (size_t)atoll(v);
+        else if (strcmp(a, "--steps") == 0) o.steps = atoi(v);
+        else if (strcmp(a, "--seeds") == 0) o.seeds = atoi(v);
+        else if (strcmp(a, "--seed") == 0) o.seed = (unsigned)atoi(v);
+        else if (strcmp(a, "--compute-scale") == 0) o.scale = atof(v);
+        else if (strcmp(a, "--l2-mib") == 0) o.l2_mib = atof(v);
+        else if (strcmp(a, "--alloc") == 0) o.alloc = v;
+        else {
+            fprintf(stderr, "shapes: unknown flag %s\n", a);
+            return 2;
+        }
+    }
+    if (o.steps < 2 || o.budget_mib < 64 || !(o.ratio > 0) || o.seeds < 1 || !(o.scale > 0)) {
+        fprintf(stderr, "shapes: bad sizes (steps >= 2, budget >= 64 MiB, seeds >= 1)\n");
+        return 2;
+    }
+    if (is_worker)
+        return worker(&o);
+    if (o.quick && o.seeds == 3)
+        o.seeds = 1;
+
+    char self[PATH_MAX];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl <= 0)
+        return 1;
+    self[sl] = 0;
+    double ratios[MAX_RATIOS];
+    int nr = parse_ratios(o.ratios, ratios, MAX_RATIOS);
+    if (nr == 0) {
+        fprintf(stderr, "shapes: bad --ratios\n");
+        return 2;
+    }
+    static row rows[MAX_ROWS];
+    int nrows = 0;
+    printf("shapes: budget %zu MiB (fixed-size shapes: their size / ratio), %d steps (the first a warm-up), "
+           "compute = %g x link time of the working set%s\n",
+           o.budget_mib, o.steps, o.scale, o.quick ? ", quick" : "");
+    for (int s = 0; s < wl_nshapes; s++)
+        if (listed(o.shapes, wl_shapes[s].name))
+            printf("  %-15s %s\n", wl_shapes[s].name, wl_shapes[s].what);
+    printf("%-17s %5s %-17s %9s %6s %6s %9s %9s %9s %9s %8s %8s\n", "shape", "ratio", "mode", "step_ms", "vs_mem",
+           "vs_best", "to_dev", "to_host", "remote", "faults", "peakMiB", "budget");
+    for (int s = 0; s < wl_nshapes; s++) {
+        const wl_shape *sh = &wl_shapes[s];
+        if (!listed(o.shapes, sh->name))
+            continue;
+        for (int seed = 1; seed <= (sh->seeded ? o.seeds : 1); seed++)
+            for (int i = 0; i < nr && nrows < MAX_ROWS; i++) {
+                row *w = &rows[nrows++];
+                if (sh->seeded)
+                    snprintf(w->label, sizeof w->label, "%s/%d", sh->name, seed);
+                else
+                    snprintf(w->label, sizeof w->label, "%s", sh->name);
+                w->ratio = ratios[i];
+                w->budget_mib = sh->fixed_bytes ? (size_t)((double)sh->fixed_bytes / MiB / ratios[i])
+                                                : o.budget_mib;
+                for (int m = 0; m < NMODES; m++)
+                    w->r[m] = run_mode(self, &modes[m], &o, ratios[i], w->budget_mib, sh->name, (unsigned)seed);
+                for (int m = 0; m < NMODES; m++) {
+                    const result *r = &w->r[m];
+                    if (!r->ok) {
+                        printf("%-17s %5g %-17s %9s\n", w->label, w->ratio, modes[m].name, "failed");
+                        continue;
+                    }
+                    double mem = w->r[M_MEM].ok ? w->r[M_MEM].step_ms : 0;
+                    printf("%-17s %5g %-17s %9.3f %6.3f %6.3f %9.1f %9.1f %9.1f %9.1f %8.0f %8zu\n", w->label,
+                           w->ratio, modes[m].name, r->step_ms, mem > 0 ? r->step_ms / mem : 0,
+                           m >= M_NONE ? vs_best(w, m) : 0, r->to_dev, r->to_host, r->remote, r->faults, r->peak,
+                           w->budget_mib);
+                }
+                fflush(stdout);
+            }
+    }
+    summary(rows, nrows);
+    return 0;
+}
