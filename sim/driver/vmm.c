@@ -33,6 +33,8 @@ typedef struct reservation {
 
 #define PHYS_MAGIC 0x50485953u
 static reservation reservations[MAX_RESERVATIONS];   /* sim_lock */
+static phys **live;            /* every physical allocation not yet freed (sim_lock) */
+static size_t nlive, caplive;
 
 /* Validates an allocation property block; returns the device or -1. */
 static int prop_device(const CUmemAllocationProp *prop)
@@ -57,11 +59,39 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUm
     return CUDA_SUCCESS;
 }
 
+/* Adds ph to the live set; false if out of memory (under sim_lock). */
+static bool live_add(phys *ph)
+{
+    if (nlive == caplive) {
+        size_t ncap = caplive ? caplive * 2 : 64;
+        phys **n = realloc(live, ncap * sizeof *n);
+        if (!n)
+            return false;
+        live = n;
+        caplive = ncap;
+    }
+    live[nlive++] = ph;
+    return true;
+}
+
+/* Index of ph in the live set, or nlive: a handle is an opaque value to
+ * the program, so any value may come back (under sim_lock). */
+static size_t live_find(const void *ph)
+{
+    size_t i = 0;
+    while (i < nlive && live[i] != ph)
+        i++;
+    return i;
+}
+
 /* Frees a physical allocation once released and unmapped (under sim_lock). */
 static void phys_maybe_free(phys *ph)
 {
     if (!ph->released || ph->mappings > 0)
         return;
+    size_t i = live_find(ph);
+    if (i < nlive)
+        live[i] = live[--nlive];
     sim_uncharge(ph->device, ph->size);
     close(ph->fd);
     ph->magic = 0;
@@ -82,6 +112,10 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&sim_lock);
     r = sim_charge(d, size);
+    if (r == CUDA_SUCCESS && !live_add(ph)) {
+        sim_uncharge(d, size);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
     pthread_mutex_unlock(&sim_lock);
     if (r != CUDA_SUCCESS) {
         free(ph);
@@ -91,10 +125,13 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     if (ph->fd < 0 || ftruncate(ph->fd, (off_t)size) != 0) {
         if (ph->fd >= 0)
             close(ph->fd);
-        free(ph);
         pthread_mutex_lock(&sim_lock);
+        size_t i = live_find(ph);
+        live[i] = live[nlive - 1];
+        nlive--;
         sim_uncharge(d, size);
         pthread_mutex_unlock(&sim_lock);
+        free(ph);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     ph->magic = PHYS_MAGIC;
@@ -104,11 +141,12 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     return CUDA_SUCCESS;
 }
 
-/* The physical allocation behind a handle, or NULL. */
+/* The unreleased physical allocation behind a handle, or NULL for any
+ * other value (under sim_lock). */
 static phys *phys_of(CUmemGenericAllocationHandle h)
 {
     phys *ph = (phys *)(uintptr_t)h;
-    return ph && ph->magic == PHYS_MAGIC && !ph->released ? ph : NULL;
+    return live_find(ph) < nlive && ph->magic == PHYS_MAGIC && !ph->released ? ph : NULL;
 }
 
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
@@ -200,8 +238,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     pthread_mutex_lock(&sim_lock);
     phys *ph = phys_of(handle);
     if (!ph || offset > ph->size || size > ph->size - offset ||
-        !reservation_of((uintptr_t)ptr, size) || sim_registry_find((uintptr_t)ptr) ||
-        sim_registry_find((uintptr_t)ptr + size - 1)) {
+        !reservation_of((uintptr_t)ptr, size) || sim_registry_overlap((uintptr_t)ptr, size)) {
         r = CUDA_ERROR_INVALID_VALUE;
     } else if (mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, ph->fd,
                     (off_t)offset) == MAP_FAILED) {
@@ -229,7 +266,15 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         pthread_mutex_unlock(&sim_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    /* "cuMemUnmap cannot unmap a sub-range of an address range mapped by
+     * cuMemMap": a mapping cut by either end of the range refuses it. */
     uintptr_t p = (uintptr_t)ptr, end = p + size;
+    sim_alloc *first = sim_registry_find(p), *last = sim_registry_find(end - 1);
+    if ((first && first->kind == SIM_MEM_VMM && first->base < p) ||
+        (last && last->kind == SIM_MEM_VMM && last->base + last->size > end)) {
+        pthread_mutex_unlock(&sim_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     while (p < end) {
         sim_alloc *a = sim_registry_find(p);
         if (!a || a->kind != SIM_MEM_VMM) {
