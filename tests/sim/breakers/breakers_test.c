@@ -9,6 +9,7 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,7 +253,314 @@ static void free_garbage(void)
     CHECK_EQ_U(stats(0).used, 0);
 }
 
-typedef struct test_case_list test_case_list;
+
+/* ---- launches --------------------------------------------------------------- */
+
+#define WIDE_BYTES 32760                 /* one parameter near CUDA's 32764-byte limit */
+#define WIDE_WORDS (WIDE_BYTES / 8)
+
+/* wide(CUdeviceptr table[WIDE_WORDS]): touches every non-zero entry. */
+static void wide(simgpu_launch *l, void **p)
+{
+    const CUdeviceptr *t = p[0];
+    for (int i = 0; i < WIDE_WORDS; i++)
+        if (t[i])
+            l->access(l, t[i], 4096, SIMGPU_READ);
+}
+
+/* pair(CUdeviceptr p, uint64_t q): touches p; q is only a number. */
+static void pair(simgpu_launch *l, void **p)
+{
+    CUdeviceptr d = *(CUdeviceptr *)p[0];
+    if (d)
+        l->access(l, d, 4096, SIMGPU_READ_WRITE);
+}
+
+static void register_kernels(void)
+{
+    static int done;
+    if (done++)
+        return;
+    simgpu_kernel k[] = {{"wide", wide, 1, {WIDE_BYTES}}, {"pair", pair, 2, {8, 8}}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        OK(simgpu_register_kernel(&k[i]));
+}
+
+static CUfunction function(CUmodule *m, const char *name)
+{
+    register_kernels();
+    CUfunction f;
+    OK(cuModuleLoadData(m, "m"));
+    OK(cuModuleGetFunction(&f, *m, name));
+    return f;
+}
+
+static CUresult launch(CUfunction f, void **args, void **extra)
+{
+    return cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, extra);
+}
+
+/* A managed chunk of `bytes` (the settings send it there). */
+static CUdeviceptr managed(size_t bytes)
+{
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, bytes));
+    int m = 0;
+    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+    CHECK(m == 1);
+    return p;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* 12,000 live chunks; launches naming 1,000 and then 4,095 others in one
+ * parameter (every word), in both forms: every chunk is fetched, and the
+ * scan stays fast. LMS_LIMIT=1G LMS_FRAC=0 LMS_THRESHOLD=64K
+ * LMS_POLICY=lru; chunks of 64 KiB. */
+static void many_chunks(void)
+{
+    primary_context(0);
+    CUmodule m;
+    CUfunction f = function(&m, "wide");
+    enum { LIVE = 12000 };
+    CUdeviceptr *c = malloc(LIVE * sizeof *c);
+    CUdeviceptr *table = calloc(WIDE_WORDS, sizeof *table);
+    CHECK(c && table);
+    double t0 = now_s();
+    for (int i = 0; i < LIVE; i++)
+        c[i] = managed(64 << 10);
+    double t_alloc = now_s() - t0;
+    int want[] = {1000, WIDE_WORDS};
+    int next = 0;
+    for (int k = 0; k < 2; k++) {
+        for (int form = 0; form < 2; form++) {
+            memset(table, 0, WIDE_BYTES);
+            for (int i = 0; i < want[k]; i++)
+                table[i] = c[next++] + (uint64_t)(i % 7) * 512;   /* interior too */
+            uint64_t before = stats(0).prefetches;
+            t0 = now_s();
+            size_t bytes = WIDE_BYTES;
+            void *args[] = {table};
+            void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, table, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
+                             CU_LAUNCH_PARAM_END};
+            OK(launch(f, form ? NULL : args, form ? extra : NULL));
+            double t_launch = now_s() - t0;
+            OK(cuCtxSynchronize());
+            CHECK_EQ_U(stats(0).prefetches - before, want[k]);
+            fprintf(stderr, "%d chunks, form %d: launch %.3f s (12,000 allocations %.3f s)\n", want[k],
+                    form, t_launch, t_alloc);
+            CHECK(t_launch < 2.0);
+        }
+    }
+    t0 = now_s();
+    for (int i = 0; i < LIVE; i++)
+        OK(cuMemFree(c[LIVE - 1 - i]));
+    fprintf(stderr, "12,000 frees: %.3f s\n", now_s() - t0);
+    CHECK_EQ_U(stats(0).used, 0);
+    OK(cuModuleUnload(m));
+    free(c);
+    free(table);
+}
+
+/* Extra-form buffers of odd sizes and alignments, NULL entries: a chunk
+ * pointer in the buffer is found wherever the buffer lies, nothing past the
+ * given size is read, and the driver answers what is wrong. */
+static void extra_forms(void)
+{
+    primary_context(0);
+    CUmodule m;
+    CUfunction f = function(&m, "pair");
+    CUdeviceptr a = managed(1 * MiB);
+    char *raw = malloc(64);
+    CHECK(raw != NULL);
+    char *buf = raw + 1;                        /* unaligned */
+    memset(raw, 0, 64);
+    memcpy(buf, &a, 8);
+    uint64_t q = 0;
+    memcpy(buf + 8, &q, 8);
+    size_t sizes[] = {16, 17, 23};
+    for (int i = 0; i < 3; i++) {
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &sizes[i],
+                         CU_LAUNCH_PARAM_END};
+        uint64_t before = stats(0).launches_scanned;
+        CUresult r = launch(f, NULL, extra);
+        CHECK(r == CUDA_SUCCESS || r == CUDA_ERROR_INVALID_VALUE);
+        CHECK(stats(0).launches_scanned >= before);
+    }
+    size_t sixteen = 16;
+    void *no_buf[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, NULL, CU_LAUNCH_PARAM_BUFFER_SIZE, &sixteen,
+                      CU_LAUNCH_PARAM_END};
+    CHECK(launch(f, NULL, no_buf) != CUDA_SUCCESS);
+    void *no_size[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, NULL,
+                       CU_LAUNCH_PARAM_END};
+    CHECK(launch(f, NULL, no_size) != CUDA_SUCCESS);
+    void *empty[] = {CU_LAUNCH_PARAM_END};
+    CHECK(launch(f, NULL, empty) != CUDA_SUCCESS);
+    void *args[] = {&a, &q};
+    CHECK(launch(f, args, no_buf) != CUDA_SUCCESS);   /* both forms at once */
+    CHECK(launch(NULL, args, NULL) != CUDA_SUCCESS);
+    OK(cuCtxSynchronize());
+    OK(cuMemFree(a));
+    OK(cuModuleUnload(m));
+    free(raw);
+}
+
+/* Threads launching a kernel of a module that stays loaded, others loading,
+ * launching and unloading modules of their own, and others allocating and
+ * freeing chunks whose addresses the launches carry as plain numbers: every
+ * launch succeeds and finds its chunk. Under ASan: no use after free. */
+typedef struct race {
+    CUcontext ctx;
+    CUfunction f;               /* of the module that stays */
+    CUdeviceptr mine[4];        /* one chunk per launching thread */
+    volatile CUdeviceptr other; /* freed and reallocated meanwhile */
+    volatile int stop;
+    int launches;
+} race;
+
+static void *launcher(void *p)
+{
+    race *r = p;
+    static int next;
+    int me = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+    OK(cuCtxSetCurrent(r->ctx));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < r->launches; i++) {
+        CUdeviceptr a = r->mine[me];
+        uint64_t q = r->other;
+        void *args[] = {&a, &q};
+        OK(cuLaunchKernel(r->f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+        if (i % 16 == 0)
+            OK(cuStreamSynchronize(s));
+    }
+    OK(cuStreamSynchronize(s));
+    OK(cuStreamDestroy(s));
+    return NULL;
+}
+
+static void *unloader(void *p)
+{
+    race *r = p;
+    OK(cuCtxSetCurrent(r->ctx));
+    CUdeviceptr c = managed(1 * MiB);
+    while (!r->stop) {
+        CUmodule m;
+        CUfunction g = function(&m, "pair");
+        uint64_t q = 0;
+        void *args[] = {&c, &q};
+        OK(launch(g, args, NULL));
+        OK(cuCtxSynchronize());
+        CUlibrary l;
+        CUkernel k;
+        OK(cuLibraryLoadData(&l, "l", NULL, NULL, 0, NULL, NULL, 0));
+        OK(cuLibraryGetKernel(&k, l, "wide"));
+        OK(cuModuleUnload(m));
+        OK(cuLibraryUnload(l));
+    }
+    OK(cuMemFree(c));
+    return NULL;
+}
+
+static void *churner(void *p)
+{
+    race *r = p;
+    OK(cuCtxSetCurrent(r->ctx));
+    while (!r->stop) {
+        CUdeviceptr c = managed(1 * MiB);
+        r->other = c + 64;
+        sched_yield();
+        r->other = 0;
+        OK(cuMemFree(c));
+    }
+    return NULL;
+}
+
+static void launch_races(void)
+{
+    race r = {.ctx = primary_context(0), .launches = 3000};
+    CUmodule m;
+    r.f = function(&m, "pair");
+    for (int i = 0; i < 4; i++)
+        r.mine[i] = managed(1 * MiB);
+    pthread_t l[4], u, c;
+    CHECK(pthread_create(&u, NULL, unloader, &r) == 0);
+    CHECK(pthread_create(&c, NULL, churner, &r) == 0);
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_create(&l[i], NULL, launcher, &r) == 0);
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_join(l[i], NULL) == 0);
+    r.stop = 1;
+    CHECK(pthread_join(u, NULL) == 0);
+    CHECK(pthread_join(c, NULL) == 0);
+    OK(cuCtxSynchronize());
+    lms_device_stats s = stats(0);
+    CHECK(s.launches_scanned >= 1600);
+    CHECK_EQ_U(s.budget_violations, 0);
+    for (int i = 0; i < 4; i++)
+        OK(cuMemFree(r.mine[i]));
+    CHECK_EQ_U(stats(0).used, 0);
+    OK(cuModuleUnload(m));
+}
+
+/* Threads that launch once and exit, 200 of them; and a fork while other
+ * threads launch: the child launches, allocates and frees, and exits. */
+static void *launch_once(void *p)
+{
+    race *r = p;
+    OK(cuCtxSetCurrent(r->ctx));
+    CUdeviceptr a = r->mine[0];
+    uint64_t q = 0;
+    void *args[] = {&a, &q};
+    OK(launch(r->f, args, NULL));
+    return NULL;
+}
+
+static void threads_and_fork(void)
+{
+    race r = {.ctx = primary_context(0), .launches = 2000};
+    CUmodule m;
+    r.f = function(&m, "pair");
+    for (int i = 0; i < 4; i++)
+        r.mine[i] = managed(1 * MiB);
+    for (int i = 0; i < 200; i++) {
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, launch_once, &r) == 0);
+        CHECK(pthread_join(t, NULL) == 0);
+    }
+    OK(cuCtxSynchronize());
+    pthread_t l[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&l[i], NULL, launcher, &r) == 0);
+    for (int k = 0; k < 5; k++) {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            alarm(20);
+            CUdeviceptr a = r.mine[3], b;
+            uint64_t q = 0;
+            void *args[] = {&a, &q};
+            if (launch(r.f, args, NULL) != CUDA_SUCCESS || cuCtxSynchronize() != CUDA_SUCCESS ||
+                cuMemAlloc(&b, 128 * MiB) != CUDA_SUCCESS || cuMemFree(b) != CUDA_SUCCESS)
+                _exit(3);
+            _exit(0);
+        }
+        int st = 0;
+        CHECK(waitpid(pid, &st, 0) == pid);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_join(l[i], NULL) == 0);
+    OK(cuCtxSynchronize());
+    for (int i = 0; i < 4; i++)
+        OK(cuMemFree(r.mine[i]));
+    OK(cuModuleUnload(m));
+}
 static const test_case cases[] = {
     {"sim_vmm_partial_unmap", sim_vmm_partial_unmap},
     {"sim_vmm_overlap_map", sim_vmm_overlap_map},
@@ -261,5 +569,9 @@ static const test_case cases[] = {
     {"vmm_orders", vmm_orders},
     {"pool_destroyed_live", pool_destroyed_live},
     {"free_garbage", free_garbage},
+    {"many_chunks", many_chunks},
+    {"extra_forms", extra_forms},
+    {"launch_races", launch_races},
+    {"threads_and_fork", threads_and_fork},
 };
 TEST_MAIN(cases)
