@@ -9,6 +9,7 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -561,6 +562,111 @@ static void threads_and_fork(void)
         OK(cuMemFree(r.mine[i]));
     OK(cuModuleUnload(m));
 }
+/* ---- the first out-of-memory answer (LMS_OOM_RETRY) ------------------------ */
+
+/* A stream-ordered request is never answered out-of-memory and is never
+ * the retry of one: placing one of the same size on the device must not
+ * settle the size a caching allocator was answered for, or its one retry
+ * is answered out-of-memory again. LMS_OOM_RETRY=on LMS_LIMIT=1G LMS_FRAC=1
+ * LMS_THRESHOLD=64M. */
+static void oom_retry_async_same_size(void)
+{
+    primary_context(0);
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr live, cached[3], x, a, big;
+    OK(cuMemAlloc(&live, 128 * MiB));
+    for (int i = 0; i < 3; i++)
+        OK(cuMemAlloc(&cached[i], 128 * MiB));
+    OK(cuMemAlloc(&x, 512 * MiB));                           /* the budget is full */
+    CHECK_IS(cuMemAlloc(&big, 512 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemFree(x));
+    OK(cuMemAllocAsync(&a, 512 * MiB, s));                   /* another user, same size */
+    CHECK_EQ_U(stats(0).used, 1 * GiB);
+    for (int i = 0; i < 3; i++)                              /* the allocator frees its cache */
+        OK(cuMemFree(cached[i]));
+    OK(cuMemAlloc(&big, 512 * MiB));                         /* its retry */
+    CHECK_EQ_U(stats(0).oom_failures, 1);
+    OK(cuMemFreeAsync(a, s));
+    OK(cuStreamSynchronize(s));
+    OK(cuMemFree(big));
+    OK(cuMemFree(live));
+    CHECK_EQ_U(stats(0).used, 0);
+    OK(cuStreamDestroy(s));
+}
+
+/* Threads on two devices, four per device, each a caching allocator of its
+ * own size: every request is answered out-of-memory at most once, and the
+ * retry succeeds. Stream-ordered requests alongside are never answered so.
+ * LMS_OOM_RETRY=on LMS_LIMIT=1G LMS_FRAC=1 LMS_THRESHOLD=64M
+ * SIMGPU_DEVICES=2. */
+typedef struct cacher {
+    CUcontext ctx;
+    size_t size;
+    int ooms;
+    bool async;
+} cacher;
+
+static void *cache_loop(void *p)
+{
+    cacher *c = p;
+    OK(cuCtxSetCurrent(c->ctx));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr cache[4];
+    int n = 0;
+    for (int i = 0; i < 40; i++) {
+        CUdeviceptr p2;
+        if (c->async) {
+            OK(cuMemAllocAsync(&p2, c->size, s));
+            OK(cuMemFreeAsync(p2, s));
+            continue;
+        }
+        CUresult r = cuMemAlloc(&p2, c->size);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+            c->ooms++;
+            while (n > 0)
+                OK(cuMemFree(cache[--n]));
+            OK(cuMemAlloc(&p2, c->size));   /* the retry never fails */
+        } else {
+            OK(r);
+        }
+        if (n == 4)
+            OK(cuMemFree(cache[--n]));
+        cache[n++] = p2;                    /* "freed" into the cache */
+        sched_yield();
+    }
+    while (n > 0)
+        OK(cuMemFree(cache[--n]));
+    OK(cuStreamSynchronize(s));
+    OK(cuStreamDestroy(s));
+    return NULL;
+}
+
+static void oom_retry_threads(void)
+{
+    OK(cuInit(0));
+    CUcontext ctx[2];
+    OK(cuDevicePrimaryCtxRetain(&ctx[0], 0));
+    OK(cuDevicePrimaryCtxRetain(&ctx[1], 1));
+    enum { T = 10 };
+    cacher c[T];
+    pthread_t t[T];
+    for (int i = 0; i < T; i++) {
+        c[i] = (cacher){.ctx = ctx[i % 2], .size = (96 + 32 * (size_t)(i / 2)) * MiB, .async = i >= 8};
+        CHECK(pthread_create(&t[i], NULL, cache_loop, &c[i]) == 0);
+    }
+    int ooms = 0;
+    for (int i = 0; i < T; i++) {
+        CHECK(pthread_join(t[i], NULL) == 0);
+        ooms += c[i].ooms;
+    }
+    CHECK(ooms > 0);
+    CHECK_EQ_U(stats(0).oom_failures + stats(1).oom_failures, ooms);
+    CHECK_EQ_U(stats(0).used, 0);
+    CHECK_EQ_U(stats(1).used, 0);
+}
+
 static const test_case cases[] = {
     {"sim_vmm_partial_unmap", sim_vmm_partial_unmap},
     {"sim_vmm_overlap_map", sim_vmm_overlap_map},
@@ -573,5 +679,7 @@ static const test_case cases[] = {
     {"extra_forms", extra_forms},
     {"launch_races", launch_races},
     {"threads_and_fork", threads_and_fork},
+    {"oom_retry_async_same_size", oom_retry_async_same_size},
+    {"oom_retry_threads", oom_retry_threads},
 };
 TEST_MAIN(cases)
