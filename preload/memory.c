@@ -97,8 +97,9 @@ LMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
                     .height = height, .elem = elem};
     if (!a.real)
         r = CUDA_ERROR_NOT_SUPPORTED;
-    else if (!dptr || !pPitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
-        r = REAL(cuMemAllocPitch_v2)(dptr, pPitch, width, height, elem);
+    else if (!dptr || !pPitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16) ||
+             width > SIZE_MAX - 511 || (width + 511) / 512 * 512 > SIZE_MAX / height)
+        r = REAL(cuMemAllocPitch_v2)(dptr, pPitch, width, height, elem);   /* or no size_t holds it */
     else {
         *pPitch = (width + 511) / 512 * 512;       /* the layout if it leaves the device */
         a.size = *pPitch * height;

@@ -198,7 +198,12 @@ static CUresult alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size
         return r;
     if (!pitch || (elem != 4 && elem != 8 && elem != 16))
         return CUDA_ERROR_INVALID_VALUE;
+    /* A row or a total past what size_t holds fits in no memory. */
+    if (width > SIZE_MAX - (SMALL_GRANULE - 1))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     size_t p = (width + SMALL_GRANULE - 1) / SMALL_GRANULE * SMALL_GRANULE;
+    if (p > SIZE_MAX / height)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     r = sim_alloc_device(dptr, p * height, low32, NULL, d);
     if (r == CUDA_SUCCESS)
         *pitch = p;

@@ -667,6 +667,33 @@ static void oom_retry_threads(void)
     CHECK_EQ_U(stats(1).used, 0);
 }
 
+/* ---- pitched allocations whose size does not fit in size_t ------------------ */
+
+/* width rounded to the pitch, times height, past 2^64: no allocation can
+ * hold it, so none is made (a wrapped size would be a small allocation the
+ * program takes for a huge one). SIMGPU_MEM=8G. */
+static void sim_pitch_overflow(void)
+{
+    primary_context(0);
+    CUdeviceptr p = 0;
+    size_t pitch = 0;
+    CHECK(cuMemAllocPitch(&p, &pitch, (size_t)1 << 32, ((size_t)1 << 32) + 1, 4) != CUDA_SUCCESS);
+    CHECK(cuMemAllocPitch(&p, &pitch, SIZE_MAX - 100, 1, 4) != CUDA_SUCCESS);
+    CHECK(cuMemAllocPitch(&p, &pitch, (size_t)1 << 20, ((size_t)1 << 44) + 2, 4) != CUDA_SUCCESS);
+    OK(cuMemAllocPitch(&p, &pitch, 1000, 1000, 4));
+    CHECK_EQ_U(pitch, 1024);
+    OK(cuMemFree(p));
+}
+
+/* The same under lmshim, whose fallback would otherwise make the wrapped
+ * size in managed memory. LMS_LIMIT=1G LMS_THRESHOLD=64M LMS_FRAC=0.5. */
+static void pitch_overflow(void)
+{
+    sim_pitch_overflow();
+    CHECK_EQ_U(stats(0).used, 0);
+    CHECK_EQ_U(stats(0).live_chunks[1], 0);
+}
+
 static const test_case cases[] = {
     {"sim_vmm_partial_unmap", sim_vmm_partial_unmap},
     {"sim_vmm_overlap_map", sim_vmm_overlap_map},
@@ -681,5 +708,7 @@ static const test_case cases[] = {
     {"threads_and_fork", threads_and_fork},
     {"oom_retry_async_same_size", oom_retry_async_same_size},
     {"oom_retry_threads", oom_retry_threads},
+    {"sim_pitch_overflow", sim_pitch_overflow},
+    {"pitch_overflow", pitch_overflow},
 };
 TEST_MAIN(cases)
