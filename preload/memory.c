@@ -304,11 +304,14 @@ LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 {
     if (!lms_hook_enter() || !REAL(cuMemCreate))
         return PASS(cuMemCreate, handle, size, prop, flags);
-    /* The device comes from the properties, and only from a device location. */
+    /* The device comes from the properties, and only from a device location.
+     * The driver answers first, so that bad arguments get CUDA's error
+     * whatever the size; a creation LMS_ON_OOM=fail refuses is undone. */
     int device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-    CUresult r = device >= 0 ? lms_vmm_check(device, size) : CUDA_SUCCESS;
-    if (r == CUDA_SUCCESS)
-        r = REAL(cuMemCreate)(handle, size, prop, flags);
+    CUresult r = REAL(cuMemCreate)(handle, size, prop, flags);
+    if (r == CUDA_SUCCESS && device >= 0 && lms_vmm_check(device, size) != CUDA_SUCCESS &&
+        REAL(cuMemRelease) && REAL(cuMemRelease)(*handle) == CUDA_SUCCESS)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS && device >= 0)
         lms_vmm_created(*handle, device, size);
     lms_hook_leave();

@@ -694,12 +694,32 @@ static void pitch_overflow(void)
     CHECK_EQ_U(stats(0).live_chunks[1], 0);
 }
 
+/* LMS_ON_OOM=fail refuses a cuMemCreate past the budget, but only one that
+ * CUDA would make: bad arguments get CUDA's answer, whatever the size.
+ * LMS_LIMIT=1G LMS_ON_OOM=fail. */
+static void vmm_fail_arguments(void)
+{
+    primary_context(0);
+    CUmemAllocationProp prop = dev_prop(0);
+    CUmemGenericAllocationHandle h;
+    CHECK_IS(cuMemCreate(NULL, 2 * GiB, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(cuMemCreate(&h, 2 * GiB + 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE);   /* granularity */
+    CHECK_IS(cuMemCreate(&h, 2 * GiB, &prop, 1), CUDA_ERROR_INVALID_VALUE);          /* flags */
+    CHECK_IS(cuMemCreate(&h, 2 * GiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);          /* a good one */
+    OK(cuMemCreate(&h, 512 * MiB, &prop, 0));
+    CHECK_EQ_U(stats(0).used, 512 * MiB);
+    CHECK_EQ_U(driver_used(), 512 * MiB);
+    OK(cuMemRelease(h));
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 static const test_case cases[] = {
     {"sim_vmm_partial_unmap", sim_vmm_partial_unmap},
     {"sim_vmm_overlap_map", sim_vmm_overlap_map},
     {"vmm_partial_unmap", vmm_partial_unmap},
     {"vmm_overlap_map", vmm_overlap_map},
     {"vmm_orders", vmm_orders},
+    {"vmm_fail_arguments", vmm_fail_arguments},
     {"pool_destroyed_live", pool_destroyed_live},
     {"free_garbage", free_garbage},
     {"many_chunks", many_chunks},
