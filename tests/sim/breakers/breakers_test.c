@@ -242,6 +242,12 @@ static void free_garbage(void)
     CHECK_EQ_U(s1.used, s0.used);
     CHECK_EQ_U(s1.live_chunks[0], s0.live_chunks[0]);
     CHECK_EQ_U(s1.live_chunks[1], s0.live_chunks[1]);
+    /* A stream-ordered free on a stream that is no more fails, and changes nothing. */
+    CUstream gone;
+    OK(cuStreamCreate(&gone, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamDestroy(gone));
+    CHECK(cuMemFreeAsync(m, gone) != CUDA_SUCCESS);
+    CHECK_EQ_U(stats(0).live_chunks[1], s0.live_chunks[1]);
     OK(cuMemFree(d));
     CHECK_IS(cuMemFree(d), CUDA_ERROR_INVALID_VALUE);
     OK(cuMemFree(m));
@@ -405,6 +411,15 @@ static void extra_forms(void)
     void *args[] = {&a, &q};
     CHECK(launch(f, args, no_buf) != CUDA_SUCCESS);   /* both forms at once */
     CHECK(launch(NULL, args, NULL) != CUDA_SUCCESS);
+    CHECK(launch((CUfunction)(uintptr_t)0x1230, args, NULL) != CUDA_SUCCESS);   /* garbage */
+    CUlibrary lib;
+    CUkernel k;
+    OK(cuLibraryLoadData(&lib, "l", NULL, NULL, 0, NULL, NULL, 0));
+    OK(cuLibraryGetKernel(&k, lib, "pair"));
+    OK(launch((CUfunction)(void *)k, args, NULL));
+    OK(cuCtxSynchronize());
+    OK(cuLibraryUnload(lib));
+    CHECK(launch((CUfunction)(void *)k, args, NULL) != CUDA_SUCCESS);   /* its library is gone */
     OK(cuCtxSynchronize());
     OK(cuMemFree(a));
     OK(cuModuleUnload(m));
