@@ -233,7 +233,7 @@ int lms_launch_chunks(CUfunction f, void **params, void **extra, const uint32_t 
             if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
                 buf = extra[i + 1];
             else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
-                len = *(size_t *)extra[i + 1];
+                memcpy(&len, extra[i + 1], sizeof len);   /* wherever the program put it */
         }
         if (buf)
             n = gather(buf, len < MAX_PARAM_BYTES ? len : MAX_PARAM_BYTES, s->words, n);

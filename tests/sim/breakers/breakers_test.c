@@ -278,7 +278,8 @@ static void wide(simgpu_launch *l, void **p)
 /* pair(CUdeviceptr p, uint64_t q): touches p; q is only a number. */
 static void pair(simgpu_launch *l, void **p)
 {
-    CUdeviceptr d = *(CUdeviceptr *)p[0];
+    CUdeviceptr d;
+    memcpy(&d, p[0], sizeof d);   /* an extra-form buffer may lie anywhere */
     if (d)
         l->access(l, d, 4096, SIMGPU_READ_WRITE);
 }
@@ -374,9 +375,11 @@ static void many_chunks(void)
     free(table);
 }
 
-/* Extra-form buffers of odd sizes and alignments, NULL entries: a chunk
- * pointer in the buffer is found wherever the buffer lies, nothing past the
- * given size is read, and the driver answers what is wrong. */
+/* Extra-form buffers of odd sizes and alignments, the size at an odd
+ * address, NULL entries: a chunk pointer in the buffer is found wherever the
+ * buffer lies, nothing is read misaligned (UBSan halts on it in the
+ * sanitized build) or past the given size, and the driver answers what is
+ * wrong. */
 static void extra_forms(void)
 {
     primary_context(0);
@@ -399,6 +402,19 @@ static void extra_forms(void)
         CHECK(r == CUDA_SUCCESS || r == CUDA_ERROR_INVALID_VALUE);
         CHECK(stats(0).launches_scanned >= before);
     }
+    /* The size itself at an odd address (a packed structure). */
+    char packed[1 + sizeof(size_t)];
+    size_t sz16 = 16;
+    memcpy(packed + 1, &sz16, sizeof sz16);
+    void *odd_size[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, packed + 1,
+                        CU_LAUNCH_PARAM_END};
+    uint64_t fetched = stats(0).prefetches;
+    OK(cuMemFree(a));
+    a = managed(1 * MiB);
+    memcpy(buf, &a, 8);
+    OK(launch(f, NULL, odd_size));
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(stats(0).prefetches - fetched, 1);
     size_t sixteen = 16;
     void *no_buf[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, NULL, CU_LAUNCH_PARAM_BUFFER_SIZE, &sixteen,
                       CU_LAUNCH_PARAM_END};
