@@ -650,6 +650,55 @@ static void threads_and_fork(void)
         OK(cuMemFree(r.mine[i]));
     OK(cuModuleUnload(m));
 }
+/* A program that has taken every pthread key (PTHREAD_KEYS_MAX) before
+ * its first scanned launch: lmshim cannot have its per-thread scratch
+ * freed at thread exit, so it must not use one; above all it must not write
+ * a key it does not own (the program's values stay), and the launch works.
+ * The same for the simulator's per-thread default stream. */
+enum { KEYS = 2048 };
+static pthread_key_t keys[KEYS];
+static int nkeys;
+static int sentinel[KEYS];
+
+static void *launch_with_keys(void *p)
+{
+    race *r = p;
+    OK(cuCtxSetCurrent(r->ctx));
+    for (int i = 0; i < nkeys; i++)
+        CHECK(pthread_setspecific(keys[i], &sentinel[i]) == 0);
+    CUdeviceptr a = r->mine[0];
+    uint64_t q = 0;
+    void *args[] = {&a, &q};
+    OK(launch(r->f, args, NULL));
+    OK(cuLaunchKernel(r->f, 1, 1, 1, 32, 1, 1, 0, CU_STREAM_PER_THREAD, args, NULL));
+    OK(cuCtxSynchronize());
+    for (int i = 0; i < nkeys; i++)
+        CHECK(pthread_getspecific(keys[i]) == &sentinel[i]);
+    return NULL;
+}
+
+static void launch_keys_exhausted(void)
+{
+    race r = {.ctx = primary_context(0)};
+    CUmodule m;
+    r.f = function(&m, "pair");
+    r.mine[0] = managed(1 * MiB);
+    while (nkeys < KEYS && pthread_key_create(&keys[nkeys], NULL) == 0)
+        nkeys++;
+    CHECK(nkeys < KEYS);   /* the limit was reached */
+    bool own_zero = false;
+    for (int i = 0; i < nkeys; i++)
+        own_zero |= keys[i] == 0;
+    if (!own_zero)         /* under a sanitizer runtime that took key 0 first */
+        fprintf(stderr, "key 0 is not the program's: a write to it is not seen here\n");
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, launch_with_keys, &r) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    launch_with_keys(&r);
+    OK(cuMemFree(r.mine[0]));
+    OK(cuModuleUnload(m));
+}
+
 /* ---- the first out-of-memory answer (LMS_OOM_RETRY) ------------------------ */
 
 /* A stream-ordered request is never answered out-of-memory and is never
@@ -815,6 +864,7 @@ static const test_case cases[] = {
     {"extra_forms", extra_forms},
     {"launch_races", launch_races},
     {"threads_and_fork", threads_and_fork},
+    {"launch_keys_exhausted", launch_keys_exhausted},
     {"oom_retry_async_same_size", oom_retry_async_same_size},
     {"oom_retry_threads", oom_retry_threads},
     {"sim_pitch_overflow", sim_pitch_overflow},
