@@ -280,6 +280,89 @@ static void pool_destroyed_live(void)
     OK(cuStreamDestroy(s));
 }
 
+/* Forks while other threads are inside the VMM, pool and free paths: the
+ * child (which the simulator lets use CUDA) creates, maps, unmaps and
+ * releases, allocates from a pool and frees, without a deadlock. */
+typedef struct forker {
+    CUcontext ctx;
+    CUmemoryPool pool;
+    volatile int stop;
+} forker;
+
+static void *pool_loop(void *p)
+{
+    forker *f = p;
+    OK(cuCtxSetCurrent(f->ctx));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    while (!f->stop) {
+        CUdeviceptr a, b;
+        OK(cuMemAllocFromPoolAsync(&a, 8 * MiB, f->pool, s));
+        OK(cuMemAlloc(&b, 96 * MiB));
+        OK(cuMemFreeAsync(a, s));
+        OK(cuMemFree(b));
+    }
+    OK(cuStreamSynchronize(s));
+    OK(cuStreamDestroy(s));
+    return NULL;
+}
+
+static void *vmm_forever(void *p)
+{
+    forker *f = p;
+    OK(cuCtxSetCurrent(f->ctx));
+    CUmemAllocationProp prop = dev_prop(0);
+    CUdeviceptr va;
+    OK(cuMemAddressReserve(&va, 4 * MiB, 0, 0, 0));
+    while (!f->stop) {
+        CUmemGenericAllocationHandle h;
+        OK(cuMemCreate(&h, 2 * MiB, &prop, 0));
+        OK(cuMemMap(va, 2 * MiB, 0, h, 0));
+        OK(cuMemRelease(h));
+        OK(cuMemUnmap(va, 2 * MiB));
+    }
+    OK(cuMemAddressFree(va, 4 * MiB));
+    return NULL;
+}
+
+static void fork_in_flight(void)
+{
+    forker f = {.ctx = primary_context(0)};
+    CUmemPoolProps props = {0};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    OK(cuMemPoolCreate(&f.pool, &props));
+    pthread_t t[3];
+    CHECK(pthread_create(&t[0], NULL, pool_loop, &f) == 0);
+    CHECK(pthread_create(&t[1], NULL, vmm_forever, &f) == 0);
+    CHECK(pthread_create(&t[2], NULL, pool_loop, &f) == 0);
+    for (int k = 0; k < 20; k++) {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            alarm(20);
+            CUmemAllocationProp prop = dev_prop(0);
+            CUmemGenericAllocationHandle h;
+            CUdeviceptr va, a;
+            CUstream s = NULL;
+            if (cuMemAddressReserve(&va, 2 * MiB, 0, 0, 0) || cuMemCreate(&h, 2 * MiB, &prop, 0) ||
+                cuMemMap(va, 2 * MiB, 0, h, 0) || cuMemUnmap(va, 2 * MiB) || cuMemRelease(h) ||
+                cuMemAllocFromPoolAsync(&a, 8 * MiB, f.pool, s) || cuMemFreeAsync(a, s) ||
+                cuMemAlloc(&a, 300 * MiB) || cuMemFree(a))
+                _exit(3);
+            _exit(0);
+        }
+        int st = 0;
+        CHECK(waitpid(pid, &st, 0) == pid);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    f.stop = 1;
+    for (int i = 0; i < 3; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    OK(cuMemPoolDestroy(f.pool));
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 /* ---- frees ---------------------------------------------------------------- */
 
 /* Interior pointers, double frees, NULL and garbage: CUDA answers, lmshim's
@@ -859,6 +942,7 @@ static const test_case cases[] = {
     {"vmm_fail_arguments", vmm_fail_arguments},
     {"vmm_threads", vmm_threads},
     {"pool_destroyed_live", pool_destroyed_live},
+    {"fork_in_flight", fork_in_flight},
     {"free_garbage", free_garbage},
     {"many_chunks", many_chunks},
     {"extra_forms", extra_forms},
