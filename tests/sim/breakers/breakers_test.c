@@ -887,6 +887,35 @@ static void oom_retry_threads(void)
     CHECK_EQ_U(stats(1).used, 0);
 }
 
+/* LMS_OOM_RETRY=auto with a caching allocator's library loaded: only its
+ * own requests get the out-of-memory answer. Any other code in the process
+ * (cuBLAS or cuDNN creating a handle, NCCL, an extension calling cudaMalloc)
+ * does not retry, and would die of it; its requests fall back as in a plain
+ * CUDA program. The stand-in library is in FAKE_C10_ALLOC.
+ * LMS_LIMIT=1G LMS_FRAC=1 LMS_THRESHOLD=64M. */
+static void oom_retry_other_caller(void)
+{
+    primary_context(0);
+    void *lib = dlopen(getenv("FAKE_C10_ALLOC"), RTLD_NOW);
+    CHECK(lib != NULL);
+    CUresult (*c10_alloc)(CUdeviceptr *, size_t) =
+        (CUresult (*)(CUdeviceptr *, size_t))dlsym(lib, "lms_test_c10_alloc");
+    CHECK(c10_alloc != NULL);
+    CUdeviceptr a, b, c, d;
+    OK(c10_alloc(&a, 768 * MiB));
+    OK(cuMemAlloc(&b, 512 * MiB));                   /* not the allocator's: falls back */
+    CHECK_EQ_U(stats(0).oom_failures, 0);
+    OK(cuMemAlloc(&d, 1 * MiB));                     /* small, device full: falls back too */
+    CHECK_IS(c10_alloc(&c, 256 * MiB), CUDA_ERROR_OUT_OF_MEMORY);   /* the allocator's first trip */
+    OK(c10_alloc(&c, 256 * MiB));                    /* its retry */
+    CHECK_EQ_U(stats(0).oom_failures, 1);
+    OK(cuMemFree(a));
+    OK(cuMemFree(b));
+    OK(cuMemFree(c));
+    OK(cuMemFree(d));
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 /* ---- pitched allocations whose size does not fit in size_t ------------------ */
 
 /* width rounded to the pitch, times height, past 2^64: no allocation can
@@ -951,6 +980,7 @@ static const test_case cases[] = {
     {"launch_keys_exhausted", launch_keys_exhausted},
     {"oom_retry_async_same_size", oom_retry_async_same_size},
     {"oom_retry_threads", oom_retry_threads},
+    {"oom_retry_other_caller", oom_retry_other_caller},
     {"sim_pitch_overflow", sim_pitch_overflow},
     {"pitch_overflow", pitch_overflow},
 };
