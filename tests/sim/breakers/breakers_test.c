@@ -782,6 +782,53 @@ static void launch_keys_exhausted(void)
     OK(cuModuleUnload(m));
 }
 
+/* A racy program: one thread launches a kernel while another unloads and
+ * reloads its module (the handle value comes back). CUDA answers each
+ * launch SUCCESS or INVALID_HANDLE; lmshim adds no crash, no use after free
+ * (ASan), and no other answer. */
+typedef struct unload_race {
+    CUcontext ctx;
+    volatile CUfunction f;
+    CUdeviceptr c;
+    volatile int stop;
+} unload_race;
+
+static void *launch_racy(void *p)
+{
+    unload_race *u = p;
+    OK(cuCtxSetCurrent(u->ctx));
+    for (int i = 0; i < 3000; i++) {
+        CUdeviceptr a = u->c;
+        uint64_t q = 0;
+        void *args[] = {&a, &q};
+        CUresult r = launch(u->f, args, NULL);
+        CHECK(r == CUDA_SUCCESS || r == CUDA_ERROR_INVALID_HANDLE);
+    }
+    OK(cuCtxSynchronize());
+    return NULL;
+}
+
+static void unload_own_kernel_race(void)
+{
+    unload_race u = {.ctx = primary_context(0)};
+    u.c = managed(1 * MiB);
+    CUmodule m;
+    u.f = function(&m, "pair");
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, launch_racy, &u) == 0);
+    for (int i = 0; i < 300; i++) {
+        OK(cuModuleUnload(m));
+        CUfunction g;
+        OK(cuModuleLoadData(&m, "m"));
+        OK(cuModuleGetFunction(&g, m, "pair"));
+        u.f = g;
+    }
+    CHECK(pthread_join(t, NULL) == 0);
+    OK(cuModuleUnload(m));
+    OK(cuMemFree(u.c));
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 /* ---- the first out-of-memory answer (LMS_OOM_RETRY) ------------------------ */
 
 /* A stream-ordered request is never answered out-of-memory and is never
@@ -978,6 +1025,7 @@ static const test_case cases[] = {
     {"launch_races", launch_races},
     {"threads_and_fork", threads_and_fork},
     {"launch_keys_exhausted", launch_keys_exhausted},
+    {"unload_own_kernel_race", unload_own_kernel_race},
     {"oom_retry_async_same_size", oom_retry_async_same_size},
     {"oom_retry_threads", oom_retry_threads},
     {"oom_retry_other_caller", oom_retry_other_caller},
