@@ -9,9 +9,10 @@
  *   PyTorch's expandable segments map cuMemCreate memory, which cannot
  *     leave the device:                 PYTORCH_CUDA_ALLOC_CONF without
  *                                       expandable_segments:True
- * A variable the user set is kept as it is, except that the one key
- * expandable_segments:True is taken out of a PyTorch allocator setting
- * (the rest kept). One line on stderr says what was set.
+ * A variable the user set to a value is kept as it is (an empty one is
+ * set), except that the one key expandable_segments:True is taken out of a
+ * PyTorch allocator setting (the rest kept). One line on stderr says what
+ * was set.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,10 +36,13 @@ static void append(char *buf, size_t len, const char *text)
         snprintf(buf + n, len - n, "%s%s", n ? " " : "", text);
 }
 
-/* Sets var=value unless the user set var; notes it in s. */
+/* Sets var=value unless the user set var to something; notes it in s. An
+ * empty value counts as unset: TensorFlow and JAX then take their default
+ * (the whole arena at start), which is what this is here to change. */
 static int set_default(const char *var, const char *value, said *s)
 {
-    if (getenv(var))
+    const char *now = getenv(var);
+    if (now && *now)
         return 0;
     if (setenv(var, value, 1) != 0)
         return -1;

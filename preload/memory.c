@@ -99,8 +99,9 @@ LMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
                     .height = height, .elem = elem};
     if (!a.real)
         r = CUDA_ERROR_NOT_SUPPORTED;
-    else if (!dptr || !pPitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
-        r = REAL(cuMemAllocPitch_v2)(dptr, pPitch, width, height, elem);
+    else if (!dptr || !pPitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16) ||
+             width > SIZE_MAX - 511 || (width + 511) / 512 * 512 > SIZE_MAX / height)
+        r = REAL(cuMemAllocPitch_v2)(dptr, pPitch, width, height, elem);   /* or no size_t holds it */
     else {
         *pPitch = (width + 511) / 512 * 512;       /* the layout if it leaves the device */
         a.size = *pPitch * height;
@@ -305,11 +306,14 @@ LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 {
     if (!lms_hook_enter() || !REAL(cuMemCreate))
         return PASS(cuMemCreate, handle, size, prop, flags);
-    /* The device comes from the properties, and only from a device location. */
+    /* The device comes from the properties, and only from a device location.
+     * The driver answers first, so that bad arguments get CUDA's error
+     * whatever the size; a creation LMS_ON_OOM=fail refuses is undone. */
     int device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-    CUresult r = device >= 0 ? lms_vmm_check(device, size) : CUDA_SUCCESS;
-    if (r == CUDA_SUCCESS)
-        r = REAL(cuMemCreate)(handle, size, prop, flags);
+    CUresult r = REAL(cuMemCreate)(handle, size, prop, flags);
+    if (r == CUDA_SUCCESS && device >= 0 && lms_vmm_check(device, size) != CUDA_SUCCESS &&
+        REAL(cuMemRelease) && REAL(cuMemRelease)(*handle) == CUDA_SUCCESS)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS && device >= 0)
         lms_vmm_created(*handle, device, size);
     lms_hook_leave();

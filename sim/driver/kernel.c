@@ -442,16 +442,20 @@ static void launch_compute(simgpu_launch *l, double ns)
 static CUresult params_from_extra(CUfunction f, void **extra, void **out)
 {
     char *buf = NULL;
-    size_t *size = NULL;
+    size_t size = 0;
+    bool sized = false;
     for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
             buf = extra[i + 1];
-        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
-            size = extra[i + 1];
-        else
+        } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+            sized = extra[i + 1] != NULL;
+            if (sized)
+                memcpy(&size, extra[i + 1], sizeof size);   /* at any address */
+        } else {
             return CUDA_ERROR_INVALID_VALUE;
+        }
     }
-    if (f->desc.num_params > 0 && (!buf || !size || *size < f->total))
+    if (f->desc.num_params > 0 && (!buf || !sized || size < f->total))
         return CUDA_ERROR_INVALID_VALUE;
     for (unsigned i = 0; i < f->desc.num_params; i++)
         out[i] = buf + f->offset[i];

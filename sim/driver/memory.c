@@ -200,6 +200,9 @@ static CUresult alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size
         return r;
     if (!pitch || (elem != 4 && elem != 8 && elem != 16) || width > SIM_MAX_PITCH)
         return CUDA_ERROR_INVALID_VALUE;
+    /* A row or a total past what size_t holds fits in no memory. */
+    if (width > SIZE_MAX - (SMALL_GRANULE - 1))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     size_t p = (width + SMALL_GRANULE - 1) / SMALL_GRANULE * SMALL_GRANULE;
     if (height > SIZE_MAX / p)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -63,7 +63,10 @@ static void per_thread_destroy(void *unused)
     pthread_mutex_unlock(&sim_lock);
 }
 
-static void make_key(void) { pthread_key_create(&per_thread_key, per_thread_destroy); }
+/* Without a key (the program took them all) per-thread streams live until
+ * exit: no key but our own may be written. */
+static bool have_key;
+static void make_key(void) { have_key = pthread_key_create(&per_thread_key, per_thread_destroy) == 0; }
 
 /* The calling thread's per-thread default stream on `device` (lazily made). */
 static CUstream per_thread_stream(int device)
@@ -85,7 +88,8 @@ static CUstream per_thread_stream(int device)
         return NULL;
     }
     per_thread[device] = s;
-    pthread_setspecific(per_thread_key, s);
+    if (have_key)
+        pthread_setspecific(per_thread_key, s);
     return s;
 }
 

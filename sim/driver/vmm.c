@@ -23,7 +23,6 @@ typedef struct phys {
     int mappings;         /* live cuMemMap of this handle */
     bool released;        /* cuMemRelease called */
     unsigned handle_types; /* CUmemAllocationHandleType bits it may be exported as */
-    struct phys *next;    /* list of live physical allocations */
 } phys;
 
 typedef struct reservation {
@@ -35,17 +34,8 @@ typedef struct reservation {
 
 #define PHYS_MAGIC 0x50485953u
 static reservation reservations[MAX_RESERVATIONS];   /* sim_lock */
-static phys *live_phys;                              /* sim_lock */
-
-/* Unlinks a physical allocation from the live list (under sim_lock). */
-static void phys_unlink(phys *ph)
-{
-    for (phys **pp = &live_phys; *pp; pp = &(*pp)->next)
-        if (*pp == ph) {
-            *pp = ph->next;
-            return;
-        }
-}
+static phys **live;            /* every physical allocation not yet freed (sim_lock) */
+static size_t nlive, caplive;
 
 /* Validates an allocation property block; returns the device or -1. */
 static int prop_device(const CUmemAllocationProp *prop)
@@ -70,14 +60,41 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUm
     return CUDA_SUCCESS;
 }
 
+/* Adds ph to the live set; false if out of memory (under sim_lock). */
+static bool live_add(phys *ph)
+{
+    if (nlive == caplive) {
+        size_t ncap = caplive ? caplive * 2 : 64;
+        phys **n = realloc(live, ncap * sizeof *n);
+        if (!n)
+            return false;
+        live = n;
+        caplive = ncap;
+    }
+    live[nlive++] = ph;
+    return true;
+}
+
+/* Index of ph in the live set, or nlive: a handle is an opaque value to
+ * the program, so any value may come back (under sim_lock). */
+static size_t live_find(const void *ph)
+{
+    size_t i = 0;
+    while (i < nlive && live[i] != ph)
+        i++;
+    return i;
+}
+
 /* Frees a physical allocation once released and unmapped (under sim_lock). */
 static void phys_maybe_free(phys *ph)
 {
     if (!ph->released || ph->mappings > 0)
         return;
+    size_t i = live_find(ph);
+    if (i < nlive)
+        live[i] = live[--nlive];
     sim_uncharge(ph->device, ph->size);
     close(ph->fd);
-    phys_unlink(ph);
     ph->magic = 0;
     free(ph);
 }
@@ -96,6 +113,10 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&sim_lock);
     r = sim_charge(d, size);
+    if (r == CUDA_SUCCESS && !live_add(ph)) {
+        sim_uncharge(d, size);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
     pthread_mutex_unlock(&sim_lock);
     if (r != CUDA_SUCCESS) {
         free(ph);
@@ -105,32 +126,32 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     if (ph->fd < 0 || ftruncate(ph->fd, (off_t)size) != 0) {
         if (ph->fd >= 0)
             close(ph->fd);
-        free(ph);
         pthread_mutex_lock(&sim_lock);
+        size_t i = live_find(ph);
+        live[i] = live[nlive - 1];
+        nlive--;
         sim_uncharge(d, size);
         pthread_mutex_unlock(&sim_lock);
+        free(ph);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    pthread_mutex_lock(&sim_lock);   /* it is in `live` already: lookups read these */
     ph->magic = PHYS_MAGIC;
     ph->size = size;
     ph->device = d;
     ph->handle_types = (unsigned)prop->requestedHandleTypes;
-    pthread_mutex_lock(&sim_lock);
-    ph->next = live_phys;
-    live_phys = ph;
     pthread_mutex_unlock(&sim_lock);
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
     return CUDA_SUCCESS;
 }
 
-/* The live physical allocation behind a handle, or NULL; a handle that is
- * not one the driver handed out is never dereferenced (under sim_lock). */
+/* The unreleased physical allocation behind a handle, or NULL for any
+ * other value; a handle the driver did not hand out is never dereferenced
+ * (under sim_lock). */
 static phys *phys_of(CUmemGenericAllocationHandle h)
 {
-    for (phys *ph = live_phys; ph; ph = ph->next)
-        if ((CUmemGenericAllocationHandle)(uintptr_t)ph == h)
-            return ph->magic == PHYS_MAGIC && !ph->released ? ph : NULL;
-    return NULL;
+    phys *ph = (phys *)(uintptr_t)h;
+    return live_find(ph) < nlive && ph->magic == PHYS_MAGIC && !ph->released ? ph : NULL;
 }
 
 bool sim_vmm_export_info(CUmemGenericAllocationHandle h, unsigned *types, int *fd)
@@ -232,8 +253,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     pthread_mutex_lock(&sim_lock);
     phys *ph = phys_of(handle);
     if (!ph || offset > ph->size || size > ph->size - offset ||
-        !reservation_of((uintptr_t)ptr, size) || sim_registry_find((uintptr_t)ptr) ||
-        sim_registry_find((uintptr_t)ptr + size - 1)) {
+        !reservation_of((uintptr_t)ptr, size) || sim_registry_overlap((uintptr_t)ptr, size)) {
         r = CUDA_ERROR_INVALID_VALUE;
     } else if (mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, ph->fd,
                     (off_t)offset) == MAP_FAILED) {
@@ -261,7 +281,15 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         pthread_mutex_unlock(&sim_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    /* "cuMemUnmap cannot unmap a sub-range of an address range mapped by
+     * cuMemMap": a mapping cut by either end of the range refuses it. */
     uintptr_t p = (uintptr_t)ptr, end = p + size;
+    sim_alloc *first = sim_registry_find(p), *last = sim_registry_find(end - 1);
+    if ((first && first->kind == SIM_MEM_VMM && first->base < p) ||
+        (last && last->kind == SIM_MEM_VMM && last->base + last->size > end)) {
+        pthread_mutex_unlock(&sim_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     while (p < end) {
         sim_alloc *a = sim_registry_find(p);
         if (!a || a->kind != SIM_MEM_VMM) {

@@ -12,9 +12,13 @@
  * same size asked again is the retry and goes where lmshim puts it, on the
  * device if the freed cache made room, else off it. A retry is never
  * answered out-of-memory, so a program that retries once never sees one.
+ * With LMS_OOM_RETRY=auto only the allocator's own requests (its library's
+ * code on the calling stack) are answered so.
  */
 #include "arenas.h"
 
+#include <dlfcn.h>
+#include <libunwind.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
@@ -34,27 +38,51 @@ static pending pend[LMS_MAX_DEVICES];
 static atomic_uint npending;       /* occupied slots, all devices: 0 = nothing to settle */
 static atomic_bool caching_seen;   /* a known caching allocator is loaded */
 
-/* dl_iterate_phdr callback: stops (1) at a library of a caching allocator
- * known to free its cache and retry on out-of-memory. */
+/* True for the file of a caching allocator known to free its cache and
+ * retry on out-of-memory. */
+static bool caching_file(const char *n)
+{
+    return n && (strstr(n, "libc10_cuda.so") || strstr(n, "cupy/cuda/memory"));
+}
+
+/* dl_iterate_phdr callback: stops (1) at a caching allocator's library. */
 static int is_caching(struct dl_phdr_info *info, size_t size, void *ctx)
 {
     (void)size, (void)ctx;
-    const char *n = info->dlpi_name;
-    return n && (strstr(n, "libc10_cuda.so") || strstr(n, "cupy/cuda/memory")) ? 1 : 0;
+    return caching_file(info->dlpi_name) ? 1 : 0;
 }
 
-/* Whether the first-OOM answer applies in this process now. */
+/* True when the calling stack passes through a caching allocator's code:
+ * the request is the allocator's, not that of other code in the process
+ * (cuBLAS or cuDNN making a handle, NCCL, an extension calling cudaMalloc),
+ * which does not retry and would die of the answer. */
+static bool caching_caller(void)
+{
+    enum { FRAMES = 48 };   /* lmshim, cudart and the allocator's own frames */
+    void *pc[FRAMES];
+    int n = unw_backtrace(pc, FRAMES);
+    for (int i = 0; i < n; i++) {
+        Dl_info info;
+        /* The return address points after the call: look up the call. */
+        if (pc[i] && dladdr((char *)pc[i] - 1, &info) && caching_file(info.dli_fname))
+            return true;
+    }
+    return false;
+}
+
+/* Whether the first-OOM answer applies to the calling request. */
 static bool active(void)
 {
     if (lms_opt.oom_retry != LMS_AUTO_AUTO)
         return lms_opt.oom_retry == LMS_AUTO_ON;
-    if (atomic_load_explicit(&caching_seen, memory_order_relaxed))
-        return true;
-    /* Only on a request about to leave the device: a slow path anyway. */
-    bool seen = dl_iterate_phdr(is_caching, NULL) != 0;
-    if (seen)
+    /* Only on a request about to leave the device: a slow path anyway. A
+     * process without such a library is told apart at one cheap look. */
+    if (!atomic_load_explicit(&caching_seen, memory_order_relaxed)) {
+        if (dl_iterate_phdr(is_caching, NULL) == 0)
+            return false;
         atomic_store(&caching_seen, true);
-    return seen;
+    }
+    return caching_caller();
 }
 
 bool lms_arenas_answer_oom(int device, uint64_t charge)

@@ -19,8 +19,10 @@
  * answered so; the retry itself gets false and falls back. */
 bool lms_arenas_answer_oom(int device, uint64_t charge);
 
-/* A request of `charge` bytes was placed on the device: an answer pending
- * for that size is settled (the cache made room). */
+/* A request of `charge` bytes that could have been answered out-of-memory
+ * (a cuMemAlloc-style one) was placed on the device: an answer pending for
+ * that size is settled (the cache made room). Stream-ordered requests do
+ * not settle it: they are never answered, so never the retry. */
 void lms_arenas_placed(int device, uint64_t charge);
 
 /* Every device request: warns once when one request takes most of the

@@ -51,6 +51,7 @@ typedef struct scratch {
 
 static __thread scratch *own_scratch __attribute__((tls_model("initial-exec")));
 static pthread_key_t scratch_key;
+static bool have_key;         /* scratch_key was made (the program may have taken every key) */
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 
 /* Thread exit: the scratch goes (a later launch in a destructor makes a new one). */
@@ -59,14 +60,23 @@ static void free_scratch(void *s)
     free(s);
     own_scratch = NULL;
 }
-static void make_key(void) { (void)pthread_key_create(&scratch_key, free_scratch); }
+static void make_key(void) { have_key = pthread_key_create(&scratch_key, free_scratch) == 0; }
 
-/* This thread's scratch, or NULL when it cannot be made. */
+/* This thread's scratch, or NULL when it cannot be made: without a key of
+ * its own nothing would free it at thread exit, and no other key is ours
+ * to write. */
 static scratch *thread_scratch(void)
 {
     if (own_scratch)
         return own_scratch;
     pthread_once(&scratch_once, make_key);
+    if (!have_key) {
+        static atomic_bool said;
+        if (!atomic_exchange(&said, true))
+            lms_log(LMS_LEVEL_WARN, "no pthread key left for the launch scratch: launches are not "
+                                    "scanned (their chunks are reached over the link)");
+        return NULL;
+    }
     scratch *s = malloc(sizeof *s);
     if (s && pthread_setspecific(scratch_key, s) != 0) {
         free(s);
@@ -233,7 +243,7 @@ int lms_launch_chunks(CUfunction f, void **params, void **extra, const uint32_t 
             if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
                 buf = extra[i + 1];
             else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
-                len = *(size_t *)extra[i + 1];
+                memcpy(&len, extra[i + 1], sizeof len);   /* wherever the program put it */
         }
         if (buf)
             n = gather(buf, len < MAX_PARAM_BYTES ? len : MAX_PARAM_BYTES, s->words, n);

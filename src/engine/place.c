@@ -139,7 +139,8 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
         if (res == CUDA_SUCCESS) {
             lms_chunk c = {.key = *out, .size = r->size, .charged = charge, .device = (int16_t)r->device,
                            .place = LMS_PLACE_DEVICE, .flags = r->async ? LMS_CHUNK_ASYNC : 0};
-            lms_arenas_placed(r->device, charge);
+            if (!r->async && !r->device_only)   /* only what can be answered settles it */
+                lms_arenas_placed(r->device, charge);
             if (lms_chunks_insert(&c)) {
                 lms_account_add_chunk(a, &c);
                 if (lms_trace_on)

@@ -549,7 +549,8 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     tok->more = n > LMS_TOKEN_FEW ? malloc((size_t)n * sizeof *ids) : NULL;
     tok->n = n > LMS_TOKEN_FEW && !tok->more ? LMS_TOKEN_FEW : n;
     uint32_t *tids = tok->more ? tok->more : tok->few;
-    memcpy(tids, ids, (size_t)tok->n * sizeof *ids);
+    if (tok->n > 0)   /* ids may be NULL when there are none */
+        memcpy(tids, ids, (size_t)tok->n * sizeof *ids);
     if (lms_trace_on)
         lms_trace_launch(device, tok->seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream,
                          tids, tok->n);

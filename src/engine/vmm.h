@@ -11,8 +11,9 @@
 
 #include "driver.h"
 
-/* Before cuMemCreate of `size` bytes on `device`: OUT_OF_MEMORY only with
- * LMS_ON_OOM=fail when it would pass the budget, else SUCCESS. */
+/* For a cuMemCreate of `size` bytes on `device` the driver made (not yet
+ * recorded): OUT_OF_MEMORY only with LMS_ON_OOM=fail when it passes the
+ * budget (the caller then releases it), else SUCCESS. */
 CUresult lms_vmm_check(int device, uint64_t size);
 /* After a successful cuMemCreate: charges it to its device (one warning
  * when that passes the budget: physical memory cannot fall back). */

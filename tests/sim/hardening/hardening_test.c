@@ -367,9 +367,23 @@ static void oom_retry_cache(void)
     CHECK_EQ_U(stats(0).used, 0);
 }
 
+/* The stand-in caching allocator's allocation function (a library named
+ * libc10_cuda.so, path in FAKE_C10), loaded now. */
+typedef CUresult (*c10_alloc_fn)(CUdeviceptr *, size_t);
+static c10_alloc_fn load_c10(void)
+{
+    const char *lib = getenv("FAKE_C10");
+    CHECK(lib != NULL);
+    void *h = dlopen(lib, RTLD_NOW);
+    CHECK(h != NULL);
+    c10_alloc_fn f = (c10_alloc_fn)dlsym(h, "lms_test_c10_alloc");
+    CHECK(f != NULL);
+    return f;
+}
+
 /* LMS_OOM_RETRY=auto (the default): no out-of-memory answer until a caching
- * allocator's library is loaded (a stand-in named libc10_cuda.so, path in
- * FAKE_C10), then the first trip is answered. Same budget as above. */
+ * allocator's library is loaded, then its first trip is answered. Same
+ * budget as above. */
 static void oom_retry_auto(void)
 {
     primary_context(0);
@@ -378,12 +392,9 @@ static void oom_retry_auto(void)
     OK(cuMemAlloc(&b, 512 * MiB));                     /* no caching allocator: falls back */
     CHECK(is_managed(b) == 1);
     CHECK_EQ_U(stats(0).oom_failures, 0);
-    const char *lib = getenv("FAKE_C10");
-    CHECK(lib != NULL);
-    void *h = dlopen(lib, RTLD_NOW);
-    CHECK(h != NULL);
-    CHECK_IS(cuMemAlloc(&c, 512 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
-    OK(cuMemAlloc(&c, 512 * MiB));
+    c10_alloc_fn c10_alloc = load_c10();
+    CHECK_IS(c10_alloc(&c, 512 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(c10_alloc(&c, 512 * MiB));
     CHECK(is_managed(c) == 1);
     CHECK_EQ_U(stats(0).oom_failures, 1);
     OK(cuMemFree(a));
@@ -396,11 +407,10 @@ static void oom_retry_auto(void)
 static void oom_retry_off(void)
 {
     primary_context(0);
-    void *h = dlopen(getenv("FAKE_C10"), RTLD_NOW);
-    CHECK(h != NULL);
+    c10_alloc_fn c10_alloc = load_c10();
     CUdeviceptr a, b;
-    OK(cuMemAlloc(&a, 768 * MiB));
-    OK(cuMemAlloc(&b, 512 * MiB));
+    OK(c10_alloc(&a, 768 * MiB));
+    OK(c10_alloc(&b, 512 * MiB));
     CHECK(is_managed(b) == 1);
     CHECK_EQ_U(stats(0).oom_failures, 0);
     OK(cuMemFree(a));
