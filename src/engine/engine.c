@@ -8,6 +8,7 @@
 #include "account.h"
 #include "chunks.h"
 #include "driver.h"
+#include "group.h"
 #include "log.h"
 #include "residency.h"
 #include "stats.h"
@@ -39,6 +40,7 @@ bool lms_engine_init(void)
     if (lms_active) {
         lms_trace_open();
         lms_status_start();
+        lms_group_open();
     }
     if (LMS_LOG_ON(LMS_LEVEL_DEBUG)) {
         for (int i = 0; i < LMS_OPT_COUNT; i++) {
@@ -72,4 +74,5 @@ void lms_engine_fork_child(void)
     lms_chunks_reset_locks();
     lms_residency_fork_child();
     lms_account_reset_setup();
+    lms_group_fork_child();
 }

@@ -99,7 +99,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     uint64_t charge = lms_charge_of(r->size);
     lms_place want = LMS_PLACE_DEVICE;
     if (r->size >= lms_opt.threshold && !r->device_only) {
-        uint64_t used = atomic_load_explicit(&a->used, memory_order_relaxed);
+        uint64_t used = lms_account_used(a);
         if ((double)(used + charge) > lms_opt.frac * (double)a->budget)
             want = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
     }
@@ -203,7 +203,7 @@ CUresult lms_place_vmm_check(int device, uint64_t size)
     lms_account *a = lms_account_of(device);
     if (!a || lms_opt.on_oom != LMS_ON_OOM_FAIL)
         return CUDA_SUCCESS;
-    uint64_t used = atomic_load(&a->used);
+    uint64_t used = lms_account_used(a);
     if (size > a->budget || used > a->budget - size) {
         atomic_fetch_add(&a->oom_failures, 1);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -224,7 +224,7 @@ void lms_place_vmm_created(uint64_t handle, int device, uint64_t size)
     lms_account_add_chunk(a, &c);
     if (lms_trace_on)
         lms_trace_alloc(device, handle, size, size, "vmm", -1, false, -1);
-    if (atomic_load(&a->used) > a->budget) {
+    if (lms_account_used(a) > a->budget) {
         static atomic_uint warned;
         lms_log_capped(LMS_LEVEL_WARN, &warned, 1, "cuMemCreate of %llu bytes passes the budget of "
                        "device %d (physical memory cannot fall back)", (unsigned long long)size, device);
@@ -259,7 +259,7 @@ CUresult lms_place_mem_info(size_t *free_bytes, size_t *total, CUresult (*real)(
     if (!a)
         return r;
     uint64_t t = a->budget < *total ? a->budget : *total;
-    uint64_t used = atomic_load(&a->used);
+    uint64_t used = lms_account_used(a);
     uint64_t f = used < t ? t - used : 0;
     if (f > *free_bytes)
         f = *free_bytes;
