@@ -56,7 +56,7 @@ long lms_groupfile_lock_offset(int i)
 int lms_groupfile_alive(int fd, int i)
 {
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(i), .l_len = 1};
-    if (fcntl(fd, F_GETLK, &fl) != 0)
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
         return -1;
     return fl.l_type != F_UNLCK;
 }

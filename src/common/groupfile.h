@@ -9,10 +9,12 @@
  *                              charged bytes, the robust lock
  *   [4096 + i*1024, +1024)     slot i: one live member, its own charge and
  *                              the counters `lmshim top` shows
- * A member holds a POSIX record lock (fcntl F_SETLK, write) on the first
- * byte of its slot for as long as it lives; the kernel drops that lock when
- * the process dies however it dies, so "slot in use but unlocked" means
- * "member dead", in every pid namespace that maps the file.
+ * A member holds an open-file-description record lock (fcntl F_OFD_SETLK,
+ * write) on the first byte of its slot for as long as it lives; the kernel
+ * drops that lock when the process dies however it dies, so "slot in use
+ * but unlocked" means "member dead", in every pid namespace that maps the
+ * file. (OFD locks, unlike classic POSIX ones, survive the program closing
+ * another descriptor of the same file, and belong to one open() only.)
  */
 #ifndef LMS_GROUPFILE_H
 #define LMS_GROUPFILE_H
@@ -85,8 +87,9 @@ lms_group_slot *lms_groupfile_slot(lms_group_header *h, int i);
 /* Offset of the byte a member of slot i keeps locked. */
 long lms_groupfile_lock_offset(int i);
 
-/* 1 if a process holds slot i's lock (the member is alive), 0 if none does,
- * -1 if the kernel cannot say. Never takes the lock. */
+/* 1 if another open file description holds slot i's lock (the member is
+ * alive), 0 if none does (or `fd`'s own description does), -1 if the kernel
+ * cannot say. Never takes the lock. */
 int lms_groupfile_alive(int fd, int i);
 
 #endif

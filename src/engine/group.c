@@ -7,7 +7,7 @@
  * together. A member that dies holding the mutex leaves EOWNERDEAD to the
  * next taker, which recomputes the totals from the slots (the slots are the
  * truth) before going on.
- * Liveness: a member keeps a POSIX record lock on its slot's first byte; a
+ * Liveness: a member keeps an OFD record lock on its slot's first byte; a
  * slot in use whose lock nobody holds belongs to a dead process. The next
  * member that looks (on joining, on a charge that does not fit, on reading
  * the group's usage) takes that lock itself, gives the slot's charge back
@@ -35,7 +35,8 @@ _Static_assert(LMS_GROUP_DEVICES == LMS_MAX_DEVICES, "one group budget per devic
 
 atomic_bool lms_group_on;
 
-static int fd = -1;                     /* the group file, O_CLOEXEC; kept open while mapped */
+static int fd = -1;                     /* the group file, O_CLOEXEC: this process's own open() of it */
+static ino_t mapped_ino;                /* the inode of the mapping */
 static lms_group_header *hdr;           /* its mapping, LMS_GROUP_FILE_BYTES; never unmapped */
 static char mapped_path[320];           /* the path of that mapping */
 static lms_group_slot *me;              /* this process's slot (read and written under hdr->lock) */
@@ -106,7 +107,7 @@ static bool slot_lock(int i, short type)
 {
     struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(i), .l_len = 1};
     int r;
-    while ((r = fcntl(fd, F_SETLK, &fl)) != 0 && errno == EINTR)
+    while ((r = fcntl(fd, F_OFD_SETLK, &fl)) != 0 && errno == EINTR)
         ;
     return r == 0;
 }
@@ -378,6 +379,19 @@ void lms_group_open(void)
     }
     if (hdr && strcmp(path, mapped_path) != 0)
         return;   /* a fork child asking for another group: keep to the first (the mapping stays) */
+    if (hdr && fd < 0) {
+        /* A fork child: its own open() of the file, for its own slot lock. */
+        struct stat st;
+        fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 || fstat(fd, &st) != 0 || st.st_ino != mapped_ino) {
+            lms_log(LMS_LEVEL_WARN, "group %s: cannot open %s again (%s); this process keeps its own budget "
+                    "(LMS_LIMIT)", lms_opt.group, path, fd < 0 ? strerror(errno) : "the file was replaced");
+            if (fd >= 0)
+                close(fd);
+            fd = -1;
+            return;
+        }
+    }
     if (!hdr) {
         const char *why = NULL;
         int f = -1;
@@ -387,6 +401,9 @@ void lms_group_open(void)
                     lms_opt.group, path, why);
             return;
         }
+        struct stat st;
+        fstat(f, &st);
+        mapped_ino = st.st_ino;
         fd = f;
         hdr = h;
         snprintf(mapped_path, sizeof mapped_path, "%s", path);
@@ -496,7 +513,12 @@ uint64_t lms_group_used(int device)
 
 void lms_group_fork_child(void)
 {
-    /* The parent's record locks are not inherited: its slot stays its own. */
+    /* The parent's slot lock belongs to its open file description, which
+     * this copy of the descriptor shares: closed here, the parent alone
+     * holds it again (and its slot stays its own). */
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
     me = NULL;
     my_index = -1;
     atomic_store(&lms_group_on, false);
