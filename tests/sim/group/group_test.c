@@ -219,16 +219,21 @@ static void member_random(const char *arg)
            (unsigned long long)ops, (unsigned long long)fallbacks);
 }
 
-/* Allocates `arg` MiB on the device, says so on fd 3, waits for fd 4 to
- * close, then frees and leaves. */
+/* Allocates `arg` MiB on the device (and, for "N,M", M MiB more that must
+ * fall back to managed memory), says so on fd 3, waits for fd 4 to close,
+ * then frees and leaves. */
 static void member_hold(const char *arg)
 {
     primary_context(0);
-    CUdeviceptr p = 0;
+    CUdeviceptr p = 0, q = 0;
     uint64_t size = (uint64_t)atoi(arg) * MiB;
     if (size) {
         OK(cuMemAlloc(&p, size));
         CHECK(is_managed(p) == 0);
+    }
+    if (strchr(arg, ',')) {
+        OK(cuMemAlloc(&q, (uint64_t)atoi(strchr(arg, ',') + 1) * MiB));
+        CHECK(is_managed(q) == 1);
     }
     CHECK(write(3, "r", 1) == 1);
     char c;
@@ -236,6 +241,8 @@ static void member_hold(const char *arg)
         ;
     if (p)
         OK(cuMemFree(p));
+    if (q)
+        OK(cuMemFree(q));
 }
 
 /* Holds `arg` MiB, then dies as if killed in the middle of a charge: it
@@ -603,12 +610,50 @@ static const struct {
     {"sequential", member_sequential},
 };
 
+/* (6) `lmshim top`: a member's pid, command, device and off-device bytes,
+ * in JSON and in text, and the group's budget and usage. */
+static void top_view(void)
+{
+    fresh_dir();
+    int release;
+    pid_t holder = start_holder("watch", "128M", "100,64", &release);
+    const char *cli = getenv("LMSHIM_CLI");
+    CHECK(cli != NULL);
+    char out[128], cmd[1024];
+    snprintf(out, sizeof out, "%s/top.json", dir);
+    snprintf(cmd, sizeof cmd, "'%s' top watch --dir '%s' --once --json > '%s'", cli, dir, out);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd,
+             "grep -q '\"devices\":\\[{\"device\":0,\"budget\":134217728,\"used\":104857600' '%s' && "
+             "grep -q '\"command\":\"group_test\",\"alive\":true,\"devices\":\\[{\"device\":0,"
+             "\"charged\":104857600,\"device_bytes\":104857600,\"resident\":0,\"off_device\":67108864,' '%s'",
+             out, out);
+    if (system(cmd) != 0) {
+        snprintf(cmd, sizeof cmd, "cat '%s' >&2", out);
+        CHECK(system(cmd) == 0);
+        CHECK(!"top --json shows the group and its member");
+    }
+    /* Text: every group of the directory, the member's row. */
+    snprintf(cmd, sizeof cmd, "'%s' top --dir '%s' --once > '%s'", cli, dir, out);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "grep -q '^device 0: budget 128M  used 100M (78%%)' '%s' && "
+             "grep -Eq '^  [0-9]+ +group_test +0 +100M +0 +64M ' '%s'", out, out);
+    if (system(cmd) != 0) {
+        snprintf(cmd, sizeof cmd, "cat '%s' >&2", out);
+        CHECK(system(cmd) == 0);
+        CHECK(!"top shows the group and its member");
+    }
+    close(release);
+    reap(holder);
+}
+
 static const test_case cases[] = {
     {"eight_random", eight_random},
     {"sigkill_reclaimed", sigkill_reclaimed},
     {"thousand_sequential", thousand_sequential},
     {"two_groups_isolated", two_groups_isolated},
     {"unreadable_file", unreadable_file},
+    {"top_view", top_view},
 };
 
 int main(int argc, char **argv)
