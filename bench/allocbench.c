@@ -107,9 +107,10 @@ static int cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Runs this program again with a trace and 16-frame stacks on (the shim's
- * options are read once per process) and prints its alloc+free row. */
-static void traced_run(int rounds, long iters)
+/* Runs this program again with extra options (the shim's options are read
+ * once per process): `mode` "--traced" (a trace and 16-frame stacks) or
+ * "--grouped" (a member of a group of its own); it prints its alloc+free row. */
+static void variant_run(int rounds, long iters, const char *mode)
 {
     char self[4096], r[16], n[32];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -119,22 +120,38 @@ static void traced_run(int rounds, long iters)
     snprintf(r, sizeof r, "%d", rounds);
     snprintf(n, sizeof n, "%ld", iters);
     fflush(stdout);
+    char group[64], dir[] = "/tmp/allocbench-XXXXXX";
+    bool grouped = strcmp(mode, "--grouped") == 0;
+    if (grouped && !mkdtemp(dir))
+        return;
+    snprintf(group, sizeof group, "allocbench-%d", (int)getpid());
     pid_t pid = fork();
     if (pid == 0) {
-        setenv("LMS_TRACE", "/dev/null", 1);
-        setenv("LMS_STACKS", "16", 1);
-        execl(self, self, r, n, "--traced", (char *)NULL);
+        if (grouped) {
+            setenv("LMS_GROUP", group, 1);
+            setenv("LMS_GROUP_DIR", dir, 1);
+        } else {
+            setenv("LMS_TRACE", "/dev/null", 1);
+            setenv("LMS_STACKS", "16", 1);
+        }
+        execl(self, self, r, n, mode, (char *)NULL);
         _exit(127);
     }
     int status;
     waitpid(pid, &status, 0);
+    if (grouped) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/lmshim-group-%s", dir, group);
+        unlink(path);
+        rmdir(dir);
+    }
 }
 
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 7;
     long iters = argc > 2 ? atol(argv[2]) : 200000;
-    bool traced = argc > 3 && strcmp(argv[3], "--traced") == 0;
+    const char *variant = argc > 3 ? argv[3] : NULL;   /* --traced or --grouped: one row */
     if (rounds < 1 || rounds > 101 || iters < 1) {
         fprintf(stderr, "usage: allocbench [rounds (1-101) [iterations]]\n");
         return 2;
@@ -177,14 +194,15 @@ int main(int argc, char **argv)
     }
     double t[2][CASES][101];
     CUdeviceptr managed = 0;
-    if (traced) {   /* the child of traced_run: one case, one row */
+    if (variant) {   /* the child of variant_run: one case, one row */
         for (int r = 0; r < rounds; r++)
             for (int side = 0; side < 2; side++)
                 t[side][0][r] = run(side ? &hooked : &bare, CASE_PAIR_4K, iters / 4, probe);
         qsort(t[0][0], (size_t)rounds, sizeof(double), cmp);
         qsort(t[1][0], (size_t)rounds, sizeof(double), cmp);
         double b = t[0][0][rounds / 2], h = t[1][0][rounds / 2];
-        printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", "alloc+free, traced", b, h, h / b, h - b);
+        printf("%-20s %10.1f %10.1f %8.3f %12.1f\n",
+               strcmp(variant, "--grouped") == 0 ? "alloc+free, group" : "alloc+free, traced", b, h, h / b, h - b);
         return 0;
     }
     for (int c = 0; c < CASES; c++) {
@@ -215,7 +233,9 @@ int main(int argc, char **argv)
         printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", case_names[c], b, h, h / b, h - b);
     }
     hooked.free(probe);
-    traced_run(rounds, iters);
-    printf("(traced: LMS_TRACE=/dev/null LMS_STACKS=16, 4 KiB pairs, one allocation site)\n");
+    variant_run(rounds, iters, "--traced");
+    variant_run(rounds, iters, "--grouped");
+    printf("(traced: LMS_TRACE=/dev/null LMS_STACKS=16, 4 KiB pairs, one allocation site;\n"
+           " group: LMS_GROUP of one member, 4 KiB pairs: compare with the alloc+free 4 KiB row)\n");
     return 0;
 }
