@@ -36,11 +36,11 @@ _Static_assert(LMS_GROUP_DEVICES == LMS_MAX_DEVICES, "one group budget per devic
 atomic_bool lms_group_on;
 
 static int fd = -1;                     /* the group file, O_CLOEXEC: this process's own open() of it */
-static ino_t mapped_ino;                /* the inode of the mapping */
 static lms_group_header *hdr;           /* its mapping, LMS_GROUP_FILE_BYTES; never unmapped */
 static char mapped_path[320];           /* the path of that mapping */
 static lms_group_slot *me;              /* this process's slot (read and written under hdr->lock) */
 static int my_index = -1;               /* its index */
+static uint64_t my_joined;              /* its joined_ns when claimed: still ours while equal */
 static pthread_mutex_t local = PTHREAD_MUTEX_INITIALIZER;  /* joins and sweeps, one at a time here */
 static _Atomic uint64_t next_sweep_ns;  /* CLOCK_MONOTONIC: no sweep before this */
 static pid_t publisher_in;              /* the process whose publisher thread runs */
@@ -100,6 +100,22 @@ static bool lock_group(void)
 }
 
 static void unlock_group(void) { pthread_mutex_unlock(&hdr->lock); }
+
+/* Under hdr->lock: this process's slot, or NULL if it is not a member or
+ * its slot was taken from it while it lived (which lmshim never does; a
+ * damaged file or another program might). Then it never writes to that
+ * slot again and keeps its own budget. */
+static lms_group_slot *mine(void)
+{
+    if (me && (atomic_load_explicit(&me->state, memory_order_relaxed) != LMS_SLOT_LIVE || me->joined_ns != my_joined)) {
+        static atomic_uint said;
+        me = NULL;
+        atomic_store(&lms_group_on, false);
+        lms_log_capped(LMS_LEVEL_WARN, &said, 1, "group %s: this process's member slot was taken from it while "
+                       "it lived; it now keeps its own budget (LMS_LIMIT)", hdr->name);
+    }
+    return me;
+}
 
 /* Takes (F_WRLCK) or drops (F_UNLCK) this process's record lock on slot i;
  * true on success. Never waits. */
@@ -178,7 +194,7 @@ static void publish(void)
 {
     if (!atomic_load(&lms_group_on) || !lock_group())
         return;
-    if (me) {
+    if (mine()) {
         for (int d = 0; d < LMS_GROUP_DEVICES && d < LMS_MAX_DEVICES; d++) {
             lms_account *a = &lms_accounts[d];
             if (atomic_load(&a->state) != 2)
@@ -340,6 +356,7 @@ static bool claim_slot(void)
         memset((char *)s + sizeof s->state, 0, sizeof *s - sizeof s->state);
         s->pid = (int32_t)getpid();
         s->joined_ns = clock_ns(CLOCK_REALTIME);
+        my_joined = s->joined_ns;
         FILE *comm = fopen("/proc/self/comm", "re");
         if (comm) {
             if (fgets(s->command, sizeof s->command, comm))
@@ -377,21 +394,6 @@ void lms_group_open(void)
                 "(LMS_LIMIT)", lms_opt.group, lms_opt.group_dir);
         return;
     }
-    if (hdr && strcmp(path, mapped_path) != 0)
-        return;   /* a fork child asking for another group: keep to the first (the mapping stays) */
-    if (hdr && fd < 0) {
-        /* A fork child: its own open() of the file, for its own slot lock. */
-        struct stat st;
-        fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 || fstat(fd, &st) != 0 || st.st_ino != mapped_ino) {
-            lms_log(LMS_LEVEL_WARN, "group %s: cannot open %s again (%s); this process keeps its own budget "
-                    "(LMS_LIMIT)", lms_opt.group, path, fd < 0 ? strerror(errno) : "the file was replaced");
-            if (fd >= 0)
-                close(fd);
-            fd = -1;
-            return;
-        }
-    }
     if (!hdr) {
         const char *why = NULL;
         int f = -1;
@@ -401,9 +403,6 @@ void lms_group_open(void)
                     lms_opt.group, path, why);
             return;
         }
-        struct stat st;
-        fstat(f, &st);
-        mapped_ino = st.st_ino;
         fd = f;
         hdr = h;
         snprintf(mapped_path, sizeof mapped_path, "%s", path);
@@ -447,7 +446,7 @@ int lms_group_reserve(int device, uint64_t bytes, uint64_t limit)
     for (int attempt = 0;; attempt++) {
         if (!lock_group())
             return -1;
-        if (!me) {
+        if (!mine()) {
             unlock_group();
             return -1;
         }
@@ -473,7 +472,7 @@ bool lms_group_force(int device, uint64_t bytes)
 {
     if (!lock_group())
         return false;
-    bool member = me != NULL;
+    bool member = mine() != NULL;
     if (member) {
         uint64_t c = atomic_load_explicit(&hdr->charged[device], memory_order_relaxed) + bytes;
         atomic_store_explicit(&hdr->charged[device], c, memory_order_relaxed);
@@ -489,14 +488,14 @@ bool lms_group_release(int device, uint64_t bytes)
 {
     if (!lock_group())
         return false;
-    bool member = me != NULL;
+    bool member = mine() != NULL;
     if (member) {
         /* A fork child frees chunks it inherited: their charge is the
          * parent's, so never give back more than this member holds. */
-        uint64_t mine = atomic_load_explicit(&me->charged[device], memory_order_relaxed);
-        uint64_t b = bytes < mine ? bytes : mine;
+        uint64_t held = atomic_load_explicit(&me->charged[device], memory_order_relaxed);
+        uint64_t b = bytes < held ? bytes : held;
         uint64_t c = atomic_load_explicit(&hdr->charged[device], memory_order_relaxed);
-        atomic_store_explicit(&me->charged[device], mine - b, memory_order_relaxed);
+        atomic_store_explicit(&me->charged[device], held - b, memory_order_relaxed);
         atomic_store_explicit(&hdr->charged[device], c - (b < c ? b : c), memory_order_relaxed);
     }
     unlock_group();
@@ -514,11 +513,17 @@ uint64_t lms_group_used(int device)
 void lms_group_fork_child(void)
 {
     /* The parent's slot lock belongs to its open file description, which
-     * this copy of the descriptor shares: closed here, the parent alone
-     * holds it again (and its slot stays its own). */
+     * this copy of the descriptor and the copy of the mapping both hold:
+     * dropped here, the parent alone holds it again (its slot stays its
+     * own, and comes back if it dies before this child). The child maps
+     * the file anew, with its own open(), when it joins. */
+    if (hdr)
+        munmap(hdr, LMS_GROUP_FILE_BYTES);
     if (fd >= 0)
         close(fd);
+    hdr = NULL;
     fd = -1;
+    mapped_path[0] = 0;
     me = NULL;
     my_index = -1;
     atomic_store(&lms_group_on, false);

@@ -260,6 +260,67 @@ static void member_die_charging(const char *arg)
     raise(SIGKILL);
 }
 
+/* Holds 100 MiB and closes its descriptors of the group file (as a
+ * daemonizing program may): that must not end its membership. Then, once
+ * fd 4 closes, its slot has been taken from it behind its back (as a peer
+ * compacting slots would): it must never write to that slot again, and
+ * keeps its own budget. */
+static void member_close_fds(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    CUdeviceptr p, q;
+    OK(cuMemAlloc(&p, 100 * MiB));
+    CHECK(is_managed(p) == 0);
+    char link[64], target[512];
+    for (int fd = 5; fd < 1024; fd++) {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0 && (target[n] = 0, strstr(target, "lmshim-group-")))
+            close(fd);
+    }
+    CHECK(write(3, "r", 1) == 1);
+    char c;
+    while (read(4, &c, 1) > 0)
+        ;
+    lms_group_header *h = map_group(getenv("LMS_GROUP"));
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    OK(cuMemFree(p));
+    OK(cuMemAlloc(&q, 200 * MiB));                  /* its own 256 MiB budget now */
+    CHECK(is_managed(q) == 0);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    CHECK_EQ_U(live_slots(h), 0);
+    OK(cuMemFree(q));
+}
+
+/* Holds 40 MiB, starts a fork child that holds 8 MiB as its own member
+ * (and waits for fd 4 to close), and is killed once the child is in. */
+static void member_fork_then_die(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 40 * MiB));
+    int in[2];
+    CHECK(pipe(in) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        CUdeviceptr q;
+        OK(cuMemAlloc(&q, 8 * MiB));
+        CHECK(write(in[1], "r", 1) == 1);
+        char c;
+        while (read(4, &c, 1) > 0)
+            ;
+        OK(cuMemFree(q));
+        exit(0);
+    }
+    char c;
+    CHECK(read(in[0], &c, 1) == 1);
+    CHECK(write(3, "r", 1) == 1);
+    raise(SIGKILL);
+}
+
 /* Four threads allocating and freeing small and 2 MiB chunks as fast as they
  * can, until killed. */
 static void *hammer_thread(void *arg)
@@ -448,6 +509,60 @@ static void sigkill_reclaimed(void)
     }
     reap(spawn("killed", "256M", "full_budget", "256", NULL));
     check_invariant(h);
+    /* A member that closes its descriptors of the group file stays one;
+     * one whose slot is taken from it never writes to it again. */
+    int ready[2], go[2];
+    CHECK(pipe(ready) == 0 && pipe(go) == 0);
+    fflush(NULL);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(ready[1], 3);
+        dup2(go[0], 4);
+        close(go[1]);
+        member_exec("killed", "256M", "close_fds", "", NULL);
+    }
+    close(ready[1]);
+    close(go[0]);
+    char c;
+    CHECK(read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    reap(spawn("killed", "256M", "sees", "256,100", NULL));
+    lock(h);
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
+        lms_group_slot *s = lms_groupfile_slot(h, i);
+        if (atomic_load(&s->state) == LMS_SLOT_LIVE && s->pid == pid) {
+            atomic_fetch_sub(&h->charged[0], atomic_exchange(&s->charged[0], 0));
+            atomic_store(&s->state, LMS_SLOT_FREE);
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    close(go[1]);
+    reap(pid);
+    check_invariant(h);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    /* A member killed while its fork child (a member of its own) lives on:
+     * the parent's charge comes back, the child's stays. */
+    CHECK(pipe(ready) == 0 && pipe(go) == 0);
+    fflush(NULL);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(ready[1], 3);
+        dup2(go[0], 4);
+        close(go[1]);
+        member_exec("killed", "256M", "fork_then_die", "", NULL);
+    }
+    close(ready[1]);
+    close(go[0]);
+    CHECK(read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
+    reap(spawn("killed", "256M", "sees", "256,8", NULL));
+    close(go[1]);   /* the orphaned child frees and exits */
+    for (int i = 0; i < 500 && atomic_load(&h->charged[0]) != 0; i++)
+        usleep(10000);
+    check_invariant(h);
     CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
     CHECK_EQ_U(live_slots(h), 0);
     printf("reclaimed %llu members, %llu bytes; %llu lock repairs\n",
@@ -607,7 +722,8 @@ static const struct {
 } members[] = {
     {"random", member_random}, {"hold", member_hold}, {"die_charging", member_die_charging},
     {"hammer", member_hammer}, {"full_budget", member_full_budget}, {"sees", member_sees},
-    {"sequential", member_sequential},
+    {"sequential", member_sequential}, {"close_fds", member_close_fds},
+    {"fork_then_die", member_fork_then_die},
 };
 
 /* (6) `lmshim top`: a member's pid, command, device and off-device bytes,
