@@ -5,7 +5,9 @@
  * side by side, without LD_PRELOAD: the driver's own entry points are the
  * bare calls, the library's exported ones are the hooks. For each case it
  * times the same loop through both, interleaved over several rounds, and
- * prints the medians, their ratio and the nanoseconds the hooks add.
+ * prints the medians, their ratio and the nanoseconds the hooks add (in
+ * the thread's CPU time). It runs itself again for two more rows: with a
+ * trace and stacks on, and as the only member of a group (LMS_GROUP).
  *
  * usage: allocbench [rounds [iterations]]   (LD_LIBRARY_PATH must hold build/sim)
  */
@@ -48,10 +50,12 @@ static CUfunction kernel;
 static void *kernel_args[10];
 static CUdeviceptr kernel_ptrs[10];
 
+/* CPU time of this thread, ns: on a shared machine, time-slicing by other
+ * processes does not count (on an idle one it equals wall time here). */
 static double now_ns(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
