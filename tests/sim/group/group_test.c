@@ -25,6 +25,7 @@
 #include "../../common/check.h"
 #include "../../common/context.h"
 #include "groupfile.h"
+#include "simgpu.h"
 
 #define MiB (1ull << 20)
 
@@ -117,8 +118,10 @@ static void member_exec(const char *group, const char *limit, const char *kind, 
     setenv("LMS_GROUP", group, 1);
     setenv("LMS_GROUP_DIR", dir, 1);
     setenv("LMS_LIMIT", limit, 1);
-    setenv("LMS_THRESHOLD", "1T", 1);   /* the LMS rule out of the way: the budget decides */
-    setenv("LMS_FRAC", "1", 1);
+    bool lms = strcmp(kind, "fetcher") == 0;   /* large chunks managed, fetched by the residency engine */
+    setenv("LMS_THRESHOLD", lms ? "16M" : "1T", 1);   /* else the LMS rule out of the way: the budget decides */
+    setenv("LMS_FRAC", lms ? "0" : "1", 1);
+    setenv("LMS_POLICY", "lru", 1);
     setenv("GROUP_TEST_DIR", dir, 1);
     if (err) {
         int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0666);
@@ -319,6 +322,49 @@ static void member_fork_then_die(const char *arg)
     CHECK(read(in[0], &c, 1) == 1);
     CHECK(write(3, "r", 1) == 1);
     raise(SIGKILL);
+}
+
+/* touch2(a, b, bytes): the kernel of member_fetcher; reads both ranges. */
+static void touch2(simgpu_launch *l, void **p)
+{
+    l->access(l, *(CUdeviceptr *)p[0], *(size_t *)p[2], SIMGPU_READ);
+    l->access(l, *(CUdeviceptr *)p[1], *(size_t *)p[2], SIMGPU_READ);
+}
+
+/* Four managed chunks of 32 MiB (the LMS rule sends them off the device)
+ * used two at a time by launches until fd 4 closes: the residency engine
+ * fetches and evicts them within what the group leaves. */
+static void member_fetcher(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    simgpu_kernel k = {"touch2", touch2, 3, {8, 8, 8}};
+    OK(simgpu_register_kernel(&k));
+    CUmodule m;
+    CUfunction f;
+    OK(cuModuleLoadData(&m, "x"));
+    OK(cuModuleGetFunction(&f, m, "touch2"));
+    OK(cuModuleUnload(m));
+    CUdeviceptr c[4];
+    size_t bytes = 32 * MiB;
+    for (int i = 0; i < 4; i++) {
+        OK(cuMemAlloc(&c[i], bytes));
+        CHECK(is_managed(c[i]) == 1);
+    }
+    int fl = fcntl(4, F_GETFL);
+    CHECK(fcntl(4, F_SETFL, fl | O_NONBLOCK) == 0);
+    CHECK(write(3, "r", 1) == 1);
+    for (int n = 0;; n++) {
+        void *args[] = {&c[n % 4], &c[(n + 1) % 4], &bytes};
+        OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+        char ch;
+        if (n % 16 == 0 && read(4, &ch, 1) == 0)
+            break;   /* fd 4 closed */
+        usleep(1000);
+    }
+    OK(cuCtxSynchronize());
+    for (int i = 0; i < 4; i++)
+        OK(cuMemFree(c[i]));
 }
 
 /* Four threads allocating and freeing small and 2 MiB chunks as fast as they
@@ -723,7 +769,7 @@ static const struct {
     {"random", member_random}, {"hold", member_hold}, {"die_charging", member_die_charging},
     {"hammer", member_hammer}, {"full_budget", member_full_budget}, {"sees", member_sees},
     {"sequential", member_sequential}, {"close_fds", member_close_fds},
-    {"fork_then_die", member_fork_then_die},
+    {"fork_then_die", member_fork_then_die}, {"fetcher", member_fetcher},
 };
 
 /* (6) `lmshim top`: a member's pid, command, device and off-device bytes,
@@ -761,6 +807,48 @@ static void top_view(void)
     }
     close(release);
     reap(holder);
+    /* A member whose residency engine fetches and evicts, next to one
+     * holding half the budget: the engine stays within what the group
+     * leaves it, and top shows its rates. */
+    holder = start_holder("watch", "128M", "64", &release);
+    int ready[2], go[2];
+    CHECK(pipe(ready) == 0 && pipe(go) == 0);
+    fflush(NULL);
+    pid_t fetcher = fork();
+    CHECK(fetcher >= 0);
+    if (fetcher == 0) {
+        dup2(ready[1], 3);
+        dup2(go[0], 4);
+        close(go[1]);
+        member_exec("watch", "128M", "fetcher", "", NULL);
+    }
+    close(ready[1]);
+    close(go[0]);
+    char c;
+    CHECK(read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    lms_group_header *h = map_group("watch");
+    for (int i = 0; i < 300; i++) {   /* 0.3 s of launches, the invariant checked meanwhile */
+        check_invariant(h);
+        usleep(1000);
+    }
+    snprintf(cmd, sizeof cmd, "'%s' top watch --dir '%s' --once --json > '%s'", cli, dir, out);
+    CHECK(system(cmd) == 0);
+    check_invariant(h);
+    snprintf(cmd, sizeof cmd,
+             "grep -Eq '\"charged\":[1-9][0-9]*,\"device_bytes\":0,\"resident\":[1-9][0-9]*,"
+             "\"off_device\":[1-9][0-9]*,\"fetched_per_s\":[1-9][0-9]*,\"evicted_per_s\":[1-9]' '%s'", out);
+    if (system(cmd) != 0) {
+        snprintf(cmd, sizeof cmd, "cat '%s' >&2", out);
+        CHECK(system(cmd) == 0);
+        CHECK(!"top --json shows the fetching member's resident bytes and rates");
+    }
+    close(go[1]);
+    reap(fetcher);
+    close(release);
+    reap(holder);
+    check_invariant(h);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
 }
 
 static const test_case cases[] = {
