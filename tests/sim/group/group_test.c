@@ -397,6 +397,26 @@ static void member_hammer(const char *arg)
         pause();
 }
 
+/* Finds the group empty (nothing held by anyone), holds
+ * 8 MiB and sees it in cuMemGetInfo, then leaves without freeing: by exit
+ * ("exit") or by _exit, which runs no exit handler ("_exit"). */
+static void member_short(const char *arg)
+{
+    primary_context(0);
+    size_t f, t;
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(f, t);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 8 * MiB));
+    CHECK(is_managed(p) == 0);
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(f, t - 8 * MiB);
+    fflush(NULL);
+    if (strcmp(arg, "_exit") == 0)
+        _exit(0);
+    exit(0);
+}
+
 /* Checks that the whole budget `arg` MiB is free and can be had on the
  * device: dead members' charges have come back. */
 static void member_full_budget(const char *arg)
@@ -616,8 +636,8 @@ static void sigkill_reclaimed(void)
            (unsigned long long)atomic_load(&h->reclaimed_bytes), (unsigned long long)atomic_load(&h->repairs));
 }
 
-/* (3) 1,000 short-lived members one after the other, fork children of a
- * member holding 32 MiB: each joins as its own member (its own slot, the
+/* (3) 1,000 short-lived members one after the other (GROUP_TEST_MEMBERS),
+ * fork children of a member holding 32 MiB: each joins as its own member (its own slot, the
  * parent's charge stays the parent's), sees the group's usage in
  * cuMemGetInfo, and goes away by freeing, by exit without freeing, or by
  * _exit (no exit handler at all). The group ends at exactly zero. */
@@ -668,6 +688,16 @@ static void thousand_sequential(void)
 {
     fresh_dir();
     reap(spawn("seq", "128M", "sequential", "", NULL));
+    /* Then processes of their own, one after the other, each alone in the
+     * group: each finds it empty, whether the last one left by exit or
+     * by _exit (its slot then reclaimed by the next). */
+    for (int i = 0; i < 60; i++)
+        reap(spawn("seq", "128M", "short", i % 2 ? "exit" : "_exit", NULL));
+    lms_group_header *h = map_group("seq");
+    reap(spawn("seq", "128M", "full_budget", "128", NULL));
+    check_invariant(h);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    CHECK_EQ_U(live_slots(h), 0);
 }
 
 /* (4) Two groups in one directory do not see each other; a member asking
@@ -769,7 +799,7 @@ static const struct {
     {"random", member_random}, {"hold", member_hold}, {"die_charging", member_die_charging},
     {"hammer", member_hammer}, {"full_budget", member_full_budget}, {"sees", member_sees},
     {"sequential", member_sequential}, {"close_fds", member_close_fds},
-    {"fork_then_die", member_fork_then_die}, {"fetcher", member_fetcher},
+    {"fork_then_die", member_fork_then_die}, {"fetcher", member_fetcher}, {"short", member_short},
 };
 
 /* (6) `lmshim top`: a member's pid, command, device and off-device bytes,
