@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -881,6 +882,49 @@ static void top_view(void)
     CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
 }
 
+/* (7) Modes: a new group file is 0600 whatever the umask; with
+ * LMS_GROUP_MODE=0660 it is 0660, and (as root, where another user can be
+ * had) a member of the file's Unix group who is not its owner joins it and
+ * sees the owner's usage. */
+static void file_modes(void)
+{
+    fresh_dir();
+    CHECK(chmod(dir, 0755) == 0);
+    umask(0);
+    reap(spawn("private", "64M", "full_budget", "64", NULL));
+    char path[256];
+    struct stat st;
+    CHECK(lms_groupfile_path(dir, "private", path, sizeof path) == 0 && stat(path, &st) == 0);
+    CHECK_EQ_U(st.st_mode & 0777, 0600);
+    umask(077);
+    setenv("LMS_GROUP_MODE", "0660", 1);
+    int release;
+    pid_t holder = start_holder("shared", "256M", "100", &release);
+    unsetenv("LMS_GROUP_MODE");
+    CHECK(lms_groupfile_path(dir, "shared", path, sizeof path) == 0 && stat(path, &st) == 0);
+    CHECK_EQ_U(st.st_mode & 0777, 0660);
+    if (geteuid() == 0) {
+        struct passwd *nobody = getpwnam("nobody");
+        uid_t uid = nobody ? nobody->pw_uid : 65534;
+        gid_t gid = nobody ? nobody->pw_gid : 65534;
+        CHECK(chown(path, 0, gid) == 0);
+        fflush(NULL);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
+                _exit(125);
+            member_exec("shared", "256M", "sees", "256,100", NULL);
+        }
+        reap(pid);
+    }
+    close(release);
+    reap(holder);
+    lms_group_header *h = map_group("shared");
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    CHECK_EQ_U(atomic_load(&h->reclaimed_members), 0);   /* both left by themselves */
+}
+
 static const test_case cases[] = {
     {"eight_random", eight_random},
     {"sigkill_reclaimed", sigkill_reclaimed},
@@ -888,6 +932,7 @@ static const test_case cases[] = {
     {"two_groups_isolated", two_groups_isolated},
     {"unreadable_file", unreadable_file},
     {"top_view", top_view},
+    {"file_modes", file_modes},
 };
 
 int main(int argc, char **argv)
