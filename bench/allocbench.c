@@ -5,7 +5,9 @@
  * side by side, without LD_PRELOAD: the driver's own entry points are the
  * bare calls, the library's exported ones are the hooks. For each case it
  * times the same loop through both, interleaved over several rounds, and
- * prints the medians, their ratio and the nanoseconds the hooks add.
+ * prints the medians, their ratio and the nanoseconds the hooks add (in
+ * the thread's CPU time). It runs itself again for two more rows: with a
+ * trace and stacks on, and as the only member of a group (LMS_GROUP).
  *
  * The last row runs the 4 KiB pair from Python (libpython loaded at run
  * time), ten Python frames deep, with Python frames in the trace off and
@@ -62,10 +64,12 @@ static CUdeviceptr kernel_ptrs[10];
 
 #define EVICT_CHUNK (64 << 10)   /* bytes of each chunk of the eviction rows */
 
+/* CPU time of this thread, ns: on a shared machine, time-slicing by other
+ * processes does not count (on an idle one it equals wall time here). */
 static double now_ns(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
@@ -156,9 +160,10 @@ static void child_run(int rounds, long iters, const char *mode, const char *arg,
     waitpid(pid, &status, 0);
 }
 
-/* Runs this program again with a trace and 16-frame stacks on (the shim's
- * options are read once per process) and prints its alloc+free row. */
-static void traced_run(int rounds, long iters)
+/* Runs this program again with extra options (the shim's options are read
+ * once per process): `mode` "--traced" (a trace and 16-frame stacks) or
+ * "--grouped" (a member of a group of its own); it prints its alloc+free row. */
+static void variant_run(int rounds, long iters, const char *mode)
 {
     char self[4096], r[16], n[32];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -168,15 +173,31 @@ static void traced_run(int rounds, long iters)
     snprintf(r, sizeof r, "%d", rounds);
     snprintf(n, sizeof n, "%ld", iters);
     fflush(stdout);
+    char group[64], dir[] = "/tmp/allocbench-XXXXXX";
+    bool grouped = strcmp(mode, "--grouped") == 0;
+    if (grouped && !mkdtemp(dir))
+        return;
+    snprintf(group, sizeof group, "allocbench-%d", (int)getpid());
     pid_t pid = fork();
     if (pid == 0) {
-        setenv("LMS_TRACE", "/dev/null", 1);
-        setenv("LMS_STACKS", "16", 1);
-        execl(self, self, r, n, "--traced", (char *)NULL);
+        if (grouped) {
+            setenv("LMS_GROUP", group, 1);
+            setenv("LMS_GROUP_DIR", dir, 1);
+        } else {
+            setenv("LMS_TRACE", "/dev/null", 1);
+            setenv("LMS_STACKS", "16", 1);
+        }
+        execl(self, self, r, n, mode, (char *)NULL);
         _exit(127);
     }
     int status;
     waitpid(pid, &status, 0);
+    if (grouped) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/lmshim-group-%s", dir, group);
+        unlink(path);
+        rmdir(dir);
+    }
 }
 
 /* The script of the Python rows: alloc+free pairs through the hooks via
@@ -286,10 +307,12 @@ int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 7;
     long iters = argc > 2 ? atol(argv[2]) : 200000;
-    bool traced = argc > 3 && strcmp(argv[3], "--traced") == 0;
+    /* --traced or --grouped: one row (a child of variant_run) */
+    const char *variant = argc > 3 && (strcmp(argv[3], "--traced") == 0 || strcmp(argv[3], "--grouped") == 0)
+                              ? argv[3] : NULL;
     bool python = argc > 3 && strcmp(argv[3], "--python") == 0;
     long evict_n = argc > 5 && strcmp(argv[3], "--evict") == 0 ? atol(argv[4]) : 0;
-    if (rounds < 1 || rounds > 101 || iters < 1 || (argc > 3 && !traced && !python && evict_n < 2)) {
+    if (rounds < 1 || rounds > 101 || iters < 1 || (argc > 3 && !variant && !python && evict_n < 2)) {
         fprintf(stderr, "usage: allocbench [rounds (1-101) [iterations]]\n");
         return 2;
     }
@@ -374,14 +397,15 @@ int main(int argc, char **argv)
         free(chunks);
         return 0;
     }
-    if (traced) {   /* the child of traced_run: one case, one row */
+    if (variant) {   /* the child of variant_run: one case, one row */
         for (int r = 0; r < rounds; r++)
             for (int side = 0; side < 2; side++)
                 t[side][0][r] = run(side ? &hooked : &bare, CASE_PAIR_4K, iters / 4, probe);
         qsort(t[0][0], (size_t)rounds, sizeof(double), cmp);
         qsort(t[1][0], (size_t)rounds, sizeof(double), cmp);
         double b = t[0][0][rounds / 2], h = t[1][0][rounds / 2];
-        printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", "alloc+free, traced", b, h, h / b, h - b);
+        printf("%-20s %10.1f %10.1f %8.3f %12.1f\n",
+               strcmp(variant, "--grouped") == 0 ? "alloc+free, group" : "alloc+free, traced", b, h, h / b, h - b);
         return 0;
     }
     for (int c = 0; c < CASES; c++) {
@@ -417,8 +441,10 @@ int main(int argc, char **argv)
         child_run(rounds, iters, "--evict", evict_rows[i][0], evict_rows[i][1]);
     printf("(evict N, policy: launches over N managed chunks of 64 KiB in turn, room for N/2:\n"
            " lru fetches and evicts one chunk per launch, lookahead about 2 in 3 launches)\n");
-    traced_run(rounds, iters);
-    printf("(traced: LMS_TRACE=/dev/null LMS_STACKS=16, 4 KiB pairs, one allocation site)\n");
+    variant_run(rounds, iters, "--traced");
+    variant_run(rounds, iters, "--grouped");
+    printf("(traced: LMS_TRACE=/dev/null LMS_STACKS=16, 4 KiB pairs, one allocation site;\n"
+           " group: LMS_GROUP of one member, 4 KiB pairs: compare with the alloc+free 4 KiB row)\n");
     python_rows(rounds, iters, shim_path);
     printf("(Python: ctypes calls ten Python frames deep, traced as above, fastest round; bare = LMS_PY_STACKS=0, "
            "lmshim = LMS_PY_STACKS=1)\n");

@@ -17,6 +17,7 @@ int lms_cmd_run(int argc, char **argv);
 int lms_cmd_info(int argc, char **argv);
 int lms_cmd_replay(int argc, char **argv);
 int lms_cmd_report(int argc, char **argv);
+int lms_cmd_top(int argc, char **argv);
 
 /* The directory of the lmshim executable (no trailing slash). */
 const char *lms_cli_self_dir(void);

@@ -16,6 +16,7 @@ static void usage(FILE *f)
           "  run  [flags] -- cmd args...   run a program with large model support\n"
           "  info [--sim ...]              devices, driver, and every option with its value\n"
           "  report trace.jsonl...         per-device report of traces (one per rank), SVG and Chrome outputs\n"
+          "  top [GROUP] [--once] [--json]  live view of the shared budgets of LMS_GROUP groups\n"
           "  replay trace.jsonl...         replay traced launches through each policy, next to Belady's MIN\n"
           "  <command> --help              help of one command\n", f);
 }
@@ -95,6 +96,8 @@ int main(int argc, char **argv)
         return lms_cmd_info(argc - 1, argv + 1);
     if (strcmp(argv[1], "replay") == 0)
         return lms_cmd_replay(argc - 1, argv + 1);
+    if (strcmp(argv[1], "top") == 0)
+        return lms_cmd_top(argc - 1, argv + 1);
     if (strcmp(argv[1], "report") == 0)
         return lms_cmd_report(argc - 1, argv + 1);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {

@@ -7,6 +7,7 @@
 
 #include "caps.h"
 #include "driver.h"
+#include "group.h"
 #include "log.h"
 #include "trace.h"
 
@@ -20,7 +21,7 @@ static bool setup(lms_account *a, int device)
     if (!lms_drv.cuDeviceTotalMem || lms_drv.cuDeviceTotalMem(&total, device) != CUDA_SUCCESS)
         return false;
     a->physical = total;
-    a->budget = lms_options_budget(device, total);
+    a->budget = lms_group_budget(device, lms_options_budget(device, total));
     lms_caps_managed_ok(device);   /* asked once, at the device's start */
     if (lms_trace_on)
         lms_trace_device(device, a->physical, a->budget);
@@ -61,8 +62,30 @@ static void note_peak(lms_account *a, uint64_t now)
         ;
 }
 
+/* ---- groups: with LMS_GROUP the group decides (group.c); `used` still
+ * counts this process's own charge. ---- */
+
+/* The device of an account of lms_accounts. */
+static int device_of(const lms_account *a) { return (int)(a - lms_accounts); }
+
+uint64_t lms_account_used(lms_account *a)
+{
+    if (atomic_load_explicit(&lms_group_on, memory_order_relaxed))
+        return lms_group_used(device_of(a));
+    return atomic_load_explicit(&a->used, memory_order_relaxed);
+}
+
 bool lms_account_reserve(lms_account *a, uint64_t bytes, uint64_t limit)
 {
+    int g = atomic_load_explicit(&lms_group_on, memory_order_relaxed)
+                ? lms_group_reserve(device_of(a), bytes, limit) : -1;
+    if (g == 0)
+        return false;
+    if (g == 1) {
+        note_peak(a, atomic_fetch_add_explicit(&a->used, bytes, memory_order_relaxed) + bytes);
+        return true;
+    }
+    /* ---- end of groups ---- */
     uint64_t u = atomic_load_explicit(&a->used, memory_order_relaxed);
     do {
         if (bytes > limit || u > limit - bytes)
@@ -75,12 +98,16 @@ bool lms_account_reserve(lms_account *a, uint64_t bytes, uint64_t limit)
 
 void lms_account_force(lms_account *a, uint64_t bytes)
 {
+    if (atomic_load_explicit(&lms_group_on, memory_order_relaxed))
+        lms_group_force(device_of(a), bytes);   /* groups */
     uint64_t now = atomic_fetch_add_explicit(&a->used, bytes, memory_order_relaxed) + bytes;
     note_peak(a, now);
 }
 
 void lms_account_release(lms_account *a, uint64_t bytes)
 {
+    if (atomic_load_explicit(&lms_group_on, memory_order_relaxed))
+        lms_group_release(device_of(a), bytes);   /* groups */
     atomic_fetch_sub_explicit(&a->used, bytes, memory_order_relaxed);
 }
 
@@ -88,6 +115,8 @@ void lms_account_add_chunk(lms_account *a, const lms_chunk *c)
 {
     atomic_fetch_add_explicit(&a->live_chunks[c->place], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&a->live_bytes[c->place], c->size, memory_order_relaxed);
+    if (c->charged)
+        atomic_fetch_add_explicit(&a->live_charged[c->place], c->charged, memory_order_relaxed);
     atomic_fetch_add_explicit(&a->allocs[c->place], 1, memory_order_relaxed);
     if (c->flags & LMS_CHUNK_FALLBACK)
         atomic_fetch_add_explicit(&a->fallbacks, 1, memory_order_relaxed);
@@ -97,6 +126,8 @@ void lms_account_drop_chunk(lms_account *a, const lms_chunk *c)
 {
     atomic_fetch_sub_explicit(&a->live_chunks[c->place], 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&a->live_bytes[c->place], c->size, memory_order_relaxed);
+    if (c->charged)
+        atomic_fetch_sub_explicit(&a->live_charged[c->place], c->charged, memory_order_relaxed);
     atomic_fetch_add_explicit(&a->frees, 1, memory_order_relaxed);
 }
 

@@ -20,6 +20,7 @@ typedef struct lms_account {
     _Atomic uint64_t peak;                     /* most bytes charged at once */
     _Atomic uint64_t live_chunks[LMS_PLACE_COUNT];
     _Atomic uint64_t live_bytes[LMS_PLACE_COUNT];
+    _Atomic uint64_t live_charged[LMS_PLACE_COUNT]; /* bytes the live chunks hold charged (used - these = resident managed) */
     _Atomic uint64_t allocs[LMS_PLACE_COUNT];  /* chunks placed since start */
     _Atomic uint64_t frees;                    /* chunks freed */
     _Atomic uint64_t fallbacks;                /* device requests placed elsewhere */
@@ -44,12 +45,18 @@ lms_account *lms_account_of(int device);
  * 2 MiB pages from there on (what CUDA drivers round to). */
 uint64_t lms_charge_of(uint64_t size);
 
-/* Charges bytes if they fit under `limit`; false (nothing charged) if not. */
+/* Charges bytes if they fit under `limit`; false (nothing charged) if not.
+ * In a group (LMS_GROUP, group.c) the group's charge must fit; `used` keeps
+ * this process's own part either way. */
 bool lms_account_reserve(lms_account *a, uint64_t bytes, uint64_t limit);
 /* Charges bytes whatever the limit. */
 void lms_account_force(lms_account *a, uint64_t bytes);
 /* Returns charged bytes. */
 void lms_account_release(lms_account *a, uint64_t bytes);
+
+/* Bytes charged against the budget: the group's on the device (every
+ * member's) in a group, else `used`. What the LMS rule and cuMemGetInfo see. */
+uint64_t lms_account_used(lms_account *a);
 
 /* Counts a new live chunk / a chunk gone. */
 void lms_account_add_chunk(lms_account *a, const lms_chunk *c);

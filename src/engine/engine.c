@@ -11,6 +11,7 @@
 #include "chunks.h"
 #include "driver.h"
 #include "graph.h"
+#include "group.h"
 #include "launch.h"
 #include "log.h"
 #include "residency.h"
@@ -45,6 +46,7 @@ bool lms_engine_init(void)
     if (lms_active) {
         lms_trace_open();
         lms_status_start();
+        lms_group_open();
     }
     if (LMS_LOG_ON(LMS_LEVEL_DEBUG)) {
         for (int i = 0; i < LMS_OPT_COUNT; i++) {
@@ -99,4 +101,5 @@ void lms_engine_fork_child(void)
     lms_account_reset_setup();
     lms_graph_fork_child();
     lms_capture_fork_child();
+    lms_group_fork_child();
 }

@@ -70,7 +70,7 @@ void lms_frag_measure(int dev, lms_frag *out)
                          ? &lms_accounts[dev] : NULL;
     if (!a)
         return;
-    uint64_t used = atomic_load(&a->used);
+    uint64_t used = lms_account_used(a);
     out->budget_free = used < a->budget ? a->budget - used : 0;
     size_t f, t;
     if (lms_drv.cuMemGetInfo && lms_driver_current_device() == dev && lms_drv.cuMemGetInfo(&f, &t) == CUDA_SUCCESS) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "groupfile.h"
 #include "log.h"
 #include "policy.h"
 #include "units.h"
@@ -173,6 +174,26 @@ static bool parse_PATH(const char *s, void *out)
     return true;
 }
 
+static bool parse_GROUP(const char *s, void *out)
+{
+    char path[160];
+    if (*s && lms_groupfile_path("/", s, path, sizeof path) != 0)
+        return false;
+    snprintf(out, sizeof(lms_GROUP_t), "%s", s);
+    return true;
+}
+
+static bool parse_OCTAL(const char *s, void *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 8);
+    if (errno || end == s || *end || v < 0 || v > 0777)
+        return false;
+    *(unsigned *)out = (unsigned)v;
+    return true;
+}
+
 /* Upper-cases name into "LMS_NAME". */
 const char *lms_option_env(int i, char *buf, size_t len)
 {
@@ -199,7 +220,7 @@ static bool (*const parsers[])(const char *, void *) = {
 bool lms_option_valid(int i, const char *text)
 {
     union { lms_limit limit; uint64_t size; double real; int word; bool flag; lms_PATH_t path;
-            lms_POLICY_t policy; int integer; } scratch;
+            lms_POLICY_t policy; int integer; lms_GROUP_t group; unsigned octal; } scratch;
     return i >= 0 && i < LMS_OPT_COUNT && text && parsers[i](text, &scratch);
 }
 
@@ -275,6 +296,9 @@ void lms_option_value(int i, char *buf, size_t len)
     case LMS_OPT_py_stacks: snprintf(buf, len, "%d", lms_opt.py_stacks); break;
     case LMS_OPT_stats_every: snprintf(buf, len, "%d", lms_opt.stats_every); break;
     case LMS_OPT_stats: snprintf(buf, len, "%d", lms_opt.stats); break;
+    case LMS_OPT_group: snprintf(buf, len, "%s", lms_opt.group[0] ? lms_opt.group : "(none)"); break;
+    case LMS_OPT_group_dir: snprintf(buf, len, "%s", lms_opt.group_dir); break;
+    case LMS_OPT_group_mode: snprintf(buf, len, "0%o", lms_opt.group_mode); break;
     case LMS_OPT_disable: snprintf(buf, len, "%d", lms_opt.disable); break;
     case LMS_OPT_stream_order: snprintf(buf, len, "%d", lms_opt.stream_order); break;
     default: snprintf(buf, len, "?"); break;

@@ -36,6 +36,8 @@ typedef bool lms_BOOL_t;
 typedef int lms_INT_t;
 typedef char lms_PATH_t[256];
 typedef const struct lms_policy *lms_POLICY_t;
+typedef char lms_GROUP_t[64];   /* "" (no group) or a valid group name */
+typedef unsigned lms_OCTAL_t;    /* a file mode, 0..0777 */
 
 typedef enum {
 #define LMS_OPTION(name, type, def, doc) LMS_OPT_##name,

@@ -125,7 +125,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     lms_arenas_note_request(r->device, r->size, a->budget);
     lms_place want = LMS_PLACE_DEVICE;
     if (r->size >= lms_opt.threshold && !r->device_only) {
-        uint64_t used = atomic_load_explicit(&a->used, memory_order_relaxed);
+        uint64_t used = lms_account_used(a);
         if ((double)(used + charge) > lms_opt.frac * (double)a->budget)
             want = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
     }
@@ -257,7 +257,7 @@ CUresult lms_place_mem_info(size_t *free_bytes, size_t *total, CUresult (*real)(
     if (!a)
         return r;
     uint64_t t = a->budget < *total ? a->budget : *total;
-    uint64_t used = atomic_load(&a->used);
+    uint64_t used = lms_account_used(a);
     uint64_t f = used < t ? t - used : 0;
     if (f > *free_bytes)
         f = *free_bytes;

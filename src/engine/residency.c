@@ -388,7 +388,7 @@ static bool ready_device(res_device *d)
 /* Counts a broken invariant (a bug if it ever happens) and says so once. */
 static void check_budget(lms_account *a)
 {
-    if (atomic_load(&a->used) > a->budget) {
+    if (lms_account_used(a) > a->budget) {
         static atomic_uint said;
         atomic_fetch_add(&a->violations, 1);
         lms_log_capped(LMS_LEVEL_ERROR, &said, 1, "residency: device bytes %llu passed the budget %llu",

@@ -112,7 +112,7 @@ CUresult lms_vmm_check(int device, uint64_t size)
     lms_account *a = lms_account_of(device);
     if (!a || lms_opt.on_oom != LMS_ON_OOM_FAIL)
         return CUDA_SUCCESS;
-    uint64_t used = atomic_load(&a->used);
+    uint64_t used = lms_account_used(a);
     if (size > a->budget || used > a->budget - size) {
         atomic_fetch_add(&a->oom_failures, 1);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -147,7 +147,7 @@ void lms_vmm_created(uint64_t handle, int device, uint64_t size)
     if (lms_trace_on)
         lms_trace_alloc(device, handle, size, size, "vmm", -1, false, -1);
     static atomic_bool warned;   /* one line per process, however often */
-    if (atomic_load(&a->used) > a->budget && !atomic_exchange(&warned, true)) {
+    if (lms_account_used(a) > a->budget && !atomic_exchange(&warned, true)) {
         lms_log(LMS_LEVEL_WARN,
                 "cuMemCreate of %llu bytes passes the budget of device %d, and physical memory "
                 "cannot leave the device; PyTorch grows this way with expandable_segments: "

@@ -1,0 +1,288 @@
+/*
+ * top.c — `lmshim top [GROUP]`: the live view of shared budgets. Reads the
+ * group files (src/common/groupfile.h) read-only: per device the group's
+ * budget and usage, per member its pid, command, device bytes, managed bytes
+ * resident and off the device, and what it fetched and evicted per second.
+ * Refreshed once a second; `--once` prints one view (after one second, to
+ * have rates), `--json` one JSON object per view and line.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "groupfile.h"
+#include "options.h"
+#include "units.h"
+
+#define MAX_GROUPS 32
+
+/* One group file, mapped read-only, and the counters of its members at the
+ * previous view (for the rates). */
+typedef struct watched {
+    char name[LMS_GROUP_NAME_MAX + 1];
+    char path[512];
+    int fd;
+    lms_group_header *h;                           /* the mapping; NULL if unusable */
+    uint64_t joined[LMS_GROUP_SLOTS];              /* identity of a slot's member at the last view */
+    uint64_t fetched[LMS_GROUP_SLOTS][LMS_GROUP_DEVICES];   /* bytes, at the last view */
+    uint64_t evicted[LMS_GROUP_SLOTS][LMS_GROUP_DEVICES];
+} watched;
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+static void usage(FILE *f)
+{
+    fputs("usage: lmshim top [GROUP] [--dir DIR] [--once] [--json]\n"
+          "  the shared budgets of LMS_GROUP groups: per device the group's budget and usage,\n"
+          "  per member pid, command, device bytes, managed bytes resident and off the device,\n"
+          "  fetched and evicted per second. GROUP: LMS_GROUP, else every group in DIR\n"
+          "  (LMS_GROUP_DIR, default /dev/shm). Refreshed every second until interrupted.\n"
+          "  --once   one view (after one second, for the rates)\n"
+          "  --json   one JSON object per view, one per line\n", f);
+}
+
+/* Maps a group file read-only; false (and why on stderr) if unusable. */
+static bool open_group(watched *w)
+{
+    w->fd = open(w->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    const char *why = NULL;
+    if (w->fd < 0 || fstat(w->fd, &st) != 0)
+        why = strerror(errno);
+    else if ((uint64_t)st.st_size != LMS_GROUP_FILE_BYTES)
+        why = "wrong size";
+    if (!why) {
+        void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ, MAP_SHARED, w->fd, 0);
+        if (m == MAP_FAILED)
+            why = strerror(errno);
+        else if ((why = lms_groupfile_check(m, LMS_GROUP_FILE_BYTES)) != NULL)
+            munmap(m, LMS_GROUP_FILE_BYTES);
+        else
+            w->h = m;
+    }
+    if (why) {
+        fprintf(stderr, "lmshim top: %s: %s\n", w->path, why);
+        if (w->fd >= 0)
+            close(w->fd);
+        return false;
+    }
+    return true;
+}
+
+/* Finds the groups to watch: the one named, or every group file in dir. */
+static int find_groups(const char *dir, const char *name, watched *ws)
+{
+    int n = 0;
+    if (name) {
+        if (lms_groupfile_path(dir, name, ws[0].path, sizeof ws[0].path) != 0) {
+            fprintf(stderr, "lmshim top: '%s' is not a group name\n", name);
+            return -1;
+        }
+        snprintf(ws[0].name, sizeof ws[0].name, "%s", name);
+        return open_group(&ws[0]) ? 1 : -1;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "lmshim top: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < MAX_GROUPS) {
+        const char *prefix = "lmshim-group-";
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        watched *w = &ws[n];
+        snprintf(w->name, sizeof w->name, "%s", e->d_name + strlen(prefix));
+        if (lms_groupfile_path(dir, w->name, w->path, sizeof w->path) == 0 && open_group(w))
+            n++;
+    }
+    closedir(d);
+    if (n == 0)
+        fprintf(stderr, "lmshim top: no group in %s\n", dir);
+    return n > 0 ? n : -1;
+}
+
+/* Writes s as a JSON string. */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* A device is shown when the group has a budget or a charge on it. */
+static bool device_used(const lms_group_header *h, int d)
+{
+    return atomic_load(&((lms_group_header *)h)->budget[d]) || atomic_load(&((lms_group_header *)h)->charged[d]);
+}
+
+/* Prints one view of a group (text or JSON); `dt` seconds since the last. */
+static void show(watched *w, bool json, double dt, FILE *f)
+{
+    lms_group_header *h = w->h;
+    char a[32], b[32], c[32], e[32], g[32];
+    if (json) {
+        fputs("{\"group\":", f);
+        json_string(f, h->name);
+        fputs(",\"path\":", f);
+        json_string(f, w->path);
+        fprintf(f, ",\"reclaimed_members\":%llu,\"reclaimed_bytes\":%llu,\"devices\":[",
+                (unsigned long long)atomic_load(&h->reclaimed_members),
+                (unsigned long long)atomic_load(&h->reclaimed_bytes));
+    } else {
+        fprintf(f, "group %s  (%s)  reclaimed from dead members: %llu\n", h->name, w->path,
+                (unsigned long long)atomic_load(&h->reclaimed_members));
+    }
+    int shown = 0;
+    for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
+        if (!device_used(h, d))
+            continue;
+        uint64_t budget = atomic_load(&h->budget[d]), used = atomic_load(&h->charged[d]);
+        uint64_t peak = atomic_load(&h->peak[d]);
+        if (json) {
+            fprintf(f, "%s{\"device\":%d,\"budget\":%llu,\"used\":%llu,\"peak\":%llu}", shown ? "," : "", d,
+                    (unsigned long long)budget, (unsigned long long)used, (unsigned long long)peak);
+        } else {
+            lms_format_size(a, sizeof a, budget);
+            lms_format_size(b, sizeof b, used);
+            lms_format_size(c, sizeof c, peak);
+            fprintf(f, "device %d: budget %s  used %s (%.0f%%)  peak %s\n", d, a, b,
+                    budget ? 100.0 * (double)used / (double)budget : 0.0, c);
+        }
+        shown++;
+    }
+    if (json)
+        fputs("],\"members\":[", f);
+    else
+        fprintf(f, "  %-8s %-16s %3s %9s %9s %9s %9s %9s  %s\n", "PID", "COMMAND", "DEV", "DEVICE", "RESIDENT",
+                "OFF-DEV", "FETCH/s", "EVICT/s", "");
+    int members = 0;
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
+        lms_group_slot *s = lms_groupfile_slot(h, i);
+        if (atomic_load(&s->state) != LMS_SLOT_LIVE)
+            continue;
+        bool alive = lms_groupfile_alive(w->fd, i) != 0;
+        bool same = w->joined[i] == s->joined_ns && dt > 0;
+        w->joined[i] = s->joined_ns;
+        if (json) {
+            fprintf(f, "%s{\"pid\":%d,\"command\":", members ? "," : "", (int)s->pid);
+            json_string(f, s->command);
+            fprintf(f, ",\"alive\":%s,\"devices\":[", alive ? "true" : "false");
+        }
+        int rows = 0;
+        for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
+            uint64_t fe = atomic_load(&s->fetched_bytes[d]), ev = atomic_load(&s->evicted_bytes[d]);
+            double fr = same && fe >= w->fetched[i][d] ? (double)(fe - w->fetched[i][d]) / dt : 0;
+            double er = same && ev >= w->evicted[i][d] ? (double)(ev - w->evicted[i][d]) / dt : 0;
+            w->fetched[i][d] = fe;
+            w->evicted[i][d] = ev;
+            uint64_t charged = atomic_load(&s->charged[d]), dev = atomic_load(&s->device_bytes[d]);
+            uint64_t res = atomic_load(&s->resident_bytes[d]), man = atomic_load(&s->managed_bytes[d]);
+            if (!device_used(h, d) && !charged && !man)
+                continue;
+            uint64_t off = man > res ? man - res : 0;
+            if (json) {
+                fprintf(f, "%s{\"device\":%d,\"charged\":%llu,\"device_bytes\":%llu,\"resident\":%llu,"
+                        "\"off_device\":%llu,\"fetched_per_s\":%.0f,\"evicted_per_s\":%.0f}", rows ? "," : "", d,
+                        (unsigned long long)charged, (unsigned long long)dev, (unsigned long long)res,
+                        (unsigned long long)off, fr, er);
+            } else {
+                lms_format_size(a, sizeof a, dev);
+                lms_format_size(b, sizeof b, res);
+                lms_format_size(c, sizeof c, off);
+                lms_format_size(e, sizeof e, (uint64_t)fr);
+                lms_format_size(g, sizeof g, (uint64_t)er);
+                fprintf(f, "  %-8d %-16.16s %3d %9s %9s %9s %9s %9s  %s\n", (int)s->pid, s->command, d, a, b, c, e,
+                        g, alive ? "" : "(gone: its charge comes back at the next member's look)");
+            }
+            rows++;
+        }
+        if (json)
+            fputs("]}", f);
+        members++;
+    }
+    if (json)
+        fputs("]}\n", f);
+    else if (members == 0)
+        fputs("  (no members)\n", f);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int lms_cmd_top(int argc, char **argv)
+{
+    bool once = false, json = false;
+    const char *name = NULL, *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--once") == 0)
+            once = true;
+        else if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] != '-' && !name)
+            name = argv[i];
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    lms_options_load();   /* LMS_GROUP and LMS_GROUP_DIR as defaults */
+    if (!name && lms_opt.group[0])
+        name = lms_opt.group;
+    if (!dir)
+        dir = lms_opt.group_dir;
+    static watched ws[MAX_GROUPS];
+    int n = find_groups(dir, name, ws);
+    if (n < 0)
+        return 1;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    bool tty = !json && isatty(STDOUT_FILENO);
+    FILE *sink = once ? fopen("/dev/null", "w") : NULL;   /* --once: the first sample is not shown */
+    double last = now_s(), dt = 0;
+    for (int view = 0; !stop; view++) {
+        FILE *out = sink && view == 0 ? sink : stdout;
+        if (tty && out == stdout)
+            fputs("\033[H\033[2J", stdout);
+        for (int i = 0; i < n; i++)
+            show(&ws[i], json, dt, out);
+        fflush(out);
+        if (once && view > 0)
+            break;
+        struct timespec ts = {.tv_sec = 1};
+        nanosleep(&ts, NULL);
+        double t = now_s();
+        dt = t - last;
+        last = t;
+    }
+    if (sink)
+        fclose(sink);
+    return 0;
+}

@@ -1,0 +1,532 @@
+/*
+ * group.c — shared budgets (see group.h; the file layout in
+ * src/common/groupfile.h; the protocol in docs/ARCHITECTURE.md "Groups").
+ *
+ * Charging: every change of a charge takes the header's robust,
+ * process-shared mutex and updates the group's total and the member's slot
+ * together. A member that dies holding the mutex leaves EOWNERDEAD to the
+ * next taker, which recomputes the totals from the slots (the slots are the
+ * truth) before going on.
+ * Liveness: a member keeps an OFD record lock on its slot's first byte; a
+ * slot in use whose lock nobody holds belongs to a dead process. The next
+ * member that looks (on joining, on a charge that does not fit, on reading
+ * the group's usage) takes that lock itself, gives the slot's charge back
+ * and frees the slot. Slots never move.
+ */
+#include "group.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "account.h"
+#include "groupfile.h"
+#include "log.h"
+
+_Static_assert(LMS_GROUP_DEVICES == LMS_MAX_DEVICES, "one group budget per device");
+
+atomic_bool lms_group_on;
+
+static int fd = -1;                     /* the group file, O_CLOEXEC: this process's own open() of it */
+static lms_group_header *hdr;           /* its mapping, LMS_GROUP_FILE_BYTES; never unmapped */
+static char mapped_path[320];           /* the path of that mapping */
+static lms_group_slot *me;              /* this process's slot (read and written under hdr->lock) */
+static int my_index = -1;               /* its index */
+static uint64_t my_joined;              /* its joined_ns when claimed: still ours while equal */
+static pthread_mutex_t local = PTHREAD_MUTEX_INITIALIZER;  /* joins and sweeps, one at a time here */
+static _Atomic uint64_t next_sweep_ns;  /* CLOCK_MONOTONIC: no sweep before this */
+static pid_t publisher_in;              /* the process whose publisher thread runs */
+static bool exit_registered;
+static atomic_uint budget_warned[LMS_GROUP_DEVICES];
+
+#define SWEEP_EVERY_NS 10000000ull      /* 10 ms between sweeps */
+#define PUBLISH_EVERY_NS 250000000l     /* counters for `lmshim top`, 4 times a second */
+
+static uint64_t clock_ns(clockid_t c)
+{
+    struct timespec t;
+    clock_gettime(c, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Recomputes the group's totals from the slots: called by the taker of a
+ * mutex whose owner died, when no one else can be changing a charge. */
+static void repair(void)
+{
+    for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
+        uint64_t sum = 0;
+        for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+            sum += atomic_load_explicit(&lms_groupfile_slot(hdr, i)->charged[d], memory_order_relaxed);
+        atomic_store_explicit(&hdr->charged[d], sum, memory_order_relaxed);
+    }
+    atomic_fetch_add(&hdr->repairs, 1);
+    lms_log(LMS_LEVEL_INFO, "group %s: a member died holding the group's lock; totals recomputed", hdr->name);
+}
+
+/* Leaves the group after its lock became unusable: this process keeps
+ * charging its own budget. */
+static void broken(int err)
+{
+    static atomic_uint said;
+    atomic_store(&lms_group_on, false);
+    lms_log_capped(LMS_LEVEL_WARN, &said, 1, "group %s: its lock is unusable (%s); this process now keeps its "
+                   "own budget (LMS_LIMIT)", hdr->name, strerror(err));
+}
+
+/* Takes the group's lock, repairing after a dead owner; false (and the
+ * group left) if the lock cannot be taken. */
+static bool lock_group(void)
+{
+    int r = pthread_mutex_lock(&hdr->lock);
+    if (r == EOWNERDEAD) {
+        repair();
+        r = pthread_mutex_consistent(&hdr->lock);
+        if (r != 0)
+            pthread_mutex_unlock(&hdr->lock);
+    }
+    if (r != 0) {
+        broken(r);
+        return false;
+    }
+    return true;
+}
+
+static void unlock_group(void) { pthread_mutex_unlock(&hdr->lock); }
+
+/* Under hdr->lock: this process's slot, or NULL if it is not a member or
+ * its slot was taken from it while it lived (which lmshim never does; a
+ * damaged file or another program might). Then it never writes to that
+ * slot again and keeps its own budget. */
+static lms_group_slot *mine(void)
+{
+    if (me && (atomic_load_explicit(&me->state, memory_order_relaxed) != LMS_SLOT_LIVE || me->joined_ns != my_joined)) {
+        static atomic_uint said;
+        me = NULL;
+        atomic_store(&lms_group_on, false);
+        lms_log_capped(LMS_LEVEL_WARN, &said, 1, "group %s: this process's member slot was taken from it while "
+                       "it lived; it now keeps its own budget (LMS_LIMIT)", hdr->name);
+    }
+    return me;
+}
+
+/* Takes (F_WRLCK) or drops (F_UNLCK) this process's record lock on slot i;
+ * true on success. Never waits. */
+static bool slot_lock(int i, short type)
+{
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(i), .l_len = 1};
+    int r;
+    while ((r = fcntl(fd, F_OFD_SETLK, &fl)) != 0 && errno == EINTR)
+        ;
+    return r == 0;
+}
+
+/* Under hdr->lock: gives a slot's charge back to the group and frees the
+ * slot (its charges are zeroed before the totals drop, so a death half-way
+ * leaves the slots right and repair() the totals). Returns the bytes. */
+static uint64_t give_back(lms_group_slot *s)
+{
+    uint64_t all = 0;
+    for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
+        uint64_t c = atomic_exchange_explicit(&s->charged[d], 0, memory_order_relaxed);
+        if (!c)
+            continue;
+        uint64_t t = atomic_load_explicit(&hdr->charged[d], memory_order_relaxed);
+        atomic_store_explicit(&hdr->charged[d], t - (c < t ? c : t), memory_order_relaxed);
+        all += c;
+    }
+    atomic_store_explicit(&s->state, LMS_SLOT_FREE, memory_order_release);
+    return all;
+}
+
+/* Reclaims the slots of dead members (the caller holds `local`); true if
+ * any charge came back. */
+static bool sweep_locked(void)
+{
+    bool freed = false;
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
+        lms_group_slot *s = lms_groupfile_slot(hdr, i);
+        if (i == my_index || atomic_load_explicit(&s->state, memory_order_acquire) != LMS_SLOT_LIVE ||
+            lms_groupfile_alive(fd, i) != 0 || !slot_lock(i, F_WRLCK))
+            continue;
+        /* Its member is dead and no one else is claiming the slot. */
+        if (lock_group()) {
+            if (atomic_load_explicit(&s->state, memory_order_relaxed) == LMS_SLOT_LIVE) {
+                int pid = s->pid;
+                uint64_t bytes = give_back(s);
+                atomic_fetch_add(&hdr->reclaimed_bytes, bytes);
+                atomic_fetch_add(&hdr->reclaimed_members, 1);
+                freed |= bytes != 0;
+                lms_log(LMS_LEVEL_INFO, "group %s: member pid %d is gone; %llu bytes of its charge given back",
+                        hdr->name, pid, (unsigned long long)bytes);
+            }
+            unlock_group();
+        }
+        slot_lock(i, F_UNLCK);
+    }
+    return freed;
+}
+
+/* sweep_locked(), at most once per 10 ms and never waiting for another
+ * thread's sweep; true if any charge came back. */
+static bool sweep(void)
+{
+    uint64_t t = clock_ns(CLOCK_MONOTONIC);
+    if (t < atomic_load_explicit(&next_sweep_ns, memory_order_relaxed))
+        return false;
+    atomic_store_explicit(&next_sweep_ns, t + SWEEP_EVERY_NS, memory_order_relaxed);
+    if (pthread_mutex_trylock(&local) != 0)
+        return false;
+    bool freed = sweep_locked();
+    pthread_mutex_unlock(&local);
+    return freed;
+}
+
+/* Copies this member's counters into its slot for `lmshim top`. */
+static void publish(void)
+{
+    if (!atomic_load(&lms_group_on) || !lock_group())
+        return;
+    if (mine()) {
+        for (int d = 0; d < LMS_GROUP_DEVICES && d < LMS_MAX_DEVICES; d++) {
+            lms_account *a = &lms_accounts[d];
+            if (atomic_load(&a->state) != 2)
+                continue;
+            uint64_t used = atomic_load(&a->used), chunks = 0;
+            for (int p = 0; p < LMS_PLACE_COUNT; p++)
+                chunks += atomic_load(&a->live_charged[p]);
+            atomic_store(&me->device_bytes[d], atomic_load(&a->live_charged[LMS_PLACE_DEVICE]));
+            atomic_store(&me->resident_bytes[d], used > chunks ? used - chunks : 0);
+            atomic_store(&me->managed_bytes[d], atomic_load(&a->live_bytes[LMS_PLACE_MANAGED]));
+            atomic_store(&me->fetched_bytes[d], atomic_load(&a->prefetched_bytes));
+            atomic_store(&me->evicted_bytes[d], atomic_load(&a->evicted_bytes));
+        }
+        atomic_store(&me->published_ns, clock_ns(CLOCK_REALTIME));
+    }
+    unlock_group();
+}
+
+/* The publisher thread: publish() four times a second, for the process's life. */
+static void *publisher(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = PUBLISH_EVERY_NS};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+        publish();
+    }
+    return NULL;
+}
+
+static void start_publisher(void)
+{
+    if (publisher_in == getpid())
+        return;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, publisher, NULL) == 0)
+        publisher_in = getpid();
+    pthread_attr_destroy(&attr);
+}
+
+/* At exit: this member's charge goes back (the driver frees a process's
+ * device memory when it ends) and its slot is freed. */
+static void leave(void)
+{
+    if (!hdr || !atomic_load(&lms_group_on))
+        return;
+    if (lock_group()) {
+        if (me)
+            give_back(me);
+        me = NULL;
+        unlock_group();
+    }
+    atomic_store(&lms_group_on, false);
+    if (my_index >= 0)
+        slot_lock(my_index, F_UNLCK);
+    my_index = -1;
+}
+
+/* Fills a fresh header (under the file's flock, before `ready`). */
+static bool init_header(lms_group_header *h, const char *name)
+{
+    memset(h, 0, LMS_GROUP_HEADER_BYTES);
+    h->version = LMS_GROUP_VERSION;
+    h->slots = LMS_GROUP_SLOTS;
+    h->file_bytes = LMS_GROUP_FILE_BYTES;
+    h->slot_bytes = LMS_GROUP_SLOT_BYTES;
+    h->lock_bytes = sizeof(pthread_mutex_t);
+    snprintf(h->name, sizeof h->name, "%s", name);
+    h->created_ns = clock_ns(CLOCK_REALTIME);
+    pthread_mutexattr_t at;
+    bool ok = pthread_mutexattr_init(&at) == 0 &&
+              pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED) == 0 &&
+              pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST) == 0 && pthread_mutex_init(&h->lock, &at) == 0;
+    pthread_mutexattr_destroy(&at);
+    if (!ok)
+        return false;
+    h->magic = LMS_GROUP_MAGIC;
+    atomic_store_explicit(&h->ready, 1, memory_order_release);
+    return true;
+}
+
+/* Opens (creating it if needed) and maps the group file; NULL, or why not
+ * in *why. The file's flock serializes creation: a creator that died
+ * half-way leaves a file of zeros, which the next opener initialises. */
+static lms_group_header *map_file(const char *path, const char *name, int *out_fd, const char **why)
+{
+    unsigned mode = lms_opt.group_mode;
+    int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (f >= 0)
+        fchmod(f, mode);   /* exactly LMS_GROUP_MODE, whatever the umask */
+    else if (errno == EEXIST)
+        f = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (f < 0) {
+        *why = strerror(errno);
+        return NULL;
+    }
+    int r;
+    while ((r = flock(f, LOCK_EX)) != 0 && errno == EINTR)
+        ;
+    struct stat st;
+    lms_group_header *h = NULL;
+    *why = NULL;
+    if (r != 0 || fstat(f, &st) != 0)
+        *why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        *why = "not a regular file";
+    else if (st.st_size != 0 && (uint64_t)st.st_size != LMS_GROUP_FILE_BYTES)
+        *why = "wrong size";
+    else if (st.st_size == 0 && ftruncate(f, LMS_GROUP_FILE_BYTES) != 0)
+        *why = strerror(errno);
+    if (!*why) {
+        void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+        if (m == MAP_FAILED) {
+            *why = strerror(errno);
+        } else {
+            h = m;
+            if (h->magic == 0 && h->version == 0 && atomic_load(&h->ready) == 0 && !init_header(h, name))
+                *why = "cannot set up its lock";
+            else if (!*why)
+                *why = lms_groupfile_check(h, LMS_GROUP_FILE_BYTES);
+            if (!*why && strcmp(h->name, name) != 0)
+                *why = "it belongs to another group";
+            if (*why) {
+                munmap(m, LMS_GROUP_FILE_BYTES);
+                h = NULL;
+            }
+        }
+    }
+    flock(f, LOCK_UN);
+    if (!h) {
+        close(f);
+        return NULL;
+    }
+    *out_fd = f;
+    return h;
+}
+
+/* Claims a free or dead slot for this process; false if all are live. */
+static bool claim_slot(void)
+{
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
+        lms_group_slot *s = lms_groupfile_slot(hdr, i);
+        if ((atomic_load_explicit(&s->state, memory_order_acquire) == LMS_SLOT_LIVE &&
+             lms_groupfile_alive(fd, i) != 0) || !slot_lock(i, F_WRLCK))
+            continue;
+        if (!lock_group()) {
+            slot_lock(i, F_UNLCK);
+            return false;
+        }
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) == LMS_SLOT_LIVE) {
+            uint64_t bytes = give_back(s);   /* a dead member's slot */
+            atomic_fetch_add(&hdr->reclaimed_bytes, bytes);
+            atomic_fetch_add(&hdr->reclaimed_members, 1);
+        }
+        memset((char *)s + sizeof s->state, 0, sizeof *s - sizeof s->state);
+        s->pid = (int32_t)getpid();
+        s->joined_ns = clock_ns(CLOCK_REALTIME);
+        my_joined = s->joined_ns;
+        FILE *comm = fopen("/proc/self/comm", "re");
+        if (comm) {
+            if (fgets(s->command, sizeof s->command, comm))
+                s->command[strcspn(s->command, "\n")] = 0;
+            fclose(comm);
+        }
+        atomic_store_explicit(&s->state, LMS_SLOT_LIVE, memory_order_release);
+        me = s;
+        my_index = i;
+        /* The only member of a group starts it afresh: no charge is left,
+         * and the budgets are fixed again by whoever sets a device up first
+         * (this process for the devices it has set up already). */
+        bool alone = true;
+        for (int k = 0; k < LMS_GROUP_SLOTS && alone; k++)
+            alone = k == i || atomic_load(&lms_groupfile_slot(hdr, k)->state) != LMS_SLOT_LIVE;
+        if (alone)
+            for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
+                lms_account *a = &lms_accounts[d];
+                atomic_store(&hdr->budget[d], atomic_load(&a->state) == 2 ? a->budget : 0);
+                atomic_store(&hdr->charged[d], 0);
+            }
+        unlock_group();
+        return true;
+    }
+    return false;
+}
+
+void lms_group_open(void)
+{
+    if (!lms_opt.group[0] || atomic_load(&lms_group_on))
+        return;
+    char path[sizeof mapped_path];
+    if (lms_groupfile_path(lms_opt.group_dir, lms_opt.group, path, sizeof path) != 0) {
+        lms_log(LMS_LEVEL_WARN, "group %s: the path under %s is too long; this process keeps its own budget "
+                "(LMS_LIMIT)", lms_opt.group, lms_opt.group_dir);
+        return;
+    }
+    if (!hdr) {
+        const char *why = NULL;
+        int f = -1;
+        lms_group_header *h = map_file(path, lms_opt.group, &f, &why);
+        if (!h) {
+            lms_log(LMS_LEVEL_WARN, "group %s: cannot use %s (%s); this process keeps its own budget (LMS_LIMIT)",
+                    lms_opt.group, path, why);
+            return;
+        }
+        fd = f;
+        hdr = h;
+        snprintf(mapped_path, sizeof mapped_path, "%s", path);
+    }
+    pthread_mutex_lock(&local);
+    sweep_locked();
+    bool ok = claim_slot();
+    pthread_mutex_unlock(&local);
+    if (!ok) {
+        lms_log(LMS_LEVEL_WARN, "group %s: all %d member slots of %s are taken; this process keeps its own "
+                "budget (LMS_LIMIT)", lms_opt.group, LMS_GROUP_SLOTS, path);
+        return;
+    }
+    atomic_store(&lms_group_on, true);
+    start_publisher();
+    if (!exit_registered) {
+        exit_registered = true;
+        atexit(leave);
+    }
+    lms_log(LMS_LEVEL_INFO, "group %s: joined %s as member %d", hdr->name, path, my_index);
+}
+
+uint64_t lms_group_budget(int device, uint64_t own)
+{
+    if (!atomic_load(&lms_group_on) || device < 0 || device >= LMS_GROUP_DEVICES || own == 0)
+        return own;
+    uint64_t have = 0;
+    if (atomic_compare_exchange_strong(&hdr->budget[device], &have, own))
+        return own;
+    bool asked = lms_opt.source[LMS_OPT_limit] == LMS_SOURCE_ENV ||
+                 (device < LMS_MAX_DEVICES && lms_opt.device_limit_set[device]);
+    if (have != own && asked)
+        lms_log_capped(LMS_LEVEL_WARN, &budget_warned[device], 1,
+                       "group %s: device %d has the group's budget of %llu bytes, not the %llu asked here",
+                       hdr->name, device, (unsigned long long)have, (unsigned long long)own);
+    return have;
+}
+
+int lms_group_reserve(int device, uint64_t bytes, uint64_t limit)
+{
+    for (int attempt = 0;; attempt++) {
+        if (!lock_group())
+            return -1;
+        if (!mine()) {
+            unlock_group();
+            return -1;
+        }
+        uint64_t c = atomic_load_explicit(&hdr->charged[device], memory_order_relaxed);
+        bool fits = bytes <= limit && c <= limit - bytes;
+        if (fits) {
+            atomic_store_explicit(&hdr->charged[device], c + bytes, memory_order_relaxed);
+            atomic_store_explicit(&me->charged[device],
+                                  atomic_load_explicit(&me->charged[device], memory_order_relaxed) + bytes,
+                                  memory_order_relaxed);
+            if (c + bytes > atomic_load_explicit(&hdr->peak[device], memory_order_relaxed))
+                atomic_store_explicit(&hdr->peak[device], c + bytes, memory_order_relaxed);
+        }
+        unlock_group();
+        if (fits)
+            return 1;
+        if (attempt > 0 || !sweep())
+            return 0;
+    }
+}
+
+bool lms_group_force(int device, uint64_t bytes)
+{
+    if (!lock_group())
+        return false;
+    bool member = mine() != NULL;
+    if (member) {
+        uint64_t c = atomic_load_explicit(&hdr->charged[device], memory_order_relaxed) + bytes;
+        atomic_store_explicit(&hdr->charged[device], c, memory_order_relaxed);
+        atomic_fetch_add_explicit(&me->charged[device], bytes, memory_order_relaxed);
+        if (c > atomic_load_explicit(&hdr->peak[device], memory_order_relaxed))
+            atomic_store_explicit(&hdr->peak[device], c, memory_order_relaxed);
+    }
+    unlock_group();
+    return member;
+}
+
+bool lms_group_release(int device, uint64_t bytes)
+{
+    if (!lock_group())
+        return false;
+    bool member = mine() != NULL;
+    if (member) {
+        /* A fork child frees chunks it inherited: their charge is the
+         * parent's, so never give back more than this member holds. */
+        uint64_t held = atomic_load_explicit(&me->charged[device], memory_order_relaxed);
+        uint64_t b = bytes < held ? bytes : held;
+        uint64_t c = atomic_load_explicit(&hdr->charged[device], memory_order_relaxed);
+        atomic_store_explicit(&me->charged[device], held - b, memory_order_relaxed);
+        atomic_store_explicit(&hdr->charged[device], c - (b < c ? b : c), memory_order_relaxed);
+    }
+    unlock_group();
+    return member;
+}
+
+uint64_t lms_group_used(int device)
+{
+    if (!hdr || device < 0 || device >= LMS_GROUP_DEVICES)
+        return 0;
+    sweep();
+    return atomic_load_explicit(&hdr->charged[device], memory_order_relaxed);
+}
+
+void lms_group_fork_child(void)
+{
+    /* The parent's slot lock belongs to its open file description, which
+     * this copy of the descriptor and the copy of the mapping both hold:
+     * dropped here, the parent alone holds it again (its slot stays its
+     * own, and comes back if it dies before this child). The child maps
+     * the file anew, with its own open(), when it joins. */
+    if (hdr)
+        munmap(hdr, LMS_GROUP_FILE_BYTES);
+    if (fd >= 0)
+        close(fd);
+    hdr = NULL;
+    fd = -1;
+    mapped_path[0] = 0;
+    me = NULL;
+    my_index = -1;
+    atomic_store(&lms_group_on, false);
+    pthread_mutex_init(&local, NULL);
+    atomic_store(&next_sweep_ns, 0);
+}
