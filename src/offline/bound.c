@@ -120,19 +120,26 @@ static void future(const lms_trace_data *t, int dev, uint64_t *next_at, uint64_t
     }
 }
 
-/* Sorts chunk indices by next use, nearest first. */
-static const bd_chunk *sort_chunks;
+/* A chunk and its next use, to sort by. */
+typedef struct bd_need {
+    uint64_t next;
+    uint32_t id;
+} bd_need;
+
+/* Orders needs nearest first (then by id: a total order). */
 static int by_next(const void *a, const void *b)
 {
-    uint64_t x = sort_chunks[*(const uint32_t *)a].next, y = sort_chunks[*(const uint32_t *)b].next;
-    return x < y ? -1 : x > y;
+    const bd_need *x = a, *y = b;
+    if (x->next != y->next)
+        return x->next < y->next ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* The resident set that serves the rest best when what came before costs
  * nothing: the live chunks used next, nearest first, filling `room`. */
 static void warm_start(bd_heap *h, uint32_t nch, uint64_t room, uint64_t *used)
 {
-    uint32_t *order = malloc((nch ? nch : 1) * sizeof *order);
+    bd_need *order = malloc((nch ? nch : 1) * sizeof *order);
     if (!order)
         return;   /* no memory: the bound starts from what the greedy holds */
     uint32_t n = 0;
@@ -143,15 +150,14 @@ static void warm_start(bd_heap *h, uint32_t nch, uint64_t room, uint64_t *used)
     }
     for (uint32_t x = 0; x < nch; x++)
         if (h->ch[x].alive && h->ch[x].next != NEVER && h->ch[x].charge > 0)
-            order[n++] = x;
-    sort_chunks = h->ch;
+            order[n++] = (bd_need){h->ch[x].next, x};
     qsort(order, n, sizeof *order, by_next);
     *used = 0;
     for (uint32_t i = 0; i < n && *used < room; i++) {
-        bd_chunk *c = &h->ch[order[i]];
+        bd_chunk *c = &h->ch[order[i].id];
         c->amount = c->charge < room - *used ? c->charge : room - *used;
         *used += c->amount;
-        push(h, order[i]);
+        push(h, order[i].id);
     }
     free(order);
 }
@@ -165,7 +171,8 @@ void lms_replay_bound(const lms_trace_data *t, int dev, uint64_t budget, uint64_
     uint64_t *first_at = calloc(t->nevents ? t->nevents : 1, sizeof *first_at);
     uint64_t *last = calloc(nch, sizeof *last);
     bd_heap h = {.a = calloc(nch, sizeof *h.a), .ch = ch};
-    if (!ch || !next_at || !first_at || !last || !h.a)
+    bd_need *miss = calloc(nch, sizeof *miss);   /* a launch's chunks not all resident */
+    if (!ch || !next_at || !first_at || !last || !h.a || !miss)
         goto done;
     future(t, dev, next_at, first_at, last);
     /* room: the most the device offered at any launch so far (never less:
@@ -199,6 +206,9 @@ void lms_replay_bound(const lms_trace_data *t, int dev, uint64_t budget, uint64_
                 warm_start(&h, t->max_id, room, &used);
             if (counting)
                 out->launches++;
+            /* First every chunk of the launch is read: what is resident
+             * serves, the rest crosses the link; all take their next use. */
+            uint32_t nm = 0;
             for (uint32_t k = 0; k < ev->n; k++) {
                 uint32_t id = t->ids[ev->first + k];
                 if (id >= t->max_id || !ch[id].alive || ch[id].seen == e + 1)
@@ -207,30 +217,43 @@ void lms_replay_bound(const lms_trace_data *t, int dev, uint64_t budget, uint64_
                 c->seen = e + 1;
                 drop(&h, id);
                 c->next = next_at[ev->first + k];
-                uint64_t missing = c->charge - c->amount, take = 0;
-                if (missing && c->next != NEVER) {
-                    take = room - used < missing ? room - used : missing;
-                    /* Make room from the chunks needed later than this one. */
-                    while (take < missing && h.n > 0 && ch[h.a[0]].next > c->next) {
-                        bd_chunk *v = &ch[h.a[0]];
-                        uint64_t x = missing - take < v->amount ? missing - take : v->amount;
-                        v->amount -= x;
-                        used -= x;
-                        take += x;
-                        if (counting)
-                            out->evicted_bytes += x;
-                        if (!v->amount)
-                            drop(&h, h.a[0]);
-                    }
-                    c->amount += take;
-                    used += take;
-                }
                 if (c->amount)
                     push(&h, id);
+                uint64_t missing = c->charge - c->amount;
                 if (counting) {
                     out->misses += missing > 0;
+                    out->remote_bytes += missing;   /* until fetched below */
+                }
+                if (missing && c->next != NEVER)
+                    miss[nm++] = (bd_need){c->next, id};
+            }
+            /* Then what was missing stays, nearest next use first, in room
+             * that is free or held by chunks needed later. */
+            qsort(miss, nm, sizeof *miss, by_next);
+            for (uint32_t k = 0; k < nm; k++) {
+                c = &ch[miss[k].id];
+                uint64_t missing = c->charge - c->amount;
+                uint64_t take = room - used < missing ? room - used : missing;
+                while (take < missing && h.n > 0 && ch[h.a[0]].next > c->next) {
+                    bd_chunk *v = &ch[h.a[0]];
+                    uint64_t x = missing - take < v->amount ? missing - take : v->amount;
+                    v->amount -= x;
+                    used -= x;
+                    take += x;
+                    if (counting)
+                        out->evicted_bytes += x;
+                    if (!v->amount)
+                        drop(&h, h.a[0]);
+                }
+                if (!take)
+                    continue;
+                drop(&h, miss[k].id);
+                c->amount += take;
+                used += take;
+                push(&h, miss[k].id);
+                if (counting) {
                     out->fetched_bytes += take;
-                    out->remote_bytes += missing - take;
+                    out->remote_bytes -= take;
                 }
             }
             break;
@@ -243,4 +266,5 @@ done:
     free(first_at);
     free(last);
     free(h.a);
+    free(miss);
 }
