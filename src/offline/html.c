@@ -12,8 +12,10 @@
  *   - sites: each allocation site's frames, peak live bytes and bytes moved;
  *   - budget curve: the trace replayed (replay.c) at LMS_HTML_CURVE_POINTS
  *     budgets from 0.1x to 1.2x of the peak (or of `need` when larger), for
- *     Belady's MIN and each policy, per step: bytes fetched, evicted, and
- *     read in place over the link (chunks that could not be made resident).
+ *     Belady's MIN, each policy and the bound that allows reading in place
+ *     (bound.c; its evictions are not charged), per step: bytes fetched,
+ *     evicted, and read in place over the link (chunks that could not be
+ *     made resident). Series come from lms_replay_curve (one pass where it can).
  *     A step is the trace's repeating launch sequence: the smallest period
  *     of the launches' functions and chunk sizes, found with the prefix
  *     function. The first step is warm-up and is not counted; with no
@@ -245,19 +247,26 @@ static void put_curve(FILE *out, const lms_trace_data *t, int dev, uint64_t peak
     budgets[nb + 1] = need;
     put_u64s(out, "budgets", budgets, (size_t)nb);
     fputs(",\"series\":[", out);
-    for (int p = -1; p < 0 || lms_policy_at(p); p++) {
-        const lms_policy *pol = p < 0 ? NULL : lms_policy_at(p);
+    /* MIN, each policy, then the bound that allows reading in place, whose
+     * evictions are not charged (its "moved" stays a lower bound). */
+    int npol = 0;
+    while (lms_policy_at(npol))
+        npol++;
+    for (int p = -1; p <= npol; p++) {
+        const lms_policy *pol = p >= 0 && p < npol ? lms_policy_at(p) : NULL;
+        bool bound = p == npol;
         uint64_t fetched[LMS_HTML_CURVE_POINTS + 2], evicted[LMS_HTML_CURVE_POINTS + 2],
             remote[LMS_HTML_CURVE_POINTS + 2];
         lms_replay_result res[LMS_HTML_CURVE_POINTS + 2];
-        lms_replay_curve(t, dev, pol ? LMS_SERIES_POLICY : LMS_SERIES_MIN, pol, skip, budgets, nb + 2, res);
+        lms_replay_curve(t, dev, pol ? LMS_SERIES_POLICY : bound ? LMS_SERIES_BOUND : LMS_SERIES_MIN, pol, skip,
+                         budgets, nb + 2, res);
         for (int i = 0; i <= nb + 1; i++) {
             fetched[i] = (uint64_t)((double)res[i].fetched_bytes / counted);
-            evicted[i] = (uint64_t)((double)res[i].evicted_bytes / counted);
+            evicted[i] = bound ? 0 : (uint64_t)((double)res[i].evicted_bytes / counted);
             remote[i] = (uint64_t)((double)res[i].remote_bytes / counted);
         }
         fprintf(out, "%s{\"name\":", p < 0 ? "" : ",");
-        put_str(out, pol ? pol->name : "min");
+        put_str(out, pol ? pol->name : bound ? "bound" : "min");
         fputc(',', out);
         put_u64s(out, "fetched", fetched, (size_t)nb);
         fputc(',', out);
