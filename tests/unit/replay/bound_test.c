@@ -214,9 +214,9 @@ static void hand_warm(void)
 
 /* The fewest bytes over the link of any whole-chunk schedule: before each
  * launch the resident set R, after it any R' within R and the launch's
- * chunks S that fits `room`; the launch costs the bytes of S not in R.
+ * chunks S that fits room[l]; the launch costs the bytes of S not in R.
  * From launch `skip` on, starting from any set that fits. */
-static uint64_t exhaustive(const uint64_t *charge, const unsigned *sets, int nl, uint64_t room, int skip)
+static uint64_t exhaustive(const uint64_t *charge, const unsigned *sets, int nl, const uint64_t *room, int skip)
 {
     uint64_t cost[1 << XN], next[1 << XN], bytes[1 << XN];
     for (unsigned s = 0; s < (1u << XN); s++) {
@@ -224,7 +224,7 @@ static uint64_t exhaustive(const uint64_t *charge, const unsigned *sets, int nl,
         for (int c = 0; c < XN; c++)
             if (s >> c & 1)
                 bytes[s] += charge[c];
-        cost[s] = bytes[s] <= room && (skip > 0 || s == 0) ? 0 : UINT64_MAX;
+        cost[s] = bytes[s] <= room[skip] && (skip > 0 || s == 0) ? 0 : UINT64_MAX;
     }
     for (int l = skip; l < nl; l++) {
         for (unsigned s = 0; s < (1u << XN); s++)
@@ -235,7 +235,7 @@ static uint64_t exhaustive(const uint64_t *charge, const unsigned *sets, int nl,
             uint64_t c = cost[r] + bytes[sets[l] & ~r];
             unsigned u = r | sets[l];
             for (unsigned s = u;; s = (s - 1) & u) {   /* every subset of u */
-                if (bytes[s] <= room && c < next[s])
+                if (bytes[s] <= room[l] && c < next[s])
                     next[s] = c;
                 if (s == 0)
                     break;
@@ -250,13 +250,25 @@ static uint64_t exhaustive(const uint64_t *charge, const unsigned *sets, int nl,
 }
 
 /* A random trace of XN chunks of the given sizes and XL launches of 1-3
- * chunks; sets[] gets each launch's chunks. */
-static void random_trace(tb *b, uint64_t budget, const uint64_t *size, unsigned *sets)
+ * chunks; sets[] gets each launch's chunks. Half the time device memory
+ * takes part of `budget` until a random launch frees it, so the
+ * room grows there; room[] gets the room at each launch. */
+static void random_trace(tb *b, uint64_t budget, const uint64_t *size, unsigned *sets, uint64_t *room)
 {
     header(b, budget);
     for (int c = 0; c < XN; c++)
         managed(b, true, c, size[c]);
+    uint64_t unit = budget % (2 * MiB) ? MiB : 2 * MiB;   /* rooms stay whole chunks of 2 MiB where budgets are */
+    uint64_t dev = rnd(2) ? unit * rnd(budget / unit) : 0;
+    int freed_at = dev ? (int)rnd(XL) : -1;
+    if (dev)
+        device(b, true, 0, dev);
     for (int l = 0; l < XL; l++) {
+        if (l == freed_at) {
+            device(b, false, 0, dev);
+            dev = 0;
+        }
+        room[l] = budget - dev;
         int ids[3], n = 1 + (int)rnd(3);
         sets[l] = 0;
         for (int i = 0; i < n; i++) {
@@ -269,20 +281,21 @@ static void random_trace(tb *b, uint64_t budget, const uint64_t *size, unsigned 
 
 static void exact_uniform(void)
 {
-    for (int trial = 0; trial < 300; trial++) {
+    for (int trial = 0; trial < 2000; trial++) {
         uint64_t size[XN], charge[XN];
         for (int c = 0; c < XN; c++)
             size[c] = charge[c] = 2 * MiB;
         uint64_t room = (1 + rnd(4)) * 2 * MiB;
         int skip = (int)rnd(2) * 4;
         unsigned sets[XL];
+        uint64_t rooms[XL];
         tb b = {0};
-        random_trace(&b, room, size, sets);
+        random_trace(&b, room, size, sets, rooms);
         lms_trace_data t;
         load(&b, &t);
         lms_replay_result bound;
         lms_replay_bound(&t, 0, room, (uint64_t)skip, &bound);
-        uint64_t opt = exhaustive(charge, sets, XL, room, skip);
+        uint64_t opt = exhaustive(charge, sets, XL, rooms, skip);
         if (link_of(&bound) != opt)
             fprintf(stderr, "trial %d: room %llu MiB skip %d: bound %llu, optimum %llu\n", trial,
                     (unsigned long long)(room / MiB), skip, (unsigned long long)link_of(&bound),
@@ -306,14 +319,15 @@ static void below_whole(void)
         uint64_t room = (1 + rnd(12)) * MiB;
         int skip = (int)rnd(2) * 4;
         unsigned sets[XL];
+        uint64_t rooms[XL];
         tb b = {0};
-        random_trace(&b, room, size, sets);
+        random_trace(&b, room, size, sets, rooms);
         lms_trace_data t;
         load(&b, &t);
         lms_replay_result bound, min;
         lms_replay_bound(&t, 0, room, (uint64_t)skip, &bound);
         lms_replay(&t, 0, room, NULL, (uint64_t)skip, &min);
-        uint64_t opt = exhaustive(charge, sets, XL, room, skip);
+        uint64_t opt = exhaustive(charge, sets, XL, rooms, skip);
         CHECK(link_of(&bound) <= opt);
         if (skip == 0)
             CHECK(opt <= link_of(&min));   /* MIN is one whole-chunk schedule */
