@@ -19,7 +19,9 @@
  * any size in 2 MiB pages); the inclusion argument needs no uniform size.
  * At a budget where some launch's chunks do not fit together (some are
  * then read in place, out of stack order), or when a used chunk has no
- * charge, that budget is replayed instead.
+ * charge, that budget is replayed instead. One replay, at the budget where
+ * the pass evicted most, checks the pass against the planner; should they
+ * ever differ (the planner's LRU changed), every budget is replayed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +254,17 @@ int lms_replay_curve(const lms_trace_data *t, int dev, lms_series_kind kind, con
     int one_pass = 0;
     if (exact && kind == LMS_SERIES_POLICY && is_plain_lru(policy) &&
         lru_one_pass(t, dev, skip, budgets, n, out, exact)) {
+        /* The pass models the planner's LRU; one replay, at the budget
+         * where it evicted most, checks that they still agree. */
+        int check = -1;
+        for (int b = 0; b < n; b++)
+            if (exact[b] && (check < 0 || out[b].evicted_bytes > out[check].evicted_bytes))
+                check = b;
+        lms_replay_result r;
+        if (check >= 0)
+            lms_replay(t, dev, budgets[check], policy, skip, &r);
+        if (check >= 0 && memcmp(&r, &out[check], sizeof r) != 0)
+            memset(exact, 0, (size_t)n * sizeof *exact);   /* they differ: replay every budget */
         for (int b = 0; b < n; b++)
             one_pass += exact[b];
     } else if (exact) {
