@@ -63,9 +63,10 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
  * remote reads could move for the launches of `dev` at `budget`, counted
  * from launch `skip` on (what came before is free, so the counted part
  * starts from the best resident set). A lower bound for every policy and
- * for MIN: it lets each 512 B granule of a chunk's charge (each 2 MiB page
- * from 2 MiB on) be resident on its own, which whole-chunk schedules are a
- * case of; for that relaxation it is exact (docs/ARCHITECTURE.md). `out`
+ * for MIN: it lets each 512 B granule of a chunk's charge (charges are
+ * 2 MiB pages from 2 MiB on, as the engine's) be resident on its own, which
+ * whole-chunk and whole-page schedules are cases of; for that relaxation it
+ * is exact (docs/ARCHITECTURE.md). `out`
  * gets its fetched, evicted, read-in-place bytes and the chunks it missed
  * in part or whole. */
 void lms_replay_bound(const lms_trace_data *t, int dev, uint64_t budget, uint64_t skip, lms_replay_result *out);
