@@ -7,6 +7,8 @@
  * budget. With --curve: the same per step at a series of budgets, as a
  * table and optionally an SVG plot.
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,16 @@ static void usage(FILE *f)
           "  --curve    bytes over the link per step against budget, for every series\n"
           "  --budgets  the curve's budgets: N from FROM to TO (default: 16 from 0.1x to 1.2x the budget)\n"
           "  --svg      write the curve as an SVG plot\n", f);
+}
+
+/* Parses decimal digits and nothing else into *v; false otherwise. */
+static bool whole_number(const char *s, unsigned long long *v)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return false;
+    *v = strtoull(s, &end, 10);
+    return *end == 0 && *v != ULLONG_MAX;
 }
 
 /* Parses FROM:TO:N into budgets; false when it is not that. */
@@ -179,9 +191,15 @@ int lms_cmd_replay(int argc, char **argv)
             if (strcmp(which, "all") != 0 && !lms_policy_find(which))
                 bad = "unknown policy";
         } else if (strcmp(a, "--device") == 0 && has_value) {
-            dev = atoi(argv[++i]);
+            unsigned long long v;
+            if (!whole_number(argv[++i], &v) || v >= 16)
+                bad = "not a device number (0 to 15)";
+            dev = (int)v;
         } else if (strcmp(a, "--skip") == 0 && has_value) {
-            skip = (long long)strtoull(argv[++i], NULL, 10);
+            unsigned long long v;
+            if (!whole_number(argv[++i], &v) || v > (unsigned long long)INT64_MAX)
+                bad = "not a number of launches";
+            skip = (long long)v;
         } else if (strcmp(a, "--link-gbps") == 0 && has_value) {
             if (lms_cli_parse_gbps(argv[++i], &link) != 0)
                 bad = "not a positive number of GB/s";

@@ -132,6 +132,12 @@ bad_flags)
   bad "--svg needs a value" "$t" --curve --svg
   bad "unknown flag --curvee" --curvee "$t"
   bad "--policy nope: unknown policy" --policy nope "$t"
+  for v in x -1 16 1.5 ""; do
+    bad "--device $v: not a device number" --device "$v" "$t"
+  done
+  for v in x -3 2k ""; do
+    bad "--skip $v: not a number of launches" --skip "$v" "$t"
+  done
   out=$("$lmshim" replay --curve --svg "$tmp/no/such/dir/c.svg" "$t" 2>&1); rc=$?
   [ $rc -eq 1 ] || fail "an unwritable --svg exits $rc"
   echo "$out" | grep -q "no/such/dir/c.svg" || fail "an unwritable --svg is not named: $out"
