@@ -9,7 +9,8 @@
  *   hand_warm          --skip: what comes before the counted launches is
  *                      free, so the bound starts from the best resident set
  *   exact_uniform      chunks of one size: the bound equals the optimum over
- *                      whole-chunk schedules (exhaustive search), random traces
+ *                      whole-chunk schedules (exhaustive search), 2,000 random
+ *                      traces, some with room that grows part-way
  *   below_whole        chunks of many sizes: bound <= exhaustive optimum <= MIN
  *   below_policies     random traces with frees and device allocations: the
  *                      bound is at most MIN and every policy at every budget
@@ -59,8 +60,8 @@ static void header(tb *b, uint64_t budget)
         (unsigned long long)(64 * budget), (unsigned long long)budget);
 }
 
-/* A managed chunk `id` of `size` bytes (ids are never reused: `life` tells
- * lives of one slot apart in the pointer). */
+/* A managed chunk `id` of `size` bytes allocated or freed (callers never
+ * reuse an id, so the pointer follows from it). */
 static void managed(tb *b, bool alloc, int id, uint64_t size)
 {
     unsigned long long ptr = 0x7f0000000000ull + ((unsigned long long)id << 32);
