@@ -12,8 +12,10 @@
  *   - sites: each allocation site's frames, peak live bytes and bytes moved;
  *   - budget curve: the trace replayed (replay.c) at LMS_HTML_CURVE_POINTS
  *     budgets from 0.1x to 1.2x of the peak (or of `need` when larger), for
- *     Belady's MIN and each policy, per step: bytes fetched, evicted, and
- *     read in place over the link (chunks that could not be made resident).
+ *     Belady's MIN, each policy and the bound that allows reading in place
+ *     (bound.c; its evictions are not charged), per step: bytes fetched,
+ *     evicted, and read in place over the link (chunks that could not be
+ *     made resident). Series come from lms_replay_curve (one pass where it can).
  *     A step is the trace's repeating launch sequence: the smallest period
  *     of the launches' functions and chunk sizes, found with the prefix
  *     function. The first step is warm-up and is not counted; with no
@@ -223,108 +225,14 @@ static void put_timeline(FILE *out, const lms_report *r, int file, int dev, cons
 
 /* ---- budget curve ----------------------------------------------------------------- */
 
-/* A launch's shape: its function and the sizes of the chunks it uses (ids
- * differ from step to step when a step allocates anew; shapes do not). */
-static uint64_t launch_shape(const lms_trace_data *t, const rp_event *ev, const uint64_t *charge)
-{
-    uint64_t h = ev->fn * 0x9e3779b97f4a7c15ull;
-    for (uint32_t k = 0; k < ev->n; k++) {
-        uint32_t id = t->ids[ev->first + k];
-        h = (h ^ (id < t->max_id ? charge[id] : 0)) * 0x100000001b3ull;
-    }
-    return h;
-}
-
-/* The smallest period of the shapes of the launches of `dev` (from the
- * prefix function of the sequence); *n gets the number of launches. */
-static size_t launch_period(const lms_trace_data *t, int dev, size_t *n)
-{
-    size_t count = 0;
-    for (size_t e = 0; e < t->nevents; e++)
-        count += t->events[e].kind == RP_LAUNCH && t->events[e].dev == dev;
-    *n = count;
-    if (count < 2)
-        return count;
-    uint64_t *shape = malloc(count * sizeof *shape);
-    uint64_t *charge = calloc(t->max_id ? t->max_id : 1, sizeof *charge);
-    size_t *pi = malloc(count * sizeof *pi);
-    size_t period = count;
-    if (shape && charge && pi) {
-        size_t k = 0;
-        for (size_t e = 0; e < t->nevents; e++) {
-            const rp_event *ev = &t->events[e];
-            if (ev->kind == RP_MANAGED_ALLOC && ev->id < t->max_id)
-                charge[ev->id] = ev->bytes;
-            else if (ev->kind == RP_LAUNCH && ev->dev == dev)
-                shape[k++] = launch_shape(t, ev, charge);
-        }
-        pi[0] = 0;
-        for (size_t i = 1; i < count; i++) {
-            size_t j = pi[i - 1];
-            while (j > 0 && shape[i] != shape[j])
-                j = pi[j - 1];
-            pi[i] = j + (shape[i] == shape[j]);
-        }
-        period = count - pi[count - 1];
-    }
-    free(shape);
-    free(charge);
-    free(pi);
-    return period;
-}
-
-/* The smallest budget at which Belady's MIN evicts nothing (see the top). */
-static uint64_t need_budget(const lms_trace_data *t, int dev)
-{
-    size_t ids = t->max_id ? t->max_id : 1;
-    bool *touched = calloc(ids, sizeof *touched), *alive = calloc(ids, sizeof *alive);
-    uint64_t *charge = calloc(ids, sizeof *charge);
-    uint64_t device = 0, resident = 0, need = 0;
-    for (size_t e = 0; touched && alive && charge && e < t->nevents; e++) {
-        const rp_event *ev = &t->events[e];
-        if (ev->dev != dev)
-            continue;
-        bool has = ev->id < t->max_id;
-        switch (ev->kind) {
-        case RP_DEVICE_ALLOC: device += ev->bytes; break;
-        case RP_DEVICE_FREE: device -= ev->bytes < device ? ev->bytes : device; break;
-        case RP_MANAGED_ALLOC:
-        case RP_MANAGED_FREE:
-            if (has && alive[ev->id] && touched[ev->id])
-                resident -= charge[ev->id] < resident ? charge[ev->id] : resident;
-            if (has) {
-                alive[ev->id] = ev->kind == RP_MANAGED_ALLOC;
-                touched[ev->id] = false;
-                charge[ev->id] = ev->bytes;
-            }
-            break;
-        case RP_LAUNCH:
-            for (uint32_t k = 0; k < ev->n; k++) {
-                uint32_t id = t->ids[ev->first + k];
-                if (id < t->max_id && alive[id] && !touched[id]) {
-                    touched[id] = true;
-                    resident += charge[id];
-                }
-            }
-            break;
-        }
-        if (device + resident > need)
-            need = device + resident;
-    }
-    free(touched);
-    free(alive);
-    free(charge);
-    return need;
-}
-
 /* Writes "curve": replays of one device at a series of budgets. */
 static void put_curve(FILE *out, const lms_trace_data *t, int dev, uint64_t peak, uint64_t current)
 {
-    size_t launches = 0, period = launch_period(t, dev, &launches);
+    size_t launches = 0, period = lms_replay_period(t, dev, &launches);
     size_t steps = period ? launches / period : 0;
     uint64_t skip = steps >= 2 ? period : 0;
     double counted = steps >= 2 ? (double)(launches - period) / (double)period : 1;
-    uint64_t need = need_budget(t, dev);
+    uint64_t need = lms_replay_need(t, dev);
     fprintf(out, "\"curve\":{\"launches\":%zu,\"period\":%zu,\"steps\":%.6g,\"skip\":%llu,\"need\":%llu,"
                  "\"current\":%llu,",
             launches, period, counted, (unsigned long long)skip, (unsigned long long)need,
@@ -339,19 +247,26 @@ static void put_curve(FILE *out, const lms_trace_data *t, int dev, uint64_t peak
     budgets[nb + 1] = need;
     put_u64s(out, "budgets", budgets, (size_t)nb);
     fputs(",\"series\":[", out);
-    for (int p = -1; p < 0 || lms_policy_at(p); p++) {
-        const lms_policy *pol = p < 0 ? NULL : lms_policy_at(p);
+    /* MIN, each policy, then the bound that allows reading in place, whose
+     * evictions are not charged (its "moved" stays a lower bound). */
+    int npol = 0;
+    while (lms_policy_at(npol))
+        npol++;
+    for (int p = -1; p <= npol; p++) {
+        const lms_policy *pol = p >= 0 && p < npol ? lms_policy_at(p) : NULL;
+        bool bound = p == npol;
         uint64_t fetched[LMS_HTML_CURVE_POINTS + 2], evicted[LMS_HTML_CURVE_POINTS + 2],
             remote[LMS_HTML_CURVE_POINTS + 2];
+        lms_replay_result res[LMS_HTML_CURVE_POINTS + 2];
+        lms_replay_curve(t, dev, pol ? LMS_SERIES_POLICY : bound ? LMS_SERIES_BOUND : LMS_SERIES_MIN, pol, skip,
+                         budgets, nb + 2, res);
         for (int i = 0; i <= nb + 1; i++) {
-            lms_replay_result res;
-            lms_replay(t, dev, budgets[i], pol, skip, &res);
-            fetched[i] = (uint64_t)((double)res.fetched_bytes / counted);
-            evicted[i] = (uint64_t)((double)res.evicted_bytes / counted);
-            remote[i] = (uint64_t)((double)res.remote_bytes / counted);
+            fetched[i] = (uint64_t)((double)res[i].fetched_bytes / counted);
+            evicted[i] = bound ? 0 : (uint64_t)((double)res[i].evicted_bytes / counted);
+            remote[i] = (uint64_t)((double)res[i].remote_bytes / counted);
         }
         fprintf(out, "%s{\"name\":", p < 0 ? "" : ",");
-        put_str(out, pol ? pol->name : "min");
+        put_str(out, pol ? pol->name : bound ? "bound" : "min");
         fputc(',', out);
         put_u64s(out, "fetched", fetched, (size_t)nb);
         fputc(',', out);

@@ -215,6 +215,7 @@ typedef struct rp_chunk {
     lms_plan_chunk pc;
     bool alive;
     uint64_t next_use;    /* Belady: index of the next launch using it */
+    int mpos;             /* Belady: 1 + index in the victim heap; 0: not in it */
 } rp_chunk;
 
 typedef struct rp_ctx {
@@ -267,24 +268,78 @@ static const lms_plan_ops replay_ops = {
     .reserve = rp_reserve, .budget = rp_budget, .evict = rp_evict, .fetch = rp_fetch, .lookup = rp_lookup,
 };
 
+/* Belady's victims: the resident chunks not in use by the launch at hand,
+ * in an indexed heap, the one used farthest ahead on top (then the higher
+ * id), so that an eviction costs O(log n) whatever the number resident. */
+typedef struct min_heap {
+    rp_chunk **a;         /* room for every chunk */
+    int n;
+} min_heap;
+
+static bool min_above(const rp_chunk *x, const rp_chunk *y)
+{
+    return x->next_use != y->next_use ? x->next_use > y->next_use : x->pc.id > y->pc.id;
+}
+
+static void min_place(min_heap *h, int i, rp_chunk *x)
+{
+    h->a[i] = x;
+    x->mpos = i + 1;
+}
+
+/* Moves the chunk at slot i up or down until the order holds. */
+static void min_sift(min_heap *h, int i)
+{
+    rp_chunk *x = h->a[i];
+    while (i > 0 && min_above(x, h->a[(i - 1) / 2])) {
+        min_place(h, i, h->a[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        int l = 2 * i + 1, best = i;
+        rp_chunk *bx = x;
+        if (l < h->n && min_above(h->a[l], bx))
+            best = l, bx = h->a[l];
+        if (l + 1 < h->n && min_above(h->a[l + 1], bx))
+            best = l + 1, bx = h->a[l + 1];
+        if (best == i)
+            break;
+        min_place(h, i, bx);
+        i = best;
+    }
+    min_place(h, i, x);
+}
+
+static void min_push(min_heap *h, rp_chunk *x)
+{
+    min_place(h, h->n++, x);
+    min_sift(h, h->n - 1);
+}
+
+/* Takes x out if it is in. */
+static void min_remove(min_heap *h, rp_chunk *x)
+{
+    int i = x->mpos - 1;
+    if (i < 0)
+        return;
+    x->mpos = 0;
+    rp_chunk *last = h->a[--h->n];
+    if (i < h->n) {
+        min_place(h, i, last);
+        min_sift(h, i);
+    }
+}
+
 /* Belady: evict the resident chunk used farthest ahead until bytes fit. */
-static bool belady_room(rp_ctx *c, lms_plan_chunk **resident, int *nres, uint64_t bytes)
+static bool belady_room(rp_ctx *c, min_heap *h, uint64_t bytes)
 {
     while (!rp_reserve(c, bytes)) {
-        int best = -1;
-        for (int i = 0; i < *nres; i++) {
-            rp_chunk *r = (rp_chunk *)resident[i];
-            if (r->pc.pins)
-                continue;
-            if (best < 0 || r->next_use > ((rp_chunk *)resident[best])->next_use)
-                best = i;
-        }
-        if (best < 0)
+        if (h->n == 0)
             return false;
-        lms_plan_chunk *v = resident[best];
-        resident[best] = resident[--*nres];
-        v->resident = false;
-        rp_evict(c, v);
+        rp_chunk *v = h->a[0];
+        min_remove(h, v);
+        v->pc.resident = false;
+        rp_evict(c, &v->pc);
     }
     return true;
 }
@@ -299,11 +354,10 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
     uint64_t *next_at = calloc(t->nids ? t->nids : 1, sizeof *next_at);
     uint64_t *last = calloc(t->max_id ? t->max_id : 1, sizeof *last);
     lms_plan plan;
-    lms_plan_chunk **bres = calloc(t->max_id ? t->max_id : 1, sizeof *bres);
-    int nbres = 0;
+    min_heap bres = {.a = calloc(t->max_id ? t->max_id : 1, sizeof *bres.a)};
     lms_plan_chunk **mine = NULL;
     uint32_t capmine = 0;
-    if (!c.chunks || !next_at || !last || !bres || (policy && !lms_plan_init(&plan, policy)))
+    if (!c.chunks || !next_at || !last || !bres.a || (policy && !lms_plan_init(&plan, policy)))
         goto done;
     if (!policy) {   /* the true future: next use of every occurrence */
         for (size_t i = 0; i < t->max_id; i++)
@@ -339,11 +393,7 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
                     if (policy)
                         lms_plan_forget(&plan, &ch->pc);
                     else
-                        for (int i = 0; i < nbres; i++)
-                            if (bres[i] == &ch->pc) {
-                                bres[i] = bres[--nbres];
-                                break;
-                            }
+                        min_remove(&bres, ch);
                 }
                 ch->alive = false;
             }
@@ -367,6 +417,8 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
                 lms_plan_chunk *pc = rp_lookup(&c, t->ids[ev->first + k]);
                 if (!pc || pc->pins)
                     continue;   /* unknown, or listed twice */
+                if (!policy)
+                    min_remove(&bres, (rp_chunk *)pc);   /* in use: no victim, and its key changes */
                 ((rp_chunk *)pc)->next_use = next_at[ev->first + k];
                 if (c.counting && !pc->resident)
                     out->misses++;
@@ -381,10 +433,9 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
             } else {
                 for (int i = 0; i < m; i++)
                     if (!mine[i]->resident && mine[i]->charge <= rp_budget(&c) &&
-                        belady_room(&c, bres, &nbres, mine[i]->charge)) {
+                        belady_room(&c, &bres, mine[i]->charge)) {
                         rp_fetch(&c, mine[i], false);
                         mine[i]->resident = true;
-                        bres[nbres++] = mine[i];
                     }
             }
             for (int i = 0; i < m; i++) {
@@ -393,6 +444,8 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
                 } else {
                     mine[i]->pins--;
                     mine[i]->last_use = seq;
+                    if (mine[i]->resident)
+                        min_push(&bres, (rp_chunk *)mine[i]);
                 }
                 if (c.counting && !mine[i]->resident)
                     out->remote_bytes += mine[i]->charge;
@@ -407,6 +460,6 @@ done:
     free(c.chunks);
     free(next_at);
     free(last);
-    free(bres);
+    free(bres.a);
     free(mine);
 }

@@ -2,7 +2,9 @@
  * replay.h — replaying a trace's launches through a residency policy at any
  * budget, without a GPU (replay.c), next to Belady's MIN: the fewest bytes
  * any policy could fetch for the same launches and budget when each chunk is
- * fetched no earlier than needed (exact when chunks are of one size).
+ * fetched no earlier than needed (exact when chunks are of one size); the
+ * bound that also allows reading in place (bound.c); and curves of bytes
+ * moved against budget, in one pass where the policy allows (curve.c).
  */
 #ifndef LMS_REPLAY_H
 #define LMS_REPLAY_H
@@ -55,5 +57,45 @@ typedef struct lms_replay_result {
  * MIN), counting only from launch number `skip` on. */
 void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_policy *policy,
                 uint64_t skip, lms_replay_result *out);
+
+/* The bound that allows reading in place: the fewest bytes over the link
+ * (fetched + read in place) that any schedule of fetches, evictions and
+ * remote reads could move for the launches of `dev` at `budget`, counted
+ * from launch `skip` on (what came before is free, so the counted part
+ * starts from the best resident set). A lower bound for every policy and
+ * for MIN: it lets each 512 B granule of a chunk's charge (charges are
+ * 2 MiB pages from 2 MiB on, as the engine's) be resident on its own, which
+ * whole-chunk and whole-page schedules are cases of; for that relaxation it
+ * is exact (docs/ARCHITECTURE.md). `out`
+ * gets its fetched, evicted, read-in-place bytes and the chunks it missed
+ * in part or whole. */
+void lms_replay_bound(const lms_trace_data *t, int dev, uint64_t budget, uint64_t skip, lms_replay_result *out);
+
+/* A series of a curve: Belady's MIN, the bound above, or a policy. */
+typedef enum { LMS_SERIES_MIN, LMS_SERIES_BOUND, LMS_SERIES_POLICY } lms_series_kind;
+
+/* One series at budgets[0..n) into out[0..n) (the caller's arrays), as
+ * lms_replay or lms_replay_bound at each budget would give: in one pass
+ * over the trace for a policy that never fetches and for plain LRU (stack
+ * distances, at each budget where every launch's chunks fit together), by
+ * a replay per budget otherwise. Returns how many budgets the one pass gave. */
+int lms_replay_curve(const lms_trace_data *t, int dev, lms_series_kind kind, const lms_policy *policy,
+                     uint64_t skip, const uint64_t *budgets, int n, lms_replay_result *out);
+
+/* The smallest period of the launches of `dev` (function and chunk sizes:
+ * one step of a training loop); *launches gets their number. */
+size_t lms_replay_period(const lms_trace_data *t, int dev, size_t *launches);
+
+/* The smallest budget at which MIN evicts nothing and reads nothing in
+ * place: the most, over the trace, of device bytes plus the live managed
+ * chunks some launch has already used. */
+uint64_t lms_replay_need(const lms_trace_data *t, int dev);
+
+/* Writes an SVG plot of bytes over the link per step against budget for
+ * nseries series at budgets[0..n): values[s * n + i] in bytes; names[s]
+ * label them. A dashed line marks `mark` (0: none). 0, or -1 when the file
+ * cannot be written. */
+int lms_curve_svg(const char *path, const char *title, const uint64_t *budgets, int n, const char *const *names,
+                  const double *values, int nseries, uint64_t mark);
 
 #endif

@@ -26,7 +26,9 @@
   var D = JSON.parse(document.getElementById('lms-data').textContent);
   var COLORS = ['#1f77b4', '#2ca02c', '#ff7f0e'];
   var NAMES = ['on the device', 'resident managed', 'off the device'];
-  var SERIES_COLORS = { min: '#000', lookahead: '#1f77b4', lru: '#d62728', none: '#9467bd' };
+  var SERIES_COLORS = { min: '#000', bound: '#2ca02c', lookahead: '#1f77b4', lru: '#d62728', none: '#9467bd' };
+  var SERIES_LABELS = { min: 'optimal order (Belady\'s MIN)',
+                        bound: 'lower bound, reads in place allowed (evictions not counted)' };
 
   /* ---- helpers ---- */
   function el(tag, attrs, parent, text) {
@@ -154,7 +156,7 @@
       }
       var best = null;
       c.series.forEach(function (s) {
-        if (s.name !== 'min' && (!best || moved(s) < moved(best))) best = s;
+        if (s.name !== 'min' && s.name !== 'bound' && (!best || moved(s) < moved(best))) best = s;
       });
       if (best && best !== mine && moved(best) < 0.9 * moved(mine)) {
         tips.push('LMS_POLICY=' + best.name + ' moves ' + bytes(moved(best)) + ' in ' + stepText + ' instead of ' +
@@ -446,6 +448,7 @@
     c.series.forEach(function (s) {
       var color = SERIES_COLORS[s.name] || '#8c564b';
       svg('polyline', { fill: 'none', stroke: color, 'stroke-width': s.name === 'min' ? 2.5 : 1.5,
+                        'stroke-dasharray': s.name === 'bound' ? '6 4' : '',
                         points: c.budgets.map(function (b, i) { return X(b) + ',' + Y(mv(s, i)); }).join(' ') },
           curveSvg);
       c.budgets.forEach(function (b, i) {
@@ -457,7 +460,7 @@
       });
       var item = el('span', {}, curveLegend);
       el('i', { style: 'background:' + color }, item);
-      item.appendChild(document.createTextNode(s.name === 'min' ? 'optimal (Belady\'s MIN)' : 'LMS_POLICY=' + s.name));
+      item.appendChild(document.createTextNode(SERIES_LABELS[s.name] || 'LMS_POLICY=' + s.name));
     });
     curve.setAttribute('data-points', String(points));
     curve.setAttribute('data-series', String(c.series.length));
@@ -472,7 +475,8 @@
      'at ' + bytes(c.need) + ': moved'].forEach(function (h) { el('th', {}, head, h); });
     c.series.forEach(function (s) {
       var tr = el('tr', {}, curveTable), a = s.at_current, n = s.at_need;
-      el('td', {}, tr, s.name === 'min' ? 'optimal (MIN)' : 'LMS_POLICY=' + s.name);
+      el('td', {}, tr, s.name === 'min' ? 'optimal (MIN)' : s.name === 'bound' ? 'lower bound (reads in place)' :
+                       'LMS_POLICY=' + s.name);
       el('td', {}, tr, bytes(a.fetched + a.evicted + a.remote));
       el('td', {}, tr, bytes(a.fetched)); el('td', {}, tr, bytes(a.evicted)); el('td', {}, tr, bytes(a.remote));
       el('td', {}, tr, msText(a.fetched + a.evicted + a.remote));

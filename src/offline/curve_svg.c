@@ -1,0 +1,135 @@
+/*
+ * curve_svg.c — the plot of `lmshim replay --curve --svg` (see replay.h,
+ * lms_curve_svg): bytes over the link per step against budget, one line
+ * per series, axes from zero with round ticks, a legend on the right, a
+ * dashed line at the trace's own budget. Sizes are drawn in MiB or GiB,
+ * whichever keeps the numbers short.
+ */
+#include <stdio.h>
+
+#include "replay.h"
+
+#define W 820
+#define H 460
+#define LEFT 80
+#define RIGHT 200
+#define TOP 44
+#define BOTTOM 60
+
+static const char *const colors[] = {"#111111", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e",
+                                     "#17becf", "#8c564b", "#e377c2"};
+
+/* A round tick step (1, 2 or 5 times a power of ten) for a range of `span` > 0. */
+static double tick_step(double span)
+{
+    double raw = span / 5, mag = 1;
+    while (mag > raw)
+        mag /= 10;
+    while (mag * 10 <= raw)
+        mag *= 10;
+    double f = raw / mag;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+/* v rounded up to a whole number of steps. */
+static double round_up(double v, double step)
+{
+    double k = (double)(uint64_t)(v / step);
+    return k * step < v ? (k + 1) * step : k * step;
+}
+
+/* Writes text with XML's special characters escaped. */
+static void text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '&')
+            fputs("&amp;", f);
+        else if (*s == '"')
+            fputs("&quot;", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/* The unit that keeps a largest value of `max` bytes readable. */
+static double unit_for(double max, const char **name)
+{
+    *name = max >= 8.0 * 1073741824.0 ? "GiB" : "MiB";
+    return max >= 8.0 * 1073741824.0 ? 1073741824.0 : 1048576.0;
+}
+
+int lms_curve_svg(const char *path, const char *title, const uint64_t *budgets, int n, const char *const *names,
+                  const double *values, int nseries, uint64_t mark)
+{
+    double bmax = (double)mark, vmax = 0;
+    for (int i = 0; i < n; i++)
+        bmax = (double)budgets[i] > bmax ? (double)budgets[i] : bmax;
+    for (int i = 0; i < n * nseries; i++)
+        vmax = values[i] > vmax ? values[i] : vmax;
+    const char *xu, *yu;
+    double xd = unit_for(bmax, &xu), yd = unit_for(vmax, &yu);
+    double xmax = bmax / xd, ymax = vmax / yd;
+    if (xmax <= 0)
+        xmax = 1;
+    if (ymax <= 0)
+        ymax = 1;
+    double xs = tick_step(xmax), ys = tick_step(ymax);
+    xmax = round_up(xmax, xs);
+    ymax = round_up(ymax, ys);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    const double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
+#define PX(v) (LEFT + (v) / xmax * pw)
+#define PY(v) (TOP + ph - (v) / ymax * ph)
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
+    fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"15\">", LEFT);
+    text(f, title);
+    fputs("</text>\n", f);
+    for (double v = 0; v <= xmax + xs / 2; v += xs)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+                PX(v), TOP, PX(v), TOP + ph, PX(v), TOP + ph + 16, v);
+    for (double v = 0; v <= ymax + ys / 2; v += ys)
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                LEFT, PY(v), LEFT + pw, PY(v), LEFT - 6, PY(v) + 4, v);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n", LEFT,
+            TOP, pw, ph);
+    if (mark)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"5 4\"/>"
+                   "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">budget</text>\n",
+                PX(mark / xd), TOP, PX(mark / xd), TOP + ph, PX(mark / xd), TOP - 4);
+    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">budget (%s)</text>\n", LEFT + pw / 2, H - 18, xu);
+    fprintf(f, "<text transform=\"translate(20 %.1f) rotate(-90)\" text-anchor=\"middle\">"
+               "over the link per step, fetched + read in place (%s)</text>\n", TOP + ph / 2, yu);
+    for (int s = 0; s < nseries; s++) {
+        const char *c = colors[s % (int)(sizeof colors / sizeof colors[0])];
+        const char *dash = s == 1 ? " stroke-dasharray=\"7 4\"" : "";   /* the bound */
+        if (n > 0) {
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", c, dash);
+            for (int i = 0; i < n; i++)
+                fprintf(f, "%.1f,%.1f ", PX(budgets[i] / xd), PY(values[s * n + i] / yd));
+            fputs("\"/>\n", f);
+            for (int i = 0; i < n; i++)
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", PX(budgets[i] / xd),
+                        PY(values[s * n + i] / yd), c);
+        }
+        double ly = TOP + 10 + s * 20;
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"%s/>"
+                   "<text x=\"%d\" y=\"%.1f\">", W - RIGHT + 15, ly, W - RIGHT + 40, ly, c, dash, W - RIGHT + 46,
+                ly + 4);
+        text(f, names[s]);
+        fputs("</text>\n", f);
+    }
+    fputs("</svg>\n", f);
+#undef PX
+#undef PY
+    return fclose(f) == 0 ? 0 : -1;
+}
