@@ -344,13 +344,21 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
     }
 }
 
-/* Installs the flushing handlers, keeping the program's. */
+/* Installs the flushing handlers, keeping the program's. A signal the
+ * program ignores is left ignored: a handler would make the program look as
+ * if it handled the signal, and would not survive an exec as SIG_IGN does
+ * (the programs it starts would die of a signal they were meant to ignore). */
 static void catch_signals(void)
 {
     struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGINT, &sa, &old_int);
+    static const int sigs[2] = {SIGTERM, SIGINT};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction *old = sigs[i] == SIGTERM ? &old_term : &old_int;
+        if (sigaction(sigs[i], NULL, old) != 0 || (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN))
+            continue;
+        sigaction(sigs[i], &sa, old);
+    }
 }
 
 void lms_trace_fork_prepare(void)
