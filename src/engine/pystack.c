@@ -35,6 +35,8 @@ static struct {
     int (*frame_line)(obj);
     obj (*getattr)(obj, const char *);
     const char *(*utf8)(obj);
+    obj (*encode_fs)(obj);           /* PyUnicode_EncodeFSDefault: bytes, undecodable ones kept */
+    const char *(*bytes_text)(obj);  /* PyBytes_AsString */
     void (*decref)(obj);
     void (*incref)(obj);
     void (*err_fetch)(obj *, obj *, obj *);
@@ -59,6 +61,8 @@ static void resolve(void)
     FIND(frame_line, "PyFrame_GetLineNumber");
     FIND(getattr, "PyObject_GetAttrString");
     FIND(utf8, "PyUnicode_AsUTF8");
+    FIND(encode_fs, "PyUnicode_EncodeFSDefault");
+    FIND(bytes_text, "PyBytes_AsString");
     FIND(decref, "Py_DecRef");
     FIND(incref, "Py_IncRef");
     FIND(err_fetch, "PyErr_Fetch");
@@ -133,11 +137,20 @@ int lms_pystack_capture(lms_pyframe_key *out, int max)
 }
 
 /* Copies attribute `name` of object o as UTF-8 into strings at *at; returns
- * the copy, or "?" when there is none or no room. */
+ * the copy, or "?" when there is none or no room. A name that is not UTF-8
+ * (a file name's undecodable bytes, which Python keeps as lone surrogates)
+ * is copied as the file system's bytes: the trace writer escapes each byte
+ * that is not UTF-8. */
 static const char *attr_text(obj o, const char *name, char *strings, size_t cap, size_t *at)
 {
     obj a = o ? py.getattr(o, name) : NULL;
     const char *u = a ? py.utf8(a) : NULL;
+    obj b = NULL;   /* the bytes form, a new reference */
+    if (a && !u && py.encode_fs && py.bytes_text) {
+        py.err_clear();
+        b = py.encode_fs(a);
+        u = b ? py.bytes_text(b) : NULL;
+    }
     const char *r = "?";
     if (u) {
         size_t n = strlen(u);
@@ -147,6 +160,8 @@ static const char *attr_text(obj o, const char *name, char *strings, size_t cap,
             *at += n + 1;
         }
     }
+    if (b)
+        py.decref(b);
     if (a)
         py.decref(a);
     return r;

@@ -267,6 +267,26 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
+/* Copies s into out (cap bytes) for the site's text, where a newline ends
+ * a frame: control characters become visible escapes (\n, \t, \r, \xHH),
+ * so that every frame, whatever its names hold, stays one line. Returns out. */
+static const char *one_line(const char *s, char *out, size_t cap)
+{
+    size_t at = 0;
+    for (; *s && at + 5 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f)
+            out[at++] = (char)c;
+        else if (c == '\n' || c == '\t' || c == '\r') {
+            out[at++] = '\\';
+            out[at++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+        } else
+            at += (size_t)snprintf(out + at, cap - at, "\\x%02x", c);
+    }
+    out[at] = 0;
+    return out;
+}
+
 /* Reads the frames of one list (Python or native) of a site line into st,
  * naming native frames dladdr could not name from the module's symbols and
  * debug information (symbolize.c). */
@@ -312,13 +332,17 @@ static bool take_frames(file_state *f, const lms_json *j, int list, bool python,
         if (!x->fn)
             return false;
         bool ok;
+        char sfn[4 * sizeof fn], sfile[4 * sizeof file], smod[4 * sizeof mod];
+        one_line(x->fn, sfn, sizeof sfn);
+        one_line(python ? (file[0] ? file : "?") : base_name(file), sfile, sizeof sfile);
         if (python)
-            ok = add_text(text, len, cap, "%s (%s:%d) [python]\n", x->fn, file[0] ? file : "?", x->line);
+            ok = add_text(text, len, cap, "%s (%s:%d) [python]\n", sfn, sfile, x->line);
         else if (file[0])
-            ok = add_text(text, len, cap, "%s (%s:%d, %s+0x%llx)\n", x->fn, base_name(file), x->line,
-                          base_name(mod), (unsigned long long)x->offset);
+            ok = add_text(text, len, cap, "%s (%s:%d, %s+0x%llx)\n", sfn, sfile, x->line,
+                          one_line(base_name(mod), smod, sizeof smod), (unsigned long long)x->offset);
         else
-            ok = add_text(text, len, cap, "%s (%s+0x%llx)\n", x->fn, base_name(mod), (unsigned long long)x->offset);
+            ok = add_text(text, len, cap, "%s (%s+0x%llx)\n", sfn, one_line(base_name(mod), smod, sizeof smod),
+                          (unsigned long long)x->offset);
         if (!ok)
             return false;
     }

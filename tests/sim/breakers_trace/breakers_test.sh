@@ -4,6 +4,14 @@
 # LD_PRELOAD):
 #   ignored_signals  a program that ignores SIGINT/SIGTERM before the trace
 #                    opens keeps them ignored, also across exec
+#   html_hostile     Python frames from files named with newlines and
+#                    "__proto__", and a hand-written trace whose policy is
+#                    "__proto__" and whose names hold </script>: the text
+#                    report keeps each frame on one line; the HTML page
+#                    carries no </script> of the trace's and draws in
+#                    Chromium without an error (skipped without Chromium)
+#   py_not_utf8      a Python file name that is not UTF-8 reaches the trace
+#                    byte for byte (each byte as its \u00XX escape)
 set -u
 case_=$1 lmshim=$2 sigprog=$3 cudart=$4 pyfile=$5
 tmp=$(mktemp -d)
@@ -14,6 +22,44 @@ case $case_ in
 ignored_signals)
     LMS_TRACE="$tmp/t.jsonl" "$sigprog" || fail "signals the program ignores were not ignored any more"
     grep -q '"type":"header"' "$tmp/t.jsonl" || fail "no trace written: the case tests nothing"
+    ;;
+html_hostile)
+    LMS_STACKS=16 LMS_TRACE="$tmp/py.jsonl" python3 "$pyfile" "$cudart" >/dev/null || fail "the Python program failed"
+    env -u LD_PRELOAD python3 "$(dirname "$0")/hostile_trace.py" "$tmp/hand.jsonl" || fail "writing the trace"
+    "$lmshim" report "$tmp/py.jsonl" >"$tmp/report" 2>"$tmp/err" || fail "report failed: $(cat "$tmp/err")"
+    grep -q '^ *__proto__$' "$tmp/report" && fail "a file name's newline split a frame: $(cat "$tmp/report")"
+    grep -qF 'hostile (a\n__proto__\nb.py:2) [python]' "$tmp/report" ||
+        fail "the frame is not on one line, its newlines shown as \\n: $(cat "$tmp/report")"
+    "$lmshim" report "$tmp/hand.jsonl" "$tmp/py.jsonl" --html "$tmp/page.html" >/dev/null 2>"$tmp/err" ||
+        fail "report --html failed: $(cat "$tmp/err")"
+    [ "$(grep -o '</script' "$tmp/page.html" | wc -l)" -eq 2 ] || fail "the page holds a </script> of the trace's"
+    browser=$(command -v chromium || command -v chromium-browser || true)
+    [ -n "$browser" ] || { echo "no chromium: the page was not drawn"; exit 77; }
+    timeout 120 env -u LD_PRELOAD "$browser" --headless --no-sandbox --disable-gpu --window-size=1200,1400 \
+        --enable-logging=stderr --v=0 --virtual-time-budget=5000 --dump-dom "file://$tmp/page.html#selftest" \
+        >"$tmp/dom" 2>"$tmp/log" || fail "chromium failed"
+    grep -E "CONSOLE|Uncaught" "$tmp/log" && fail "the page reported errors"
+    grep -q '<body[^>]*data-status="ok"' "$tmp/dom" || fail "the page did not draw: $(grep -o 'error: [^<]*' "$tmp/dom")"
+    grep -q 'data-result="pass"' "$tmp/dom" || fail "the page's self test failed"
+    grep -qF '&lt;/script&gt;&lt;i&gt;' "$tmp/dom" || fail "the hostile option is not shown as text"
+    ;;
+py_not_utf8)
+    LMS_STACKS=16 LMS_TRACE="$tmp/py.jsonl" python3 "$pyfile" "$cudart" >/dev/null || fail "the Python program failed"
+    env -u LD_PRELOAD python3 - "$tmp/py.jsonl" <<'PY' || fail "the file name did not reach the trace"
+import json, sys
+sites = {}
+sizes = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    o = json.loads(line)
+    if o["type"] == "site":
+        sites[o["id"]] = [f["file"] for f in o["py"]]
+    elif o["type"] == "alloc":
+        sizes[o["size"] >> 20] = o["site"]
+files = sites[sizes[2]]
+assert "bad\xff\xfe.py" in files, files
+PY
+    "$lmshim" report "$tmp/py.jsonl" >"$tmp/report" || fail "report failed"
+    grep -qa $'hostile (bad\xff\xfe.py:2) \[python\]' "$tmp/report" || fail "the report lost the file's bytes"
     ;;
 *) fail "unknown case" ;;
 esac
