@@ -89,6 +89,7 @@ typedef struct file_state {
     site *sites;
     size_t nsites, capsites;
     lms_addrmap allocs;             /* ptr -> alloc_rec */
+    lms_addrmap managed;            /* managed chunk id + 1 -> its ptr (uint64_t) */
     uint64_t lines, bad;
     lms_symbolizer *sym;            /* the report's */
 } file_state;
@@ -154,6 +155,7 @@ void lms_report_free(lms_report *r)
             free_site(&f->sites[s]);
         free(f->sites);
         lms_addrmap_free(&f->allocs);
+        lms_addrmap_free(&f->managed);
         free(f->path);
         free(f);
     }
@@ -163,16 +165,14 @@ void lms_report_free(lms_report *r)
 
 /* ---- reading ------------------------------------------------------------- */
 
-/* The alloc record of a managed chunk id (linear: prefetch/evict lines are
- * rarer than allocations), or NULL. */
+/* The alloc record of a live managed chunk id, or NULL (through the id
+ * index: a long run writes far more prefetch/evict lines than allocations,
+ * and may keep many chunks alive). */
 static alloc_rec *managed_by_id(file_state *f, int64_t id)
 {
-    for (size_t i = 0; i < f->allocs.cap; i++) {
-        alloc_rec *a = lms_addrmap_slot(&f->allocs, i);
-        if (a && a->id == id)
-            return a;
-    }
-    return NULL;
+    uint64_t *ptr = id >= 0 ? lms_addrmap_get(&f->managed, (uint64_t)id + 1) : NULL;
+    alloc_rec *a = ptr ? lms_addrmap_get(&f->allocs, *ptr) : NULL;
+    return a && a->id == id ? a : NULL;
 }
 
 static site *site_of(file_state *f, int id, bool create)
@@ -430,7 +430,8 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
                        .dev = (int)dv, .place = p, .site = (int)site_id, .id = (int64_t)id};
         if (!a.ptr)
             return "bad ptr";
-        if (!lms_addrmap_put(&f->allocs, a.ptr, &a))
+        if (!lms_addrmap_put(&f->allocs, a.ptr, &a) ||
+            (a.id >= 0 && !lms_addrmap_put(&f->managed, (uint64_t)a.id + 1, &a.ptr)))
             return "out of memory";
         d->allocs[p]++;
         if (p == 0 || p == 3) {
@@ -458,6 +459,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
             return "free without ptr";
         if (!lms_addrmap_take(&f->allocs, strtoull(s, NULL, 16), &a))
             return NULL;   /* allocated before the trace began */
+        uint64_t *owner = a.id >= 0 ? lms_addrmap_get(&f->managed, (uint64_t)a.id + 1) : NULL;
+        if (owner && *owner == a.ptr)
+            lms_addrmap_take(&f->managed, (uint64_t)a.id + 1, NULL);
         dev_state *ad = &f->dev[a.dev];
         if (a.place == 0 || a.place == 3) {
             ad->device -= a.charge;
@@ -533,6 +537,7 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
     f->t0 = -1;
     f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
+    lms_addrmap_init(&f->managed, sizeof(uint64_t));
     lms_jsonl_counts c = {0};
     if (!f->path || lms_jsonl_file(path, take, f, errors, &c) != 0) {
         free(f->path);
@@ -557,6 +562,7 @@ void lms_report_add_text(lms_report *r, const char *name, const char *text, size
     f->t0 = -1;
     f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
+    lms_addrmap_init(&f->managed, sizeof(uint64_t));
     lms_jsonl_counts c = {0};
     lms_jsonl_text(name, text, len, take, f, errors, &c);
     f->lines = c.lines;

@@ -10,6 +10,9 @@
 #                    report keeps each frame on one line; the HTML page
 #                    carries no </script> of the trace's and draws in
 #                    Chromium without an error (skipped without Chromium)
+#   many_moves       a trace of 100000 live managed chunks and 200000
+#                    fetches and evictions is reported in seconds (each
+#                    line finds its chunk by id without a scan)
 #   py_not_utf8      a Python file name that is not UTF-8 reaches the trace
 #                    byte for byte (each byte as its \u00XX escape)
 set -u
@@ -60,6 +63,14 @@ assert "bad\xff\xfe.py" in files, files
 PY
     "$lmshim" report "$tmp/py.jsonl" >"$tmp/report" || fail "report failed"
     grep -qa $'hostile (bad\xff\xfe.py:2) \[python\]' "$tmp/report" || fail "the report lost the file's bytes"
+    ;;
+many_moves)
+    env -u LD_PRELOAD python3 "$(dirname "$0")/many_moves.py" "$tmp/t.jsonl" 100000 200000 || fail "writing the trace"
+    start=$(date +%s)
+    timeout 30 "$lmshim" report "$tmp/t.jsonl" >"$tmp/report" 2>"$tmp/err" || fail "report failed or took over 30 s"
+    echo "report: $(($(date +%s) - start)) s"
+    # 100000 fetches and 100000 evictions of 4 KiB: 390.62M each way
+    grep -Eq '^0 +0 .* 390.62M +390.62M ' "$tmp/report" || fail "wrong totals: $(head -3 "$tmp/report")"
     ;;
 *) fail "unknown case" ;;
 esac
