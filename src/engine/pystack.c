@@ -2,12 +2,13 @@
  * pystack.c — Python frames of an allocation (see pystack.h).
  *
  * Entry points, looked up once with dlsym(RTLD_DEFAULT): Py_IsInitialized,
- * Py_GetVersion, PyGILState_GetThisThreadState, PyGILState_Check,
- * PyEval_GetFrame (borrowed), then
+ * Py_GetVersion, PyGILState_GetThisThreadState, PyThreadState_GetUnchecked
+ * (3.13; _PyThreadState_UncheckedGet before), PyEval_GetFrame (borrowed), then
  * PyFrame_GetCode / PyFrame_GetBack (3.9+, new references) or, on 3.8, the
  * frame's f_code / f_back attributes; PyFrame_GetLineNumber; for names,
  * the code object's co_filename / co_name through PyObject_GetAttrString and
- * PyUnicode_AsUTF8. Capturing calls nothing that can raise; naming saves
+ * PyUnicode_AsUTF8 (PyUnicode_EncodeFSDefault and PyBytes_AsString for a
+ * name that is not UTF-8). Capturing calls nothing that can raise; naming saves
  * and restores the thread's pending exception around its calls.
  */
 #include "pystack.h"
@@ -27,7 +28,7 @@ typedef void *obj;
 static struct {
     int (*is_initialized)(void);
     const char *(*version)(void);
-    int (*gil_check)(void);
+    obj (*current)(void);            /* the thread state running Python (see holds_gil) */
     obj (*this_thread_state)(void);
     obj (*get_frame)(void);
     obj (*frame_code)(obj);          /* 3.9+ */
@@ -53,7 +54,9 @@ static void resolve(void)
 #define FIND(field, name) *(void **)&py.field = dlsym(RTLD_DEFAULT, name)
     FIND(is_initialized, "Py_IsInitialized");
     FIND(version, "Py_GetVersion");
-    FIND(gil_check, "PyGILState_Check");
+    FIND(current, "PyThreadState_GetUnchecked");           /* 3.13 */
+    if (!py.current)
+        FIND(current, "_PyThreadState_UncheckedGet");      /* 3.8-3.12 */
     FIND(this_thread_state, "PyGILState_GetThisThreadState");
     FIND(get_frame, "PyEval_GetFrame");
     FIND(frame_code, "PyFrame_GetCode");
@@ -70,7 +73,7 @@ static void resolve(void)
     FIND(err_clear, "PyErr_Clear");
     FIND(none, "_Py_NoneStruct");
 #undef FIND
-    if (!py.is_initialized || !py.version || !py.gil_check || !py.this_thread_state || !py.get_frame || !py.frame_line || !py.getattr ||
+    if (!py.is_initialized || !py.version || !py.current || !py.this_thread_state || !py.get_frame || !py.frame_line || !py.getattr ||
         !py.utf8 || !py.decref || !py.incref || !py.err_fetch || !py.err_restore || !py.err_clear || !py.none)
         return;   /* not a CPython process (or not one we know) */
     int major = 0, minor = 0;
@@ -100,14 +103,24 @@ static obj frame_back(obj f)
     return b;
 }
 
+/* True when the calling thread holds the GIL: the thread state running
+ * Python is this thread's own. (PyGILState_Check would answer, but once a
+ * sub-interpreter has been created it answers 1 to every thread; and up to
+ * 3.11 the running thread state is one for the whole process, so that it
+ * alone does not say which thread runs.) A thread of a sub-interpreter is
+ * not recognised: it gets no Python frames. */
+static bool holds_gil(void)
+{
+    obj mine = py.this_thread_state();
+    return mine && py.current() == mine;
+}
+
 int lms_pystack_capture(lms_pyframe_key *out, int max)
 {
     if (!lms_opt.py_stacks || max <= 0)
         return 0;
     pthread_once(&once, resolve);
-    /* A thread state of its own first: PyGILState_Check answers 1 to any
-     * thread when sub-interpreters have turned its check off. */
-    if (!usable || !py.is_initialized() || !py.this_thread_state() || !py.gil_check())
+    if (!usable || !py.is_initialized() || !holds_gil())
         return 0;
     obj f = py.get_frame();   /* borrowed */
     if (!f)
@@ -169,7 +182,7 @@ static const char *attr_text(obj o, const char *name, char *strings, size_t cap,
 
 int lms_pystack_describe(const lms_pyframe_key *keys, int n, lms_rec_pyframe *out, char *strings, size_t cap)
 {
-    if (n <= 0 || !usable || !py.this_thread_state() || !py.gil_check())
+    if (n <= 0 || !usable || !holds_gil())
         return 0;
     obj type = NULL, value = NULL, tb = NULL;
     py.err_fetch(&type, &value, &tb);

@@ -13,6 +13,9 @@
 #   many_moves       a trace of 100000 live managed chunks and 200000
 #                    fetches and evictions is reported in seconds (each
 #                    line finds its chunk by id without a scan)
+#   py_subinterp     after a sub-interpreter ran, threads allocating with
+#                    the GIL released: no Python frames read (and no
+#                    crash); an allocation holding the GIL still has them
 #   py_not_utf8      a Python file name that is not UTF-8 reaches the trace
 #                    byte for byte (each byte as its \u00XX escape)
 set -u
@@ -71,6 +74,25 @@ many_moves)
     echo "report: $(($(date +%s) - start)) s"
     # 100000 fetches and 100000 evictions of 4 KiB: 390.62M each way
     grep -Eq '^0 +0 .* 390.62M +390.62M ' "$tmp/report" || fail "wrong totals: $(head -3 "$tmp/report")"
+    ;;
+py_subinterp)
+    LMS_STACKS=16 LMS_TRACE="$tmp/py.jsonl" python3 "$(dirname "$0")/py_subinterp.py" "$cudart" >/dev/null
+    rc=$?
+    [ $rc -eq 77 ] && { echo "no sub-interpreters in this Python: skipped"; exit 77; }
+    [ $rc -eq 0 ] || fail "the Python program failed ($rc)"
+    env -u LD_PRELOAD python3 - "$tmp/py.jsonl" <<'PY' || fail "frames"
+import json, sys
+sites, by_size = {}, {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    o = json.loads(line)
+    if o["type"] == "site":
+        sites[o["id"]] = [f["fn"] for f in o["py"]]
+    elif o["type"] == "alloc":
+        by_size.setdefault(o["size"] >> 20, []).append(o["site"])
+assert len(by_size[9]) == 160, by_size.keys()
+assert all(sites[s] == [] for s in by_size[9]), "frames read without the GIL"
+assert "held" in sites[by_size[3][0]], sites[by_size[3][0]]
+PY
     ;;
 *) fail "unknown case" ;;
 esac
