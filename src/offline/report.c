@@ -487,6 +487,8 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
             return "prefetch/evict without valid id or bytes";
         bool evict = type[0] == 'e';
         alloc_rec *a = managed_by_id(f, (int64_t)id);
+        if (a && a->dev != (int)dv)
+            return "prefetch/evict of a chunk of another device";   /* its bytes are counted there */
         if (a && a->resident == evict) {
             a->resident = !evict;
             if (evict) {

@@ -16,6 +16,12 @@
 #   py_subinterp     after a sub-interpreter ran, threads allocating with
 #                    the GIL released: no Python frames read (and no
 #                    crash); an allocation holding the GIL still has them
+#   other_device     a prefetch/evict line naming a chunk of another device
+#                    is reported and skipped: no byte count wraps around
+#   html_numbers     the HTML report's data stays in order for a trace
+#                    whose peak nears 2^64 bytes (budget curve) and one
+#                    with more samples than buckets, some stamped before
+#                    the header (timeline)
 #   py_not_utf8      a Python file name that is not UTF-8 reaches the trace
 #                    byte for byte (each byte as its \u00XX escape)
 set -u
@@ -92,6 +98,54 @@ for line in open(sys.argv[1], encoding="utf-8"):
 assert len(by_size[9]) == 160, by_size.keys()
 assert all(sites[s] == [] for s in by_size[9]), "frames read without the GIL"
 assert "held" in sites[by_size[3][0]], sites[by_size[3][0]]
+PY
+    ;;
+other_device)
+    env -u LD_PRELOAD python3 - "$tmp/t.jsonl" <<'PY' || fail "writing the trace"
+import json, sys
+lines = [{"type": "header", "format": 1, "lmshim": "0", "pid": 1, "rank": 0, "t": 1000, "path": "x", "parent": -1,
+          "options": {}}]
+lines += [{"type": "device", "t": 1000, "dev": d, "physical": 1 << 30, "budget": 1 << 29} for d in (0, 1)]
+lines += [{"type": "alloc", "t": 1001, "dev": 1, "ptr": "0x1000", "size": 2 << 20, "charge": 0, "place": "managed",
+           "id": 0, "fallback": False, "site": -1}]
+lines += [{"type": k, "t": 1002 + i, "dev": 0, "id": 0, "bytes": 2 << 20, "ahead": False}
+          for i, k in enumerate(["prefetch", "evict", "prefetch"])]
+lines += [{"type": "free", "t": 1009, "dev": 1, "ptr": "0x1000", "size": 2 << 20, "place": "managed"}]
+open(sys.argv[1], "w").write("".join(json.dumps(l) + "\n" for l in lines))
+PY
+    "$lmshim" report "$tmp/t.jsonl" >"$tmp/report" 2>"$tmp/err" || fail "report failed"
+    [ "$(grep -c 'chunk of another device' "$tmp/err")" -eq 3 ] || fail "the lines were not reported: $(cat "$tmp/err")"
+    grep -E '[0-9]{4,}\.[0-9]+[TPE]' "$tmp/report" && fail "a count wrapped around: $(cat "$tmp/report")"
+    grep -Eq '^0 +1 +0 +512M ' "$tmp/report" || fail "device 1's chunk was made resident: $(head -3 "$tmp/report")"
+    ;;
+html_numbers)
+    env -u LD_PRELOAD python3 - "$tmp" <<'PY' || fail "writing the traces"
+import json, sys
+head = {"type": "header", "format": 1, "lmshim": "0", "pid": 1, "rank": 0, "t": 100000, "path": "x", "parent": -1,
+        "options": {}}
+dev = {"type": "device", "t": 100000, "dev": 0, "physical": 1 << 30, "budget": 1 << 29}
+def alloc(t, ptr, size):
+    return {"type": "alloc", "t": t, "dev": 0, "ptr": hex(ptr), "size": size, "charge": size, "place": "device",
+            "id": -1, "fallback": False, "site": -1}
+huge = [head, dev, alloc(100001, 0x1000, 9 * 10**18), alloc(100002, 0x2000, 9 * 10**18)]
+early = [head, dev] + [alloc(100000 - 50 + i, 0x1000 + 4096 * i, 4096) for i in range(5000)]
+for name, lines in (("huge", huge), ("early", early)):
+    open(f"{sys.argv[1]}/{name}.jsonl", "w").write("".join(json.dumps(l) + "\n" for l in lines))
+PY
+    for t in huge early; do
+        "$lmshim" report "$tmp/$t.jsonl" --html "$tmp/$t.html" >/dev/null 2>"$tmp/err" || fail "report --html $t failed"
+    done
+    env -u LD_PRELOAD python3 - "$tmp" <<'PY' || fail "data out of order"
+import json, re, sys
+def data(name):
+    page = open(f"{sys.argv[1]}/{name}.html", encoding="utf-8").read()
+    return json.loads(re.search(r'<script id="lms-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+p = data("huge")["ranks"][0]["panels"][0]
+b = p["curve"]["budgets"]
+assert all(x <= y for x, y in zip(b, b[1:])) and b[-1] > 0, ("budgets", b)
+p = data("early")["ranks"][0]["panels"][0]
+assert not p["exact"], "fewer samples than buckets: the case tests nothing"
+assert all(0 <= x <= y for x, y in zip(p["t"], p["t"][1:])), ("times", [x for x in p["t"] if x < 0][:5], p["t"][-3:])
 PY
     ;;
 *) fail "unknown case" ;;
