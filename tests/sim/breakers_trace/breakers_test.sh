@@ -1,5 +1,5 @@
 #!/bin/bash
-# breakers_test.sh CASE LMSHIM SIG_IGNORED CUDART PY_HOSTILE
+# breakers_test.sh CASE LMSHIM SIG_IGNORED CUDART PY_HOSTILE FORK_SITE
 # Traces and reports under hostile conditions (runs with liblmshim.so in
 # LD_PRELOAD):
 #   ignored_signals  a program that ignores SIGINT/SIGTERM before the trace
@@ -22,10 +22,14 @@
 #                    whose peak nears 2^64 bytes (budget curve) and one
 #                    with more samples than buckets, some stamped before
 #                    the header (timeline)
+#   fork_lock_held   a fork while another thread holds the site table's
+#                    lock: the child's allocation does not deadlock
+#   fork_site_in_child  a fork child allocating from a stack its parent
+#                    used: the child's file describes that site
 #   py_not_utf8      a Python file name that is not UTF-8 reaches the trace
 #                    byte for byte (each byte as its \u00XX escape)
 set -u
-case_=$1 lmshim=$2 sigprog=$3 cudart=$4 pyfile=$5
+case_=$1 lmshim=$2 sigprog=$3 cudart=$4 pyfile=$5 forksite=$6
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "breakers_test $case_: $*" >&2; exit 1; }
@@ -146,6 +150,25 @@ assert all(x <= y for x, y in zip(b, b[1:])) and b[-1] > 0, ("budgets", b)
 p = data("early")["ranks"][0]["panels"][0]
 assert not p["exact"], "fewer samples than buckets: the case tests nothing"
 assert all(0 <= x <= y for x, y in zip(p["t"], p["t"][1:])), ("times", [x for x in p["t"] if x < 0][:5], p["t"][-3:])
+PY
+    ;;
+fork_lock_held)
+    LMS_STACKS=8 LMS_TRACE="$tmp/t.jsonl" "$forksite" lock_held
+    rc=$?
+    [ $rc -eq 77 ] && { echo "calloc belongs to the sanitizer: skipped"; exit 77; }
+    [ $rc -eq 0 ] || fail "the program failed ($rc)"
+    ;;
+fork_site_in_child)
+    LMS_STACKS=8 LMS_TRACE="$tmp/t.jsonl" "$forksite" site_in_child || fail "the program failed"
+    env -u LD_PRELOAD python3 - "$tmp" <<'PY' || fail "a file names a site it does not describe"
+import glob, json, sys
+files = glob.glob(sys.argv[1] + "/t.jsonl*")
+assert len(files) == 2, files
+for f in files:
+    lines = [json.loads(l) for l in open(f, encoding="utf-8")]
+    sites = {l["id"] for l in lines if l["type"] == "site"}
+    named = {l["site"] for l in lines if l["type"] == "alloc"}
+    assert named and named <= sites, (f, named, sites)
 PY
     ;;
 *) fail "unknown case" ;;
