@@ -24,7 +24,6 @@
 #include "units.h"
 
 #define DEVS 16
-#define MAX_FILES 256
 
 typedef struct sample {
     double t;                       /* seconds since the file's first event */
@@ -95,8 +94,9 @@ typedef struct file_state {
 } file_state;
 
 struct lms_report {
-    file_state *files[MAX_FILES];
+    file_state **files;             /* one per trace file (a job may have thousands), owned */
     int nfiles;
+    size_t capfiles;
     lms_symbolizer *sym;            /* names frames dladdr could not; owned */
 };
 
@@ -160,6 +160,7 @@ void lms_report_free(lms_report *r)
         free(f);
     }
     lms_symbolizer_free(r->sym);
+    free(r->files);
     free(r);
 }
 
@@ -529,7 +530,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
 
 int lms_report_add(lms_report *r, const char *path, FILE *errors)
 {
-    if (r->nfiles == MAX_FILES)
+    if (r->nfiles == INT32_MAX || !grow((void **)&r->files, &r->capfiles, (size_t)r->nfiles, sizeof *r->files))
         return -1;
     file_state *f = calloc(1, sizeof *f);
     if (!f)
@@ -554,7 +555,7 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
 
 void lms_report_add_text(lms_report *r, const char *name, const char *text, size_t len, FILE *errors)
 {
-    if (r->nfiles == MAX_FILES)
+    if (r->nfiles == INT32_MAX || !grow((void **)&r->files, &r->capfiles, (size_t)r->nfiles, sizeof *r->files))
         return;
     file_state *f = calloc(1, sizeof *f);
     if (!f)

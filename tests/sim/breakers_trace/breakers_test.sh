@@ -26,6 +26,8 @@
 #                    lock: the child's allocation does not deadlock
 #   fork_site_in_child  a fork child allocating from a stack its parent
 #                    used: the child's file describes that site
+#   many_files       a report of 300 files (a fixed LMS_TRACE path and 300
+#                    processes, or 300 ranks) reads and shows every file
 #   py_not_utf8      a Python file name that is not UTF-8 reaches the trace
 #                    byte for byte (each byte as its \u00XX escape)
 set -u
@@ -170,6 +172,22 @@ for f in files:
     named = {l["site"] for l in lines if l["type"] == "alloc"}
     assert named and named <= sites, (f, named, sites)
 PY
+    ;;
+many_files)
+    env -u LD_PRELOAD python3 - "$tmp" <<'PY' || fail "writing the traces"
+import json, sys
+for r in range(300):
+    lines = [{"type": "header", "format": 1, "lmshim": "0", "pid": 1000 + r, "rank": r, "t": 1000, "path": "x",
+              "parent": -1, "options": {}},
+             {"type": "device", "t": 1000, "dev": 0, "physical": 1 << 30, "budget": 1 << 29},
+             {"type": "alloc", "t": 1001, "dev": 0, "ptr": "0x1000", "size": 1 << 20, "charge": 1 << 20,
+              "place": "device", "id": -1, "fallback": False, "site": -1}]
+    open("%s/t.jsonl.%d" % (sys.argv[1], 1000 + r), "w").write("".join(json.dumps(l) + "\n" for l in lines))
+PY
+    "$lmshim" report "$tmp"/t.jsonl.* --html "$tmp/page.html" >"$tmp/report" 2>"$tmp/err" ||
+        fail "report failed: $(head -3 "$tmp/err")"
+    [ "$(grep -Ec '^[0-9]+ +0 +1M ' "$tmp/report")" -eq 300 ] || fail "not every file is in the report"
+    [ "$(grep -o '"rank":[0-9]*,"path"' "$tmp/page.html" | wc -l)" -eq 300 ] || fail "not every file is in the page"
     ;;
 *) fail "unknown case" ;;
 esac
