@@ -41,11 +41,42 @@ static size_t used;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char my_path[PATH_BYTES];     /* the file this process writes (inherited by a fork child) */
 static int64_t parent_pid = -1;      /* set in a fork child */
-static struct timespec started;      /* CLOCK_REALTIME when this image loaded lmshim */
+static struct timespec started;      /* CLOCK_REALTIME when this process began (see process_start) */
 
 __attribute__((constructor)) static void note_start(void)
 {
-    clock_gettime(CLOCK_REALTIME, &started);
+    clock_gettime(CLOCK_REALTIME, &started);   /* this image's load: process_start finds earlier */
+}
+
+/* Moves `started` back to when this process was forked, which an exec
+ * keeps: an exec'd fork child of a traced process then sees its parent's
+ * file as written during its life, even after the parent exited. From
+ * /proc/self/stat's start time (clock ticks since boot), one tick early. */
+static void process_start(void)
+{
+    char text[1024];
+    int f = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = f >= 0 ? read(f, text, sizeof text - 1) : -1;
+    if (f >= 0)
+        close(f);
+    if (n <= 0)
+        return;
+    text[n] = 0;
+    char *p = strrchr(text, ')');   /* after the command name, which may hold anything */
+    unsigned long long ticks = 0;
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');     /* to the space before field `field + 1` */
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot, real;
+    if (!p || sscanf(p + 1, "%llu", &ticks) != 1 || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0 ||
+        clock_gettime(CLOCK_REALTIME, &real) != 0)
+        return;
+    int64_t since = ((int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec) - (int64_t)(ticks ? ticks - 1 : 0) * (1000000000 / hz);
+    int64_t at = ((int64_t)real.tv_sec * 1000000000 + real.tv_nsec) - since;   /* ns of CLOCK_REALTIME */
+    if (at >= (int64_t)started.tv_sec * 1000000000 + started.tv_nsec)
+        return;
+    started.tv_sec = at / 1000000000;
+    started.tv_nsec = at % 1000000000;
 }
 
 /* Nanoseconds on the monotonic clock. */
@@ -475,6 +506,8 @@ void lms_trace_open(void)
     lms_expand_path(lms_opt.trace, path, sizeof path);
     if (!buffer)
         buffer = malloc(BUFFER);
+    static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+    pthread_once(&start_once, process_start);
     int f = buffer ? open_own(path, forked, chosen, sizeof chosen) : -2;
     if (f < 0) {
         lms_log_bad_value("LMS_TRACE", path, "no trace (the file cannot be opened)");

@@ -26,6 +26,8 @@
 #                    lock: the child's allocation does not deadlock
 #   fork_site_in_child  a fork child allocating from a stack its parent
 #                    used: the child's file describes that site
+#   orphan_exec      a fork child that execs a traced program after its
+#                    parent exited leaves the parent's file alone
 #   many_files       a report of 300 files (a fixed LMS_TRACE path and 300
 #                    processes, or 300 ranks) reads and shows every file
 #   py_not_utf8      a Python file name that is not UTF-8 reaches the trace
@@ -172,6 +174,16 @@ for f in files:
     named = {l["site"] for l in lines if l["type"] == "alloc"}
     assert named and named <= sites, (f, named, sites)
 PY
+    ;;
+orphan_exec)
+    LMS_TRACE="$tmp/t.jsonl" "$forksite" orphan_exec || fail "the program failed"
+    for i in $(seq 1 200); do   # the exec'd image outlives the parent: wait for its summary line
+        grep -qs '"size":5242880' "$tmp"/t.jsonl* && grep -qs '"type":"summary"' $(grep -ls '"size":5242880' "$tmp"/t.jsonl*) && break
+        sleep 0.05
+    done
+    grep -q '"size":1048576' "$tmp/t.jsonl" || fail "the parent's lines are gone: $(ls "$tmp"; cat "$tmp"/t.jsonl*)"
+    [ "$(ls "$tmp" | wc -l)" -eq 2 ] || fail "expected two files: $(ls "$tmp")"
+    grep -qs '"size":5242880' "$tmp"/t.jsonl.* || fail "the exec'd program's lines are missing"
     ;;
 many_files)
     env -u LD_PRELOAD python3 - "$tmp" <<'PY' || fail "writing the traces"

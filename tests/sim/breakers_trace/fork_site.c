@@ -9,6 +9,10 @@
  *                                function, forks, and the child allocates
  *                                2 MiB from the same function: the child's
  *                                trace must describe the site it names
+ *        fork_site orphan_exec   the parent allocates 1 MiB and exits; its
+ *                                fork child, once orphaned, execs this
+ *                                program (after_exec: 5 MiB): the new image
+ *                                must not take the parent's file
  *
  * lock_held holds the lock deterministically: the first traced allocation
  * creates the site table with calloc under the lock, and this program's
@@ -130,13 +134,32 @@ __attribute__((noinline)) static int site_in_child(void)
     return child_ok(pid);
 }
 
+static int orphan_exec(void)
+{
+    if (setup() || shared_site(1 << 20))
+        return 2;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid < 0 ? 2 : 0;
+    while (getppid() == parent)
+        usleep(1000);
+    usleep(20000);   /* and a moment more: the parent's file is older than this exec */
+    execl("/proc/self/exe", "fork_site", "after_exec", (char *)NULL);
+    _exit(2);
+}
+
 int main(int argc, char **argv)
 {
     const char *c = argc > 1 ? argv[1] : "";
+    if (strcmp(c, "orphan_exec") == 0)
+        return orphan_exec();
+    if (strcmp(c, "after_exec") == 0)
+        return setup() || shared_site(5 << 20);
     if (strcmp(c, "lock_held") == 0)
         return lock_held();
     if (strcmp(c, "site_in_child") == 0)
         return site_in_child();
-    fprintf(stderr, "usage: fork_site lock_held|site_in_child\n");
+    fprintf(stderr, "usage: fork_site lock_held|site_in_child|orphan_exec\n");
     return 2;
 }
