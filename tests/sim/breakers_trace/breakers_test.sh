@@ -26,6 +26,8 @@
 #                    lock: the child's allocation does not deadlock
 #   fork_site_in_child  a fork child allocating from a stack its parent
 #                    used: the child's file describes that site
+#   fast_exit        fork children ending with _exit and _Exit keep their
+#                    lines (the buffer is written before the process ends)
 #   orphan_exec      a fork child that execs a traced program after its
 #                    parent exited leaves the parent's file alone
 #   many_files       a report of 300 files (a fixed LMS_TRACE path and 300
@@ -174,6 +176,13 @@ for f in files:
     named = {l["site"] for l in lines if l["type"] == "alloc"}
     assert named and named <= sites, (f, named, sites)
 PY
+    ;;
+fast_exit)
+    LMS_TRACE="$tmp/t.jsonl" "$forksite" fast_exit || fail "the program failed"
+    [ "$(ls "$tmp" | wc -l)" -eq 3 ] || fail "expected three files: $(ls "$tmp")"
+    for size in 2097152 3145728; do
+        grep -qs "\"size\":$size" "$tmp"/t.jsonl.* || fail "the lines of the child allocating $size bytes are lost"
+    done
     ;;
 orphan_exec)
     LMS_TRACE="$tmp/t.jsonl" "$forksite" orphan_exec || fail "the program failed"

@@ -9,6 +9,10 @@
  *                                function, forks, and the child allocates
  *                                2 MiB from the same function: the child's
  *                                trace must describe the site it names
+ *        fork_site fast_exit     two fork children allocate (2 and 3 MiB)
+ *                                and end with _exit and _Exit (as Python's
+ *                                os._exit, which a multiprocessing worker
+ *                                ends with): no at-exit flush runs
  *        fork_site orphan_exec   the parent allocates 1 MiB and exits; its
  *                                fork child, once orphaned, execs this
  *                                program (after_exec: 5 MiB): the new image
@@ -134,6 +138,24 @@ __attribute__((noinline)) static int site_in_child(void)
     return child_ok(pid);
 }
 
+static int fast_exit(void)
+{
+    if (setup() || shared_site(1 << 20))
+        return 2;
+    for (int i = 0; i < 2; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int r = shared_site((size_t)(2 + i) << 20);
+            if (i == 0)
+                _exit(r);
+            _Exit(r);
+        }
+        if (pid < 0 || child_ok(pid))
+            return 1;
+    }
+    return 0;
+}
+
 static int orphan_exec(void)
 {
     if (setup() || shared_site(1 << 20))
@@ -152,6 +174,8 @@ static int orphan_exec(void)
 int main(int argc, char **argv)
 {
     const char *c = argc > 1 ? argv[1] : "";
+    if (strcmp(c, "fast_exit") == 0)
+        return fast_exit();
     if (strcmp(c, "orphan_exec") == 0)
         return orphan_exec();
     if (strcmp(c, "after_exec") == 0)
@@ -160,6 +184,6 @@ int main(int argc, char **argv)
         return lock_held();
     if (strcmp(c, "site_in_child") == 0)
         return site_in_child();
-    fprintf(stderr, "usage: fork_site lock_held|site_in_child|orphan_exec\n");
+    fprintf(stderr, "usage: fork_site lock_held|site_in_child|fast_exit|orphan_exec\n");
     return 2;
 }
