@@ -89,6 +89,7 @@ typedef struct file_state {
     size_t nsites, capsites;
     lms_addrmap allocs;             /* ptr -> alloc_rec */
     lms_addrmap managed;            /* managed chunk id + 1 -> its ptr (uint64_t) */
+    lms_addrmap site_index;         /* site id + 1 -> its index in sites (size_t), while reading */
     uint64_t lines, bad;
     lms_symbolizer *sym;            /* the report's */
 } file_state;
@@ -156,6 +157,7 @@ void lms_report_free(lms_report *r)
         free(f->sites);
         lms_addrmap_free(&f->allocs);
         lms_addrmap_free(&f->managed);
+        lms_addrmap_free(&f->site_index);
         free(f->path);
         free(f);
     }
@@ -176,12 +178,16 @@ static alloc_rec *managed_by_id(file_state *f, int64_t id)
     return a && a->id == id ? a : NULL;
 }
 
+/* The site of an id (through the index: a trace may hold thousands of
+ * sites and millions of lines naming them), created when `create`; NULL if
+ * absent or out of memory. */
 static site *site_of(file_state *f, int id, bool create)
 {
-    for (size_t i = 0; i < f->nsites; i++)
-        if (f->sites[i].id == id)
-            return &f->sites[i];
-    if (!create || !grow((void **)&f->sites, &f->capsites, f->nsites, sizeof *f->sites))
+    size_t *at = id >= 0 ? lms_addrmap_get(&f->site_index, (uint64_t)id + 1) : NULL;
+    if (at)
+        return &f->sites[*at];
+    if (!create || id < 0 || !grow((void **)&f->sites, &f->capsites, f->nsites, sizeof *f->sites) ||
+        !lms_addrmap_put(&f->site_index, (uint64_t)id + 1, &f->nsites))
         return NULL;
     site *s = &f->sites[f->nsites++];
     *s = (site){.id = id};
@@ -541,6 +547,7 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
     f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
     lms_addrmap_init(&f->managed, sizeof(uint64_t));
+    lms_addrmap_init(&f->site_index, sizeof(size_t));
     lms_jsonl_counts c = {0};
     if (!f->path || lms_jsonl_file(path, take, f, errors, &c) != 0) {
         free(f->path);
@@ -566,6 +573,7 @@ void lms_report_add_text(lms_report *r, const char *name, const char *text, size
     f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
     lms_addrmap_init(&f->managed, sizeof(uint64_t));
+    lms_addrmap_init(&f->site_index, sizeof(size_t));
     lms_jsonl_counts c = {0};
     lms_jsonl_text(name, text, len, take, f, errors, &c);
     f->lines = c.lines;
@@ -632,8 +640,11 @@ void lms_report_text(const lms_report *r, FILE *out)
                         sz(b, s->resident), sz(c, s->host), sz(d2, s->holes), sz(e, s->rounding));
             }
         }
-        if (f->nsites)
+        if (f->nsites) {
             qsort(f->sites, f->nsites, sizeof *f->sites, by_peak);
+            for (size_t k = 0; k < f->nsites; k++)   /* the index follows (same keys: no allocation) */
+                lms_addrmap_put(&f->site_index, (uint64_t)f->sites[k].id + 1, &k);
+        }
         fprintf(out, "  top allocation sites by peak live bytes:\n");
         for (size_t s = 0; s < f->nsites && s < 5; s++) {
             fprintf(out, "    %zu. site %d: peak %s in %llu allocations\n", s + 1, f->sites[s].id,

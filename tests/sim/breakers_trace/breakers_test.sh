@@ -32,6 +32,8 @@
 #                    parent exited leaves the parent's file alone
 #   many_files       a report of 300 files (a fixed LMS_TRACE path and 300
 #                    processes, or 300 ranks) reads and shows every file
+#   many_sites       a trace of 100000 sites and 200000 allocations is
+#                    reported in seconds (each line finds its site by id)
 #   py_not_utf8      a Python file name that is not UTF-8 reaches the trace
 #                    byte for byte (each byte as its \u00XX escape)
 set -u
@@ -193,6 +195,13 @@ orphan_exec)
     grep -q '"size":1048576' "$tmp/t.jsonl" || fail "the parent's lines are gone: $(ls "$tmp"; cat "$tmp"/t.jsonl*)"
     [ "$(ls "$tmp" | wc -l)" -eq 2 ] || fail "expected two files: $(ls "$tmp")"
     grep -qs '"size":5242880' "$tmp"/t.jsonl.* || fail "the exec'd program's lines are missing"
+    ;;
+many_sites)
+    env -u LD_PRELOAD python3 "$(dirname "$0")/many_sites.py" "$tmp/t.jsonl" 100000 200000 || fail "writing the trace"
+    start=$(date +%s)
+    timeout 30 "$lmshim" report "$tmp/t.jsonl" >"$tmp/report" 2>"$tmp/err" || fail "report failed or took over 30 s"
+    echo "report: $(($(date +%s) - start)) s"
+    grep -q "site 99999: peak 4K in 200000 allocations" "$tmp/report" || fail "wrong site: $(grep -m2 'site ' "$tmp/report")"
     ;;
 many_files)
     env -u LD_PRELOAD python3 - "$tmp" <<'PY' || fail "writing the traces"
