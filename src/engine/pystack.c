@@ -149,6 +149,15 @@ int lms_pystack_capture(lms_pyframe_key *out, int max)
     return n;
 }
 
+void lms_pystack_keep(const lms_pyframe_key *keys, int n)
+{
+    if (!usable)
+        return;
+    for (int i = 0; i < n; i++)
+        if (keys[i].code)
+            py.incref(keys[i].code);
+}
+
 /* Copies attribute `name` of object o as UTF-8 into strings at *at; returns
  * the copy, or "?" when there is none or no room. A name that is not UTF-8
  * (a file name's undecodable bytes, which Python keeps as lone surrogates)

@@ -175,6 +175,7 @@ int32_t lms_stack_site(int skip)
                     s->npy = (uint8_t)npy;
                     memcpy(s->frames, raw + first, (size_t)n * sizeof(void *));
                     memcpy(s->py, py, (size_t)npy * sizeof *py);
+                    lms_pystack_keep(py, npy);   /* its code objects stay: their addresses stay theirs */
                     s->id = id = next_id++;
                     s->written = generation;
                     fresh = *s;

@@ -34,6 +34,8 @@
 #                    processes, or 300 ranks) reads and shows every file
 #   many_sites       a trace of 100000 sites and 200000 allocations is
 #                    reported in seconds (each line finds its site by id)
+#   py_code_reuse    allocations from code objects freed one after the
+#                    other (their addresses reused) each name their own file
 #   py_not_utf8      a Python file name that is not UTF-8 reaches the trace
 #                    byte for byte (each byte as its \u00XX escape)
 set -u
@@ -202,6 +204,25 @@ many_sites)
     timeout 30 "$lmshim" report "$tmp/t.jsonl" >"$tmp/report" 2>"$tmp/err" || fail "report failed or took over 30 s"
     echo "report: $(($(date +%s) - start)) s"
     grep -q "site 99999: peak 4K in 200000 allocations" "$tmp/report" || fail "wrong site: $(grep -m2 'site ' "$tmp/report")"
+    ;;
+py_code_reuse)
+    LMS_STACKS=8 LMS_TRACE="$tmp/py.jsonl" python3 "$(dirname "$0")/py_code_reuse.py" "$cudart" >/dev/null ||
+        fail "the Python program failed"
+    env -u LD_PRELOAD python3 - "$tmp/py.jsonl" <<'PY' || fail "allocations named another module's file"
+import json, sys
+sites, wrong, n = {}, [], 0
+for line in open(sys.argv[1], encoding="utf-8"):
+    o = json.loads(line)
+    if o["type"] == "site":
+        sites[o["id"]] = [f["file"] for f in o["py"]]
+    elif o["type"] == "alloc" and o["size"] % 4096 == 0 and o["size"] <= 50 * 4096:
+        n += 1
+        i = o["size"] // 4096 - 1
+        if "gen_%03d.py" % i not in sites.get(o["site"], []):
+            wrong.append((i, sites.get(o["site"])))
+assert n == 50, n
+assert not wrong, f"{len(wrong)} of 50 wrong, e.g. {wrong[:2]}"
+PY
     ;;
 many_files)
     env -u LD_PRELOAD python3 - "$tmp" <<'PY' || fail "writing the traces"
