@@ -364,15 +364,37 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
         pthread_mutex_unlock(&lock);
     }
     struct sigaction *old = sig == SIGTERM ? &old_term : &old_int;
-    if (old->sa_flags & SA_SIGINFO) {
-        if (old->sa_sigaction)
-            old->sa_sigaction(sig, info, uc);
-    } else if (old->sa_handler == SIG_DFL) {
+    if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL) {
         sigaction(sig, old, NULL);   /* the default: die of the signal, as intended */
         raise(sig);
-    } else if (old->sa_handler != SIG_IGN) {
-        old->sa_handler(sig);
+        return;
     }
+    if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN)
+        return;
+    /* The program's handler, as the kernel would have run it: with its
+     * mask, and once only if it asked for SA_RESETHAND (the next signal
+     * then finds the default). */
+    struct sigaction prog = *old;
+    if (prog.sa_flags & SA_RESETHAND) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);
+    }
+    sigset_t mask, before;
+    mask = prog.sa_mask;
+    pthread_sigmask(SIG_BLOCK, &mask, &before);
+    if (prog.sa_flags & SA_NODEFER) {
+        sigemptyset(&mask);
+        sigaddset(&mask, sig);
+        pthread_sigmask(SIG_UNBLOCK, &mask, NULL);
+    }
+    if (prog.sa_flags & SA_SIGINFO) {
+        if (prog.sa_sigaction)
+            prog.sa_sigaction(sig, info, uc);
+    } else {
+        prog.sa_handler(sig);
+    }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
 }
 
 /* Installs the flushing handlers, keeping the program's. A signal the

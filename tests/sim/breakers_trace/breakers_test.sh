@@ -4,6 +4,8 @@
 # LD_PRELOAD):
 #   ignored_signals  a program that ignores SIGINT/SIGTERM before the trace
 #                    opens keeps them ignored, also across exec
+#   reset_handler    a handler the program installed with SA_RESETHAND
+#                    before the trace opened runs once, as it asked
 #   html_hostile     Python frames from files named with newlines and
 #                    "__proto__", and a hand-written trace whose policy is
 #                    "__proto__" and whose names hold </script>: the text
@@ -47,6 +49,12 @@ fail() { echo "breakers_test $case_: $*" >&2; exit 1; }
 case $case_ in
 ignored_signals)
     LMS_TRACE="$tmp/t.jsonl" "$sigprog" || fail "signals the program ignores were not ignored any more"
+    grep -q '"type":"header"' "$tmp/t.jsonl" || fail "no trace written: the case tests nothing"
+    ;;
+reset_handler)
+    LMS_TRACE="$tmp/t.jsonl" "$sigprog" resethand
+    rc=$?
+    [ $rc -eq 130 ] || fail "the second SIGINT did not end the program (exit status $rc)"
     grep -q '"type":"header"' "$tmp/t.jsonl" || fail "no trace written: the case tests nothing"
     ;;
 html_hostile)

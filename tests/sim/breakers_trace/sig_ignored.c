@@ -8,6 +8,10 @@
  *
  * usage: sig_ignored          ignores, allocates, checks, execs itself as
  *        sig_ignored child    checks that the signals are still ignored
+ *        sig_ignored resethand  a SIGINT handler installed with
+ *                             SA_RESETHAND before the trace opens runs
+ *                             once; the second SIGINT kills the program
+ *                             (the test expects death by SIGINT)
  */
 #include <cuda.h>
 #include <signal.h>
@@ -30,10 +34,40 @@ static int check(const char *who)
     return bad;
 }
 
+static volatile sig_atomic_t handled;
+
+static void once(int sig)
+{
+    (void)sig;
+    handled++;
+}
+
+/* Returns only if the second SIGINT did not end the program. */
+static int resethand(void)
+{
+    struct sigaction sa = {.sa_handler = once, .sa_flags = SA_RESETHAND};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    CUcontext ctx;
+    CUdeviceptr p;
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx) || cuMemAlloc(&p, 1 << 20))
+        return 2;
+    raise(SIGINT);
+    if (handled != 1) {
+        fprintf(stderr, "sig_ignored resethand: the handler ran %d times\n", (int)handled);
+        return 1;
+    }
+    raise(SIGINT);   /* the default now: the program dies here */
+    fprintf(stderr, "sig_ignored resethand: survived the second SIGINT (the handler ran %d times)\n", (int)handled);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "child") == 0)
         return check("after exec");
+    if (argc > 1 && strcmp(argv[1], "resethand") == 0)
+        return resethand();
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     CUcontext ctx;
