@@ -438,14 +438,18 @@ void lms_trace_fork_child(void)
 
 /* ---- which file ------------------------------------------------------------------ */
 
-/* The pid in the header of the file open at f, or -1. */
+/* The pid in the header of the file open at f; -1 if none; -2 if the
+ * file is not a trace (its first line is no lmshim header). */
 static long header_pid(int f)
 {
+    static const char header[] = "{\"type\":\"header\"";
     char head[4096];
     ssize_t n = pread(f, head, sizeof head - 1, 0);
     if (n <= 0)
         return -1;
     head[n] = 0;
+    if (strncmp(head, header, sizeof header - 1) != 0)
+        return -2;
     char *nl = strchr(head, '\n');
     if (nl)
         *nl = 0;
@@ -475,7 +479,7 @@ static int take(const char *name)
         bool written_since_start = st.st_mtim.tv_sec > started.tv_sec ||
                                    (st.st_mtim.tv_sec == started.tv_sec && st.st_mtim.tv_nsec > started.tv_nsec);
         bool alive = pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
-        if (written_since_start || pid == (long)getpid() || alive) {
+        if (written_since_start || pid == (long)getpid() || alive || pid == -2) {   /* -2: not a trace: kept */
             close(f);
             return -1;
         }

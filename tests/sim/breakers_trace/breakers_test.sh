@@ -32,6 +32,9 @@
 #                    lines (the buffer is written before the process ends)
 #   orphan_exec      a fork child that execs a traced program after its
 #                    parent exited leaves the parent's file alone
+#   not_a_trace      LMS_TRACE naming an existing file that is not a trace
+#                    (no lmshim header): the file is left whole, the trace
+#                    goes to <path>.<pid>
 #   many_files       a report of 300 files (a fixed LMS_TRACE path and 300
 #                    processes, or 300 ranks) reads and shows every file
 #   many_sites       a trace of 100000 sites and 200000 allocations is
@@ -231,6 +234,13 @@ for line in open(sys.argv[1], encoding="utf-8"):
 assert n == 50, n
 assert not wrong, f"{len(wrong)} of 50 wrong, e.g. {wrong[:2]}"
 PY
+    ;;
+not_a_trace)
+    printf 'my notes\nkeep them\n' >"$tmp/notes.txt"
+    touch -d '2 hours ago' "$tmp/notes.txt"
+    LMS_TRACE="$tmp/notes.txt" "$forksite" after_exec || fail "the program failed"
+    [ "$(cat "$tmp/notes.txt")" = "$(printf 'my notes\nkeep them')" ] || fail "the file was overwritten"
+    grep -qs '"type":"header"' "$tmp"/notes.txt.* || fail "no trace next to it: $(ls "$tmp")"
     ;;
 many_files)
     env -u LD_PRELOAD python3 - "$tmp" <<'PY' || fail "writing the traces"
