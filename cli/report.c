@@ -3,6 +3,7 @@
  * of one or more traces (one per rank, merged with a rank column), and
  * optionally an SVG timeline and a Chrome/Perfetto trace.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ int lms_cmd_report(int argc, char **argv)
             files++;
         }
     }
-    if (!files || !(link > 0)) {
+    if (!files || !(link > 0) || !isfinite(link)) {   /* a finite speed: the page's data is JSON */
         usage(stderr);
         lms_report_free(r);
         return 2;

@@ -20,6 +20,8 @@
 #                    crash); an allocation holding the GIL still has them
 #   other_device     a prefetch/evict line naming a chunk of another device
 #                    is reported and skipped: no byte count wraps around
+#   link_inf         --link-gbps inf is refused (it made the page's data
+#                    invalid JSON)
 #   html_numbers     the HTML report's data stays in order for a trace
 #                    whose peak nears 2^64 bytes (budget curve) and one
 #                    with more samples than buckets, some stamped before
@@ -142,6 +144,11 @@ PY
     [ "$(grep -c 'chunk of another device' "$tmp/err")" -eq 3 ] || fail "the lines were not reported: $(cat "$tmp/err")"
     grep -E '[0-9]{4,}\.[0-9]+[TPE]' "$tmp/report" && fail "a count wrapped around: $(cat "$tmp/report")"
     grep -Eq '^0 +1 +0 +512M ' "$tmp/report" || fail "device 1's chunk was made resident: $(head -3 "$tmp/report")"
+    ;;
+link_inf)
+    env -u LD_PRELOAD python3 "$(dirname "$0")/many_moves.py" "$tmp/t.jsonl" 2 4 || fail "writing the trace"
+    "$lmshim" report "$tmp/t.jsonl" --link-gbps inf --html "$tmp/p.html" >/dev/null 2>&1 && fail "--link-gbps inf accepted"
+    "$lmshim" report "$tmp/t.jsonl" --link-gbps 1e3 --html "$tmp/p.html" >/dev/null 2>&1 || fail "--link-gbps 1e3 refused"
     ;;
 html_numbers)
     env -u LD_PRELOAD python3 - "$tmp" <<'PY' || fail "writing the traces"
