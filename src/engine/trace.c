@@ -351,6 +351,15 @@ static void at_exit(void)
     lms_trace_flush();
 }
 
+/* The last flush, when the C library unloads lmshim after every at-exit
+ * handler: a handler the program registered before lmshim's (before its
+ * first CUDA call; C++ static destructors alike) runs after lmshim's and
+ * may still free and allocate. */
+__attribute__((destructor)) static void at_unload(void)
+{
+    lms_trace_flush();
+}
+
 static struct sigaction old_term, old_int;
 
 /* SIGTERM/SIGINT: write what is buffered (unless another thread is in the

@@ -32,6 +32,9 @@
 #                    used: the child's file describes that site
 #   fast_exit        fork children ending with _exit and _Exit keep their
 #                    lines (the buffer is written before the process ends)
+#   late_exit        lines written by the program's own at-exit handler
+#                    (registered before lmshim's, so run after it) reach
+#                    the file
 #   orphan_exec      a fork child that execs a traced program after its
 #                    parent exited leaves the parent's file alone
 #   not_a_trace      LMS_TRACE naming an existing file that is not a trace
@@ -205,6 +208,11 @@ fast_exit)
     for size in 2097152 3145728; do
         grep -qs "\"size\":$size" "$tmp"/t.jsonl.* || fail "the lines of the child allocating $size bytes are lost"
     done
+    ;;
+late_exit)
+    LMS_TRACE="$tmp/t.jsonl" "$forksite" late_exit || fail "the program failed"
+    grep -q '"type":"free"' "$tmp/t.jsonl" || fail "the handler's free is lost: $(cat "$tmp/t.jsonl")"
+    grep -q '"size":3145728' "$tmp/t.jsonl" || fail "the handler's allocation is lost"
     ;;
 orphan_exec)
     LMS_TRACE="$tmp/t.jsonl" "$forksite" orphan_exec || fail "the program failed"

@@ -13,6 +13,9 @@
  *                                and end with _exit and _Exit (as Python's
  *                                os._exit, which a multiprocessing worker
  *                                ends with): no at-exit flush runs
+ *        fork_site late_exit     an at-exit handler the program registered
+ *                                before its first CUDA call (so it runs
+ *                                after lmshim's) frees and allocates (3 MiB)
  *        fork_site orphan_exec   the parent allocates 1 MiB and exits; its
  *                                fork child, once orphaned, execs this
  *                                program (after_exec: 5 MiB): the new image
@@ -156,6 +159,21 @@ static int fast_exit(void)
     return 0;
 }
 
+static CUdeviceptr late_ptr;
+
+static void late_handler(void)
+{
+    CUdeviceptr q;
+    cuMemFree(late_ptr);
+    cuMemAlloc(&q, 3 << 20);
+}
+
+static int late_exit(void)
+{
+    atexit(late_handler);
+    return setup() || cuMemAlloc(&late_ptr, 1 << 20) != CUDA_SUCCESS;
+}
+
 static int orphan_exec(void)
 {
     if (setup() || shared_site(1 << 20))
@@ -178,12 +196,14 @@ int main(int argc, char **argv)
         return fast_exit();
     if (strcmp(c, "orphan_exec") == 0)
         return orphan_exec();
+    if (strcmp(c, "late_exit") == 0)
+        return late_exit();
     if (strcmp(c, "after_exec") == 0)
         return setup() || shared_site(5 << 20);
     if (strcmp(c, "lock_held") == 0)
         return lock_held();
     if (strcmp(c, "site_in_child") == 0)
         return site_in_child();
-    fprintf(stderr, "usage: fork_site lock_held|site_in_child|fast_exit|orphan_exec\n");
+    fprintf(stderr, "usage: fork_site lock_held|site_in_child|fast_exit|orphan_exec|late_exit\n");
     return 2;
 }
