@@ -437,10 +437,11 @@ void lms_trace_fork_child(void)
 {
     pthread_mutex_init(&lock, NULL);
     used = 0;                 /* the parent's lines: the parent writes them */
+    if (fd >= 0 || parent_pid >= 0)   /* traced, or forked from a traced process itself */
+        parent_pid = (int64_t)getppid();
     if (fd >= 0) {
         close(fd);            /* the parent's lock stays: the parent holds the file too */
         fd = -1;
-        parent_pid = (int64_t)getppid();
     }
     lms_trace_on = false;     /* until the child's own file opens, on its next hook */
 }

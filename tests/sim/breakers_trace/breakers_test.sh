@@ -35,6 +35,8 @@
 #   late_exit        lines written by the program's own at-exit handler
 #                    (registered before lmshim's, so run after it) reach
 #                    the file
+#   grandchild       a fork child's fork child names its own parent in its
+#                    header, also when that child made no CUDA call
 #   orphan_exec      a fork child that execs a traced program after its
 #                    parent exited leaves the parent's file alone
 #   not_a_trace      LMS_TRACE naming an existing file that is not a trace
@@ -213,6 +215,11 @@ late_exit)
     LMS_TRACE="$tmp/t.jsonl" "$forksite" late_exit || fail "the program failed"
     grep -q '"type":"free"' "$tmp/t.jsonl" || fail "the handler's free is lost: $(cat "$tmp/t.jsonl")"
     grep -q '"size":3145728' "$tmp/t.jsonl" || fail "the handler's allocation is lost"
+    ;;
+grandchild)
+    child=$(LMS_TRACE="$tmp/t.jsonl" "$forksite" grandchild) || fail "the program failed"
+    file=$(grep -ls '"size":2097152' "$tmp"/t.jsonl.*) || fail "no grandchild file: $(ls "$tmp")"
+    grep -q "\"parent\":$child," "$file" || fail "the header does not name $child: $(head -c 200 "$file")"
     ;;
 orphan_exec)
     LMS_TRACE="$tmp/t.jsonl" "$forksite" orphan_exec || fail "the program failed"

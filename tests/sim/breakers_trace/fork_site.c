@@ -16,6 +16,11 @@
  *        fork_site late_exit     an at-exit handler the program registered
  *                                before its first CUDA call (so it runs
  *                                after lmshim's) frees and allocates (3 MiB)
+ *        fork_site grandchild    the parent allocates (1 MiB) and forks a
+ *                                child that makes no CUDA call and forks a
+ *                                grandchild, which allocates (2 MiB): its
+ *                                header's parent is the child's pid (which
+ *                                it prints)
  *        fork_site orphan_exec   the parent allocates 1 MiB and exits; its
  *                                fork child, once orphaned, execs this
  *                                program (after_exec: 5 MiB): the new image
@@ -159,6 +164,22 @@ static int fast_exit(void)
     return 0;
 }
 
+static int grandchild(void)
+{
+    if (setup() || shared_site(1 << 20))
+        return 2;
+    pid_t child = fork();
+    if (child == 0) {
+        printf("%d\n", (int)getpid());
+        fflush(stdout);
+        pid_t grand = fork();
+        if (grand == 0)
+            exit(shared_site(2 << 20));
+        exit(grand < 0 || child_ok(grand));
+    }
+    return child < 0 || child_ok(child);
+}
+
 static CUdeviceptr late_ptr;
 
 static void late_handler(void)
@@ -198,12 +219,14 @@ int main(int argc, char **argv)
         return orphan_exec();
     if (strcmp(c, "late_exit") == 0)
         return late_exit();
+    if (strcmp(c, "grandchild") == 0)
+        return grandchild();
     if (strcmp(c, "after_exec") == 0)
         return setup() || shared_site(5 << 20);
     if (strcmp(c, "lock_held") == 0)
         return lock_held();
     if (strcmp(c, "site_in_child") == 0)
         return site_in_child();
-    fprintf(stderr, "usage: fork_site lock_held|site_in_child|fast_exit|orphan_exec|late_exit\n");
+    fprintf(stderr, "usage: fork_site lock_held|site_in_child|fast_exit|orphan_exec|late_exit|grandchild\n");
     return 2;
 }
