@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +88,24 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Writes the buffer out (under lock). */
+static dev_t file_dev;         /* the file fd was opened on: the program may close fd and */
+static ino_t file_ino;         /* reuse its number for a file of its own (see drain) */
+static bool file_lost;         /* that happened: tracing stopped */
+
+/* Writes the buffer out (under lock) — if fd is still the trace's file:
+ * once the program has closed it and opened a file of its own under the
+ * same number, the trace stops (its lines are dropped) rather than write
+ * into the program's file. */
 static void drain(void)
 {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_dev != file_dev || st.st_ino != file_ino) {
+        fd = -1;               /* not ours to close any more */
+        used = 0;
+        lms_trace_on = false;
+        file_lost = true;
+        return;
+    }
     size_t off = 0;
     while (off < used) {
         ssize_t n = write(fd, buffer + off, used - off);
@@ -100,6 +116,16 @@ static void drain(void)
         off += (size_t)n;
     }
     used = 0;
+}
+
+/* Says once that drain found the trace's descriptor taken by the program
+ * (not from a signal handler: logging is not for there). */
+static void say_lost(void)
+{
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (file_lost && !atomic_flag_test_and_set(&said))
+        lms_log(LMS_LEVEL_WARN, "trace: the program closed the trace file's descriptor and reused it; "
+                                "the trace stops there");
 }
 
 /* ---- the line writers ------------------------------------------------------ */
@@ -115,6 +141,11 @@ static bool line_begin(lms_jw *w, const char *type)
     }
     if (BUFFER - used < LINE_MAX_BYTES)
         drain();
+    if (fd < 0) {
+        pthread_mutex_unlock(&lock);
+        say_lost();
+        return false;
+    }
     lms_jw_init(w, buffer + used, LINE_MAX_BYTES - 1);   /* one byte for the newline */
     lms_jw_begin(w, NULL, '{');
     lms_jw_str(w, "type", type);
@@ -332,6 +363,7 @@ void lms_trace_flush(void)
     if (fd >= 0)
         drain();
     pthread_mutex_unlock(&lock);
+    say_lost();
 }
 
 void lms_trace_flush_before_exec(void)
@@ -549,8 +581,16 @@ void lms_trace_open(void)
         lms_log_bad_value("LMS_TRACE", path, "no trace (the file cannot be opened)");
         return;
     }
+    struct stat st;
+    if (fstat(f, &st) != 0) {
+        close(f);
+        return;
+    }
     pthread_mutex_lock(&lock);
     fd = f;
+    file_dev = st.st_dev;
+    file_ino = st.st_ino;
+    file_lost = false;
     snprintf(my_path, sizeof my_path, "%s", path);
     pthread_mutex_unlock(&lock);
     lms_trace_on = true;

@@ -37,6 +37,9 @@
 #                    the file
 #   grandchild       a fork child's fork child names its own parent in its
 #                    header, also when that child made no CUDA call
+#   fd_reused        the program closes the trace's descriptor and opens a
+#                    file of its own under that number: no trace line
+#                    goes into the program's file
 #   orphan_exec      a fork child that execs a traced program after its
 #                    parent exited leaves the parent's file alone
 #   not_a_trace      LMS_TRACE naming an existing file that is not a trace
@@ -220,6 +223,10 @@ grandchild)
     child=$(LMS_TRACE="$tmp/t.jsonl" "$forksite" grandchild) || fail "the program failed"
     file=$(grep -ls '"size":2097152' "$tmp"/t.jsonl.*) || fail "no grandchild file: $(ls "$tmp")"
     grep -q "\"parent\":$child," "$file" || fail "the header does not name $child: $(head -c 200 "$file")"
+    ;;
+fd_reused)
+    LMS_TRACE="$tmp/t.jsonl" "$forksite" fd_reused "$tmp/mine.txt" 2>"$tmp/err" || fail "the program failed"
+    [ "$(cat "$tmp/mine.txt")" = "program data" ] || fail "the program's file holds more: $(head -c 300 "$tmp/mine.txt")"
     ;;
 orphan_exec)
     LMS_TRACE="$tmp/t.jsonl" "$forksite" orphan_exec || fail "the program failed"

@@ -21,6 +21,11 @@
  *                                grandchild, which allocates (2 MiB): its
  *                                header's parent is the child's pid (which
  *                                it prints)
+ *        fork_site fd_reused FILE  after the trace opened, the program
+ *                                closes every descriptor above 2 and opens
+ *                                FILE (which takes the trace's number),
+ *                                writes a line to it and allocates: FILE
+ *                                must hold the program's line alone
  *        fork_site orphan_exec   the parent allocates 1 MiB and exits; its
  *                                fork child, once orphaned, execs this
  *                                program (after_exec: 5 MiB): the new image
@@ -34,6 +39,7 @@
  */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -180,6 +186,18 @@ static int grandchild(void)
     return child < 0 || child_ok(child);
 }
 
+static int fd_reused(const char *file)
+{
+    if (setup() || shared_site(1 << 20))
+        return 2;
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+    int f = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (f < 0 || write(f, "program data\n", 13) != 13)
+        return 2;
+    return shared_site(2 << 20);   /* and the file stays open until exit */
+}
+
 static CUdeviceptr late_ptr;
 
 static void late_handler(void)
@@ -221,12 +239,14 @@ int main(int argc, char **argv)
         return late_exit();
     if (strcmp(c, "grandchild") == 0)
         return grandchild();
+    if (strcmp(c, "fd_reused") == 0 && argc > 2)
+        return fd_reused(argv[2]);
     if (strcmp(c, "after_exec") == 0)
         return setup() || shared_site(5 << 20);
     if (strcmp(c, "lock_held") == 0)
         return lock_held();
     if (strcmp(c, "site_in_child") == 0)
         return site_in_child();
-    fprintf(stderr, "usage: fork_site lock_held|site_in_child|fast_exit|orphan_exec|late_exit|grandchild\n");
+    fprintf(stderr, "usage: fork_site lock_held|site_in_child|fast_exit|orphan_exec|late_exit|grandchild|fd_reused FILE\n");
     return 2;
 }
