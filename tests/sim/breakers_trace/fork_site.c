@@ -61,6 +61,7 @@
 static atomic_int in_lock;    /* 1: the thread is inside the site table's lock */
 static atomic_int forked;     /* 1: the main thread has forked */
 
+#ifndef UNDER_ASAN   /* the sanitizer's calloc stays (its free must know every block) */
 extern void *__libc_calloc(size_t, size_t);
 
 /* The C library's calloc, but the site table's (8192 entries of at least
@@ -74,6 +75,7 @@ void *calloc(size_t n, size_t size)
     }
     return __libc_calloc(n, size);
 }
+#endif
 
 static int setup(void)
 {
