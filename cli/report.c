@@ -4,6 +4,7 @@
  * optionally an SVG timeline and a Chrome/Perfetto trace.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,7 @@ int lms_cmd_report(int argc, char **argv)
             files++;
         }
     }
-    if (!files || !(link > 0)) {
+    if (!files || !(link > 0) || !isfinite(link)) {   /* a finite speed: the page's data is JSON */
         usage(stderr);
         lms_report_free(r);
         return 2;

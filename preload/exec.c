@@ -1,10 +1,11 @@
 /*
- * exec.c — the exec family, hooked so that the trace's buffered lines are
- * written before the process image is replaced (an exec runs no atexit
- * handler). Each hook flushes, then calls the C library's function (found
- * with dlsym(RTLD_NEXT)) with the same arguments; the list forms (execl,
- * execle, execlp) gather their arguments and call the vector forms. Hooked:
- * execve, execv, execvp, execvpe, execl, execle, execlp, fexecve, execveat.
+ * exec.c — the ends of a process image that run no atexit handler: the
+ * exec family, and _exit and _Exit (Python's os._exit, with which a
+ * multiprocessing worker ends). Each hook writes the trace's buffered lines,
+ * then calls the C library's function (found with dlsym(RTLD_NEXT)) with
+ * the same arguments; the list forms (execl, execle, execlp) gather their
+ * arguments and call the vector forms. Hooked: execve, execv, execvp,
+ * execvpe, execl, execle, execlp, fexecve, execveat, _exit, _Exit.
  * posix_spawn and system() start a new process and leave this one's buffer
  * alone: they need nothing.
  */
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hooks.h"
@@ -74,6 +76,32 @@ LMS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
     before_exec();
     execveat_fn real = (execveat_fn)next("execveat");
     return real ? real(dirfd, path, argv, envp, flags) : (errno = ENOSYS, -1);
+}
+
+typedef void (*exit_fn)(int);
+
+/* Ends the process as the C library's `name` does (the exit_group system
+ * call if it cannot be found). */
+static _Noreturn void end_now(const char *name, int status)
+{
+    exit_fn real = (exit_fn)next(name);
+    if (real)
+        real(status);
+    syscall(SYS_exit_group, status);
+    for (;;)
+        ;
+}
+
+LMS_EXPORT _Noreturn void _exit(int status)
+{
+    before_exec();
+    end_now("_exit", status);
+}
+
+LMS_EXPORT _Noreturn void _Exit(int status)
+{
+    before_exec();
+    end_now("_Exit", status);
 }
 
 /* The list forms: arguments up to the NULL into a vector (on the stack when

@@ -17,6 +17,7 @@
 #include "residency.h"
 #include "stats.h"
 #include "status.h"
+#include "stack.h"
 #include "trace.h"
 #include "pools.h"
 #include "vmm.h"
@@ -73,12 +74,14 @@ void lms_engine_fork_prepare(void)
     lms_pools_fork_prepare();
     lms_arenas_fork_prepare();
     lms_chunks_lock_all();
+    lms_stack_fork_prepare();   /* a leaf: nothing is locked under it */
     lms_trace_fork_prepare();   /* last: lines are written under the other locks */
 }
 
 void lms_engine_fork_parent(void)
 {
     lms_trace_fork_parent();
+    lms_stack_fork_parent();
     lms_chunks_unlock_all();
     lms_arenas_fork_parent();
     lms_pools_fork_parent();
@@ -92,6 +95,7 @@ void lms_engine_fork_parent(void)
 void lms_engine_fork_child(void)
 {
     lms_trace_fork_child();
+    lms_stack_fork_child();
     lms_chunks_reset_locks();
     lms_launch_fork_child();
     lms_residency_fork_child();

@@ -2,12 +2,13 @@
  * pystack.c — Python frames of an allocation (see pystack.h).
  *
  * Entry points, looked up once with dlsym(RTLD_DEFAULT): Py_IsInitialized,
- * Py_GetVersion, PyGILState_GetThisThreadState, PyGILState_Check,
- * PyEval_GetFrame (borrowed), then
+ * Py_GetVersion, PyGILState_GetThisThreadState, PyThreadState_GetUnchecked
+ * (3.13; _PyThreadState_UncheckedGet before), PyEval_GetFrame (borrowed), then
  * PyFrame_GetCode / PyFrame_GetBack (3.9+, new references) or, on 3.8, the
  * frame's f_code / f_back attributes; PyFrame_GetLineNumber; for names,
  * the code object's co_filename / co_name through PyObject_GetAttrString and
- * PyUnicode_AsUTF8. Capturing calls nothing that can raise; naming saves
+ * PyUnicode_AsUTF8 (PyUnicode_EncodeFSDefault and PyBytes_AsString for a
+ * name that is not UTF-8). Capturing calls nothing that can raise; naming saves
  * and restores the thread's pending exception around its calls.
  */
 #include "pystack.h"
@@ -27,7 +28,7 @@ typedef void *obj;
 static struct {
     int (*is_initialized)(void);
     const char *(*version)(void);
-    int (*gil_check)(void);
+    obj (*current)(void);            /* the thread state running Python (see holds_gil) */
     obj (*this_thread_state)(void);
     obj (*get_frame)(void);
     obj (*frame_code)(obj);          /* 3.9+ */
@@ -35,6 +36,8 @@ static struct {
     int (*frame_line)(obj);
     obj (*getattr)(obj, const char *);
     const char *(*utf8)(obj);
+    obj (*encode_fs)(obj);           /* PyUnicode_EncodeFSDefault: bytes, undecodable ones kept */
+    const char *(*bytes_text)(obj);  /* PyBytes_AsString */
     void (*decref)(obj);
     void (*incref)(obj);
     void (*err_fetch)(obj *, obj *, obj *);
@@ -51,7 +54,9 @@ static void resolve(void)
 #define FIND(field, name) *(void **)&py.field = dlsym(RTLD_DEFAULT, name)
     FIND(is_initialized, "Py_IsInitialized");
     FIND(version, "Py_GetVersion");
-    FIND(gil_check, "PyGILState_Check");
+    FIND(current, "PyThreadState_GetUnchecked");           /* 3.13 */
+    if (!py.current)
+        FIND(current, "_PyThreadState_UncheckedGet");      /* 3.8-3.12 */
     FIND(this_thread_state, "PyGILState_GetThisThreadState");
     FIND(get_frame, "PyEval_GetFrame");
     FIND(frame_code, "PyFrame_GetCode");
@@ -59,6 +64,8 @@ static void resolve(void)
     FIND(frame_line, "PyFrame_GetLineNumber");
     FIND(getattr, "PyObject_GetAttrString");
     FIND(utf8, "PyUnicode_AsUTF8");
+    FIND(encode_fs, "PyUnicode_EncodeFSDefault");
+    FIND(bytes_text, "PyBytes_AsString");
     FIND(decref, "Py_DecRef");
     FIND(incref, "Py_IncRef");
     FIND(err_fetch, "PyErr_Fetch");
@@ -66,7 +73,7 @@ static void resolve(void)
     FIND(err_clear, "PyErr_Clear");
     FIND(none, "_Py_NoneStruct");
 #undef FIND
-    if (!py.is_initialized || !py.version || !py.gil_check || !py.this_thread_state || !py.get_frame || !py.frame_line || !py.getattr ||
+    if (!py.is_initialized || !py.version || !py.current || !py.this_thread_state || !py.get_frame || !py.frame_line || !py.getattr ||
         !py.utf8 || !py.decref || !py.incref || !py.err_fetch || !py.err_restore || !py.err_clear || !py.none)
         return;   /* not a CPython process (or not one we know) */
     int major = 0, minor = 0;
@@ -96,14 +103,24 @@ static obj frame_back(obj f)
     return b;
 }
 
+/* True when the calling thread holds the GIL: the thread state running
+ * Python is this thread's own. (PyGILState_Check would answer, but once a
+ * sub-interpreter has been created it answers 1 to every thread; and up to
+ * 3.11 the running thread state is one for the whole process, so that it
+ * alone does not say which thread runs.) A thread of a sub-interpreter is
+ * not recognised: it gets no Python frames. */
+static bool holds_gil(void)
+{
+    obj mine = py.this_thread_state();
+    return mine && py.current() == mine;
+}
+
 int lms_pystack_capture(lms_pyframe_key *out, int max)
 {
     if (!lms_opt.py_stacks || max <= 0)
         return 0;
     pthread_once(&once, resolve);
-    /* A thread state of its own first: PyGILState_Check answers 1 to any
-     * thread when sub-interpreters have turned its check off. */
-    if (!usable || !py.is_initialized() || !py.this_thread_state() || !py.gil_check())
+    if (!usable || !py.is_initialized() || !holds_gil())
         return 0;
     obj f = py.get_frame();   /* borrowed */
     if (!f)
@@ -132,12 +149,30 @@ int lms_pystack_capture(lms_pyframe_key *out, int max)
     return n;
 }
 
+void lms_pystack_keep(const lms_pyframe_key *keys, int n)
+{
+    if (!usable)
+        return;
+    for (int i = 0; i < n; i++)
+        if (keys[i].code)
+            py.incref(keys[i].code);
+}
+
 /* Copies attribute `name` of object o as UTF-8 into strings at *at; returns
- * the copy, or "?" when there is none or no room. */
+ * the copy, or "?" when there is none or no room. A name that is not UTF-8
+ * (a file name's undecodable bytes, which Python keeps as lone surrogates)
+ * is copied as the file system's bytes: the trace writer escapes each byte
+ * that is not UTF-8. */
 static const char *attr_text(obj o, const char *name, char *strings, size_t cap, size_t *at)
 {
     obj a = o ? py.getattr(o, name) : NULL;
     const char *u = a ? py.utf8(a) : NULL;
+    obj b = NULL;   /* the bytes form, a new reference */
+    if (a && !u && py.encode_fs && py.bytes_text) {
+        py.err_clear();
+        b = py.encode_fs(a);
+        u = b ? py.bytes_text(b) : NULL;
+    }
     const char *r = "?";
     if (u) {
         size_t n = strlen(u);
@@ -147,6 +182,8 @@ static const char *attr_text(obj o, const char *name, char *strings, size_t cap,
             *at += n + 1;
         }
     }
+    if (b)
+        py.decref(b);
     if (a)
         py.decref(a);
     return r;
@@ -154,7 +191,7 @@ static const char *attr_text(obj o, const char *name, char *strings, size_t cap,
 
 int lms_pystack_describe(const lms_pyframe_key *keys, int n, lms_rec_pyframe *out, char *strings, size_t cap)
 {
-    if (n <= 0 || !usable || !py.this_thread_state() || !py.gil_check())
+    if (n <= 0 || !usable || !holds_gil())
         return 0;
     obj type = NULL, value = NULL, tb = NULL;
     py.err_fetch(&type, &value, &tb);

@@ -14,7 +14,8 @@
 #define LMS_PY_MAX 32
 
 /* One frame as captured: its code object (not a reference: alive while the
- * frame runs) and its line. Compared bytewise to tell sites apart. */
+ * frame runs; a site keeps one, see lms_pystack_keep) and its line.
+ * Compared bytewise to tell sites apart. */
 typedef struct lms_pyframe_key {
     void *code;
     long line;
@@ -24,6 +25,12 @@ typedef struct lms_pyframe_key {
  * process is not CPython, the thread does not hold the GIL, or
  * LMS_PY_STACKS is off. */
 int lms_pystack_capture(lms_pyframe_key *out, int max);
+
+/* Takes a reference to the code object of each of keys[0..n), frames this
+ * thread has just captured (it holds the GIL), for a new site: a code
+ * object a site names is never freed, so its address never comes back as
+ * another's (code compiled at run time and dropped) and matches the site. */
+void lms_pystack_keep(const lms_pyframe_key *keys, int n);
 
 /* Names the frames just captured by this thread (same hook call: the
  * frames are still running) into out[0..n): file and function are copied

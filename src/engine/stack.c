@@ -23,6 +23,7 @@ typedef struct site {
     uint64_t hash;            /* 0: empty */
     int32_t id;
     uint8_t depth, npy;
+    uint32_t written;         /* the process generation whose trace has its line (see generation) */
     void *frames[LMS_STACK_MAX];
     lms_pyframe_key py[LMS_PY_MAX];   /* Python frames (pystack.c), innermost first */
 } site;
@@ -30,6 +31,7 @@ typedef struct site {
 static site *table;           /* SITES entries, allocated on first use, owned here */
 static uintptr_t own_lo, own_hi;   /* lmshim's own code: frames there are skipped */
 static int32_t next_id;
+static uint32_t generation;   /* +1 in each fork child: its trace file is new, its sites undescribed */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* C++ demangling when the program carries libstdc++ (found at run time):
@@ -159,6 +161,11 @@ int32_t lms_stack_site(int skip)
                 memcmp(s->frames, raw + first, (size_t)n * sizeof(void *)) == 0 &&
                 memcmp(s->py, py, (size_t)npy * sizeof *py) == 0) {
                 id = s->id;
+                if (s->written != generation) {   /* known from before a fork: not in this file */
+                    s->written = generation;
+                    fresh = *s;
+                    is_new = true;
+                }
                 break;
             }
             if (!s->hash) {
@@ -168,7 +175,9 @@ int32_t lms_stack_site(int skip)
                     s->npy = (uint8_t)npy;
                     memcpy(s->frames, raw + first, (size_t)n * sizeof(void *));
                     memcpy(s->py, py, (size_t)npy * sizeof *py);
+                    lms_pystack_keep(py, npy);   /* its code objects stay: their addresses stay theirs */
                     s->id = id = next_id++;
+                    s->written = generation;
                     fresh = *s;
                     is_new = true;
                 }
@@ -180,4 +189,16 @@ int32_t lms_stack_site(int skip)
     if (is_new)
         write_site(&fresh);   /* symbolized outside the lock: dladdr takes the loader's */
     return id;
+}
+
+void lms_stack_fork_prepare(void) { pthread_mutex_lock(&lock); }
+
+void lms_stack_fork_parent(void) { pthread_mutex_unlock(&lock); }
+
+/* The child's trace is a new file: sites are written again on first use
+ * (entries change only when used: no page of the table is copied before). */
+void lms_stack_fork_child(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    generation++;
 }

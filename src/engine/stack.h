@@ -16,4 +16,10 @@
  * site's line is written to the trace. */
 int32_t lms_stack_site(int skip);
 
+/* Fork handlers (engine.c): the table's lock is held across fork, and a
+ * child describes again, in its own trace file, each site it uses. */
+void lms_stack_fork_prepare(void);
+void lms_stack_fork_parent(void);
+void lms_stack_fork_child(void);
+
 #endif

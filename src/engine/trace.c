@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,11 +42,42 @@ static size_t used;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char my_path[PATH_BYTES];     /* the file this process writes (inherited by a fork child) */
 static int64_t parent_pid = -1;      /* set in a fork child */
-static struct timespec started;      /* CLOCK_REALTIME when this image loaded lmshim */
+static struct timespec started;      /* CLOCK_REALTIME when this process began (see process_start) */
 
 __attribute__((constructor)) static void note_start(void)
 {
-    clock_gettime(CLOCK_REALTIME, &started);
+    clock_gettime(CLOCK_REALTIME, &started);   /* this image's load: process_start finds earlier */
+}
+
+/* Moves `started` back to when this process was forked, which an exec
+ * keeps: an exec'd fork child of a traced process then sees its parent's
+ * file as written during its life, even after the parent exited. From
+ * /proc/self/stat's start time (clock ticks since boot), one tick early. */
+static void process_start(void)
+{
+    char text[1024];
+    int f = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = f >= 0 ? read(f, text, sizeof text - 1) : -1;
+    if (f >= 0)
+        close(f);
+    if (n <= 0)
+        return;
+    text[n] = 0;
+    char *p = strrchr(text, ')');   /* after the command name, which may hold anything */
+    unsigned long long ticks = 0;
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');     /* to the space before field `field + 1` */
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot, real;
+    if (!p || sscanf(p + 1, "%llu", &ticks) != 1 || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0 ||
+        clock_gettime(CLOCK_REALTIME, &real) != 0)
+        return;
+    int64_t since = ((int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec) - (int64_t)(ticks ? ticks - 1 : 0) * (1000000000 / hz);
+    int64_t at = ((int64_t)real.tv_sec * 1000000000 + real.tv_nsec) - since;   /* ns of CLOCK_REALTIME */
+    if (at >= (int64_t)started.tv_sec * 1000000000 + started.tv_nsec)
+        return;
+    started.tv_sec = at / 1000000000;
+    started.tv_nsec = at % 1000000000;
 }
 
 /* Nanoseconds on the monotonic clock. */
@@ -56,9 +88,24 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Writes the buffer out (under lock). */
+static dev_t file_dev;         /* the file fd was opened on: the program may close fd and */
+static ino_t file_ino;         /* reuse its number for a file of its own (see drain) */
+static bool file_lost;         /* that happened: tracing stopped */
+
+/* Writes the buffer out (under lock) — if fd is still the trace's file:
+ * once the program has closed it and opened a file of its own under the
+ * same number, the trace stops (its lines are dropped) rather than write
+ * into the program's file. */
 static void drain(void)
 {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_dev != file_dev || st.st_ino != file_ino) {
+        fd = -1;               /* not ours to close any more */
+        used = 0;
+        lms_trace_on = false;
+        file_lost = true;
+        return;
+    }
     size_t off = 0;
     while (off < used) {
         ssize_t n = write(fd, buffer + off, used - off);
@@ -69,6 +116,16 @@ static void drain(void)
         off += (size_t)n;
     }
     used = 0;
+}
+
+/* Says once that drain found the trace's descriptor taken by the program
+ * (not from a signal handler: logging is not for there). */
+static void say_lost(void)
+{
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (file_lost && !atomic_flag_test_and_set(&said))
+        lms_log(LMS_LEVEL_WARN, "trace: the program closed the trace file's descriptor and reused it; "
+                                "the trace stops there");
 }
 
 /* ---- the line writers ------------------------------------------------------ */
@@ -84,6 +141,11 @@ static bool line_begin(lms_jw *w, const char *type)
     }
     if (BUFFER - used < LINE_MAX_BYTES)
         drain();
+    if (fd < 0) {
+        pthread_mutex_unlock(&lock);
+        say_lost();
+        return false;
+    }
     lms_jw_init(w, buffer + used, LINE_MAX_BYTES - 1);   /* one byte for the newline */
     lms_jw_begin(w, NULL, '{');
     lms_jw_str(w, "type", type);
@@ -301,6 +363,7 @@ void lms_trace_flush(void)
     if (fd >= 0)
         drain();
     pthread_mutex_unlock(&lock);
+    say_lost();
 }
 
 void lms_trace_flush_before_exec(void)
@@ -320,6 +383,15 @@ static void at_exit(void)
     lms_trace_flush();
 }
 
+/* The last flush, when the C library unloads lmshim after every at-exit
+ * handler: a handler the program registered before lmshim's (before its
+ * first CUDA call; C++ static destructors alike) runs after lmshim's and
+ * may still free and allocate. */
+__attribute__((destructor)) static void at_unload(void)
+{
+    lms_trace_flush();
+}
+
 static struct sigaction old_term, old_int;
 
 /* SIGTERM/SIGINT: write what is buffered (unless another thread is in the
@@ -333,24 +405,54 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
         pthread_mutex_unlock(&lock);
     }
     struct sigaction *old = sig == SIGTERM ? &old_term : &old_int;
-    if (old->sa_flags & SA_SIGINFO) {
-        if (old->sa_sigaction)
-            old->sa_sigaction(sig, info, uc);
-    } else if (old->sa_handler == SIG_DFL) {
+    if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL) {
         sigaction(sig, old, NULL);   /* the default: die of the signal, as intended */
         raise(sig);
-    } else if (old->sa_handler != SIG_IGN) {
-        old->sa_handler(sig);
+        return;
     }
+    if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN)
+        return;
+    /* The program's handler, as the kernel would have run it: with its
+     * mask, and once only if it asked for SA_RESETHAND (the next signal
+     * then finds the default). */
+    struct sigaction prog = *old;
+    if (prog.sa_flags & SA_RESETHAND) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);
+    }
+    sigset_t mask, before;
+    mask = prog.sa_mask;
+    pthread_sigmask(SIG_BLOCK, &mask, &before);
+    if (prog.sa_flags & SA_NODEFER) {
+        sigemptyset(&mask);
+        sigaddset(&mask, sig);
+        pthread_sigmask(SIG_UNBLOCK, &mask, NULL);
+    }
+    if (prog.sa_flags & SA_SIGINFO) {
+        if (prog.sa_sigaction)
+            prog.sa_sigaction(sig, info, uc);
+    } else {
+        prog.sa_handler(sig);
+    }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
 }
 
-/* Installs the flushing handlers, keeping the program's. */
+/* Installs the flushing handlers, keeping the program's. A signal the
+ * program ignores is left ignored: a handler would make the program look as
+ * if it handled the signal, and would not survive an exec as SIG_IGN does
+ * (the programs it starts would die of a signal they were meant to ignore). */
 static void catch_signals(void)
 {
     struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGINT, &sa, &old_int);
+    static const int sigs[2] = {SIGTERM, SIGINT};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction *old = sigs[i] == SIGTERM ? &old_term : &old_int;
+        if (sigaction(sigs[i], NULL, old) != 0 || (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN))
+            continue;
+        sigaction(sigs[i], &sa, old);
+    }
 }
 
 void lms_trace_fork_prepare(void)
@@ -367,24 +469,29 @@ void lms_trace_fork_child(void)
 {
     pthread_mutex_init(&lock, NULL);
     used = 0;                 /* the parent's lines: the parent writes them */
+    if (fd >= 0 || parent_pid >= 0)   /* traced, or forked from a traced process itself */
+        parent_pid = (int64_t)getppid();
     if (fd >= 0) {
         close(fd);            /* the parent's lock stays: the parent holds the file too */
         fd = -1;
-        parent_pid = (int64_t)getppid();
     }
     lms_trace_on = false;     /* until the child's own file opens, on its next hook */
 }
 
 /* ---- which file ------------------------------------------------------------------ */
 
-/* The pid in the header of the file open at f, or -1. */
+/* The pid in the header of the file open at f; -1 if none; -2 if the
+ * file is not a trace (its first line is no lmshim header). */
 static long header_pid(int f)
 {
+    static const char header[] = "{\"type\":\"header\"";
     char head[4096];
     ssize_t n = pread(f, head, sizeof head - 1, 0);
     if (n <= 0)
         return -1;
     head[n] = 0;
+    if (strncmp(head, header, sizeof header - 1) != 0)
+        return -2;
     char *nl = strchr(head, '\n');
     if (nl)
         *nl = 0;
@@ -414,7 +521,7 @@ static int take(const char *name)
         bool written_since_start = st.st_mtim.tv_sec > started.tv_sec ||
                                    (st.st_mtim.tv_sec == started.tv_sec && st.st_mtim.tv_nsec > started.tv_nsec);
         bool alive = pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
-        if (written_since_start || pid == (long)getpid() || alive) {
+        if (written_since_start || pid == (long)getpid() || alive || pid == -2) {   /* -2: not a trace: kept */
             close(f);
             return -1;
         }
@@ -467,13 +574,23 @@ void lms_trace_open(void)
     lms_expand_path(lms_opt.trace, path, sizeof path);
     if (!buffer)
         buffer = malloc(BUFFER);
+    static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+    pthread_once(&start_once, process_start);
     int f = buffer ? open_own(path, forked, chosen, sizeof chosen) : -2;
     if (f < 0) {
         lms_log_bad_value("LMS_TRACE", path, "no trace (the file cannot be opened)");
         return;
     }
+    struct stat st;
+    if (fstat(f, &st) != 0) {
+        close(f);
+        return;
+    }
     pthread_mutex_lock(&lock);
     fd = f;
+    file_dev = st.st_dev;
+    file_ino = st.st_ino;
+    file_lost = false;
     snprintf(my_path, sizeof my_path, "%s", path);
     pthread_mutex_unlock(&lock);
     lms_trace_on = true;

@@ -86,6 +86,14 @@ bool lms_addrmap_take(lms_addrmap *m, uint64_t key, void *out)
     return true;
 }
 
+void *lms_addrmap_get(const lms_addrmap *m, uint64_t key)
+{
+    if (!m->cap || !key)
+        return NULL;
+    size_t i = find(m, key);
+    return m->keys[i] ? m->values + i * m->vsize : NULL;
+}
+
 void *lms_addrmap_slot(const lms_addrmap *m, size_t i)
 {
     return i < m->cap && m->keys[i] ? m->values + i * m->vsize : NULL;

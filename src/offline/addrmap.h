@@ -23,6 +23,8 @@ void lms_addrmap_free(lms_addrmap *m);
 bool lms_addrmap_put(lms_addrmap *m, uint64_t key, const void *value);
 /* Copies key's value to out (if not NULL) and removes it; false if absent. */
 bool lms_addrmap_take(lms_addrmap *m, uint64_t key, void *out);
+/* key's value, in the map (valid until the next put or take), or NULL. */
+void *lms_addrmap_get(const lms_addrmap *m, uint64_t key);
 /* Slot i's value, or NULL if the slot is empty (i < m->cap): for walking. */
 void *lms_addrmap_slot(const lms_addrmap *m, size_t i);
 

@@ -149,6 +149,8 @@ static void put_timeline(FILE *out, const lms_report *r, int file, int dev, cons
     uint64_t prev[3] = {0, 0, 0};
     for (size_t k = 0; k < d->nsamples; k++) {
         lms_report_sample_at(r, file, dev, k, &s);
+        if (!(s.t > 0))
+            s.t = 0;   /* stamped before the trace's header (lines out of order): drawn at its start */
         uint64_t v[3];
         sample_values(&s, v);
         size_t i = exact ? k : (size_t)(s.t / tmax * (double)(nb - 1));
@@ -197,6 +199,7 @@ static void put_timeline(FILE *out, const lms_report *r, int file, int dev, cons
             bool ev;
             uint64_t bytes;
             lms_report_move_at(r, file, dev, k, &t, &ev, &bytes);
+            t = t > 0 ? t : 0;
             size_t i = mexact ? k : (size_t)(t / tmax * (double)(nm - 1));
             if (i >= nm)
                 i = nm - 1;
@@ -218,7 +221,7 @@ static void put_timeline(FILE *out, const lms_report *r, int file, int dev, cons
         double t;
         char kind;
         lms_report_mark_at(r, file, dev, k, &t, &kind);
-        fprintf(out, "%s%.9g,\"%c\"", k ? "," : "", t, kind);
+        fprintf(out, "%s%.9g,\"%c\"", k ? "," : "", t > 0 ? t : 0, kind);
     }
     fputs("],", out);
 }
@@ -241,8 +244,10 @@ static void put_curve(FILE *out, const lms_trace_data *t, int dev, uint64_t peak
      * two more replays of each series: at the current budget and at need. */
     uint64_t budgets[LMS_HTML_CURVE_POINTS + 2], top = peak > need ? peak : need;
     int nb = top ? LMS_HTML_CURVE_POINTS : 0;
-    for (int i = 0; i < nb; i++)
-        budgets[i] = (uint64_t)((double)top * (0.1 + 1.1 * i / (LMS_HTML_CURVE_POINTS - 1)));
+    for (int i = 0; i < nb; i++) {   /* bytes: a count near 2^64 must not wrap (a hand-made trace) */
+        double b = (double)top * (0.1 + 1.1 * i / (LMS_HTML_CURVE_POINTS - 1));
+        budgets[i] = b < 18446744073709551615.0 ? (uint64_t)b : UINT64_MAX;
+    }
     budgets[nb] = current;
     budgets[nb + 1] = need;
     put_u64s(out, "budgets", budgets, (size_t)nb);

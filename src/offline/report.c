@@ -24,7 +24,6 @@
 #include "units.h"
 
 #define DEVS 16
-#define MAX_FILES 256
 
 typedef struct sample {
     double t;                       /* seconds since the file's first event */
@@ -89,13 +88,16 @@ typedef struct file_state {
     site *sites;
     size_t nsites, capsites;
     lms_addrmap allocs;             /* ptr -> alloc_rec */
+    lms_addrmap managed;            /* managed chunk id + 1 -> its ptr (uint64_t) */
+    lms_addrmap site_index;         /* site id + 1 -> its index in sites (size_t), while reading */
     uint64_t lines, bad;
     lms_symbolizer *sym;            /* the report's */
 } file_state;
 
 struct lms_report {
-    file_state *files[MAX_FILES];
+    file_state **files;             /* one per trace file (a job may have thousands), owned */
     int nfiles;
+    size_t capfiles;
     lms_symbolizer *sym;            /* names frames dladdr could not; owned */
 };
 
@@ -154,33 +156,38 @@ void lms_report_free(lms_report *r)
             free_site(&f->sites[s]);
         free(f->sites);
         lms_addrmap_free(&f->allocs);
+        lms_addrmap_free(&f->managed);
+        lms_addrmap_free(&f->site_index);
         free(f->path);
         free(f);
     }
     lms_symbolizer_free(r->sym);
+    free(r->files);
     free(r);
 }
 
 /* ---- reading ------------------------------------------------------------- */
 
-/* The alloc record of a managed chunk id (linear: prefetch/evict lines are
- * rarer than allocations), or NULL. */
+/* The alloc record of a live managed chunk id, or NULL (through the id
+ * index: a long run writes far more prefetch/evict lines than allocations,
+ * and may keep many chunks alive). */
 static alloc_rec *managed_by_id(file_state *f, int64_t id)
 {
-    for (size_t i = 0; i < f->allocs.cap; i++) {
-        alloc_rec *a = lms_addrmap_slot(&f->allocs, i);
-        if (a && a->id == id)
-            return a;
-    }
-    return NULL;
+    uint64_t *ptr = id >= 0 ? lms_addrmap_get(&f->managed, (uint64_t)id + 1) : NULL;
+    alloc_rec *a = ptr ? lms_addrmap_get(&f->allocs, *ptr) : NULL;
+    return a && a->id == id ? a : NULL;
 }
 
+/* The site of an id (through the index: a trace may hold thousands of
+ * sites and millions of lines naming them), created when `create`; NULL if
+ * absent or out of memory. */
 static site *site_of(file_state *f, int id, bool create)
 {
-    for (size_t i = 0; i < f->nsites; i++)
-        if (f->sites[i].id == id)
-            return &f->sites[i];
-    if (!create || !grow((void **)&f->sites, &f->capsites, f->nsites, sizeof *f->sites))
+    size_t *at = id >= 0 ? lms_addrmap_get(&f->site_index, (uint64_t)id + 1) : NULL;
+    if (at)
+        return &f->sites[*at];
+    if (!create || id < 0 || !grow((void **)&f->sites, &f->capsites, f->nsites, sizeof *f->sites) ||
+        !lms_addrmap_put(&f->site_index, (uint64_t)id + 1, &f->nsites))
         return NULL;
     site *s = &f->sites[f->nsites++];
     *s = (site){.id = id};
@@ -267,6 +274,26 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
+/* Copies s into out (cap bytes) for the site's text, where a newline ends
+ * a frame: control characters become visible escapes (\n, \t, \r, \xHH),
+ * so that every frame, whatever its names hold, stays one line. Returns out. */
+static const char *one_line(const char *s, char *out, size_t cap)
+{
+    size_t at = 0;
+    for (; *s && at + 5 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f)
+            out[at++] = (char)c;
+        else if (c == '\n' || c == '\t' || c == '\r') {
+            out[at++] = '\\';
+            out[at++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+        } else
+            at += (size_t)snprintf(out + at, cap - at, "\\x%02x", c);
+    }
+    out[at] = 0;
+    return out;
+}
+
 /* Reads the frames of one list (Python or native) of a site line into st,
  * naming native frames dladdr could not name from the module's symbols and
  * debug information (symbolize.c). */
@@ -312,13 +339,17 @@ static bool take_frames(file_state *f, const lms_json *j, int list, bool python,
         if (!x->fn)
             return false;
         bool ok;
+        char sfn[4 * sizeof fn], sfile[4 * sizeof file], smod[4 * sizeof mod];
+        one_line(x->fn, sfn, sizeof sfn);
+        one_line(python ? (file[0] ? file : "?") : base_name(file), sfile, sizeof sfile);
         if (python)
-            ok = add_text(text, len, cap, "%s (%s:%d) [python]\n", x->fn, file[0] ? file : "?", x->line);
+            ok = add_text(text, len, cap, "%s (%s:%d) [python]\n", sfn, sfile, x->line);
         else if (file[0])
-            ok = add_text(text, len, cap, "%s (%s:%d, %s+0x%llx)\n", x->fn, base_name(file), x->line,
-                          base_name(mod), (unsigned long long)x->offset);
+            ok = add_text(text, len, cap, "%s (%s:%d, %s+0x%llx)\n", sfn, sfile, x->line,
+                          one_line(base_name(mod), smod, sizeof smod), (unsigned long long)x->offset);
         else
-            ok = add_text(text, len, cap, "%s (%s+0x%llx)\n", x->fn, base_name(mod), (unsigned long long)x->offset);
+            ok = add_text(text, len, cap, "%s (%s+0x%llx)\n", sfn, one_line(base_name(mod), smod, sizeof smod),
+                          (unsigned long long)x->offset);
         if (!ok)
             return false;
     }
@@ -406,7 +437,8 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
                        .dev = (int)dv, .place = p, .site = (int)site_id, .id = (int64_t)id};
         if (!a.ptr)
             return "bad ptr";
-        if (!lms_addrmap_put(&f->allocs, a.ptr, &a))
+        if (!lms_addrmap_put(&f->allocs, a.ptr, &a) ||
+            (a.id >= 0 && !lms_addrmap_put(&f->managed, (uint64_t)a.id + 1, &a.ptr)))
             return "out of memory";
         d->allocs[p]++;
         if (p == 0 || p == 3) {
@@ -434,6 +466,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
             return "free without ptr";
         if (!lms_addrmap_take(&f->allocs, strtoull(s, NULL, 16), &a))
             return NULL;   /* allocated before the trace began */
+        uint64_t *owner = a.id >= 0 ? lms_addrmap_get(&f->managed, (uint64_t)a.id + 1) : NULL;
+        if (owner && *owner == a.ptr)
+            lms_addrmap_take(&f->managed, (uint64_t)a.id + 1, NULL);
         dev_state *ad = &f->dev[a.dev];
         if (a.place == 0 || a.place == 3) {
             ad->device -= a.charge;
@@ -459,6 +494,8 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
             return "prefetch/evict without valid id or bytes";
         bool evict = type[0] == 'e';
         alloc_rec *a = managed_by_id(f, (int64_t)id);
+        if (a && a->dev != (int)dv)
+            return "prefetch/evict of a chunk of another device";   /* its bytes are counted there */
         if (a && a->resident == evict) {
             a->resident = !evict;
             if (evict) {
@@ -499,7 +536,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
 
 int lms_report_add(lms_report *r, const char *path, FILE *errors)
 {
-    if (r->nfiles == MAX_FILES)
+    if (r->nfiles == INT32_MAX || !grow((void **)&r->files, &r->capfiles, (size_t)r->nfiles, sizeof *r->files))
         return -1;
     file_state *f = calloc(1, sizeof *f);
     if (!f)
@@ -509,6 +546,8 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
     f->t0 = -1;
     f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
+    lms_addrmap_init(&f->managed, sizeof(uint64_t));
+    lms_addrmap_init(&f->site_index, sizeof(size_t));
     lms_jsonl_counts c = {0};
     if (!f->path || lms_jsonl_file(path, take, f, errors, &c) != 0) {
         free(f->path);
@@ -523,7 +562,7 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
 
 void lms_report_add_text(lms_report *r, const char *name, const char *text, size_t len, FILE *errors)
 {
-    if (r->nfiles == MAX_FILES)
+    if (r->nfiles == INT32_MAX || !grow((void **)&r->files, &r->capfiles, (size_t)r->nfiles, sizeof *r->files))
         return;
     file_state *f = calloc(1, sizeof *f);
     if (!f)
@@ -533,6 +572,8 @@ void lms_report_add_text(lms_report *r, const char *name, const char *text, size
     f->t0 = -1;
     f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
+    lms_addrmap_init(&f->managed, sizeof(uint64_t));
+    lms_addrmap_init(&f->site_index, sizeof(size_t));
     lms_jsonl_counts c = {0};
     lms_jsonl_text(name, text, len, take, f, errors, &c);
     f->lines = c.lines;
@@ -599,8 +640,11 @@ void lms_report_text(const lms_report *r, FILE *out)
                         sz(b, s->resident), sz(c, s->host), sz(d2, s->holes), sz(e, s->rounding));
             }
         }
-        if (f->nsites)
+        if (f->nsites) {
             qsort(f->sites, f->nsites, sizeof *f->sites, by_peak);
+            for (size_t k = 0; k < f->nsites; k++)   /* the index follows (same keys: no allocation) */
+                lms_addrmap_put(&f->site_index, (uint64_t)f->sites[k].id + 1, &k);
+        }
         fprintf(out, "  top allocation sites by peak live bytes:\n");
         for (size_t s = 0; s < f->nsites && s < 5; s++) {
             fprintf(out, "    %zu. site %d: peak %s in %llu allocations\n", s + 1, f->sites[s].id,

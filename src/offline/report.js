@@ -132,7 +132,7 @@
        '% of the peak).' : '.'));
     var tips = [];
     if (c && c.launches > 0) {
-      var byName = {};
+      var byName = Object.create(null);   /* names from the trace: no inherited members */
       c.series.forEach(function (s) { byName[s.name] = s; });
       var mine = byName[rk.policy] || c.series[1] || c.series[0], min = byName.min;
       var moved = function (s, at) { var a = s[at || 'at_current']; return a.fetched + a.evicted + a.remote; };
@@ -341,8 +341,10 @@
     return f;
   }
   function isPython(f) { return /\.py[:)\s]|\.py$/.test(f); }
+  /* Frames are keys of maps without a prototype: a frame named like one of
+   * Object's members ("__proto__", "constructor") is a frame like any other. */
   function buildTree(rk) {
-    var root = { name: 'all sites', value: 0, kids: {}, list: [], parent: null };
+    var root = { name: 'all sites', value: 0, kids: Object.create(null), list: [], parent: null };
     rk.sites.forEach(function (s) {
       var w = metric === 'peak' ? s.peak : s.moved;
       if (!w) return;
@@ -352,7 +354,7 @@
         var k = frameKey(f);
         var kid = node.kids[k];
         if (!kid) {
-          kid = node.kids[k] = { name: k, full: f, value: 0, kids: {}, list: [], parent: node };
+          kid = node.kids[k] = { name: k, full: f, value: 0, kids: Object.create(null), list: [], parent: node };
           node.list.push(kid);
         }
         kid.value += w;
