@@ -360,7 +360,9 @@ static uint64_t learned_in(const state *s, uint64_t seq, uint32_t id)
 }
 
 /* The predicted next use of a chunk: the one learned when it was last used
- * while it lies ahead; for a use no match predicted, what followed the same
+ * while it lies ahead; once it passed without the use (a step that grew),
+ * as many launches after now as it is late, plus one, for up to half a
+ * period; for a use no match predicted, what followed the same
  * chunk one period earlier, else one period after the first of its uses
  * without a prediction (the first step: its first use in the window of the
  * last period); else one period after its last use; each while it lies
@@ -372,6 +374,8 @@ static uint64_t next_use(void *p, const lms_policy_memo *memo, uint64_t last_use
         return LMS_NEXT_UNKNOWN;
     if (memo->w[M_NEXT] > now)
         return memo->w[M_NEXT];
+    if (memo->w[M_NEXT] && s->period && now - memo->w[M_NEXT] < s->period / 2)
+        return now + 1 + (now - memo->w[M_NEXT]);   /* late (the step grew): soon, later each time it passes */
     uint64_t u = memo->w[M_SEQ];
     if (!memo->w[M_NEXT] && s->period && u > s->period && memo->w[M_ENTRY] &&
         entry_live(s, memo->w[M_ENTRY] - 1)) {

@@ -138,7 +138,37 @@ static void structure_keeps_guess(void)
     p->destroy(st);
 }
 
+/* A step of 10 launches, launch k on chunk k; in the fourth step two new
+ * kernels run before launch 5 (the step grew). Chunk 5, predicted at the
+ * launch where the first new kernel runs, is late: it is still expected
+ * soon (not "no guess", which would make it the first victim). */
+static void late_chunk_soon(void)
+{
+    const lms_policy *p = lms_policy_find("lookahead");
+    void *st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo memo[10] = {{{0}}};
+    uint64_t seq = 0;
+    for (int step = 0; step < 4; step++)
+        for (uint32_t k = 0; k < 10; k++) {
+            if (step == 3 && k == 5)
+                for (int extra = 0; extra < 2; extra++) {
+                    seq++;
+                    p->observe(st, seq, 500 + (uintptr_t)extra, NULL, NULL, 0);
+                    uint64_t next = p->next_use(st, &memo[5], seq - 1 - extra, seq);
+                    CHECK(next != LMS_NEXT_UNKNOWN);
+                    CHECK(next > seq && next <= seq + 3);
+                }
+            seq++;
+            uint32_t id = k;
+            lms_policy_memo *m = &memo[k];
+            p->observe(st, seq, 100 + k, &id, &m, 1);
+        }
+    p->destroy(st);
+}
+
 static const test_case cases[] = {
+    {"late_chunk_soon", late_chunk_soon},
     {"repeated_signature", repeated_signature},
     {"random_no_guess", random_no_guess},
     {"structure_keeps_guess", structure_keeps_guess},
