@@ -19,6 +19,9 @@
  * Nothing to learn: the policy scores each prediction of the next
  * launch's signature; when fewer than 30% of recent ones came true it
  * makes no guess and names nothing ahead (LRU, on demand), until 60% do.
+ * Doubt held longer than a period (and than half the launches before it)
+ * tells the planner there is nothing to act on (guessing()): it then reads
+ * in place when fetching would rarely hit (src/common/plan.c).
  *
  * Cost: every launch's ids go to a pool where each entry learns, when its
  * chunk is used again, how many launches later that was. A chunk's memo
@@ -69,6 +72,7 @@ typedef struct state {
     uint64_t sig1;            /* signature of the launch before this one (0: none) */
     uint64_t predicted;       /* signature the latest match predicted for this launch (0: none) */
     uint32_t score;           /* recent predictions that came true, in 1/65536 (an average over ~16) */
+    uint64_t doubt_since;     /* the launch confidence was last lost at */
     bool confident;           /* the score says the learned future is worth acting on */
     uint64_t confidences;     /* times confidence was regained: the epoch */
     launch *hist;             /* ring: seq % hcap */
@@ -241,6 +245,7 @@ static void score(state *s, uint64_t sig)
         s->confidences++;
     } else if (s->confident && s->score < 65536u * 3 / 10) {
         s->confident = false;
+        s->doubt_since = s->seq + 1;
     }
 }
 
@@ -426,6 +431,19 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max)
     return n;
 }
 
+/* Whether the policy has anything to act on: not once confidence has
+ * been lost for longer than a period (at least 64 launches), so that a
+ * step whose launches are new (a first step, a changed allocation) is not
+ * taken for one with nothing to learn. */
+static bool guessing(void *p)
+{
+    const state *s = p;
+    uint64_t wait = s->period > 64 ? s->period : 64;
+    if (wait < s->doubt_since / 2)
+        wait = s->doubt_since / 2;
+    return s->confident || s->seq - s->doubt_since < wait;
+}
+
 const lms_policy lms_policy_lookahead = {
     .name = "lookahead",
     .doc = "learn the step's launch sequence; prefetch the next launches' chunks, evict the farthest next use",
@@ -435,5 +453,6 @@ const lms_policy lms_policy_lookahead = {
     .observe = observe,
     .next_use = next_use,
     .epoch = epoch,
+    .guessing = guessing,
     .ahead = ahead,
 };

@@ -593,9 +593,24 @@ static lms_plan_chunk *op_lookup(void *ctx, uint32_t id)
     return c && c->device == l->device ? &c->pc : NULL;
 }
 
+/* What managed chunks may hold: the budget less the device chunks. */
+static uint64_t op_room(void *ctx)
+{
+    lms_account *a = ((live *)ctx)->a;
+    uint64_t dev = atomic_load(&a->live_bytes[LMS_PLACE_DEVICE]);
+    return a->budget > dev ? a->budget - dev : 0;
+}
+
+/* The live managed chunks' bytes. */
+static uint64_t op_managed(void *ctx)
+{
+    return atomic_load(&((live *)ctx)->a->live_bytes[LMS_PLACE_MANAGED]);
+}
+
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
-    .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup,
+    .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
+    .managed = op_managed,
 };
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "../../common/check.h"
+#include "plan.h"
 #include "policy.h"
 
 #define N 20          /* chunks of the forward/backward step */
@@ -167,7 +168,92 @@ static void late_chunk_soon(void)
     p->destroy(st);
 }
 
+/* Mechanics with counters for the planner: 64 chunks of charge 1, room
+ * for `room` of them. */
+typedef struct fake {
+    uint64_t room, used, fetches;
+    lms_plan_chunk chunks[64];
+} fake;
+static bool f_reserve(void *ctx, uint64_t bytes)
+{
+    fake *f = ctx;
+    if (f->used + bytes > f->room)
+        return false;
+    f->used += bytes;
+    return true;
+}
+static uint64_t f_budget(void *ctx) { return ((fake *)ctx)->room; }
+static void f_evict(void *ctx, lms_plan_chunk *c) { ((fake *)ctx)->used -= c->charge; }
+static bool f_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
+{
+    (void)c, (void)ahead;
+    ((fake *)ctx)->fetches++;
+    return true;
+}
+static lms_plan_chunk *f_lookup(void *ctx, uint32_t id) { return &((fake *)ctx)->chunks[id]; }
+static uint64_t f_room(void *ctx) { return ((fake *)ctx)->room; }
+static uint64_t f_managed(void *ctx) { (void)ctx; return 64; }
+
+/* Fetches in the second half of 4000 random launches (3 of 64 chunks
+ * each) through the planner with lookahead, with room for `room` chunks. */
+static uint64_t random_fetches(uint64_t room)
+{
+    fake *f = calloc(1, sizeof *f);
+    CHECK(f != NULL);
+    f->room = room;
+    for (uint32_t i = 0; i < 64; i++)
+        f->chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
+                        .lookup = f_lookup, .room = f_room, .managed = f_managed};
+    uint64_t x = 7, before = 0;
+    for (uint64_t seq = 1; seq <= 4000; seq++) {
+        uint32_t ids[3];
+        int n = 0;
+        while (n < 3) {
+            uint32_t v = rnd(&x) % 64;
+            int k = n;
+            bool dup = false;
+            for (int i = 0; i < n; i++)
+                dup |= ids[i] == v;
+            if (dup)
+                continue;
+            while (k > 0 && ids[k - 1] > v) {
+                ids[k] = ids[k - 1];
+                k--;
+            }
+            ids[k] = v;
+            n++;
+        }
+        lms_plan_chunk *mine[3];
+        for (int i = 0; i < 3; i++) {
+            mine[i] = &f->chunks[ids[i]];
+            lms_plan_pin(&plan, mine[i]);
+        }
+        lms_plan_launch(&plan, &ops, f, seq, 1 + rnd(&x) % 4, ids, 3, mine, 3);
+        for (int i = 0; i < 3; i++)
+            lms_plan_used(&plan, mine[i], seq);
+        if (seq == 2000)
+            before = f->fetches;
+    }
+    uint64_t late = f->fetches - before;
+    lms_plan_destroy(&plan);
+    free(f);
+    return late;
+}
+
+/* Random access with nothing to learn: with room for an eighth of the
+ * managed chunks, fetching rarely hits again, so the planner reads in
+ * place (no fetch); with room for half, it fetches on demand. */
+static void random_reads_in_place(void)
+{
+    CHECK_EQ_U(random_fetches(8), 0);
+    CHECK(random_fetches(32) > 500);
+}
+
 static const test_case cases[] = {
+    {"random_reads_in_place", random_reads_in_place},
     {"late_chunk_soon", late_chunk_soon},
     {"repeated_signature", repeated_signature},
     {"random_no_guess", random_no_guess},
