@@ -234,6 +234,25 @@ void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq)
 
 /* ---- decisions -------------------------------------------------------------- */
 
+/* The victim to evict next: the top of the victim heap, unless the last
+ * launch used it (its eviction would wait for that kernel to end, and the
+ * fetch that needs the room for the eviction) and one of the next six in
+ * the heap was not used by it and is expected at least half as far ahead
+ * (or never): evicting that one starts at once. O(1). */
+static lms_plan_chunk *pick_victim(lms_plan *p)
+{
+    lms_plan_chunk *top = p->victims.a[0];
+    if (top->last_use + 1 < p->now || top->next_use == LMS_NEXT_UNKNOWN)
+        return top;
+    uint64_t far = top->next_use - p->now;
+    for (int i = 1; i < 7 && i < p->victims.n; i++) {
+        lms_plan_chunk *c = p->victims.a[i];
+        if (c->last_use + 1 < p->now && (c->next_use == LMS_NEXT_UNKNOWN || c->next_use - p->now >= far / 2))
+            return c;
+    }
+    return top;
+}
+
 /* Reserves `bytes`, evicting the policy's victims for a need `distance`
  * launches ahead. False when no victim qualifies. */
 static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes, uint32_t distance)
@@ -242,7 +261,7 @@ static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t 
         expire(p);
         if (p->victims.n == 0)
             return false;
-        lms_plan_chunk *c = p->victims.a[0];
+        lms_plan_chunk *c = pick_victim(p);
         if (distance != LMS_DISTANCE_NOW && c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now <= distance)
             return false;   /* everything resident is needed sooner than this */
         lms_plan_forget(p, c);
