@@ -16,7 +16,6 @@ awk '
 function fail(msg) { print "shapes_engine_test: " msg > "/dev/stderr"; bad = 1 }
 BEGIN {
     # shape ratio mode -> bar over the best of none and lru, where not 1.02
-    bar["growing 3 look"] = 1.06
     bar["train-eval 2 dflt"] = 1.35
     bar["train-eval 3 dflt"] = 1.22
     bar["data-dependent 3 dflt"] = 1.09
