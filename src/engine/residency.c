@@ -4,6 +4,8 @@
  *
  * Chunks: every managed chunk lmshim placed, in an address-sorted table
  * (for scanning kernel parameters) and an id-indexed table (for policies).
+ * A chunk larger than half the room managed chunks have is tracked as
+ * 2 MiB-aligned pieces, each an entry of both tables (see add_pieces).
  * Both are guarded by `map_lock`. Each device has a lock of its own that
  * orders its launches' decisions; lock order is device, then map.
  *
