@@ -10,7 +10,18 @@
  * launches that followed the previous occurrence of the current signature
  * are the prediction for the launches to come; the distance between the
  * two occurrences is the period. Until a signature repeats (the first
- * step) there is no prediction and the planner's order is LRU.
+ * step) there is no prediction and the planner's order is LRU. A
+ * signature that repeats inside a step (the same kernel on the same chunks
+ * forward and backward) is told apart by its context: the launch one
+ * period earlier, else the pair (previous signature, signature); see
+ * observe().
+ *
+ * Nothing to learn: the policy scores each prediction of the next
+ * launch's signature; when fewer than 30% of recent ones came true it
+ * makes no guess and names nothing ahead (LRU, on demand), until 60% do.
+ * Doubt held longer than a period (and than half the launches before it)
+ * tells the planner there is nothing to act on (guessing()): it then reads
+ * in place when fetching would rarely hit (src/common/plan.c).
  *
  * Cost: every launch's ids go to a pool where each entry learns, when its
  * chunk is used again, how many launches later that was. A chunk's memo
@@ -58,6 +69,12 @@ typedef struct sigslot {
 } sigslot;
 
 typedef struct state {
+    uint64_t sig1;            /* signature of the launch before this one (0: none) */
+    uint64_t predicted;       /* signature the latest match predicted for this launch (0: none) */
+    uint32_t score;           /* recent predictions that came true, in 1/65536 (an average over ~16) */
+    uint64_t doubt_since;     /* the launch confidence was last lost at */
+    bool confident;           /* the score says the learned future is worth acting on */
+    uint64_t confidences;     /* times confidence was regained: the epoch */
     launch *hist;             /* ring: seq % hcap */
     uint64_t hcap;
     entry *pool;              /* ring: index % pcap; indices grow forever */
@@ -90,6 +107,8 @@ static void *create(void)
     if (!s)
         return NULL;
     s->hcap = HIST_MIN;
+    s->score = 65536;   /* trusted until predictions fail */
+    s->confident = true;
     s->pcap = POOL_MIN;
     s->mcap = 4 * HIST_MIN;
     s->hist = calloc(s->hcap, sizeof *s->hist);
@@ -187,9 +206,59 @@ static void rebuild_map(state *s)
     free(old);
 }
 
+/* Remembers that `key` was last seen at launch seq; false when the table
+ * is full and cannot grow (the key is then not learned). */
+static bool remember(state *s, uint64_t key, uint64_t seq)
+{
+    sigslot *e = probe(s, key);
+    if (e->sig != key && s->nsigs + 1 > s->mcap / 2) {
+        rebuild_map(s);
+        e = probe(s, key);
+    }
+    if (e->sig != key && s->nsigs + 1 > s->mcap / 2)
+        return false;
+    s->nsigs += e->sig != key;
+    *e = (sigslot){key, seq};
+    return true;
+}
+
+/* The latest launch seen with `key` (0: none). */
+static uint64_t seen_at(const state *s, uint64_t key)
+{
+    const sigslot *e = probe(s, key);
+    return e->sig == key ? e->seq : 0;
+}
+
+/* Scores whether the launch the latest match predicted is the one that
+ * came (sig), and turns confidence on above 60% and off below 30% (the
+ * gap keeps it from flapping). Without confidence the policy makes no
+ * guess and fetches nothing ahead: the planner's order is then LRU, which
+ * is what a workload with nothing to learn (random access) deserves. */
+static void score(state *s, uint64_t sig)
+{
+    if (!s->predicted && !s->period)
+        return;   /* nothing learned yet (the first step): nothing to score */
+    int64_t hit = s->predicted && s->predicted == sig ? 65536 : 0;
+    s->score = (uint32_t)((int64_t)s->score + (hit - (int64_t)s->score) / 16);
+    if (!s->confident && s->score > 65536u * 6 / 10) {
+        s->confident = true;
+        s->confidences++;
+    } else if (s->confident && s->score < 65536u * 3 / 10) {
+        s->confident = false;
+        s->doubt_since = s->seq + 1;
+    }
+}
+
 /* Learns launch seq: appends its ids to the pool, teaches each chunk's
- * previous entry this use, matches its signature and predicts each chunk's
- * next use from the matched launch's entries. */
+ * previous entry this use, matches it with an earlier launch and predicts
+ * each chunk's next use from the matched launch's entries.
+ *
+ * The match, in order of trust: the launch one period earlier when it has
+ * the same signature (the step repeats); else the latest launch with the
+ * same signature after the same previous signature (the context: a step
+ * that runs the same kernel on the same chunks forward and backward has
+ * repeated signatures, but not repeated pairs); else the latest launch
+ * with the same signature. Only the first two set the period. */
 static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lms_policy_memo *const *memos,
                     int n)
 {
@@ -198,14 +267,16 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     for (int i = 0; i < n; i++)
         sig = mix(sig, ids[i]);
     sig |= 1;   /* 0 marks an empty slot */
+    uint64_t ctx = mix(mix(0x6a09e667f3bcc909ull, s->sig1), sig) | 1;
+    score(s, sig);
     s->seq = seq;
     s->matched = false;
-    sigslot *e = probe(s, sig);
-    uint64_t prev = e->sig == sig ? e->seq : 0;
-    if (prev && seq - prev >= s->hcap && s->hcap < HIST_MAX) {
+    uint64_t prev_sig = seen_at(s, sig), prev_ctx = seen_at(s, ctx);
+    uint64_t far = prev_ctx ? prev_ctx : prev_sig;
+    if (far && seq - far >= s->hcap && s->hcap < HIST_MAX) {
         /* A step longer than the ring: hold two of them from now on. */
         uint64_t cap = s->hcap, pcap = s->pcap;
-        while (cap < 2 * (seq - prev) && cap < HIST_MAX) {
+        while (cap < 2 * (seq - far) && cap < HIST_MAX) {
             cap *= 2;
             pcap = pcap < POOL_MAX ? 2 * pcap : pcap;   /* the pool in proportion */
         }
@@ -240,28 +311,36 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         s->ptotal++;
     }
     s->hist[seq % s->hcap] = (launch){.seq = seq, .sig = sig, .first = first, .n = (uint32_t)n};
-    const launch *l = prev ? launch_of(s, prev) : NULL;
+    uint64_t prev = 0;
+    bool sets_period = true;
+    const launch *l = NULL;
+    if (s->period && seq > s->period && (l = launch_of(s, seq - s->period)) && l->sig == sig)
+        prev = seq - s->period;
+    else if (prev_ctx)
+        prev = prev_ctx;
+    else
+        prev = prev_sig, sets_period = false;
+    l = prev ? launch_of(s, prev) : NULL;
+    s->predicted = 0;
     if (l && l->sig == sig && l->n == (uint32_t)n && prev < seq) {
         s->matched = true;
         s->match = prev;
-        s->period = seq - prev;
+        if (sets_period || !s->period)
+            s->period = seq - prev;
         for (int i = 0; i < n; i++) {
             const entry *pe = &s->pool[(l->first + (uint64_t)i) % s->pcap];
             if (memos[i] && pe->id == ids[i] && pe->next)
                 memos[i]->w[M_NEXT] = seq + pe->next;
         }
+        const launch *nx = launch_of(s, prev + 1);
+        s->predicted = nx && prev + 1 < seq ? nx->sig : 0;
     }
     for (int i = 0; i < n; i++)
         if (memos[i])
             memos[i]->w[M_RUN] = memos[i]->w[M_NEXT] ? 0 : memos[i]->w[M_RUN] ? memos[i]->w[M_RUN] : seq;
-    if (e->sig != sig && s->nsigs + 1 > s->mcap / 2) {
-        rebuild_map(s);
-        e = probe(s, sig);
-    }
-    if (e->sig != sig && s->nsigs + 1 > s->mcap / 2)
-        return;   /* the table could not grow: this signature is not learned */
-    s->nsigs += e->sig != sig;
-    *e = (sigslot){sig, seq};
+    s->sig1 = sig;
+    if (remember(s, sig, seq))
+        remember(s, ctx, seq);
 }
 
 /* The next-use distance that the entry of `id` in launch `seq` learned
@@ -286,7 +365,9 @@ static uint64_t learned_in(const state *s, uint64_t seq, uint32_t id)
 }
 
 /* The predicted next use of a chunk: the one learned when it was last used
- * while it lies ahead; for a use no match predicted, what followed the same
+ * while it lies ahead; once it passed without the use (a step that grew),
+ * as many launches after now as it is late, plus one, for up to half a
+ * period; for a use no match predicted, what followed the same
  * chunk one period earlier, else one period after the first of its uses
  * without a prediction (the first step: its first use in the window of the
  * last period); else one period after its last use; each while it lies
@@ -294,8 +375,12 @@ static uint64_t learned_in(const state *s, uint64_t seq, uint32_t id)
 static uint64_t next_use(void *p, const lms_policy_memo *memo, uint64_t last_use, uint64_t now)
 {
     state *s = p;
+    if (!s->confident)
+        return LMS_NEXT_UNKNOWN;
     if (memo->w[M_NEXT] > now)
         return memo->w[M_NEXT];
+    if (memo->w[M_NEXT] && s->period && now - memo->w[M_NEXT] < s->period / 2)
+        return now + 1 + (now - memo->w[M_NEXT]);   /* late (the step grew): soon, later each time it passes */
     uint64_t u = memo->w[M_SEQ];
     if (!memo->w[M_NEXT] && s->period && u > s->period && memo->w[M_ENTRY] &&
         entry_live(s, memo->w[M_ENTRY] - 1)) {
@@ -310,11 +395,12 @@ static uint64_t next_use(void *p, const lms_policy_memo *memo, uint64_t last_use
     return LMS_NEXT_UNKNOWN;
 }
 
-/* Bumped when the first period is learned: chunks the planner holds as
- * "no guess" may have one now. */
+/* Bumped when the first period is learned and each time confidence is
+ * regained: chunks the planner holds as "no guess" may have one now. */
 static uint64_t epoch(void *p)
 {
-    return ((state *)p)->period != 0;
+    const state *s = p;
+    return s->confidences + (s->period != 0);
 }
 
 /* The chunks of the next AHEAD_LAUNCHES predicted launches, read straight
@@ -324,7 +410,7 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max)
 {
     state *s = p;
     int n = 0;
-    if (!s->matched)
+    if (!s->matched || !s->confident)
         return 0;
     for (uint64_t k = 1; k <= AHEAD_LAUNCHES && k <= s->period; k++) {
         const launch *l = launch_of(s, s->match + k);
@@ -345,6 +431,19 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max)
     return n;
 }
 
+/* Whether the policy has anything to act on: not once confidence has
+ * been lost for longer than a period (at least 64 launches), so that a
+ * step whose launches are new (a first step, a changed allocation) is not
+ * taken for one with nothing to learn. */
+static bool guessing(void *p)
+{
+    const state *s = p;
+    uint64_t wait = s->period > 64 ? s->period : 64;
+    if (wait < s->doubt_since / 2)
+        wait = s->doubt_since / 2;
+    return s->confident || s->seq - s->doubt_since < wait;
+}
+
 const lms_policy lms_policy_lookahead = {
     .name = "lookahead",
     .doc = "learn the step's launch sequence; prefetch the next launches' chunks, evict the farthest next use",
@@ -354,5 +453,6 @@ const lms_policy lms_policy_lookahead = {
     .observe = observe,
     .next_use = next_use,
     .epoch = epoch,
+    .guessing = guessing,
     .ahead = ahead,
 };

@@ -68,6 +68,11 @@ typedef struct lms_policy {
      * no guess for; the planner then asks again about those (rarely: each
      * change costs it O(n log n)). (NULL: never.) */
     uint64_t (*epoch)(void *state);
+    /* False while the policy has nothing to act on (its predictions keep
+     * failing: random access); the planner then fetches a launch's missing
+     * chunks only where that pays on average (see plan.c). (NULL: always
+     * true.) */
+    bool (*guessing)(void *state);
     /* Up to max chunk ids expected next, in the order of first need, with
      * how many launches ahead each is needed; returns how many (NULL: none). */
     int (*ahead)(void *state, uint32_t *ids, uint32_t *distance, int max);

@@ -234,6 +234,25 @@ void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq)
 
 /* ---- decisions -------------------------------------------------------------- */
 
+/* The victim to evict next: the top of the victim heap, unless the last
+ * launch used it (its eviction would wait for that kernel to end, and the
+ * fetch that needs the room for the eviction) and one of the next six in
+ * the heap was not used by it and is expected at least half as far ahead
+ * (or never): evicting that one starts at once. O(1). */
+static lms_plan_chunk *pick_victim(lms_plan *p)
+{
+    lms_plan_chunk *top = p->victims.a[0];
+    if (top->last_use + 1 < p->now || top->next_use == LMS_NEXT_UNKNOWN)
+        return top;
+    uint64_t far = top->next_use - p->now;
+    for (int i = 1; i < 7 && i < p->victims.n; i++) {
+        lms_plan_chunk *c = p->victims.a[i];
+        if (c->last_use + 1 < p->now && (c->next_use == LMS_NEXT_UNKNOWN || c->next_use - p->now >= far / 2))
+            return c;
+    }
+    return top;
+}
+
 /* Reserves `bytes`, evicting the policy's victims for a need `distance`
  * launches ahead. False when no victim qualifies. */
 static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes, uint32_t distance)
@@ -242,7 +261,7 @@ static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t 
         expire(p);
         if (p->victims.n == 0)
             return false;
-        lms_plan_chunk *c = p->victims.a[0];
+        lms_plan_chunk *c = pick_victim(p);
         if (distance != LMS_DISTANCE_NOW && c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now <= distance)
             return false;   /* everything resident is needed sooner than this */
         lms_plan_forget(p, c);
@@ -334,6 +353,21 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         ops->fetched(ctx, true);
 }
 
+/* Whether to fetch a launch's missing chunks. Yes while the policy acts on
+ * what it learned. When it has nothing to act on, each use of a chunk is
+ * as likely as any other: a fetch then hits again only as often as the
+ * room is a part of the managed bytes, and costs the link once plus the
+ * eviction of a chunk as likely to be needed, while reading in place costs
+ * the link once per pass. Fetching pays when the room holds at least a
+ * quarter of the managed bytes (measured on bench/shapes `random`: lru
+ * beats reading in place at 1/2 and 1/3, loses at 1/5 and below). */
+static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
+{
+    if (!p->policy->guessing || p->policy->guessing(p->pstate) || !ops->room || !ops->managed)
+        return true;
+    return ops->room(ctx) >= ops->managed(ctx) / 4;
+}
+
 void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq, uintptr_t fn,
                      const uint32_t *ids, int n, lms_plan_chunk **mine, int m)
 {
@@ -352,7 +386,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         p->epoch = p->policy->epoch(p->pstate);
         reguess(p);
     }
-    if (p->policy->on_demand) {
+    if (p->policy->on_demand && fetch_pays(p, ops, ctx)) {
         int nb = 0;
         uint64_t budget = ops->budget(ctx);
         for (int i = 0; i < m; i++) {

@@ -50,6 +50,11 @@ typedef struct lms_plan_ops {
     void (*wait_ready)(void *ctx, lms_plan_chunk *c);
     /* The chunk of an id (of this device), or NULL. */
     lms_plan_chunk *(*lookup)(void *ctx, uint32_t id);
+    /* Bytes: what managed chunks may hold on the device (the budget less
+     * the device chunks), and the live managed chunks' size (both NULL:
+     * unknown; then missing chunks are always fetched). */
+    uint64_t (*room)(void *ctx);
+    uint64_t (*managed)(void *ctx);
 } lms_plan_ops;
 
 /* A growable array of chunk pointers used as an indexed heap. */

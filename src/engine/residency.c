@@ -4,6 +4,8 @@
  *
  * Chunks: every managed chunk lmshim placed, in an address-sorted table
  * (for scanning kernel parameters) and an id-indexed table (for policies).
+ * A chunk larger than half the room managed chunks have is tracked as
+ * 2 MiB-aligned pieces, each an entry of both tables (see add_pieces).
  * Both are guarded by `map_lock`. Each device has a lock of its own that
  * orders its launches' decisions; lock order is device, then map.
  *
@@ -43,6 +45,8 @@ atomic_uint lms_residency_live;
 #define RING 64      /* events per stream slot */
 #define SLOTS 32     /* streams per device with a slot at once */
 #define USERS 4      /* streams a chunk remembers its uses on */
+#define PIECE_ALIGN (2ull << 20)   /* pieces are 2 MiB-aligned ranges */
+#define MAX_PIECES 256             /* pieces of one chunk at most (larger pieces beyond) */
 
 /* A point on a stream: record number `count` of slot `slot` in its epoch. */
 typedef struct res_ref {
@@ -74,6 +78,9 @@ typedef struct res_chunk {
     uint32_t fetch_seen;      /* bit s: slot s is ordered after that fetch */
     res_ref users[USERS];     /* per stream, the record after its latest use since the fetch */
     bool users_all;           /* more streams than USERS: an eviction waits for all */
+    struct res_chunk *group;  /* a chunk managed in pieces: its first piece (NULL: whole) */
+    uint32_t pieces;          /* the first piece: how many pieces its chunk has */
+    _Atomic uint64_t start;   /* 1 + lowest offset (bytes) in this piece a launch pointed at (0: none) */
 } res_chunk;
 
 typedef struct res_device {
@@ -154,34 +161,61 @@ static bool reserve_bases(int need)
     return true;
 }
 
+/* The piece size for a managed chunk of `size` on `device`, or 0 to manage
+ * it whole: a chunk larger than half the room managed chunks have (the
+ * budget less the device chunks, when it is placed) moves in 2 MiB-aligned
+ * pieces, at most MAX_PIECES of them. */
+static uint64_t piece_size(uint64_t size, int device)
+{
+    lms_account *a = lms_account_of(device);
+    if (!a || size <= 2 * PIECE_ALIGN)
+        return 0;
+    uint64_t dev = atomic_load(&a->live_bytes[LMS_PLACE_DEVICE]);
+    uint64_t room = a->budget > dev ? a->budget - dev : 0;
+    if (size <= room / 2)
+        return 0;
+    uint64_t p = (size / MAX_PIECES + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
+    return p > PIECE_ALIGN ? p : PIECE_ALIGN;
+}
+
+/* Tracks a managed chunk: one entry, or one per piece (an array the first
+ * piece heads; lms_residency_drop frees it). */
 int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
         return -1;
-    res_chunk *c = calloc(1, sizeof *c);
+    uint64_t psize = piece_size(size, device);
+    uint32_t k = psize ? (uint32_t)((size + psize - 1) / psize) : 1;
+    res_chunk *c = calloc(k, sizeof *c);
     if (!c)
         return -1;   /* untracked: the GPU reads it over the link, nothing breaks */
-    *c = (res_chunk){.pc = {.charge = lms_charge_of(size)}, .ptr = ptr, .size = size, .device = device,
-                     .fetch = {.slot = -1}};
-    for (int u = 0; u < USERS; u++)
-        c->users[u].slot = -1;
+    for (uint32_t j = 0; j < k; j++) {
+        uint64_t off = (uint64_t)j * psize, len = k > 1 ? (size - off < psize ? size - off : psize) : size;
+        c[j] = (res_chunk){.pc = {.charge = lms_charge_of(len)}, .ptr = ptr + off, .size = len,
+                           .device = device, .fetch = {.slot = -1}, .group = k > 1 ? c : NULL};
+        for (int u = 0; u < USERS; u++)
+            c[j].users[u].slot = -1;
+    }
+    c->pieces = k;
     pthread_rwlock_wrlock(&map_lock);
     int capids_i = (int)capids;
-    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1) || !reserve_bases(naddr + 1) ||
-        !reserve_ptrs((void ***)&by_id, &capids_i, (int)nids + 1)) {
+    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + (int)k) || !reserve_bases(naddr + (int)k) ||
+        !reserve_ptrs((void ***)&by_id, &capids_i, (int)nids + (int)k)) {
         pthread_rwlock_unlock(&map_lock);
         free(c);
         return -1;
     }
     capids = (uint32_t)capids_i;
-    c->pc.id = nids;
-    by_id[nids++] = c;
     int i = upper(ptr);
-    memmove(&by_addr[i + 1], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
-    memmove(&bases[i + 1], &bases[i], (size_t)(naddr - i) * sizeof *bases);
-    by_addr[i] = c;
-    bases[i] = ptr;
-    naddr++;
+    memmove(&by_addr[i + (int)k], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
+    memmove(&bases[i + (int)k], &bases[i], (size_t)(naddr - i) * sizeof *bases);
+    for (uint32_t j = 0; j < k; j++) {
+        c[j].pc.id = nids;
+        by_id[nids++] = &c[j];
+        by_addr[i + (int)j] = &c[j];
+        bases[i + (int)j] = c[j].ptr;
+    }
+    naddr += (int)k;
     atomic_fetch_add(&lms_residency_live, 1);
     pthread_rwlock_unlock(&map_lock);
     return c->pc.id;
@@ -191,12 +225,15 @@ lms_res_chunk *lms_residency_take(uint64_t ptr)
 {
     pthread_rwlock_wrlock(&map_lock);
     int i = upper(ptr) - 1;
-    res_chunk *c = i >= 0 && by_addr[i]->ptr == ptr ? by_addr[i] : NULL;
+    res_chunk *c = i >= 0 && by_addr[i]->ptr == ptr && (!by_addr[i]->group || by_addr[i]->group == by_addr[i])
+                       ? by_addr[i] : NULL;
     if (c) {
-        memmove(&by_addr[i], &by_addr[i + 1], (size_t)(naddr - i - 1) * sizeof *by_addr);
-        memmove(&bases[i], &bases[i + 1], (size_t)(naddr - i - 1) * sizeof *bases);
-        naddr--;
-        by_id[c->pc.id] = NULL;
+        int k = (int)c->pieces;   /* its pieces follow it in address order */
+        memmove(&by_addr[i], &by_addr[i + k], (size_t)(naddr - i - k) * sizeof *by_addr);
+        memmove(&bases[i], &bases[i + k], (size_t)(naddr - i - k) * sizeof *bases);
+        naddr -= k;
+        for (int j = 0; j < k; j++)
+            by_id[c[j].pc.id] = NULL;
         atomic_fetch_sub(&lms_residency_live, 1);
     }
     pthread_rwlock_unlock(&map_lock);
@@ -208,18 +245,23 @@ void lms_residency_put_back(lms_res_chunk *taken)
     res_chunk *c = (res_chunk *)taken;
     if (!c)
         return;
+    int k = (int)c->pieces;
     pthread_rwlock_wrlock(&map_lock);
-    /* Its id slot stayed reserved; by_addr may have been filled meanwhile. */
-    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1)) {
+    /* Its id slots stayed reserved; by_addr may have been filled meanwhile. */
+    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + k) || !reserve_bases(naddr + k)) {
         pthread_rwlock_unlock(&map_lock);
         lms_residency_drop(taken);   /* out of memory: untracked, as if never added */
         return;
     }
     int i = upper(c->ptr);
-    memmove(&by_addr[i + 1], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
-    by_addr[i] = c;
-    naddr++;
-    by_id[c->pc.id] = c;
+    memmove(&by_addr[i + k], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
+    memmove(&bases[i + k], &bases[i], (size_t)(naddr - i) * sizeof *bases);
+    for (int j = 0; j < k; j++) {
+        by_addr[i + j] = &c[j];
+        bases[i + j] = c[j].ptr;
+        by_id[c[j].pc.id] = &c[j];
+    }
+    naddr += k;
     atomic_fetch_add(&lms_residency_live, 1);
     pthread_rwlock_unlock(&map_lock);
 }
@@ -232,15 +274,53 @@ void lms_residency_drop(lms_res_chunk *taken)
     res_device *d = &devices[c->device];
     pthread_mutex_lock(&d->lock);
     lms_account *a = lms_account_of(c->device);
-    if (c->pc.resident) {
-        lms_plan_forget(&d->plan, &c->pc);
-        if (a)
-            lms_account_release(a, c->pc.charge);
+    for (uint32_t j = 0; j < c->pieces; j++) {
+        if (c[j].pc.resident) {
+            lms_plan_forget(&d->plan, &c[j].pc);
+            if (a)
+                lms_account_release(a, c[j].pc.charge);
+        }
+        if (c[j].kept && a)
+            lms_account_release(a, c[j].kept);
     }
-    if (c->kept && a)
-        lms_account_release(a, c->kept);
     pthread_mutex_unlock(&d->lock);
     free(c);
+}
+
+/* Adds id to ids[0..*found) (sorted, unique) unless there are max. */
+static void add_id(uint32_t *ids, int *found, int max, uint32_t id)
+{
+    int k = *found;
+    while (k > 0 && ids[k - 1] > id)
+        k--;
+    if ((k > 0 && ids[k - 1] == id) || *found >= max)
+        return;
+    memmove(&ids[k + 1], &ids[k], (size_t)(*found - k) * sizeof *ids);
+    ids[k] = id;
+    (*found)++;
+}
+
+/* A pointer into piece i (by_addr index) of a chunk managed in pieces:
+ * remembers where it pointed, and adds the pieces it reaches: from its own
+ * to the one where the next pointer any launch passed into the chunk
+ * points (that one only when the pointer is past its start), or to the
+ * chunk's end. */
+static void add_pieces(int i, uint64_t v, uint32_t *ids, int *found, int max)
+{
+    res_chunk *c = by_addr[i], *g = c->group;
+    uint64_t off = v - c->ptr + 1, seen = atomic_load_explicit(&c->start, memory_order_relaxed);
+    while ((seen == 0 || off < seen) &&
+           !atomic_compare_exchange_weak_explicit(&c->start, &seen, off, memory_order_relaxed, memory_order_relaxed))
+        ;
+    add_id(ids, found, max, c->pc.id);
+    for (int j = i + 1; j < naddr && by_addr[j]->group == g && *found < max; j++) {
+        uint64_t st = atomic_load_explicit(&by_addr[j]->start, memory_order_relaxed);
+        if (st == 1)
+            break;   /* the next tensor starts with this piece */
+        add_id(ids, found, max, by_addr[j]->pc.id);
+        if (st)
+            break;   /* the next tensor starts inside it */
+    }
 }
 
 int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
@@ -256,15 +336,10 @@ int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
             int i = upper(v) - 1;
             if (i < 0 || v - bases[i] >= by_addr[i]->size)
                 continue;
-            uint32_t id = by_addr[i]->pc.id;
-            int k = found;   /* insert sorted, unique */
-            while (k > 0 && ids[k - 1] > id)
-                k--;
-            if (k > 0 && ids[k - 1] == id)
-                continue;
-            memmove(&ids[k + 1], &ids[k], (size_t)(found - k) * sizeof *ids);
-            ids[k] = id;
-            found++;
+            if (by_addr[i]->group)
+                add_pieces(i, v, ids, &found, max);
+            else
+                add_id(ids, &found, max, by_addr[i]->pc.id);
         }
     }
     pthread_rwlock_unlock(&map_lock);
@@ -520,10 +595,44 @@ static lms_plan_chunk *op_lookup(void *ctx, uint32_t id)
     return c && c->device == l->device ? &c->pc : NULL;
 }
 
+/* What managed chunks may hold: the budget less the device chunks. */
+static uint64_t op_room(void *ctx)
+{
+    lms_account *a = ((live *)ctx)->a;
+    uint64_t dev = atomic_load(&a->live_bytes[LMS_PLACE_DEVICE]);
+    return a->budget > dev ? a->budget - dev : 0;
+}
+
+/* The live managed chunks' bytes. */
+static uint64_t op_managed(void *ctx)
+{
+    return atomic_load(&((live *)ctx)->a->live_bytes[LMS_PLACE_MANAGED]);
+}
+
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
-    .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup,
+    .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
+    .managed = op_managed,
 };
+
+/* Traces a launch with the ids of its chunks (a chunk managed in pieces
+ * by its first piece's id, the id its allocation was traced with). */
+static void trace_launch(int device, uint64_t seq, uintptr_t fn, CUstream stream, const uint32_t *ids, int n)
+{
+    uint32_t *chunk_ids = n > 0 ? malloc((size_t)n * sizeof *chunk_ids) : NULL;
+    int m = 0;
+    if (chunk_ids) {
+        pthread_rwlock_rdlock(&map_lock);
+        for (int i = 0; i < n; i++) {
+            res_chunk *c = chunk_of(ids[i]);
+            add_id(chunk_ids, &m, n, c && c->group ? c->group->pc.id : ids[i]);
+        }
+        pthread_rwlock_unlock(&map_lock);
+    }
+    lms_trace_launch(device, seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream,
+                     chunk_ids ? chunk_ids : ids, chunk_ids ? m : n);
+    free(chunk_ids);
+}
 
 void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
                           lms_launch_token *tok)
@@ -552,8 +661,7 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     if (tok->n > 0)   /* ids may be NULL when there are none */
         memcpy(tids, ids, (size_t)tok->n * sizeof *ids);
     if (lms_trace_on)
-        lms_trace_launch(device, tok->seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream,
-                         tids, tok->n);
+        trace_launch(device, tok->seq, fn, stream, tids, tok->n);
     live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1};
     if (d->plan.policy->on_demand)
         l.slot = slot_of(d, stream);

@@ -109,11 +109,11 @@ static void evict_waits_streams(void)
     OK(simgpu_reset_counters());
     run(a, x, 50e6);   /* 50 ms */
     run(b, x, 1e4);
-    run(c3, y, 1e4);   /* room for one chunk: x goes back to the host */
+    run(c3, y, 1e4);   /* room for one chunk: x (in pieces: over half the room) goes back, in part */
     OK(cuCtxSynchronize());
     simgpu_counters c;
     OK(simgpu_get_counters(0, &c));
-    CHECK(c.bytes_to_host >= CHUNK);
+    CHECK(c.bytes_to_host >= CHUNK - (100 * MiB - CHUNK));
     expect(c.busy_evictions, "busy_evictions");
     CHECK_EQ_U(*(uint64_t *)(uintptr_t)x, 2);
     CHECK_EQ_U(*(uint64_t *)(uintptr_t)y, 1);

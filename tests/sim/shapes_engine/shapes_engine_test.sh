@@ -1,0 +1,44 @@
+#!/bin/bash
+# shapes_engine_test.sh SHAPES — the residency engine against the simple
+# choices on bench/shapes --quick, kept as ratios (never times): for each
+# shape and ratio, the modeled step time of lmshim-lookahead (LMS_FRAC=0.5)
+# and of lmshim at its defaults (LMS_FRAC=0.9), over the better of
+# lmshim-none and lmshim-lru, is at most the bar below (1.02 unless the row
+# names another: those are the rows where the bar of 1.02 is not reached
+# yet, kept at what holds so that they cannot get worse unseen); and the
+# transformer step with lookahead at most 1.28x in-memory at 1.5x, 1.50x
+# at 2x.
+set -u
+shapes=$1
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$shapes" --quick >"$out" || { cat "$out"; echo "shapes_engine_test: bench failed" >&2; exit 1; }
+cat "$out"
+awk '
+function fail(msg) { print "shapes_engine_test: " msg > "/dev/stderr"; bad = 1 }
+BEGIN {
+    # shape ratio mode -> bar over the best of none and lru, where not 1.02
+    bar["train-eval 2 dflt"] = 1.35
+    bar["train-eval 3 dflt"] = 1.22
+    bar["data-dependent 3 dflt"] = 1.09
+    bar["pytorch 3 dflt"] = 1.13
+}
+/^summary:/ { insum = 1; next }
+insum && NF == 18 && $3 ~ /^[0-9.]+$/ {
+    key = $1 " " $2
+    look = $12; dflt = $13
+    b = (key " look") in bar ? bar[key " look"] : 1.02
+    if (!(look <= b)) fail(key "x: lookahead " look " x the best of none and lru (bar " b ")")
+    b = (key " dflt") in bar ? bar[key " dflt"] : 1.02
+    if (!(dflt <= b)) fail(key "x: defaults " dflt " x the best of none and lru (bar " b ")")
+    # the transformer step against in-memory, lookahead (bars of 1.08 and
+    # 1.25 not reached: kept at what holds)
+    if (key == "transformer 1.5" && !($9 <= 1.28)) fail(key "x: lookahead " $9 " x in-memory (kept: 1.28)")
+    if (key == "transformer 2" && !($9 <= 1.50)) fail(key "x: lookahead " $9 " x in-memory (kept: 1.50)")
+    rows++
+}
+END {
+    if (rows < 8 * 5)
+        fail("only " rows " summary rows (8 shapes x 5 ratios expected)")
+    exit bad
+}' "$out"

@@ -1,0 +1,95 @@
+/*
+ * busy_victims_test.c — the planner without CUDA: the victim of a fetch is
+ * the chunk expected farthest ahead, unless the launch just before used it
+ * (its eviction would wait for that kernel) and an idle chunk expected at
+ * least half as far ahead is among the next candidates.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../common/check.h"
+#include "plan.h"
+#include "policy.h"
+
+/* A policy whose next use of a chunk is what the test wrote in its memo. */
+static uint64_t told_next(void *state, const lms_policy_memo *memo, uint64_t last_use, uint64_t now)
+{
+    (void)state, (void)last_use;
+    return memo->w[0] > now ? memo->w[0] : LMS_NEXT_UNKNOWN;
+}
+
+static const lms_policy told = {.name = "told", .on_demand = true, .next_use = told_next};
+
+typedef struct fake {
+    uint64_t room, used;
+    int evicted;
+    lms_plan_chunk chunks[3];
+} fake;
+static bool f_reserve(void *ctx, uint64_t bytes)
+{
+    fake *f = ctx;
+    if (f->used + bytes > f->room)
+        return false;
+    f->used += bytes;
+    return true;
+}
+static uint64_t f_budget(void *ctx) { return ((fake *)ctx)->room; }
+static void f_evict(void *ctx, lms_plan_chunk *c)
+{
+    fake *f = ctx;
+    f->used -= c->charge;
+    f->evicted = (int)c->id;
+}
+static bool f_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
+{
+    (void)ctx, (void)c, (void)ahead;
+    return true;
+}
+static lms_plan_chunk *f_lookup(void *ctx, uint32_t id) { return &((fake *)ctx)->chunks[id]; }
+
+/* Launches 1 and 2 use chunks 0 and 1 (room for two); chunk 0 is next
+ * needed at launch `next0`, chunk 1 at launch 150; launch 3 uses chunk 2.
+ * Returns the chunk evicted for it. */
+static int victim_for_third(uint64_t next0)
+{
+    fake f = {.room = 2, .evicted = -1};
+    for (uint32_t i = 0; i < 3; i++)
+        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    f.chunks[0].memo.w[0] = next0;
+    f.chunks[1].memo.w[0] = 150;
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &told));
+    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
+                        .lookup = f_lookup};
+    for (uint64_t seq = 1; seq <= 3; seq++) {
+        uint32_t id = (uint32_t)(seq - 1);
+        lms_plan_chunk *c = &f.chunks[id];
+        lms_plan_pin(&plan, c);
+        lms_plan_launch(&plan, &ops, &f, seq, 1, &id, 1, &c, 1);
+        CHECK(c->resident);
+        lms_plan_used(&plan, c, seq);
+    }
+    lms_plan_destroy(&plan);
+    return f.evicted;
+}
+
+/* Chunk 1 is farther (150) but launch 2 used it; chunk 0 (100, idle, at
+ * least half as far) goes. */
+static void idle_victim_first(void)
+{
+    CHECK_EQ_U(victim_for_third(100), 0);
+}
+
+/* Chunk 0 is needed soon (20, under half as far): Belady's choice stands. */
+static void busy_victim_when_alone(void)
+{
+    CHECK_EQ_U(victim_for_third(20), 1);
+}
+
+static const test_case cases[] = {
+    {"idle_victim_first", idle_victim_first},
+    {"busy_victim_when_alone", busy_victim_when_alone},
+};
+
+TEST_MAIN(cases)
