@@ -99,13 +99,25 @@ void lms_capture_fork_prepare(void) { pthread_mutex_lock(&lock); }
 void lms_capture_fork_parent(void) { pthread_mutex_unlock(&lock); }
 void lms_capture_fork_child(void) { pthread_mutex_init(&lock, NULL); }
 
+lms_capture_mode lms_capture_relax(void)
+{
+    lms_capture_mode m = {.mode = CU_STREAM_CAPTURE_MODE_RELAXED};
+    m.saved = lms_drv.cuThreadExchangeStreamCaptureMode &&
+              lms_drv.cuThreadExchangeStreamCaptureMode(&m.mode) == CUDA_SUCCESS;
+    return m;
+}
+
+void lms_capture_restore(lms_capture_mode m)
+{
+    if (m.saved)
+        lms_drv.cuThreadExchangeStreamCaptureMode(&m.mode);
+}
+
 void lms_capture_drain(void)
 {
     if (atomic_load_explicit(&due, memory_order_relaxed) == 0)
         return;
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-    bool relaxed = lms_drv.cuThreadExchangeStreamCaptureMode &&
-                   lms_drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+    lms_capture_mode mode = lms_capture_relax();
     for (;;) {
         /* Taken under the lock, freed outside it (no lock held across a
          * driver call, which may take the driver's own). */
@@ -130,6 +142,5 @@ void lms_capture_drain(void)
                         (unsigned long long)d->ptr, (int)r);
         }
     }
-    if (relaxed)
-        lms_drv.cuThreadExchangeStreamCaptureMode(&mode);
+    lms_capture_restore(mode);
 }

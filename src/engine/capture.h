@@ -35,6 +35,21 @@ static inline bool lms_capture_refused(CUresult r)
     return r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
 }
 
+/* The calling thread's capture mode, saved by lms_capture_relax. */
+typedef struct lms_capture_mode {
+    CUstreamCaptureMode mode;
+    bool saved;               /* false: nothing to put back */
+} lms_capture_mode;
+
+/* Sets the calling thread's capture mode to relaxed for the calls lmshim
+ * makes in place of a stream-ordered request (a managed allocation, a
+ * synchronous free), which CUDA allows during any capture: another thread's
+ * global capture must not be invalidated by lmshim's substitutes. */
+lms_capture_mode lms_capture_relax(void);
+
+/* Puts back the mode lms_capture_relax saved. */
+void lms_capture_restore(lms_capture_mode m);
+
 /* Releases the frees whose point in a graph has been reached. */
 void lms_capture_drain(void);
 

@@ -74,7 +74,13 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
     CUdeviceptr p;
     if (place == LMS_PLACE_MANAGED && !lms_caps_managed_ok(r->device))
         place = LMS_PLACE_HOST;   /* no prefetch possible there (caps.c) */
+    /* A stream-ordered request is allowed during any capture; the calls
+     * made in its place are not, unless the thread's mode is relaxed. */
+    lms_capture_mode mode = {0};
+    if (r->async)
+        mode = lms_capture_relax();
     CUresult res = alloc_off_device(r->size, r->device, place, &p);
+    lms_capture_restore(mode);
     if (lms_capture_refused(res))
         return res;   /* an allocation a capture forbids: CUDA's answer */
     if (res != CUDA_SUCCESS) {
@@ -121,6 +127,12 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     lms_account *a = lms_account_of(r->device);
     if (!a)
         return r->native(r->native_ctx, out);   /* no device: CUDA answers */
+    /* On a capturing stream a stream-ordered allocation is a node of the
+     * graph, whose memory each launch gets and its free node gives back:
+     * CUDA's alone (a chunk of lmshim's would be made once, at capture, and
+     * released after the first launch). Not tracked: its free passes too. */
+    if (r->async && lms_capture_busy(r->stream))
+        return r->native(r->native_ctx, out);
     uint64_t charge = lms_charge_of(r->size);
     lms_arenas_note_request(r->device, r->size, a->budget);
     lms_place want = LMS_PLACE_DEVICE;
@@ -186,18 +198,28 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
     /* On a capturing stream nothing may synchronize: the free becomes part
      * of the capture instead (capture.c). */
     bool captured = off && async && lms_capture_busy(op->stream);
+    /* A stream-ordered free is allowed during any capture; the synchronize
+     * and the free made in its place are not, unless the thread's mode is
+     * relaxed (another thread's global capture stays valid). */
+    lms_capture_mode mode = {0};
+    if (off && async && !captured)
+        mode = lms_capture_relax();
     CUresult r;
     if (off && async && !captured && lms_drv.cuStreamSynchronize) {
         /* Not pool memory: a stream-ordered free waits for the stream,
          * before anything is taken down. */
         r = lms_drv.cuStreamSynchronize(op->stream);
-        if (r != CUDA_SUCCESS)
+        if (r != CUDA_SUCCESS) {
+            lms_capture_restore(mode);
             return r;
+        }
     }
     /* Out of the map before the real free: once the driver has the address
      * back it may hand it out again, to another thread, at once. */
-    if (!lms_chunks_remove(p, &c))
+    if (!lms_chunks_remove(p, &c)) {
+        lms_capture_restore(mode);
         return async ? op->async_free(p, op->stream) : op->sync_free(p);   /* freed meanwhile */
+    }
     lms_res_chunk *res = c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM)
                              ? lms_residency_take(p) : NULL;
     if (captured && lms_capture_free_async(p, c.place == LMS_PLACE_HOST, op->stream, &r)) {
@@ -215,6 +237,7 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
         r = op->sync_free(p);   /* managed memory, the program's own kinds */
         break;
     }
+    lms_capture_restore(mode);
     if (r != CUDA_SUCCESS) {
         lms_chunks_insert(&c);  /* still allocated: as it was */
         lms_residency_put_back(res);

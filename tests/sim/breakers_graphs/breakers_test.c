@@ -1,0 +1,593 @@
+/*
+ * breakers_test.c — liblmshim.so (LD_PRELOAD, settings in meson.build) in
+ * front of programs that use stream capture, CUDA graphs, memory pools and
+ * many streams in the ways the simple tests do not: captures on one thread
+ * while others allocate and free, allocations inside a capture, graphs
+ * instantiated before any chunk exists, destroyed while in flight or
+ * launched a thousand times at once, chunks freed under a graph, a hundred
+ * streams and eight threads with kernels overlapping. Each case checks the
+ * program's results, CUDA's answers, the simulated GPU's counters of
+ * missing waits and lmshim's budget.
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "lmshim.h"
+#include "simgpu.h"
+
+#define MiB (1ull << 20)
+#define CHUNK (64 * MiB)
+
+/* bump(p, bytes): p[0] += 1 (a 64-bit counter); touches the whole range. */
+static void bump(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    size_t bytes = *(size_t *)p[1];
+    l->access(l, a, bytes, SIMGPU_READ_WRITE);
+    __atomic_fetch_add((uint64_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+    l->compute(l, 2e4);
+}
+
+/* pair(p, q, bytes): bumps p; q is a parameter it never touches. */
+static void pair(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    size_t bytes = *(size_t *)p[2];
+    l->access(l, a, bytes, SIMGPU_READ_WRITE);
+    __atomic_fetch_add((uint64_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+    l->compute(l, 1e4);
+}
+
+static CUfunction f_bump, f_pair;
+static CUcontext ctx;
+static int (*get_stats)(int, lms_device_stats *);
+
+static void setup(void)
+{
+    ctx = primary_context(0);
+    simgpu_kernel k = {"bump", bump, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k));
+    simgpu_kernel k2 = {"pair", pair, 3, {8, 8, 8}};
+    OK(simgpu_register_kernel(&k2));
+    CUmodule m;
+    OK(cuModuleLoadData(&m, "x"));
+    OK(cuModuleGetFunction(&f_bump, m, "bump"));
+    OK(cuModuleGetFunction(&f_pair, m, "pair"));
+    get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get_stats != NULL);
+}
+
+static CUresult launch_bump(CUdeviceptr p, CUstream s)
+{
+    size_t bytes = CHUNK;
+    void *args[] = {&p, &bytes};
+    return cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL);
+}
+
+static uint64_t counter(CUdeviceptr p)
+{
+    uint64_t v = 0;
+    OK(cuMemcpyDtoH(&v, p, sizeof v));
+    return v;
+}
+
+static bool is_managed(CUdeviceptr p)
+{
+    int managed = 0;
+    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+    return managed != 0;
+}
+
+/* A chunk set to zero (managed: the settings place every chunk off the device). */
+static CUdeviceptr chunk(void)
+{
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, CHUNK));
+    OK(cuMemsetD8(p, 0, 64));
+    return p;
+}
+
+/* The budget held and the simulated GPU saw no missing wait. */
+static void check_invariants(void)
+{
+    lms_device_stats s;
+    CHECK(get_stats(0, &s) == 0);
+    CHECK(s.used <= s.budget);
+    CHECK_EQ_U(s.budget_violations, 0);
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    CHECK(c.used_device_bytes <= s.budget);
+    CHECK_EQ_U(c.inflight_waits, 0);
+    CHECK_EQ_U(c.busy_evictions, 0);
+}
+
+/* ---- capture on one thread, stream-ordered memory on another ---------------- */
+
+typedef struct async_job {
+    CUstream s;
+    CUdeviceptr victim;       /* a managed chunk the job frees in stream order */
+    CUresult alloc, launch, free_new, free_victim;
+} async_job;
+
+/* Stream-ordered allocation, launch and frees on a stream that does not
+ * capture, by a thread in the default (global) capture mode: all allowed
+ * while another thread captures. */
+static void *async_work(void *arg)
+{
+    async_job *j = arg;
+    if (cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    CUdeviceptr p = 0;
+    j->alloc = cuMemAllocAsync(&p, CHUNK, j->s);
+    if (j->alloc == CUDA_SUCCESS) {
+        j->launch = launch_bump(p, j->s);
+        j->free_new = cuMemFreeAsync(p, j->s);
+    }
+    j->free_victim = cuMemFreeAsync(j->victim, j->s);
+    return NULL;
+}
+
+/* A global-mode capture on the main thread; meanwhile another thread
+ * allocates, launches and frees in stream order on its own stream, which
+ * CUDA allows. lmshim's own work for those calls must not break the capture. */
+static void capture_vs_async_thread(void)
+{
+    setup();
+    CUdeviceptr c[4];
+    for (int i = 0; i < 4; i++)
+        c[i] = chunk();
+    CUdeviceptr victim = chunk();
+    CHECK(is_managed(victim));
+    CUstream s, other;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 4; i++)
+        OK(launch_bump(c[i], s));
+    async_job j = {.s = other, .victim = victim};
+    pthread_t th;
+    void *ret;
+    CHECK(pthread_create(&th, NULL, async_work, &j) == 0);
+    CHECK(pthread_join(th, &ret) == 0 && ret == NULL);
+    OK(j.alloc);
+    OK(j.launch);
+    OK(j.free_new);
+    OK(j.free_victim);
+    CUstreamCaptureStatus st;
+    OK(cuStreamIsCapturing(s, &st));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphLaunch(e, s));
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_U(counter(c[i]), 2);
+    check_invariants();
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    for (int i = 0; i < 4; i++)
+        OK(cuMemFree(c[i]));
+}
+
+/* ---- an allocation inside a capture ------------------------------------------ */
+
+/* A stream-ordered allocation on a capturing stream is a node of the
+ * graph: each launch of the graph has its own memory, freed by the graph's
+ * free node. lmshim must not hand out memory of its own there (one
+ * allocation made at capture, released after the first launch, then used
+ * by every later launch). The simulator does not model memory nodes, so it
+ * refuses the allocation; what lmshim may not do is succeed with a chunk
+ * off the device. */
+static void alloc_in_capture(void)
+{
+    setup();
+    CUdeviceptr c[4];
+    for (int i = 0; i < 4; i++)
+        c[i] = chunk();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    OK(launch_bump(c[0], s));
+    CUdeviceptr tmp = 0;
+    CUresult r = cuMemAllocAsync(&tmp, CHUNK, s);
+    printf("cuMemAllocAsync in capture: %d\n", (int)r);
+    CHECK(r != CUDA_SUCCESS || !is_managed(tmp));
+    CUgraph g = NULL;
+    CUresult er = cuStreamEndCapture(s, &g);
+    CHECK(r == CUDA_SUCCESS ? er == CUDA_SUCCESS : er == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    if (g)
+        OK(cuGraphDestroy(g));
+    check_invariants();
+}
+
+/* ---- graphs and their pins ---------------------------------------------------- */
+
+/* Captures `n` bumps of chunks c[0..n) on s into an executable graph. */
+static CUgraphExec capture_bumps(CUstream s, const CUdeviceptr *c, int n)
+{
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int i = 0; i < n; i++)
+        OK(launch_bump(c[i], s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphDestroy(g));
+    return e;
+}
+
+/* A graph over device memory instantiated before any managed chunk exists,
+ * launched once chunks exist and are fetched and evicted around it. */
+static void graph_before_chunks(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr small;
+    OK(cuMemAlloc(&small, 1 * MiB));   /* below the threshold: on the device */
+    OK(cuMemsetD8(small, 0, 64));
+    CHECK(!is_managed(small));
+    size_t one = 1 * MiB;
+    void *args[] = {&small, &one};
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    CUdeviceptr c[8];
+    for (int i = 0; i < 8; i++)
+        c[i] = chunk();
+    for (int rep = 0; rep < 4; rep++) {
+        for (int i = 0; i < 8; i++)
+            OK(launch_bump(c[i], s));
+        OK(cuGraphLaunch(e, s));
+    }
+    OK(cuStreamSynchronize(s));
+    CHECK_EQ_U(counter(small), 4);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ_U(counter(c[i]), 4);
+    check_invariants();
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+}
+
+/* Executable graphs destroyed while their launches are in flight; new
+ * graphs made meanwhile may get the same handles. */
+static void exec_destroyed_in_flight(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr c[8];
+    for (int i = 0; i < 8; i++)
+        c[i] = chunk();
+    for (int round = 0; round < 20; round++) {
+        CUgraphExec e = capture_bumps(s, &c[round % 4], 4);
+        OK(cuGraphLaunch(e, s));
+        OK(cuGraphLaunch(e, s));
+        OK(cuGraphExecDestroy(e));   /* its launches still run */
+        OK(launch_bump(c[4 + round % 4], s));
+    }
+    OK(cuStreamSynchronize(s));
+    uint64_t sum = 0;
+    for (int i = 0; i < 8; i++)
+        sum += counter(c[i]);
+    CHECK_EQ_U(sum, 20 * 8 + 20);
+    /* Every pin was let go: the chunks the graphs held can all be evicted
+     * for the others, over and over. */
+    lms_device_stats a, b;
+    CHECK(get_stats(0, &a) == 0);
+    for (int rep = 0; rep < 3; rep++)
+        for (int i = 0; i < 8; i++)
+            OK(launch_bump(c[i], s));
+    OK(cuStreamSynchronize(s));
+    CHECK(get_stats(0, &b) == 0);
+    const char *policy = getenv("LMS_POLICY");
+    if (!policy || strcmp(policy, "none") != 0)
+        CHECK(b.evictions > a.evictions);
+    check_invariants();
+}
+
+/* A thousand launches of graphs in flight at once (more than the pins
+ * lmshim keeps), over twice the budget of chunks. */
+static void thousand_launches(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr c[8];
+    for (int i = 0; i < 8; i++)
+        c[i] = chunk();
+    CUgraphExec e[2] = {capture_bumps(s, &c[0], 4), capture_bumps(s, &c[4], 4)};
+    for (int k = 0; k < 1000; k++)
+        OK(cuGraphLaunch(e[k % 2], s));
+    OK(cuStreamSynchronize(s));
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ_U(counter(c[i]), 500);
+    check_invariants();
+    /* All pins went when the launches ended: a launch over the other half
+     * still finds room. */
+    lms_device_stats a, b;
+    for (int rep = 0; rep < 3; rep++) {
+        CHECK(get_stats(0, &a) == 0);
+        OK(cuGraphLaunch(e[rep % 2], s));
+        OK(cuStreamSynchronize(s));
+        CHECK(get_stats(0, &b) == 0);
+    }
+    OK(cuGraphExecDestroy(e[0]));
+    OK(cuGraphExecDestroy(e[1]));
+    check_invariants();
+}
+
+/* A graph names two chunks per node and touches one; the other is freed
+ * (and its address perhaps handed out again) while launches of the graph
+ * are in flight, then the graph is launched again. */
+static void relaunch_after_free(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr used[4], named[4];
+    for (int i = 0; i < 4; i++) {
+        used[i] = chunk();
+        named[i] = chunk();
+    }
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 4; i++) {
+        size_t bytes = CHUNK;
+        void *args[] = {&used[i], &named[i], &bytes};
+        OK(cuLaunchKernel(f_pair, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    }
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphDestroy(g));
+    OK(cuGraphLaunch(e, s));
+    for (int i = 0; i < 4; i++)
+        OK(cuMemFree(named[i]));   /* while the launch may still run */
+    CUdeviceptr fresh[4];
+    for (int i = 0; i < 4; i++)
+        fresh[i] = chunk();        /* may reuse the addresses */
+    for (int rep = 0; rep < 5; rep++) {
+        OK(cuGraphLaunch(e, s));
+        for (int i = 0; i < 4; i++)
+            OK(launch_bump(fresh[i], s));
+    }
+    OK(cuStreamSynchronize(s));
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_U(counter(used[i]), 6);
+        CHECK_EQ_U(counter(fresh[i]), 5);
+    }
+    OK(cuGraphExecDestroy(e));
+    check_invariants();
+}
+
+/* ---- captures on several threads while another allocates ------------------- */
+
+typedef struct cap_job {
+    int id;
+    CUstreamCaptureMode mode;
+    CUdeviceptr *c;           /* 2 chunks of its own */
+    CUresult fail;            /* first failure */
+    int line;
+} cap_job;
+
+#define TRY(j, call)                                     \
+    do {                                                 \
+        CUresult r_ = (call);                            \
+        if (r_ != CUDA_SUCCESS && !(j)->fail) {          \
+            (j)->fail = r_;                              \
+            (j)->line = __LINE__;                        \
+        }                                                \
+    } while (0)
+
+/* Captures, instantiates and launches a graph over its chunks ten times. */
+static void *cap_work(void *arg)
+{
+    cap_job *j = arg;
+    TRY(j, cuCtxSetCurrent(ctx));
+    CUstream s;
+    TRY(j, cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int round = 0; round < 10 && !j->fail; round++) {
+        TRY(j, cuStreamBeginCapture(s, j->mode));
+        TRY(j, launch_bump(j->c[0], s));
+        TRY(j, launch_bump(j->c[1], s));
+        CUgraph g = NULL;
+        TRY(j, cuStreamEndCapture(s, &g));
+        if (!g)
+            break;
+        CUgraphExec e;
+        TRY(j, cuGraphInstantiate(&e, g, 0));
+        TRY(j, cuGraphLaunch(e, s));
+        TRY(j, cuGraphExecDestroy(e));
+        TRY(j, cuGraphDestroy(g));
+    }
+    TRY(j, cuStreamSynchronize(s));
+    TRY(j, cuStreamDestroy(s));
+    return NULL;
+}
+
+static atomic_bool churn_stop;
+
+/* Allocates, launches over and frees chunks (in thread-local mode, so its
+ * own allocations are allowed during the others' captures; its
+ * stream-ordered frees are allowed in any mode). */
+static void *churn_work(void *arg)
+{
+    cap_job *j = arg;
+    TRY(j, cuCtxSetCurrent(ctx));
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    TRY(j, cuThreadExchangeStreamCaptureMode(&mode));
+    CUstream s;
+    TRY(j, cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    int n = 0;
+    while (!atomic_load(&churn_stop) && !j->fail && n < 200) {
+        CUdeviceptr p, q;
+        TRY(j, cuMemAlloc(&p, CHUNK));
+        TRY(j, cuMemAllocAsync(&q, CHUNK, s));
+        TRY(j, launch_bump(p, s));
+        TRY(j, launch_bump(q, s));
+        TRY(j, cuMemFreeAsync(p, s));
+        TRY(j, cuMemFreeAsync(q, s));
+        n++;
+    }
+    TRY(j, cuStreamSynchronize(s));
+    TRY(j, cuStreamDestroy(s));
+    return NULL;
+}
+
+static void captures_threads(void)
+{
+    setup();
+    enum { CAPS = 3 };
+    CUdeviceptr c[CAPS][2];
+    cap_job jobs[CAPS + 1];
+    CUstreamCaptureMode modes[CAPS] = {CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                                       CU_STREAM_CAPTURE_MODE_RELAXED};
+    pthread_t th[CAPS + 1];
+    for (int i = 0; i < CAPS; i++) {
+        c[i][0] = chunk();
+        c[i][1] = chunk();
+        jobs[i] = (cap_job){.id = i, .mode = modes[i], .c = c[i]};
+    }
+    jobs[CAPS] = (cap_job){.id = CAPS};
+    atomic_store(&churn_stop, false);
+    CHECK(pthread_create(&th[CAPS], NULL, churn_work, &jobs[CAPS]) == 0);
+    for (int i = 0; i < CAPS; i++)
+        CHECK(pthread_create(&th[i], NULL, cap_work, &jobs[i]) == 0);
+    for (int i = 0; i < CAPS; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    atomic_store(&churn_stop, true);
+    CHECK(pthread_join(th[CAPS], NULL) == 0);
+    for (int i = 0; i <= CAPS; i++) {
+        if (jobs[i].fail)
+            fprintf(stderr, "thread %d: error %d at line %d\n", i, (int)jobs[i].fail, jobs[i].line);
+        CHECK_EQ_U(jobs[i].fail, 0);
+    }
+    for (int i = 0; i < CAPS; i++) {
+        CHECK_EQ_U(counter(c[i][0]), 10);
+        CHECK_EQ_U(counter(c[i][1]), 10);
+    }
+    check_invariants();
+}
+
+/* ---- many streams, many threads --------------------------------------------- */
+
+/* A hundred streams (more than lmshim's stream slots, more than the users
+ * a chunk remembers) launching over sixteen chunks, four of which fit; some
+ * streams are destroyed and made again on the way. */
+static void hundred_streams(void)
+{
+    setup();
+    enum { STREAMS = 100, CHUNKS = 16 };
+    CUstream s[STREAMS];
+    for (int i = 0; i < STREAMS; i++)
+        OK(cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+    CUdeviceptr c[CHUNKS];
+    for (int i = 0; i < CHUNKS; i++)
+        c[i] = chunk();
+    OK(cuCtxSynchronize());
+    OK(simgpu_reset_counters());
+    uint64_t want[CHUNKS] = {0};
+    unsigned seed = 7;
+    for (int k = 0; k < 3000; k++) {
+        seed = seed * 1103515245u + 12345u;
+        int ci = (int)(seed >> 8) % CHUNKS;
+        int si = (int)(seed >> 20) % STREAMS;
+        OK(launch_bump(c[ci], s[si]));
+        want[ci]++;
+        if (k % 97 == 0) {   /* a stream goes away while chunks remember it */
+            int d = (int)(seed >> 4) % STREAMS;
+            OK(cuStreamDestroy(s[d]));
+            OK(cuStreamCreate(&s[d], CU_STREAM_NON_BLOCKING));
+        }
+    }
+    OK(cuCtxSynchronize());
+    for (int i = 0; i < CHUNKS; i++)
+        CHECK_EQ_U(counter(c[i]), want[i]);
+    check_invariants();
+}
+
+typedef struct mt_job {
+    int id;
+    CUdeviceptr *c;           /* the shared chunks */
+    int nc;
+    CUresult fail;
+    int line;
+} mt_job;
+
+/* Launches over the shared chunks on two streams of its own and on its
+ * per-thread default stream. */
+static void *mt_work(void *arg)
+{
+    mt_job *j = arg;
+    TRY(j, cuCtxSetCurrent(ctx));
+    CUstream s[3] = {NULL, NULL, CU_STREAM_PER_THREAD};
+    TRY(j, cuStreamCreate(&s[0], CU_STREAM_NON_BLOCKING));
+    TRY(j, cuStreamCreate(&s[1], CU_STREAM_NON_BLOCKING));
+    unsigned seed = (unsigned)j->id * 7919u + 1;
+    for (int k = 0; k < 300 && !j->fail; k++) {
+        seed = seed * 1103515245u + 12345u;
+        TRY(j, launch_bump(j->c[(seed >> 8) % (unsigned)j->nc], s[(seed >> 20) % 3]));
+    }
+    for (int i = 0; i < 3; i++)
+        TRY(j, cuStreamSynchronize(s[i]));
+    TRY(j, cuStreamDestroy(s[0]));
+    TRY(j, cuStreamDestroy(s[1]));
+    return NULL;
+}
+
+/* Eight threads over shared chunks (kernels overlap: SIMGPU_CONCURRENT=1),
+ * and 64 threads each once on its per-thread default stream. */
+static void eight_threads(void)
+{
+    setup();
+    enum { THREADS = 8, CHUNKS = 12 };
+    CUdeviceptr c[CHUNKS];
+    for (int i = 0; i < CHUNKS; i++)
+        c[i] = chunk();
+    OK(cuCtxSynchronize());
+    OK(simgpu_reset_counters());
+    mt_job jobs[64];
+    pthread_t th[64];
+    for (int i = 0; i < THREADS; i++) {
+        jobs[i] = (mt_job){.id = i, .c = c, .nc = CHUNKS};
+        CHECK(pthread_create(&th[i], NULL, mt_work, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    uint64_t sum = 0;
+    for (int i = 0; i < THREADS; i++)
+        CHECK_EQ_U(jobs[i].fail, 0);
+    for (int i = 0; i < CHUNKS; i++)
+        sum += counter(c[i]);
+    CHECK_EQ_U(sum, THREADS * 300);
+    check_invariants();
+}
+
+static const test_case cases[] = {
+    {"capture_vs_async_thread", capture_vs_async_thread},
+    {"alloc_in_capture", alloc_in_capture},
+    {"graph_before_chunks", graph_before_chunks},
+    {"exec_destroyed_in_flight", exec_destroyed_in_flight},
+    {"thousand_launches", thousand_launches},
+    {"relaunch_after_free", relaunch_after_free},
+    {"captures_threads", captures_threads},
+    {"hundred_streams", hundred_streams},
+    {"eight_threads", eight_threads},
+};
+
+TEST_MAIN(cases)
