@@ -578,7 +578,84 @@ static void eight_threads(void)
     check_invariants();
 }
 
+/* ---- IPC and exportable pools ------------------------------------------------- */
+
+/* A pool of device 0's memory, exportable (POSIX fd handles) or not. */
+static CUmemoryPool make_pool(bool exportable)
+{
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .handleTypes = exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+                                                      : CU_MEM_HANDLE_TYPE_NONE,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemoryPool pool;
+    OK(cuMemPoolCreate(&pool, &props));
+    return pool;
+}
+
+/* An exportable pool made the device's current pool: cuMemAllocAsync
+ * allocates from it, so its memory must stay exportable (on the device). */
+static void ipc_current_pool(void)
+{
+    setup();
+    CUmemoryPool ex = make_pool(true), def;
+    OK(cuDeviceGetMemPool(&def, 0));
+    OK(cuDeviceSetMemPool(0, ex));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p[3];
+    for (int i = 0; i < 3; i++) {
+        OK(cuMemAllocAsync(&p[i], CHUNK, s));
+        CHECK(!is_managed(p[i]));
+        CUmemPoolPtrExportData data;
+        OK(cuMemPoolExportPointer(&data, p[i]));
+    }
+    for (int i = 0; i < 3; i++)
+        OK(cuMemFreeAsync(p[i], s));
+    OK(cuStreamSynchronize(s));
+    /* Back to the default pool: chunks may leave the device again. */
+    OK(cuDeviceSetMemPool(0, def));
+    CUdeviceptr q;
+    OK(cuMemAllocAsync(&q, CHUNK, s));
+    CHECK(is_managed(q));
+    OK(cuMemFreeAsync(q, s));
+    OK(cuStreamSynchronize(s));
+    OK(cuMemPoolDestroy(ex));
+    check_invariants();
+}
+
+/* IPC on an interior pointer, a freed pointer and a plain pool's memory:
+ * CUDA's answers, no crash, no log about chunks that are not lmshim's. */
+static void ipc_odd_pointers(void)
+{
+    setup();
+    CUdeviceptr small, big;
+    OK(cuMemAlloc(&small, 1 * MiB));   /* on the device */
+    big = chunk();                     /* off the device */
+    CUipcMemHandle h;
+    CUresult base_r = cuIpcGetMemHandle(&h, small);
+    OK(base_r);
+    CUresult inner_small = cuIpcGetMemHandle(&h, small + 4096);
+    CHECK_IS(cuIpcGetMemHandle(&h, big + 4096), CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(cuIpcGetMemHandle(&h, big), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFree(big));
+    CHECK_IS(cuIpcGetMemHandle(&h, big), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFree(small));
+    CHECK_IS(cuIpcGetMemHandle(&h, small), CUDA_ERROR_INVALID_VALUE);
+    printf("interior device pointer: %d\n", (int)inner_small);
+    CUmemoryPool plain = make_pool(false);
+    CUdeviceptr p;
+    OK(cuMemAllocFromPoolAsync(&p, 1 * MiB, plain, NULL));
+    CUmemPoolPtrExportData data;
+    CHECK_IS(cuMemPoolExportPointer(&data, p), CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(cuMemPoolExportPointer(&data, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFreeAsync(p, NULL));
+    OK(cuCtxSynchronize());
+    OK(cuMemPoolDestroy(plain));
+}
+
 static const test_case cases[] = {
+    {"ipc_current_pool", ipc_current_pool},
+    {"ipc_odd_pointers", ipc_odd_pointers},
     {"capture_vs_async_thread", capture_vs_async_thread},
     {"alloc_in_capture", alloc_in_capture},
     {"graph_before_chunks", graph_before_chunks},
