@@ -220,6 +220,7 @@ void lms_residency_put_back(lms_res_chunk *taken)
     by_addr[i] = c;
     naddr++;
     by_id[c->pc.id] = c;
+    c->fetch_seen = 0;   /* a slot taken over meanwhile did not see it: every stream waits again */
     atomic_fetch_add(&lms_residency_live, 1);
     pthread_rwlock_unlock(&map_lock);
 }
@@ -290,8 +291,22 @@ static uint64_t thread_id(void)
     return id;
 }
 
+/* A slot goes to another stream: no chunk of the device may count it as
+ * ordered after its fetch any more (the new stream has waited for nothing).
+ * Takes map_lock; the caller holds the device's lock and none of map_lock. */
+static void forget_slot(res_device *d, int slot)
+{
+    int device = (int)(d - devices);
+    pthread_rwlock_rdlock(&map_lock);
+    for (int i = 0; i < naddr; i++)
+        if (by_addr[i]->device == device)
+            by_addr[i]->fetch_seen &= ~(1u << slot);   /* written under the device's lock */
+    pthread_rwlock_unlock(&map_lock);
+}
+
 /* The slot of `stream` on a device (made, or taken over from the stream
- * used least recently), or -1 when its events cannot be made. */
+ * used least recently), or -1 when its events cannot be made. Called with
+ * the device's lock held and map_lock not held (a takeover walks the chunks). */
 static int slot_of(res_device *d, CUstream stream)
 {
     int free_s = -1, old = -1;
@@ -332,6 +347,7 @@ static int slot_of(res_device *d, CUstream stream)
     res_slot *s = &d->slots[old];
     for (uint64_t k = s->count > RING ? s->count - RING + 1 : 1; k <= s->count; k++)
         lms_drv.cuEventSynchronize(s->ring[k % RING]);
+    forget_slot(d, old);
     s->stream = stream;
     s->owner = me;
     s->ctx = ctx;
@@ -635,6 +651,9 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     pthread_mutex_lock(&d->lock);
     res_ref r = {.slot = -1};
     bool recorded = false;
+    /* The stream's slot (before() made it) is looked up before map_lock is
+     * taken: a takeover walks the chunks. */
+    int slot = d->plan.policy->on_demand && tok->n > 0 ? slot_of(d, stream) : -1;
     pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < tok->n; i++) {
         res_chunk *c = chunk_of(ids[i]);
@@ -645,7 +664,6 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
             continue;
         if (!recorded) {   /* one record per launch that used a resident chunk */
             recorded = true;
-            int slot = slot_of(d, stream);
             if (slot >= 0)
                 r = record(d, slot);
             else

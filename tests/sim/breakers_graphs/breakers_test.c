@@ -12,11 +12,14 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../common/check.h"
 #include "../../common/context.h"
@@ -46,7 +49,19 @@ static void pair(simgpu_launch *l, void **p)
     l->compute(l, 1e4);
 }
 
-static CUfunction f_bump, f_pair;
+/* gate(p, bytes): bumps p like bump, but its body holds the launching
+ * thread until the test opens the gate (the launch sits between lmshim's
+ * decision and its record after the launch). */
+static atomic_int gate_entered, gate_open;
+static void gate(simgpu_launch *l, void **p)
+{
+    bump(l, p);
+    atomic_store(&gate_entered, 1);
+    while (!atomic_load(&gate_open))
+        sched_yield();
+}
+
+static CUfunction f_bump, f_pair, f_gate;
 static CUcontext ctx;
 static int (*get_stats)(int, lms_device_stats *);
 
@@ -61,6 +76,9 @@ static void setup(void)
     OK(cuModuleLoadData(&m, "x"));
     OK(cuModuleGetFunction(&f_bump, m, "bump"));
     OK(cuModuleGetFunction(&f_pair, m, "pair"));
+    simgpu_kernel k3 = {"gate", gate, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k3));
+    OK(cuModuleGetFunction(&f_gate, m, "gate"));
     get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
     CHECK(get_stats != NULL);
 }
@@ -550,6 +568,128 @@ static void *mt_work(void *arg)
     return NULL;
 }
 
+/* 600 launches over the shared chunks on thirteen streams of its own. */
+static void *many_work(void *arg)
+{
+    mt_job *j = arg;
+    TRY(j, cuCtxSetCurrent(ctx));
+    enum { N = 13 };
+    CUstream s[N];
+    for (int i = 0; i < N; i++)
+        TRY(j, cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+    unsigned seed = (unsigned)j->id * 104729u + 3;
+    for (int k = 0; k < 600 && !j->fail; k++) {
+        seed = seed * 1103515245u + 12345u;
+        TRY(j, launch_bump(j->c[(seed >> 8) % (unsigned)j->nc], s[(seed >> 20) % N]));
+    }
+    for (int i = 0; i < N; i++) {
+        TRY(j, cuStreamSynchronize(s[i]));
+        TRY(j, cuStreamDestroy(s[i]));
+    }
+    return NULL;
+}
+
+/* Eight threads on thirteen streams each (104 streams, more than lmshim's
+ * slots, taken over while other threads' launches are between their
+ * decision and their record), kernels overlapping. */
+static void threads_many_streams(void)
+{
+    setup();
+    enum { THREADS = 8, CHUNKS = 10 };
+    CUdeviceptr c[CHUNKS];
+    for (int i = 0; i < CHUNKS; i++)
+        c[i] = chunk();
+    OK(cuCtxSynchronize());
+    OK(simgpu_reset_counters());
+    mt_job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        jobs[i] = (mt_job){.id = i, .c = c, .nc = CHUNKS};
+        CHECK(pthread_create(&th[i], NULL, many_work, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    for (int i = 0; i < THREADS; i++)
+        CHECK_EQ_U(jobs[i].fail, 0);
+    uint64_t sum = 0;
+    for (int i = 0; i < CHUNKS; i++)
+        sum += counter(c[i]);
+    CHECK_EQ_U(sum, THREADS * 600);
+    simgpu_counters sc;
+    OK(simgpu_get_counters(0, &sc));
+    printf("inflight_waits=%llu busy_evictions=%llu\n", (unsigned long long)sc.inflight_waits,
+           (unsigned long long)sc.busy_evictions);
+    check_invariants();
+}
+
+typedef struct gate_job {
+    CUstream s;
+    CUdeviceptr x;
+    CUresult r;
+} gate_job;
+
+static void *gate_work(void *arg)
+{
+    gate_job *j = arg;
+    j->r = cuCtxSetCurrent(ctx);
+    size_t bytes = CHUNK;
+    void *args[] = {&j->x, &bytes};
+    if (j->r == CUDA_SUCCESS)
+        j->r = cuLaunchKernel(f_gate, 1, 1, 1, 32, 1, 1, 0, j->s, args, NULL);
+    return NULL;
+}
+
+/* A stream's slot is taken over by another stream while a launch on the
+ * first is between its decision (it waited there for a chunk's fetch on a
+ * third stream) and its record. The new stream must not inherit "already
+ * waited for that fetch": its kernel would touch the chunk before the copy
+ * ends. */
+static void slot_taken_mid_launch(void)
+{
+    setup();
+    CUdeviceptr x = chunk(), small;
+    OK(cuMemAlloc(&small, 1 * MiB));   /* on the device: no chunk to scan */
+    OK(cuMemsetD8(small, 0, 64));
+    size_t one = 1 * MiB;
+    void *sargs[] = {&small, &one};
+    CUstream f, a, n[40];
+    OK(cuStreamCreate(&f, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuCtxSynchronize());
+    OK(simgpu_reset_counters());
+    OK(launch_bump(x, f));             /* x fetched on f: a copy of about 1.2 ms */
+    gate_job j = {.s = a, .x = x};
+    pthread_t th;
+    atomic_store(&gate_entered, 0);
+    atomic_store(&gate_open, 0);
+    CHECK(pthread_create(&th, NULL, gate_work, &j) == 0);
+    while (!atomic_load(&gate_entered))
+        sched_yield();                 /* a waited for the fetch; its launch is in the gate */
+    OK(cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, f, sargs, NULL));   /* f used after a */
+    for (int i = 0; i < 40; i++) {     /* more streams than slots: a's slot goes */
+        OK(cuStreamCreate(&n[i], CU_STREAM_NON_BLOCKING));
+        OK(launch_bump(x, n[i]));      /* each must wait for x's fetch */
+    }
+    atomic_store(&gate_open, 1);
+    CHECK(pthread_join(th, NULL) == 0);
+    OK(j.r);
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(counter(x), 42);
+    check_invariants();
+    for (int i = 0; i < 40; i++)
+        OK(cuStreamDestroy(n[i]));
+}
+
+/* Twenty launches on the calling thread's per-thread default stream. */
+static void *ptsz_work(void *arg)
+{
+    mt_job *j = arg;
+    TRY(j, cuCtxSetCurrent(ctx));
+    for (int k = 0; k < 20 && !j->fail; k++)
+        TRY(j, launch_bump(j->c[(j->id + k) % j->nc], CU_STREAM_PER_THREAD));
+    return NULL;
+}
+
 /* Eight threads over shared chunks (kernels overlap: SIMGPU_CONCURRENT=1),
  * and 64 threads each once on its per-thread default stream. */
 static void eight_threads(void)
@@ -575,6 +715,67 @@ static void eight_threads(void)
     for (int i = 0; i < CHUNKS; i++)
         sum += counter(c[i]);
     CHECK_EQ_U(sum, THREADS * 300);
+    check_invariants();
+    /* 64 threads at once, each on its own per-thread default stream (more
+     * streams than lmshim's slots; threads end while chunks remember them). */
+    for (int i = 0; i < 64; i++) {
+        jobs[i] = (mt_job){.id = 100 + i, .c = c, .nc = CHUNKS};
+        CHECK(pthread_create(&th[i], NULL, ptsz_work, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < 64; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    for (int i = 0; i < 64; i++)
+        CHECK_EQ_U(jobs[i].fail, 0);
+    OK(cuCtxSynchronize());
+    sum = 0;
+    for (int i = 0; i < CHUNKS; i++)
+        sum += counter(c[i]);
+    CHECK_EQ_U(sum, THREADS * 300 + 64 * 20);
+    check_invariants();
+}
+
+/* ---- fork ---------------------------------------------------------------------- */
+
+/* Graph launches and kernels in flight, then fork: the child (the simulator
+ * lets it use CUDA) launches the graph and kernels on its own; the parent
+ * goes on. Both see their own results, and neither hangs. */
+static void fork_after_launches(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr c[8];
+    for (int i = 0; i < 8; i++)
+        c[i] = chunk();
+    CUgraphExec e = capture_bumps(s, c, 4);
+    for (int k = 0; k < 10; k++) {
+        OK(cuGraphLaunch(e, s));
+        OK(launch_bump(c[4 + k % 4], s));
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        for (int k = 0; k < 10; k++) {
+            if (cuGraphLaunch(e, s) != CUDA_SUCCESS || launch_bump(c[4 + k % 4], s) != CUDA_SUCCESS)
+                _exit(2);
+        }
+        if (cuStreamSynchronize(s) != CUDA_SUCCESS || counter(c[0]) != 20 || counter(c[4]) != 6)
+            _exit(3);
+        _exit(0);
+    }
+    for (int k = 0; k < 10; k++) {
+        OK(cuGraphLaunch(e, s));
+        OK(launch_bump(c[4 + k % 4], s));
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ_U(WEXITSTATUS(status), 0);
+    OK(cuStreamSynchronize(s));
+    CHECK_EQ_U(counter(c[0]), 20);
+    CHECK_EQ_U(counter(c[4]), 6);
+    OK(cuGraphExecDestroy(e));
     check_invariants();
 }
 
@@ -654,6 +855,9 @@ static void ipc_odd_pointers(void)
 }
 
 static const test_case cases[] = {
+    {"threads_many_streams", threads_many_streams},
+    {"slot_taken_mid_launch", slot_taken_mid_launch},
+    {"fork_after_launches", fork_after_launches},
     {"ipc_current_pool", ipc_current_pool},
     {"ipc_odd_pointers", ipc_odd_pointers},
     {"capture_vs_async_thread", capture_vs_async_thread},
