@@ -210,14 +210,16 @@ void lms_residency_put_back(lms_res_chunk *taken)
         return;
     pthread_rwlock_wrlock(&map_lock);
     /* Its id slot stayed reserved; by_addr may have been filled meanwhile. */
-    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1)) {
+    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + 1) || !reserve_bases(naddr + 1)) {
         pthread_rwlock_unlock(&map_lock);
         lms_residency_drop(taken);   /* out of memory: untracked, as if never added */
         return;
     }
     int i = upper(c->ptr);
     memmove(&by_addr[i + 1], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
+    memmove(&bases[i + 1], &bases[i], (size_t)(naddr - i) * sizeof *bases);
     by_addr[i] = c;
+    bases[i] = c->ptr;
     naddr++;
     by_id[c->pc.id] = c;
     c->fetch_seen = 0;   /* a slot taken over meanwhile did not see it: every stream waits again */

@@ -680,6 +680,46 @@ static void slot_taken_mid_launch(void)
         OK(cuStreamDestroy(n[i]));
 }
 
+/* A free the driver refuses (cuMemFree during this thread's global
+ * capture) leaves the chunk as it was: still found in launches, still
+ * fetched and evicted, and freed later with its charge given back. */
+static void refused_free_keeps_chunk(void)
+{
+    setup();
+    enum { N = 6 };
+    CUdeviceptr c[N];
+    for (int i = 0; i < N; i++)
+        c[i] = chunk();
+    CUstream s, cap;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&cap, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < N; i++)
+        OK(launch_bump(c[i], s));
+    OK(cuStreamSynchronize(s));
+    OK(cuStreamBeginCapture(cap, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK_IS(cuMemFree(c[2]), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph g;
+    CHECK_IS(cuStreamEndCapture(cap, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    lms_device_stats a, b;
+    CHECK(get_stats(0, &a) == 0);
+    for (int rep = 0; rep < 3; rep++)
+        for (int i = 0; i < N; i++)
+            OK(launch_bump(c[i], s));
+    OK(cuStreamSynchronize(s));
+    CHECK(get_stats(0, &b) == 0);
+    const char *policy = getenv("LMS_POLICY");
+    if (!policy || strcmp(policy, "none") != 0)   /* six chunks, four fit: all move */
+        CHECK(b.prefetches - a.prefetches >= 3 * (N - 4));
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ_U(counter(c[i]), 4);
+        OK(cuMemFree(c[i]));
+    }
+    CHECK(get_stats(0, &b) == 0);
+    CHECK_EQ_U(b.used, 0);
+    CHECK_EQ_U(b.live_chunks[1], 0);
+    check_invariants();
+}
+
 /* Twenty launches on the calling thread's per-thread default stream. */
 static void *ptsz_work(void *arg)
 {
@@ -856,6 +896,7 @@ static void ipc_odd_pointers(void)
 
 static const test_case cases[] = {
     {"threads_many_streams", threads_many_streams},
+    {"refused_free_keeps_chunk", refused_free_keeps_chunk},
     {"slot_taken_mid_launch", slot_taken_mid_launch},
     {"fork_after_launches", fork_after_launches},
     {"ipc_current_pool", ipc_current_pool},
