@@ -9,7 +9,8 @@
  * instead, which only marks the chunk due, and the memory is released by
  * the next hook that drains (never from inside the host function, where
  * CUDA calls are not allowed), with the thread's capture mode relaxed so a
- * capture elsewhere is not disturbed.
+ * capture elsewhere is not disturbed. Until then the memory exists, so the
+ * chunk keeps its residency entry and its charge (place.c releases them).
  */
 #include "capture.h"
 
@@ -19,12 +20,12 @@
 
 #include "graph.h"
 #include "log.h"
+#include "place.h"
 
 /* One free recorded in a capture. Records stay allocated (and listed) for
  * the life of the process: a graph may run its host node again. */
 typedef struct deferred {
-    uint64_t ptr;
-    bool host;                /* pinned host memory (else managed) */
+    lms_chunk chunk;          /* the chunk freed (pinned host or managed) */
     atomic_int state;         /* 0 captured, 1 due, 2 released */
     struct deferred *next;
 } deferred;
@@ -58,7 +59,7 @@ static void mark_due(void *user)
         atomic_fetch_add(&due, 1);
 }
 
-bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *r)
+bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
 {
     lms_capture_drain();
     if (!lms_drv.cuStreamIsCapturing)
@@ -79,8 +80,7 @@ bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *
         *r = CUDA_ERROR_OUT_OF_MEMORY;
         return true;
     }
-    d->ptr = ptr;
-    d->host = host;
+    d->chunk = *c;
     *r = lms_drv.cuLaunchHostFunc(stream, mark_due, d);
     if (*r != CUDA_SUCCESS) {
         free(d);
@@ -91,7 +91,7 @@ bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *
     list = d;
     pthread_mutex_unlock(&lock);
     lms_log(LMS_LEVEL_DEBUG, "free of 0x%llx captured: released when a launch of the graph passes it",
-            (unsigned long long)ptr);
+            (unsigned long long)c->key);
     return true;
 }
 
@@ -135,11 +135,10 @@ void lms_capture_drain(void)
         atomic_fetch_sub(&due, n);
         for (int i = 0; i < n; i++) {
             deferred *d = batch[i];
-            CUresult r = d->host ? lms_drv.cuMemFreeHost((void *)(uintptr_t)d->ptr)
-                                 : lms_drv.cuMemFree((CUdeviceptr)d->ptr);
+            CUresult r = lms_place_release(&d->chunk);   /* memory, entry and charge */
             if (r != CUDA_SUCCESS)
                 lms_log(LMS_LEVEL_WARN, "captured free of 0x%llx failed (error %d)",
-                        (unsigned long long)d->ptr, (int)r);
+                        (unsigned long long)d->chunk.key, (int)r);
         }
     }
     lms_capture_restore(mode);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chunks.h"
 #include "driver.h"
 
 /* Before residency work for a launch on `stream`: releases deferred frees
@@ -20,13 +21,14 @@ bool lms_capture_before_work(CUstream stream);
 /* True when `stream` captures or cannot be asked (no residency work on it). */
 bool lms_capture_busy(CUstream stream);
 
-/* A stream-ordered free of an off-device chunk (managed, or pinned host when
- * `host`) on `stream`. Returns false when the stream does not capture (the
- * caller synchronizes and frees). Otherwise *r gets the answer: on a
- * capturing stream the free becomes a host node of the capture, and the
- * memory is released once a launch of the graph has passed that point; on
- * the legacy stream tied to a capture, CUDA's error. */
-bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *r);
+/* A stream-ordered free of an off-device chunk `c` (managed or pinned host,
+ * already out of the chunk map) on `stream`. Returns false when the stream
+ * does not capture (the caller synchronizes and frees). Otherwise *r gets
+ * the answer: on a capturing stream the free becomes a host node of the
+ * capture, and the memory is released once a launch of the graph has
+ * passed that point, then lms_place_released(c) gives back its residency
+ * entry and charge; on the legacy stream tied to a capture, CUDA's error. */
+bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r);
 
 /* True for the errors a capture gives a call it forbids
  * (CUDA_ERROR_STREAM_CAPTURE_*): the program gets them unchanged. */

@@ -183,6 +183,38 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     return place_off_device(r, a, fb, true, out);
 }
 
+/* The bookkeeping of a chunk whose memory went back to the driver: its
+ * residency entry `res` (taken, or NULL) and its charge go back. */
+static void finish_free(const lms_chunk *c, lms_res_chunk *res)
+{
+    lms_residency_drop(res);    /* its residency charge goes back */
+    lms_account *a = lms_account_of(c->device);
+    if (a) {
+        if (c->charged)
+            lms_account_release(a, c->charged);
+        lms_account_drop_chunk(a, c);
+    }
+    if (lms_trace_on)
+        lms_trace_free(c->device, c->key, c->size, lms_place_names[c->place]);
+    if (LMS_LOG_ON(LMS_LEVEL_DEBUG))
+        lms_log(LMS_LEVEL_DEBUG, "free dev=%d size=%llu place=%s ptr=0x%llx", c->device,
+                (unsigned long long)c->size, lms_place_names[c->place], (unsigned long long)c->key);
+}
+
+CUresult lms_place_release(const lms_chunk *c)
+{
+    /* Out of the residency map before the real free, as in lms_place_free. */
+    lms_res_chunk *res = c->place == LMS_PLACE_MANAGED && !(c->flags & LMS_CHUNK_PROGRAM)
+                             ? lms_residency_take(c->key) : NULL;
+    CUresult r = c->place == LMS_PLACE_HOST ? lms_drv.cuMemFreeHost((void *)(uintptr_t)c->key)
+                                            : lms_drv.cuMemFree((CUdeviceptr)c->key);
+    if (r != CUDA_SUCCESS)
+        lms_residency_put_back(res);   /* still allocated: it keeps its entry and charge */
+    else
+        finish_free(c, res);
+    return r;
+}
+
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
 {
     lms_chunk c;
@@ -220,13 +252,19 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
         lms_capture_restore(mode);
         return async ? op->async_free(p, op->stream) : op->sync_free(p);   /* freed meanwhile */
     }
+    if (captured) {
+        /* The memory stays until a launch of the graph passes the free, and
+         * so do its residency entry (still fetched and evicted) and its
+         * charge: lms_place_released finishes the free then. */
+        if (!lms_capture_free_async(&c, op->stream, &r))
+            r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
+        if (r != CUDA_SUCCESS)
+            lms_chunks_insert(&c);   /* still allocated: as it was */
+        return r;
+    }
     lms_res_chunk *res = c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM)
                              ? lms_residency_take(p) : NULL;
-    if (captured && lms_capture_free_async(p, c.place == LMS_PLACE_HOST, op->stream, &r)) {
-        /* released when the captured work has run; r says if it was taken */
-    } else if (captured) {
-        r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
-    } else switch (c.place) {
+    switch (c.place) {
     case LMS_PLACE_DEVICE:
         r = async ? op->async_free(p, op->stream) : op->sync_free(p);
         break;
@@ -243,18 +281,7 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
         lms_residency_put_back(res);
         return r;
     }
-    lms_residency_drop(res);    /* its residency charge goes back */
-    lms_account *a = lms_account_of(c.device);
-    if (a) {
-        if (c.charged)
-            lms_account_release(a, c.charged);
-        lms_account_drop_chunk(a, &c);
-    }
-    if (lms_trace_on)
-        lms_trace_free(c.device, p, c.size, lms_place_names[c.place]);
-    if (LMS_LOG_ON(LMS_LEVEL_DEBUG))
-        lms_log(LMS_LEVEL_DEBUG, "free dev=%d size=%llu place=%s ptr=0x%llx", c.device,
-                (unsigned long long)c.size, lms_place_names[c.place], (unsigned long long)p);
+    finish_free(&c, res);
     return CUDA_SUCCESS;
 }
 

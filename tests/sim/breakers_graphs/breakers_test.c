@@ -720,6 +720,49 @@ static void refused_free_keeps_chunk(void)
     check_invariants();
 }
 
+/* A stream-ordered free of a resident chunk captured into a graph: the
+ * memory stays (on the device) until a launch of the graph passes the
+ * free, so its charge must stay too; device allocations made meanwhile
+ * must not take the device past the budget. */
+static void captured_free_keeps_charge(void)
+{
+    setup();
+    CUdeviceptr x = chunk();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(launch_bump(x, s));             /* resident (policies that fetch) */
+    OK(cuStreamSynchronize(s));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(launch_bump(x, s));
+    OK(cuMemFreeAsync(x, s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphDestroy(g));
+    enum { SMALL = 60 };
+    CUdeviceptr d[SMALL];
+    int on_device = 0;
+    for (int i = 0; i < SMALL; i++) {  /* 4 MiB each, below the threshold */
+        OK(cuMemAlloc(&d[i], 4 * MiB));
+        on_device += !is_managed(d[i]);
+        check_invariants();
+    }
+    printf("small chunks on the device: %d\n", on_device);
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    CHECK_EQ_U(counter(x), 2);         /* read before the graph's free is released */
+    OK(launch_bump(d[0], s));          /* a hook that releases the free */
+    OK(cuStreamSynchronize(s));
+    check_invariants();
+    for (int i = 0; i < SMALL; i++)
+        OK(cuMemFree(d[i]));
+    OK(cuGraphExecDestroy(e));
+    lms_device_stats st;
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.used, 0);
+}
+
 /* Twenty launches on the calling thread's per-thread default stream. */
 static void *ptsz_work(void *arg)
 {
@@ -896,6 +939,7 @@ static void ipc_odd_pointers(void)
 
 static const test_case cases[] = {
     {"threads_many_streams", threads_many_streams},
+    {"captured_free_keeps_charge", captured_free_keeps_charge},
     {"refused_free_keeps_chunk", refused_free_keeps_chunk},
     {"slot_taken_mid_launch", slot_taken_mid_launch},
     {"fork_after_launches", fork_after_launches},
