@@ -440,21 +440,25 @@ static void *cap_work(void *arg)
 
 static atomic_bool churn_stop;
 
-/* Allocates, launches over and frees chunks (in thread-local mode, so its
- * own allocations are allowed during the others' captures; its
- * stream-ordered frees are allowed in any mode). */
+/* Allocates, launches over and frees chunks. In thread-local mode its own
+ * allocations are allowed during the others' captures; in the global mode
+ * (j->mode) it makes only stream-ordered ones, allowed in any mode. */
 static void *churn_work(void *arg)
 {
     cap_job *j = arg;
     TRY(j, cuCtxSetCurrent(ctx));
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    CUstreamCaptureMode mode = j->mode;
     TRY(j, cuThreadExchangeStreamCaptureMode(&mode));
+    bool sync_ok = j->mode != CU_STREAM_CAPTURE_MODE_GLOBAL;
     CUstream s;
     TRY(j, cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     int n = 0;
     while (!atomic_load(&churn_stop) && !j->fail && n < 200) {
         CUdeviceptr p, q;
-        TRY(j, cuMemAlloc(&p, CHUNK));
+        if (sync_ok)
+            TRY(j, cuMemAlloc(&p, CHUNK));
+        else
+            TRY(j, cuMemAllocAsync(&p, CHUNK, s));
         TRY(j, cuMemAllocAsync(&q, CHUNK, s));
         TRY(j, launch_bump(p, s));
         TRY(j, launch_bump(q, s));
@@ -472,25 +476,28 @@ static void captures_threads(void)
     setup();
     enum { CAPS = 3 };
     CUdeviceptr c[CAPS][2];
-    cap_job jobs[CAPS + 1];
+    cap_job jobs[CAPS + 2];
     CUstreamCaptureMode modes[CAPS] = {CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
                                        CU_STREAM_CAPTURE_MODE_RELAXED};
-    pthread_t th[CAPS + 1];
+    pthread_t th[CAPS + 2];
     for (int i = 0; i < CAPS; i++) {
         c[i][0] = chunk();
         c[i][1] = chunk();
         jobs[i] = (cap_job){.id = i, .mode = modes[i], .c = c[i]};
     }
-    jobs[CAPS] = (cap_job){.id = CAPS};
+    jobs[CAPS] = (cap_job){.id = CAPS, .mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL};
+    jobs[CAPS + 1] = (cap_job){.id = CAPS + 1, .mode = CU_STREAM_CAPTURE_MODE_GLOBAL};
     atomic_store(&churn_stop, false);
-    CHECK(pthread_create(&th[CAPS], NULL, churn_work, &jobs[CAPS]) == 0);
+    for (int i = CAPS; i < CAPS + 2; i++)
+        CHECK(pthread_create(&th[i], NULL, churn_work, &jobs[i]) == 0);
     for (int i = 0; i < CAPS; i++)
         CHECK(pthread_create(&th[i], NULL, cap_work, &jobs[i]) == 0);
     for (int i = 0; i < CAPS; i++)
         CHECK(pthread_join(th[i], NULL) == 0);
     atomic_store(&churn_stop, true);
-    CHECK(pthread_join(th[CAPS], NULL) == 0);
-    for (int i = 0; i <= CAPS; i++) {
+    for (int i = CAPS; i < CAPS + 2; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    for (int i = 0; i < CAPS + 2; i++) {
         if (jobs[i].fail)
             fprintf(stderr, "thread %d: error %d at line %d\n", i, (int)jobs[i].fail, jobs[i].line);
         CHECK_EQ_U(jobs[i].fail, 0);
@@ -937,7 +944,49 @@ static void ipc_odd_pointers(void)
     OK(cuMemPoolDestroy(plain));
 }
 
+/* Entries of graph and capture APIs the simulator may not have, asked for
+ * through lmshim's cuGetProcAddress: a pointer, or a clean "not found". A
+ * capture begun into an existing graph, if offered, still works or fails
+ * with an error, never a crash. */
+static void unsupported_entries(void)
+{
+    setup();
+    const char *names[] = {"cuStreamBeginCaptureToGraph", "cuGraphExecUpdate", "cuGraphAddChildGraphNode",
+                           "cuStreamUpdateCaptureDependencies", "cuGraphExecKernelNodeSetParams",
+                           "cuGraphInstantiateWithParams", "cuGraphUpload", "cuGraphClone",
+                           "cuGraphConditionalHandleCreate", "cuStreamGetCaptureInfo"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *fn = (void *)1;
+        CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SUCCESS;
+        CUresult r = cuGetProcAddress(names[i], &fn, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &q);
+        printf("%s: %d %d %s\n", names[i], (int)r, (int)q, fn ? "fn" : "null");
+        if (r == CUDA_SUCCESS && q == CU_GET_PROC_ADDRESS_SUCCESS)
+            CHECK(fn != NULL);
+        else
+            CHECK(fn == NULL && q != CU_GET_PROC_ADDRESS_SUCCESS);
+    }
+    CUresult (*to_graph)(CUstream, CUgraph, const CUgraphNode *, const CUgraphEdgeData *, size_t,
+                         CUstreamCaptureMode) = NULL;
+    CUdriverProcAddressQueryResult q;
+    if (cuGetProcAddress("cuStreamBeginCaptureToGraph", (void **)&to_graph, 12030,
+                         CU_GET_PROC_ADDRESS_DEFAULT, &q) == CUDA_SUCCESS && to_graph) {
+        CUgraph g;
+        OK(cuGraphCreate(&g, 0));
+        CUstream s;
+        OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        CUdeviceptr x = chunk();
+        if (to_graph(s, g, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS) {
+            OK(launch_bump(x, s));
+            CUgraph out;
+            OK(cuStreamEndCapture(s, &out));
+            CHECK(out == g);
+        }
+        OK(cuGraphDestroy(g));
+    }
+}
+
 static const test_case cases[] = {
+    {"unsupported_entries", unsupported_entries},
     {"threads_many_streams", threads_many_streams},
     {"captured_free_keeps_charge", captured_free_keeps_charge},
     {"refused_free_keeps_chunk", refused_free_keeps_chunk},
