@@ -43,10 +43,15 @@ bool lms_capture_busy(CUstream stream)
     return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-bool lms_capture_before_work(CUstream stream)
+void lms_capture_idle(void)
 {
     lms_capture_drain();
     lms_graph_poll();
+}
+
+bool lms_capture_before_work(CUstream stream)
+{
+    lms_capture_idle();
     return lms_capture_busy(stream);
 }
 

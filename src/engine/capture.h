@@ -55,6 +55,11 @@ void lms_capture_restore(lms_capture_mode m);
 /* Releases the frees whose point in a graph has been reached. */
 void lms_capture_drain(void);
 
+/* What a launch hook owes even when no residency work runs (no managed
+ * chunk alive, e.g. LMS_MODE=host): the frees that are due and the pins of
+ * graph launches that completed. Two atomic loads when there is nothing. */
+void lms_capture_idle(void);
+
 /* fork: the list's lock is held across fork; the child gets a fresh one. */
 void lms_capture_fork_prepare(void);
 void lms_capture_fork_parent(void);

@@ -770,6 +770,46 @@ static void captured_free_keeps_charge(void)
     CHECK_EQ_U(st.used, 0);
 }
 
+/* LMS_MODE=host (meson.build): chunks off the device are pinned host
+ * memory, never managed, so no residency work runs at launches. A free of
+ * one captured into a graph must still be released once a launch of the
+ * graph has passed it (by a later hook), not held for ever. */
+static void captured_free_host_mode(void)
+{
+    setup();
+    CUdeviceptr x = chunk(), y = chunk();
+    CHECK(!is_managed(x));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int round = 0; round < 2; round++) {
+        CUdeviceptr v = round ? y : x;
+        OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        OK(launch_bump(v, s));
+        OK(cuMemFreeAsync(v, s));
+        CUgraph g;
+        OK(cuStreamEndCapture(s, &g));
+        CUgraphExec e;
+        OK(cuGraphInstantiate(&e, g, 0));
+        OK(cuGraphDestroy(g));
+        OK(cuGraphLaunch(e, s));
+        OK(cuStreamSynchronize(s));
+        OK(cuGraphExecDestroy(e));
+    }
+    CUdeviceptr small;
+    OK(cuMemAlloc(&small, 1 * MiB));
+    size_t one = 1 * MiB;
+    void *args[] = {&small, &one};
+    OK(cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));   /* a hook */
+    OK(cuStreamSynchronize(s));
+    CUdeviceptr base;
+    size_t size;
+    CHECK(cuMemGetAddressRange(&base, &size, x) != CUDA_SUCCESS);   /* released */
+    CHECK(cuMemGetAddressRange(&base, &size, y) != CUDA_SUCCESS);
+    lms_device_stats st;
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.live_chunks[2], 0);
+}
+
 /* Twenty launches on the calling thread's per-thread default stream. */
 static void *ptsz_work(void *arg)
 {
@@ -988,6 +1028,7 @@ static void unsupported_entries(void)
 static const test_case cases[] = {
     {"unsupported_entries", unsupported_entries},
     {"threads_many_streams", threads_many_streams},
+    {"captured_free_host_mode", captured_free_host_mode},
     {"captured_free_keeps_charge", captured_free_keeps_charge},
     {"refused_free_keeps_chunk", refused_free_keeps_chunk},
     {"slot_taken_mid_launch", slot_taken_mid_launch},
