@@ -72,9 +72,15 @@ typedef struct res_chunk {
     uint64_t kept;            /* bytes: charge kept by a failed eviction (still on the device) */
     res_ref fetch;            /* the record after its latest fetch */
     uint32_t fetch_seen;      /* bit s: slot s is ordered after that fetch */
-    res_ref users[USERS];     /* per stream, the record after its latest use since the fetch */
+    res_ref users[USERS];     /* per stream, the record after its latest use since the fetch
+                                 (or, while off the device, since the eviction: reads over the link) */
     bool users_all;           /* more streams than USERS: an eviction waits for all */
+    int remote;               /* launches reading it over the link, decided and not yet recorded */
 } res_chunk;
+
+/* A token's id of a chunk its launch reads over the link (after() knows it
+ * by this bit; ids stay below it). */
+#define REMOTE_BIT 0x80000000u
 
 typedef struct res_device {
     pthread_mutex_t lock;
@@ -174,6 +180,11 @@ int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
         return -1;
     }
     capids = (uint32_t)capids_i;
+    if (nids >= REMOTE_BIT) {   /* ids must stay below the token's flag */
+        pthread_rwlock_unlock(&map_lock);
+        free(c);
+        return -1;
+    }
     c->pc.id = nids;
     by_id[nids++] = c;
     int i = upper(ptr);
@@ -475,6 +486,19 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     res_device *d = l->d;
     CUstream s = ahead ? d->side : l->stream;
     int slot = ahead ? d->side_slot : l->slot;
+    if (c->remote > 0 && lms_opt.stream_order) {
+        /* A launch reads it over the link and is not recorded yet: a copy
+         * now could not be ordered after it. It stays where it is. */
+        lms_account_release(l->a, pc->charge);
+        return false;
+    }
+    if (lms_opt.stream_order) {   /* the copy waits for the reads over the link since the eviction */
+        for (int u = 0; u < USERS; u++)
+            wait_ref(d, s, c->users[u]);
+        for (int i = 0; c->users_all && i < SLOTS; i++)
+            if (d->slots[i].used)
+                wait_ref(d, s, (res_ref){i, d->slots[i].epoch, d->slots[i].count});
+    }
     if (d->evict_dirty) {
         d->evict_dirty = false;
         if (lms_drv.cuEventRecord(d->evict_ev, d->evict) == CUDA_SUCCESS)
@@ -591,6 +615,17 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     /* Chunks beyond nmine are not pinned; after() unpins only those pinned. */
     tok->n = nmine < tok->n ? nmine : tok->n;
     lms_plan_launch(&d->plan, &live_ops, &l, tok->seq, fn, tids, tok->n, mine, m);
+    if (d->plan.policy->on_demand) {
+        /* The chunks left off the device are read over the link: no copy
+         * of them starts until after() has recorded this launch. */
+        for (int i = 0; i < tok->n; i++) {
+            res_chunk *c = (res_chunk *)op_lookup(&l, tids[i]);
+            if (c && !c->pc.resident) {
+                c->remote++;
+                tids[i] |= REMOTE_BIT;
+            }
+        }
+    }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
     if (mine != few)
@@ -658,11 +693,16 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     int slot = d->plan.policy->on_demand && tok->n > 0 ? slot_of(d, stream) : -1;
     pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < tok->n; i++) {
-        res_chunk *c = chunk_of(ids[i]);
+        bool remote = ids[i] & REMOTE_BIT;
+        res_chunk *c = chunk_of(ids[i] & ~REMOTE_BIT);
         if (!c || c->device != tok->device)
             continue;
         lms_plan_used(&d->plan, &c->pc, tok->seq);
-        if (!c->pc.resident || !d->plan.policy->on_demand)
+        if (remote)
+            c->remote--;
+        /* A resident chunk's use orders its eviction; a read over the link
+         * orders its next fetch (op_fetch). */
+        if ((!c->pc.resident && !remote) || !d->plan.policy->on_demand)
             continue;
         if (!recorded) {   /* one record per launch that used a resident chunk */
             recorded = true;

@@ -56,12 +56,22 @@ static atomic_int gate_entered, gate_open;
 static void gate(simgpu_launch *l, void **p)
 {
     bump(l, p);
-    atomic_store(&gate_entered, 1);
+    atomic_fetch_add(&gate_entered, 1);
     while (!atomic_load(&gate_open))
         sched_yield();
 }
 
-static CUfunction f_bump, f_pair, f_gate;
+/* late(p, bytes): like gate, but it holds the thread before it touches p. */
+static atomic_int late_entered, late_open;
+static void late(simgpu_launch *l, void **p)
+{
+    atomic_store(&late_entered, 1);
+    while (!atomic_load(&late_open))
+        sched_yield();
+    bump(l, p);
+}
+
+static CUfunction f_bump, f_pair, f_gate, f_late;
 static CUcontext ctx;
 static int (*get_stats)(int, lms_device_stats *);
 
@@ -79,6 +89,9 @@ static void setup(void)
     simgpu_kernel k3 = {"gate", gate, 2, {8, 8}};
     OK(simgpu_register_kernel(&k3));
     OK(cuModuleGetFunction(&f_gate, m, "gate"));
+    simgpu_kernel k4 = {"late", late, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k4));
+    OK(cuModuleGetFunction(&f_late, m, "late"));
     get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
     CHECK(get_stats != NULL);
 }
@@ -632,6 +645,7 @@ static void threads_many_streams(void)
 typedef struct gate_job {
     CUstream s;
     CUdeviceptr x;
+    CUfunction f;             /* f_gate or f_late */
     CUresult r;
 } gate_job;
 
@@ -642,8 +656,59 @@ static void *gate_work(void *arg)
     size_t bytes = CHUNK;
     void *args[] = {&j->x, &bytes};
     if (j->r == CUDA_SUCCESS)
-        j->r = cuLaunchKernel(f_gate, 1, 1, 1, 32, 1, 1, 0, j->s, args, NULL);
+        j->r = cuLaunchKernel(j->f, 1, 1, 1, 32, 1, 1, 0, j->s, args, NULL);
     return NULL;
+}
+
+/* A launch that reads a chunk over the link (no room: launches of other
+ * threads pin the whole budget) is issued; before it is recorded, room
+ * appears and another stream's launch would fetch the chunk. That copy
+ * must not start while the first kernel may read the chunk: it is not made
+ * (the second launch reads over the link too), and a later fetch waits for
+ * both reads. */
+static void fetch_vs_remote_reader(void)
+{
+    setup();
+    CUdeviceptr g[4], x = chunk();
+    for (int i = 0; i < 4; i++)
+        g[i] = chunk();
+    CUstream a, b, gs[4];
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < 4; i++)
+        OK(cuStreamCreate(&gs[i], CU_STREAM_NON_BLOCKING));
+    OK(cuCtxSynchronize());
+    OK(simgpu_reset_counters());
+    atomic_store(&gate_entered, 0);
+    atomic_store(&gate_open, 0);
+    atomic_store(&late_entered, 0);
+    atomic_store(&late_open, 0);
+    gate_job gj[4];
+    pthread_t gt[4], lt;
+    for (int i = 0; i < 4; i++) {      /* the budget fetched, pinned by launches in the gate */
+        gj[i] = (gate_job){.s = gs[i], .x = g[i], .f = f_gate};
+        CHECK(pthread_create(&gt[i], NULL, gate_work, &gj[i]) == 0);
+        while (atomic_load(&gate_entered) <= i)
+            sched_yield();
+    }
+    gate_job lj = {.s = a, .x = x, .f = f_late};
+    CHECK(pthread_create(&lt, NULL, gate_work, &lj) == 0);
+    while (!atomic_load(&late_entered))
+        sched_yield();                 /* issued, to read x over the link, not recorded */
+    atomic_store(&gate_open, 1);       /* the pins go */
+    for (int i = 0; i < 4; i++) {
+        CHECK(pthread_join(gt[i], NULL) == 0);
+        OK(gj[i].r);
+    }
+    OK(launch_bump(x, b));             /* room now: x would be fetched under the reader */
+    atomic_store(&late_open, 1);
+    CHECK(pthread_join(lt, NULL) == 0);
+    OK(lj.r);
+    for (int i = 0; i < 3; i++)
+        OK(launch_bump(x, b));         /* fetched now, after both reads */
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(counter(x), 5);
+    check_invariants();
 }
 
 /* A stream's slot is taken over by another stream while a launch on the
@@ -665,7 +730,7 @@ static void slot_taken_mid_launch(void)
     OK(cuCtxSynchronize());
     OK(simgpu_reset_counters());
     OK(launch_bump(x, f));             /* x fetched on f: a copy of about 1.2 ms */
-    gate_job j = {.s = a, .x = x};
+    gate_job j = {.s = a, .x = x, .f = f_gate};
     pthread_t th;
     atomic_store(&gate_entered, 0);
     atomic_store(&gate_open, 0);
@@ -1028,6 +1093,7 @@ static void unsupported_entries(void)
 static const test_case cases[] = {
     {"unsupported_entries", unsupported_entries},
     {"threads_many_streams", threads_many_streams},
+    {"fetch_vs_remote_reader", fetch_vs_remote_reader},
     {"captured_free_host_mode", captured_free_host_mode},
     {"captured_free_keeps_charge", captured_free_keeps_charge},
     {"refused_free_keeps_chunk", refused_free_keeps_chunk},
