@@ -762,4 +762,7 @@ void lms_residency_fork_child(void)
     pthread_rwlock_init(&map_lock, NULL);
     for (int i = 0; i < LMS_MAX_DEVICES; i++)
         pthread_mutex_init(&devices[i].lock, NULL);
+    /* Launches of the parent's other threads never reach after() here. */
+    for (int i = 0; i < naddr; i++)
+        by_addr[i]->remote = 0;
 }
