@@ -875,6 +875,50 @@ static void captured_free_host_mode(void)
     CHECK_EQ_U(st.live_chunks[2], 0);
 }
 
+/* Launches given their parameters in the `extra` buffer form, through a
+ * CUkernel of a library, captured into a graph and replayed: the graph's
+ * chunks are still found (the node holds the parameters). */
+static void capture_extra_kernel(void)
+{
+    setup();
+    CUlibrary lib;
+    OK(cuLibraryLoadData(&lib, "image", NULL, NULL, 0, NULL, NULL, 0));
+    CUkernel k;
+    OK(cuLibraryGetKernel(&k, lib, "bump"));
+    CUdeviceptr c[6];
+    for (int i = 0; i < 6; i++)
+        c[i] = chunk();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 6; i++) {
+        struct { CUdeviceptr p; size_t bytes; } buf = {c[i], CHUNK};
+        size_t size = sizeof buf;
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                         CU_LAUNCH_PARAM_END};
+        OK(cuLaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, s, NULL, extra));
+    }
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphDestroy(g));
+    lms_device_stats a, b;
+    CHECK(get_stats(0, &a) == 0);
+    for (int rep = 0; rep < 3; rep++)
+        OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    CHECK(get_stats(0, &b) == 0);
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ_U(counter(c[i]), 3);
+    const char *policy = getenv("LMS_POLICY");
+    if (!policy || strcmp(policy, "none") != 0)
+        CHECK(b.prefetches > a.prefetches);   /* the graph's chunks were found */
+    check_invariants();
+    OK(cuGraphExecDestroy(e));
+    OK(cuLibraryUnload(lib));
+}
+
 /* Twenty launches on the calling thread's per-thread default stream. */
 static void *ptsz_work(void *arg)
 {
@@ -1093,6 +1137,7 @@ static void unsupported_entries(void)
 static const test_case cases[] = {
     {"unsupported_entries", unsupported_entries},
     {"threads_many_streams", threads_many_streams},
+    {"capture_extra_kernel", capture_extra_kernel},
     {"fetch_vs_remote_reader", fetch_vs_remote_reader},
     {"captured_free_host_mode", captured_free_host_mode},
     {"captured_free_keeps_charge", captured_free_keeps_charge},
