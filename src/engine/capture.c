@@ -22,8 +22,9 @@
 #include "log.h"
 #include "place.h"
 
-/* One free recorded in a capture. Records stay allocated (and listed) for
- * the life of the process: a graph may run its host node again. */
+/* One free recorded in a capture. Records stay allocated (and listed, so
+ * they stay reachable) for the life of the process: a graph may run its host
+ * node again. Released ones move to a list the drain never walks. */
 typedef struct deferred {
     lms_chunk chunk;          /* the chunk freed (pinned host or managed) */
     atomic_int state;         /* 0 captured, 1 due, 2 released */
@@ -31,7 +32,8 @@ typedef struct deferred {
 } deferred;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static deferred *list;        /* under lock */
+static deferred *list;        /* not yet released, under lock */
+static deferred *released;    /* released: kept (a graph may run their node again), never walked */
 static atomic_int due;        /* records in state 1 */
 
 bool lms_capture_busy(CUstream stream)
@@ -129,10 +131,17 @@ void lms_capture_drain(void)
         deferred *batch[32];
         int n = 0;
         pthread_mutex_lock(&lock);
-        for (deferred *d = list; d && n < 32; d = d->next) {
+        for (deferred **pp = &list; *pp && n < 32;) {
+            deferred *d = *pp;
             int expect = 1;
-            if (atomic_compare_exchange_strong(&d->state, &expect, 2))
+            if (atomic_compare_exchange_strong(&d->state, &expect, 2)) {
                 batch[n++] = d;
+                *pp = d->next;      /* off the walked list */
+                d->next = released;
+                released = d;
+            } else {
+                pp = &d->next;
+            }
         }
         pthread_mutex_unlock(&lock);
         if (n == 0)
