@@ -919,6 +919,56 @@ static void capture_extra_kernel(void)
     OK(cuLibraryUnload(lib));
 }
 
+/* Captures a graph over three of the shared chunks and launches it fifty
+ * times, with plain launches between, on a stream of its own. */
+static void *graph_work(void *arg)
+{
+    mt_job *j = arg;
+    TRY(j, cuCtxSetCurrent(ctx));
+    CUstream s;
+    TRY(j, cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr mine[3] = {j->c[j->id % j->nc], j->c[(j->id + 3) % j->nc], j->c[(j->id + 6) % j->nc]};
+    if (j->fail)
+        return NULL;
+    CUgraphExec e = capture_bumps(s, mine, 3);
+    for (int k = 0; k < 50 && !j->fail; k++) {
+        TRY(j, cuGraphLaunch(e, s));
+        TRY(j, launch_bump(j->c[(j->id + k) % j->nc], s));
+    }
+    TRY(j, cuStreamSynchronize(s));
+    TRY(j, cuGraphExecDestroy(e));
+    TRY(j, cuStreamDestroy(s));
+    return NULL;
+}
+
+/* Six threads launch graphs over overlapping chunks (nine, four fit), with
+ * kernels of different streams overlapping. */
+static void threads_graphs(void)
+{
+    setup();
+    enum { THREADS = 6, CHUNKS = 9 };
+    CUdeviceptr c[CHUNKS];
+    for (int i = 0; i < CHUNKS; i++)
+        c[i] = chunk();
+    OK(cuCtxSynchronize());
+    OK(simgpu_reset_counters());
+    mt_job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        jobs[i] = (mt_job){.id = i, .c = c, .nc = CHUNKS};
+        CHECK(pthread_create(&th[i], NULL, graph_work, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    for (int i = 0; i < THREADS; i++)
+        CHECK_EQ_U(jobs[i].fail, 0);
+    uint64_t sum = 0;
+    for (int i = 0; i < CHUNKS; i++)
+        sum += counter(c[i]);
+    CHECK_EQ_U(sum, THREADS * 50 * 4);
+    check_invariants();
+}
+
 /* Twenty launches on the calling thread's per-thread default stream. */
 static void *ptsz_work(void *arg)
 {
@@ -1137,6 +1187,7 @@ static void unsupported_entries(void)
 static const test_case cases[] = {
     {"unsupported_entries", unsupported_entries},
     {"threads_many_streams", threads_many_streams},
+    {"threads_graphs", threads_graphs},
     {"capture_extra_kernel", capture_extra_kernel},
     {"fetch_vs_remote_reader", fetch_vs_remote_reader},
     {"captured_free_host_mode", captured_free_host_mode},
