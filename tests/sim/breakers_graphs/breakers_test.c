@@ -1184,7 +1184,47 @@ static void unsupported_entries(void)
     }
 }
 
+/* The log line of a refused IPC export names a setting that keeps such a
+ * chunk on the device; following it must do so. The case runs twice: the
+ * first run reads the advice from its log (LMS_LOG_FILE, meson.build) and
+ * executes itself again with it. */
+static void ipc_advice_works(void)
+{
+    setup();
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, CHUNK));
+    CUipcMemHandle h;
+    if (getenv("BREAKERS_ADVICE")) {   /* second run: with the advice */
+        printf("LMS_THRESHOLD=%s\n", getenv("LMS_THRESHOLD"));
+        CHECK(!is_managed(p));
+        OK(cuIpcGetMemHandle(&h, p));
+        return;
+    }
+    CHECK(is_managed(p));
+    CHECK_IS(cuIpcGetMemHandle(&h, p), CUDA_ERROR_INVALID_VALUE);
+    char path[512], line[1024], value[64] = "";
+    const char *dir = getenv("BREAKERS_LOG_DIR");
+    CHECK(dir != NULL);
+    snprintf(path, sizeof path, "%s/breakers_%d.log", dir, (int)getpid());
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    while (fgets(line, sizeof line, f)) {
+        const char *t = strstr(line, "LMS_THRESHOLD=");
+        if (t)
+            sscanf(t + strlen("LMS_THRESHOLD="), "%63[^ \n]", value);
+    }
+    fclose(f);
+    CHECK(value[0] != 0);
+    CHECK(setenv("LMS_THRESHOLD", value, 1) == 0);
+    CHECK(setenv("BREAKERS_ADVICE", "1", 1) == 0);
+    fflush(NULL);
+    char *args[] = {"breakers_graphs_test", "ipc_advice_works", NULL};
+    execv("/proc/self/exe", args);
+    CHECK(!"execv failed");
+}
+
 static const test_case cases[] = {
+    {"ipc_advice_works", ipc_advice_works},
     {"unsupported_entries", unsupported_entries},
     {"threads_many_streams", threads_many_streams},
     {"threads_graphs", threads_graphs},
