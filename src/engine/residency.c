@@ -21,8 +21,12 @@
  * fetch and, per stream (up to USERS of them), the record after its latest
  * use there since the fetch. A launch on another stream than the fetch's
  * waits for the fetch (once per stream); an eviction waits for the fetch
- * and for every stream that used the chunk. A ring event recorded again
- * later on the same stream still orders correctly (it only waits longer).
+ * and for every stream that used the chunk. A launch that reads a chunk
+ * over the link is recorded as a use too, and a fetch waits for those reads
+ * (none may be between its decision and its record: a count per chunk). A
+ * slot taken over by another stream is forgotten by every chunk. A ring
+ * event recorded again later on the same stream still orders correctly (it
+ * only waits longer).
  */
 #include "residency.h"
 
@@ -704,7 +708,7 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
          * orders its next fetch (op_fetch). */
         if ((!c->pc.resident && !remote) || !d->plan.policy->on_demand)
             continue;
-        if (!recorded) {   /* one record per launch that used a resident chunk */
+        if (!recorded) {   /* one record per launch that used a chunk (resident or over the link) */
             recorded = true;
             if (slot >= 0)
                 r = record(d, slot);
