@@ -4,6 +4,7 @@
  * on the launch stream first (one residency decision for the whole graph)
  * and keeps them pinned until the graph's work on that stream is done.
  */
+#include "capture.h"
 #include "graph.h"
 #include "hooks.h"
 #include "launch.h"
@@ -44,6 +45,7 @@ INSTANTIATE_HOOK(cuGraphInstantiateWithParams_ptsz,
         uint32_t *ids = NULL;                                                      \
         int n = lms_residency_any() ? lms_graph_chunks(e, &ids) : 0;              \
         if (n == 0) {                                                              \
+            lms_capture_idle();                                                    \
             lms_hook_leave();                                                      \
             return REAL(sym)(e, s);                                                \
         }                                                                          \

@@ -4,6 +4,7 @@
  * are scanned and the residency engine runs before and after it. `f` may
  * be a CUfunction or a CUkernel cast to one, as CUDA allows.
  */
+#include "capture.h"
 #include "hooks.h"
 #include "launch.h"
 
@@ -32,6 +33,7 @@ static void before(CUfunction f, CUstream s, void **params, void **extra, lms_la
         if (!lms_hook_enter() || !REAL(sym))                                                       \
             return PASS(sym, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);                  \
         if (!lms_residency_any()) {                                                                \
+            lms_capture_idle();                                                                    \
             lms_hook_leave();                                                                      \
             return REAL(sym)(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);                  \
         }                                                                                          \
@@ -53,6 +55,7 @@ LAUNCH_HOOK(cuLaunchKernel_ptsz, true)
         if (!lms_hook_enter() || !REAL(sym))                                                       \
             return PASS(sym, c, f, params, extra);                                                 \
         if (!lms_residency_any() || !c) {                                                          \
+            lms_capture_idle();                                                                    \
             lms_hook_leave();                                                                      \
             return REAL(sym)(c, f, params, extra);                                                 \
         }                                                                                          \
@@ -75,6 +78,7 @@ LAUNCH_EX_HOOK(cuLaunchKernelEx_ptsz, true)
         if (!lms_hook_enter() || !REAL(sym))                                                       \
             return PASS(sym, f, gx, gy, gz, bx, by, bz, shmem, s, params);                         \
         if (!lms_residency_any()) {                                                                \
+            lms_capture_idle();                                                                    \
             lms_hook_leave();                                                                      \
             return REAL(sym)(f, gx, gy, gz, bx, by, bz, shmem, s, params);                         \
         }                                                                                          \

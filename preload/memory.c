@@ -64,11 +64,11 @@ static CUresult native_alloc_pitch(void *ctx, CUdeviceptr *out)
 
 /* Places one device request made through a hook whose real entry is `real`. */
 static CUresult place(CUdeviceptr *out, int device, bool async, lms_native_alloc native,
-                      alloc_args *args)
+                      alloc_args *args, bool device_only)
 {
     lms_alloc_request r = {.size = args->size, .device = device, .stream = args->stream,
                            .async = async, .native = native, .native_ctx = args,
-                           .device_only = lms_pool_exportable(args->pool),
+                           .device_only = device_only || lms_pool_exportable(args->pool),
                            .site = lms_stack_site(0)};
     return lms_place_alloc(&r, out);
 }
@@ -84,7 +84,7 @@ LMS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     else if (!dptr || bytesize == 0)
         r = REAL(cuMemAlloc_v2)(dptr, bytesize);           /* CUDA answers bad arguments */
     else
-        r = place(dptr, lms_driver_current_device(), false, native_alloc, &a);
+        r = place(dptr, lms_driver_current_device(), false, native_alloc, &a, false);
     lms_hook_leave();
     return r;
 }
@@ -105,7 +105,7 @@ LMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
     else {
         *pPitch = (width + 511) / 512 * 512;       /* the layout if it leaves the device */
         a.size = *pPitch * height;
-        r = place(dptr, lms_driver_current_device(), false, native_alloc_pitch, &a);
+        r = place(dptr, lms_driver_current_device(), false, native_alloc_pitch, &a, false);
     }
     lms_hook_leave();
     return r;
@@ -126,7 +126,9 @@ static CUresult alloc_async(void *real, CUdeviceptr *dptr, size_t size, CUmemory
         return native_alloc_pool(&a, dptr);
     if (device == LMS_POOL_UNKNOWN)
         device = lms_driver_stream_device(stream);   /* the best guess left */
-    return place(dptr, device, true, pool ? native_alloc_pool : native_alloc_async, &a);
+    /* No pool given: the device's current pool, which may be exportable. */
+    bool exportable = !pool && lms_pool_current_exportable(device);
+    return place(dptr, device, true, pool ? native_alloc_pool : native_alloc_async, &a, exportable);
 }
 
 #define ASYNC_ALLOC_HOOK(sym, ptds)                                                    \

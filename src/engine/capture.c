@@ -9,7 +9,8 @@
  * instead, which only marks the chunk due, and the memory is released by
  * the next hook that drains (never from inside the host function, where
  * CUDA calls are not allowed), with the thread's capture mode relaxed so a
- * capture elsewhere is not disturbed.
+ * capture elsewhere is not disturbed. Until then the memory exists, so the
+ * chunk keeps its residency entry and its charge (place.c releases them).
  */
 #include "capture.h"
 
@@ -19,18 +20,20 @@
 
 #include "graph.h"
 #include "log.h"
+#include "place.h"
 
-/* One free recorded in a capture. Records stay allocated (and listed) for
- * the life of the process: a graph may run its host node again. */
+/* One free recorded in a capture. Records stay allocated (and listed, so
+ * they stay reachable) for the life of the process: a graph may run its host
+ * node again. Released ones move to a list the drain never walks. */
 typedef struct deferred {
-    uint64_t ptr;
-    bool host;                /* pinned host memory (else managed) */
+    lms_chunk chunk;          /* the chunk freed (pinned host or managed) */
     atomic_int state;         /* 0 captured, 1 due, 2 released */
     struct deferred *next;
 } deferred;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static deferred *list;        /* under lock */
+static deferred *list;        /* not yet released, under lock */
+static deferred *released;    /* released: kept (a graph may run their node again), never walked */
 static atomic_int due;        /* records in state 1 */
 
 bool lms_capture_busy(CUstream stream)
@@ -42,10 +45,15 @@ bool lms_capture_busy(CUstream stream)
     return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-bool lms_capture_before_work(CUstream stream)
+void lms_capture_idle(void)
 {
     lms_capture_drain();
     lms_graph_poll();
+}
+
+bool lms_capture_before_work(CUstream stream)
+{
+    lms_capture_idle();
     return lms_capture_busy(stream);
 }
 
@@ -58,7 +66,7 @@ static void mark_due(void *user)
         atomic_fetch_add(&due, 1);
 }
 
-bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *r)
+bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
 {
     lms_capture_drain();
     if (!lms_drv.cuStreamIsCapturing)
@@ -79,8 +87,7 @@ bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *
         *r = CUDA_ERROR_OUT_OF_MEMORY;
         return true;
     }
-    d->ptr = ptr;
-    d->host = host;
+    d->chunk = *c;
     *r = lms_drv.cuLaunchHostFunc(stream, mark_due, d);
     if (*r != CUDA_SUCCESS) {
         free(d);
@@ -91,7 +98,7 @@ bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *
     list = d;
     pthread_mutex_unlock(&lock);
     lms_log(LMS_LEVEL_DEBUG, "free of 0x%llx captured: released when a launch of the graph passes it",
-            (unsigned long long)ptr);
+            (unsigned long long)c->key);
     return true;
 }
 
@@ -99,23 +106,42 @@ void lms_capture_fork_prepare(void) { pthread_mutex_lock(&lock); }
 void lms_capture_fork_parent(void) { pthread_mutex_unlock(&lock); }
 void lms_capture_fork_child(void) { pthread_mutex_init(&lock, NULL); }
 
+lms_capture_mode lms_capture_relax(void)
+{
+    lms_capture_mode m = {.mode = CU_STREAM_CAPTURE_MODE_RELAXED};
+    m.saved = lms_drv.cuThreadExchangeStreamCaptureMode &&
+              lms_drv.cuThreadExchangeStreamCaptureMode(&m.mode) == CUDA_SUCCESS;
+    return m;
+}
+
+void lms_capture_restore(lms_capture_mode m)
+{
+    if (m.saved)
+        lms_drv.cuThreadExchangeStreamCaptureMode(&m.mode);
+}
+
 void lms_capture_drain(void)
 {
     if (atomic_load_explicit(&due, memory_order_relaxed) == 0)
         return;
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-    bool relaxed = lms_drv.cuThreadExchangeStreamCaptureMode &&
-                   lms_drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+    lms_capture_mode mode = lms_capture_relax();
     for (;;) {
         /* Taken under the lock, freed outside it (no lock held across a
          * driver call, which may take the driver's own). */
         deferred *batch[32];
         int n = 0;
         pthread_mutex_lock(&lock);
-        for (deferred *d = list; d && n < 32; d = d->next) {
+        for (deferred **pp = &list; *pp && n < 32;) {
+            deferred *d = *pp;
             int expect = 1;
-            if (atomic_compare_exchange_strong(&d->state, &expect, 2))
+            if (atomic_compare_exchange_strong(&d->state, &expect, 2)) {
                 batch[n++] = d;
+                *pp = d->next;      /* off the walked list */
+                d->next = released;
+                released = d;
+            } else {
+                pp = &d->next;
+            }
         }
         pthread_mutex_unlock(&lock);
         if (n == 0)
@@ -123,13 +149,11 @@ void lms_capture_drain(void)
         atomic_fetch_sub(&due, n);
         for (int i = 0; i < n; i++) {
             deferred *d = batch[i];
-            CUresult r = d->host ? lms_drv.cuMemFreeHost((void *)(uintptr_t)d->ptr)
-                                 : lms_drv.cuMemFree((CUdeviceptr)d->ptr);
+            CUresult r = lms_place_release(&d->chunk);   /* memory, entry and charge */
             if (r != CUDA_SUCCESS)
                 lms_log(LMS_LEVEL_WARN, "captured free of 0x%llx failed (error %d)",
-                        (unsigned long long)d->ptr, (int)r);
+                        (unsigned long long)d->chunk.key, (int)r);
         }
     }
-    if (relaxed)
-        lms_drv.cuThreadExchangeStreamCaptureMode(&mode);
+    lms_capture_restore(mode);
 }

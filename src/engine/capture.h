@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chunks.h"
 #include "driver.h"
 
 /* Before residency work for a launch on `stream`: releases deferred frees
@@ -20,13 +21,14 @@ bool lms_capture_before_work(CUstream stream);
 /* True when `stream` captures or cannot be asked (no residency work on it). */
 bool lms_capture_busy(CUstream stream);
 
-/* A stream-ordered free of an off-device chunk (managed, or pinned host when
- * `host`) on `stream`. Returns false when the stream does not capture (the
- * caller synchronizes and frees). Otherwise *r gets the answer: on a
- * capturing stream the free becomes a host node of the capture, and the
- * memory is released once a launch of the graph has passed that point; on
- * the legacy stream tied to a capture, CUDA's error. */
-bool lms_capture_free_async(uint64_t ptr, bool host, CUstream stream, CUresult *r);
+/* A stream-ordered free of an off-device chunk `c` (managed or pinned host,
+ * already out of the chunk map) on `stream`. Returns false when the stream
+ * does not capture (the caller synchronizes and frees). Otherwise *r gets
+ * the answer: on a capturing stream the free becomes a host node of the
+ * capture, and the memory is released once a launch of the graph has
+ * passed that point, then lms_place_released(c) gives back its residency
+ * entry and charge; on the legacy stream tied to a capture, CUDA's error. */
+bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r);
 
 /* True for the errors a capture gives a call it forbids
  * (CUDA_ERROR_STREAM_CAPTURE_*): the program gets them unchanged. */
@@ -35,8 +37,28 @@ static inline bool lms_capture_refused(CUresult r)
     return r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
 }
 
+/* The calling thread's capture mode, saved by lms_capture_relax. */
+typedef struct lms_capture_mode {
+    CUstreamCaptureMode mode;
+    bool saved;               /* false: nothing to put back */
+} lms_capture_mode;
+
+/* Sets the calling thread's capture mode to relaxed for the calls lmshim
+ * makes in place of a stream-ordered request (a managed allocation, a
+ * synchronous free), which CUDA allows during any capture: another thread's
+ * global capture must not be invalidated by lmshim's substitutes. */
+lms_capture_mode lms_capture_relax(void);
+
+/* Puts back the mode lms_capture_relax saved. */
+void lms_capture_restore(lms_capture_mode m);
+
 /* Releases the frees whose point in a graph has been reached. */
 void lms_capture_drain(void);
+
+/* What a launch hook owes even when no residency work runs (no managed
+ * chunk alive, e.g. LMS_MODE=host): the frees that are due and the pins of
+ * graph launches that completed. Two atomic loads when there is nothing. */
+void lms_capture_idle(void);
 
 /* fork: the list's lock is held across fork; the child gets a fresh one. */
 void lms_capture_fork_prepare(void);

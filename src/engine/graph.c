@@ -209,25 +209,39 @@ void lms_graph_poll(void)
 {
     if (atomic_load_explicit(&nflights, memory_order_relaxed) == 0 || !lms_drv.cuEventQuery)
         return;
-    for (int i = 0; i < IN_FLIGHT; i++) {
-        /* The event is queried with no lock held (the driver has its own). */
-        pthread_mutex_lock(&lock);
-        CUevent ev = flights[i].ev;
-        pthread_mutex_unlock(&lock);
-        if (!ev || lms_drv.cuEventQuery(ev) == CUDA_ERROR_NOT_READY)
-            continue;
-        flight done = {0};
-        pthread_mutex_lock(&lock);
-        if (flights[i].ev == ev) {
-            done = flights[i];
-            flights[i].ev = NULL;
+    /* One pass under the lock takes the events, the queries run with no
+     * lock held (the driver has its own), one more pass takes the flights
+     * that completed: two lock round trips per poll, whatever is in flight. */
+    int idx[IN_FLIGHT], k = 0;
+    CUevent evs[IN_FLIGHT];
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < IN_FLIGHT; i++)
+        if (flights[i].ev) {
+            idx[k] = i;
+            evs[k++] = flights[i].ev;
+        }
+    pthread_mutex_unlock(&lock);
+    int ndone = 0;
+    for (int j = 0; j < k; j++)
+        if (lms_drv.cuEventQuery(evs[j]) != CUDA_ERROR_NOT_READY)
+            idx[ndone] = idx[j], evs[ndone++] = evs[j];
+    if (ndone == 0)
+        return;
+    flight done[IN_FLIGHT];
+    int n = 0;
+    pthread_mutex_lock(&lock);
+    for (int j = 0; j < ndone; j++) {
+        flight *f = &flights[idx[j]];
+        if (f->ev == evs[j]) {   /* not taken by another poll meanwhile */
+            done[n++] = *f;
+            f->ev = NULL;
             atomic_fetch_sub(&nflights, 1);
         }
-        pthread_mutex_unlock(&lock);
-        if (done.ev) {
-            lms_residency_pin(done.device, done.ids, done.n, -1);
-            lms_drv.cuEventDestroy(done.ev);
-            free(done.ids);
-        }
+    }
+    pthread_mutex_unlock(&lock);
+    for (int j = 0; j < n; j++) {
+        lms_residency_pin(done[j].device, done[j].ids, done[j].n, -1);
+        lms_drv.cuEventDestroy(done[j].ev);
+        free(done[j].ids);
     }
 }

@@ -74,7 +74,13 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
     CUdeviceptr p;
     if (place == LMS_PLACE_MANAGED && !lms_caps_managed_ok(r->device))
         place = LMS_PLACE_HOST;   /* no prefetch possible there (caps.c) */
+    /* A stream-ordered request is allowed during any capture; the calls
+     * made in its place are not, unless the thread's mode is relaxed. */
+    lms_capture_mode mode = {0};
+    if (r->async)
+        mode = lms_capture_relax();
     CUresult res = alloc_off_device(r->size, r->device, place, &p);
+    lms_capture_restore(mode);
     if (lms_capture_refused(res))
         return res;   /* an allocation a capture forbids: CUDA's answer */
     if (res != CUDA_SUCCESS) {
@@ -121,6 +127,12 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     lms_account *a = lms_account_of(r->device);
     if (!a)
         return r->native(r->native_ctx, out);   /* no device: CUDA answers */
+    /* On a capturing stream a stream-ordered allocation is a node of the
+     * graph, whose memory each launch gets and its free node gives back:
+     * CUDA's alone (a chunk of lmshim's would be made once, at capture, and
+     * released after the first launch). Not tracked: its free passes too. */
+    if (r->async && lms_capture_busy(r->stream))
+        return r->native(r->native_ctx, out);
     uint64_t charge = lms_charge_of(r->size);
     lms_arenas_note_request(r->device, r->size, a->budget);
     lms_place want = LMS_PLACE_DEVICE;
@@ -172,6 +184,38 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     return place_off_device(r, a, fb, true, out);
 }
 
+/* The bookkeeping of a chunk whose memory went back to the driver: its
+ * residency entry `res` (taken, or NULL) and its charge go back. */
+static void finish_free(const lms_chunk *c, lms_res_chunk *res)
+{
+    lms_residency_drop(res);    /* its residency charge goes back */
+    lms_account *a = lms_account_of(c->device);
+    if (a) {
+        if (c->charged)
+            lms_account_release(a, c->charged);
+        lms_account_drop_chunk(a, c);
+    }
+    if (lms_trace_on)
+        lms_trace_free(c->device, c->key, c->size, lms_place_names[c->place]);
+    if (LMS_LOG_ON(LMS_LEVEL_DEBUG))
+        lms_log(LMS_LEVEL_DEBUG, "free dev=%d size=%llu place=%s ptr=0x%llx", c->device,
+                (unsigned long long)c->size, lms_place_names[c->place], (unsigned long long)c->key);
+}
+
+CUresult lms_place_release(const lms_chunk *c)
+{
+    /* Out of the residency map before the real free, as in lms_place_free. */
+    lms_res_chunk *res = c->place == LMS_PLACE_MANAGED && !(c->flags & LMS_CHUNK_PROGRAM)
+                             ? lms_residency_take(c->key) : NULL;
+    CUresult r = c->place == LMS_PLACE_HOST ? lms_drv.cuMemFreeHost((void *)(uintptr_t)c->key)
+                                            : lms_drv.cuMemFree((CUdeviceptr)c->key);
+    if (r != CUDA_SUCCESS)
+        lms_residency_put_back(res);   /* still allocated: it keeps its entry and charge */
+    else
+        finish_free(c, res);
+    return r;
+}
+
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
 {
     lms_chunk c;
@@ -187,25 +231,41 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
     /* On a capturing stream nothing may synchronize: the free becomes part
      * of the capture instead (capture.c). */
     bool captured = off && async && lms_capture_busy(op->stream);
+    /* A stream-ordered free is allowed during any capture; the synchronize
+     * and the free made in its place are not, unless the thread's mode is
+     * relaxed (another thread's global capture stays valid). */
+    lms_capture_mode mode = {0};
+    if (off && async && !captured)
+        mode = lms_capture_relax();
     CUresult r;
     if (off && async && !captured && lms_drv.cuStreamSynchronize) {
         /* Not pool memory: a stream-ordered free waits for the stream,
          * before anything is taken down. */
         r = lms_drv.cuStreamSynchronize(op->stream);
-        if (r != CUDA_SUCCESS)
+        if (r != CUDA_SUCCESS) {
+            lms_capture_restore(mode);
             return r;
+        }
     }
     /* Out of the map before the real free: once the driver has the address
      * back it may hand it out again, to another thread, at once. */
-    if (!lms_chunks_remove(p, &c))
+    if (!lms_chunks_remove(p, &c)) {
+        lms_capture_restore(mode);
         return async ? op->async_free(p, op->stream) : op->sync_free(p);   /* freed meanwhile */
+    }
+    if (captured) {
+        /* The memory stays until a launch of the graph passes the free, and
+         * so do its residency entry (still fetched and evicted) and its
+         * charge: lms_place_released finishes the free then. */
+        if (!lms_capture_free_async(&c, op->stream, &r))
+            r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
+        if (r != CUDA_SUCCESS)
+            lms_chunks_insert(&c);   /* still allocated: as it was */
+        return r;
+    }
     lms_res_chunk *res = c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM)
                              ? lms_residency_take(p) : NULL;
-    if (captured && lms_capture_free_async(p, c.place == LMS_PLACE_HOST, op->stream, &r)) {
-        /* released when the captured work has run; r says if it was taken */
-    } else if (captured) {
-        r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
-    } else switch (c.place) {
+    switch (c.place) {
     case LMS_PLACE_DEVICE:
         r = async ? op->async_free(p, op->stream) : op->sync_free(p);
         break;
@@ -216,23 +276,13 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
         r = op->sync_free(p);   /* managed memory, the program's own kinds */
         break;
     }
+    lms_capture_restore(mode);
     if (r != CUDA_SUCCESS) {
         lms_chunks_insert(&c);  /* still allocated: as it was */
         lms_residency_put_back(res);
         return r;
     }
-    lms_residency_drop(res);    /* its residency charge goes back */
-    lms_account *a = lms_account_of(c.device);
-    if (a) {
-        if (c.charged)
-            lms_account_release(a, c.charged);
-        lms_account_drop_chunk(a, &c);
-    }
-    if (lms_trace_on)
-        lms_trace_free(c.device, p, c.size, lms_place_names[c.place]);
-    if (LMS_LOG_ON(LMS_LEVEL_DEBUG))
-        lms_log(LMS_LEVEL_DEBUG, "free dev=%d size=%llu place=%s ptr=0x%llx", c.device,
-                (unsigned long long)c.size, lms_place_names[c.place], (unsigned long long)p);
+    finish_free(&c, res);
     return CUDA_SUCCESS;
 }
 

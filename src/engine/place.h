@@ -6,6 +6,7 @@
 #ifndef LMS_PLACE_H
 #define LMS_PLACE_H
 
+#include "chunks.h"
 #include "driver.h"
 
 /* The allocation the program asked for, made by the real entry point of the
@@ -43,6 +44,11 @@ typedef struct lms_free_op {
  * INVALID_VALUE. A failed free changes nothing: accounting, the chunk map
  * and residency change only once the real free succeeded. */
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op);
+
+/* Frees an off-device chunk whose free a capture deferred (capture.c; it
+ * is already out of the chunk map): the memory, then its residency entry
+ * and charge. On an error they stay and the error is returned. */
+CUresult lms_place_release(const lms_chunk *c);
 
 /* Records memory the program allocated itself in a non-device kind
  * (LMS_PLACE_MANAGED / LMS_PLACE_PINNED): tracked, never charged. */

@@ -10,6 +10,7 @@
 #include "pools.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "options.h"
@@ -23,6 +24,7 @@ typedef struct pool_rec {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pool_rec *recs;       /* unordered; owned here */
 static size_t nrecs, caprecs;
+static atomic_size_t nexportable;   /* records with exportable set */
 
 /* Index of a pool's record, or nrecs (under lock). */
 static size_t find(CUmemoryPool pool)
@@ -48,8 +50,12 @@ static void put(CUmemoryPool pool, int device, bool exportable)
             caprecs = ncap;
         }
         nrecs++;
+    } else if (recs[i].exportable) {
+        atomic_fetch_sub(&nexportable, 1);
     }
     recs[i] = (pool_rec){pool, device, exportable};
+    if (exportable)
+        atomic_fetch_add(&nexportable, 1);
 }
 
 void lms_pool_created(CUmemoryPool pool, const CUmemPoolProps *props)
@@ -69,8 +75,11 @@ void lms_pool_destroyed(CUmemoryPool pool)
 {
     pthread_mutex_lock(&lock);
     size_t i = find(pool);
-    if (i < nrecs)
+    if (i < nrecs) {
+        if (recs[i].exportable)
+            atomic_fetch_sub(&nexportable, 1);
         recs[i] = recs[--nrecs];
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -105,6 +114,15 @@ bool lms_pool_exportable(CUmemoryPool pool)
     bool exportable = i < nrecs && recs[i].exportable;
     pthread_mutex_unlock(&lock);
     return exportable;
+}
+
+bool lms_pool_current_exportable(int device)
+{
+    if (atomic_load_explicit(&nexportable, memory_order_relaxed) == 0 || device < 0 ||
+        !lms_drv.cuDeviceGetMemPool)
+        return false;
+    CUmemoryPool cur;
+    return lms_drv.cuDeviceGetMemPool(&cur, device) == CUDA_SUCCESS && lms_pool_exportable(cur);
 }
 
 void lms_pools_fork_prepare(void) { pthread_mutex_lock(&lock); }

@@ -25,6 +25,11 @@ int lms_pool_device(CUmemoryPool pool);
  * CUDA shares only device memory, so its allocations never leave the device. */
 bool lms_pool_exportable(CUmemoryPool pool);
 
+/* True when the current pool of `device` (what cuMemAllocAsync allocates
+ * from, set with cuDeviceSetMemPool) is an exportable pool. Asks the driver
+ * only while an exportable pool exists. */
+bool lms_pool_current_exportable(int device);
+
 /* fork: the table's lock is held across fork; the child gets a fresh one. */
 void lms_pools_fork_prepare(void);
 void lms_pools_fork_parent(void);

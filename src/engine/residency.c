@@ -23,8 +23,12 @@
  * fetch and, per stream (up to USERS of them), the record after its latest
  * use there since the fetch. A launch on another stream than the fetch's
  * waits for the fetch (once per stream); an eviction waits for the fetch
- * and for every stream that used the chunk. A ring event recorded again
- * later on the same stream still orders correctly (it only waits longer).
+ * and for every stream that used the chunk. A launch that reads a chunk
+ * over the link is recorded as a use too, and a fetch waits for those reads
+ * (none may be between its decision and its record: a count per chunk). A
+ * slot taken over by another stream is forgotten by every chunk. A ring
+ * event recorded again later on the same stream still orders correctly (it
+ * only waits longer).
  */
 #include "residency.h"
 
@@ -76,12 +80,18 @@ typedef struct res_chunk {
     uint64_t kept;            /* bytes: charge kept by a failed eviction (still on the device) */
     res_ref fetch;            /* the record after its latest fetch */
     uint32_t fetch_seen;      /* bit s: slot s is ordered after that fetch */
-    res_ref users[USERS];     /* per stream, the record after its latest use since the fetch */
+    res_ref users[USERS];     /* per stream, the record after its latest use since the fetch
+                                 (or, while off the device, since the eviction: reads over the link) */
     bool users_all;           /* more streams than USERS: an eviction waits for all */
     struct res_chunk *group;  /* a chunk managed in pieces: its first piece (NULL: whole) */
     uint32_t pieces;          /* the first piece: how many pieces its chunk has */
     _Atomic uint64_t start;   /* 1 + lowest offset (bytes) in this piece a launch pointed at (0: none) */
+    int remote;               /* launches reading it over the link, decided and not yet recorded */
 } res_chunk;
+
+/* A token's id of a chunk its launch reads over the link (after() knows it
+ * by this bit; ids stay below it). */
+#define REMOTE_BIT 0x80000000u
 
 typedef struct res_device {
     pthread_mutex_t lock;
@@ -206,6 +216,11 @@ int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
         return -1;
     }
     capids = (uint32_t)capids_i;
+    if (nids + k > REMOTE_BIT) {   /* ids must stay below the token's flag */
+        pthread_rwlock_unlock(&map_lock);
+        free(c);
+        return -1;
+    }
     int i = upper(ptr);
     memmove(&by_addr[i + (int)k], &by_addr[i], (size_t)(naddr - i) * sizeof *by_addr);
     memmove(&bases[i + (int)k], &bases[i], (size_t)(naddr - i) * sizeof *bases);
@@ -260,6 +275,7 @@ void lms_residency_put_back(lms_res_chunk *taken)
         by_addr[i + j] = &c[j];
         bases[i + j] = c[j].ptr;
         by_id[c[j].pc.id] = &c[j];
+        c[j].fetch_seen = 0;   /* a slot taken over meanwhile did not see it: every stream waits again */
     }
     naddr += k;
     atomic_fetch_add(&lms_residency_live, 1);
@@ -365,8 +381,22 @@ static uint64_t thread_id(void)
     return id;
 }
 
+/* A slot goes to another stream: no chunk of the device may count it as
+ * ordered after its fetch any more (the new stream has waited for nothing).
+ * Takes map_lock; the caller holds the device's lock and none of map_lock. */
+static void forget_slot(res_device *d, int slot)
+{
+    int device = (int)(d - devices);
+    pthread_rwlock_rdlock(&map_lock);
+    for (int i = 0; i < naddr; i++)
+        if (by_addr[i]->device == device)
+            by_addr[i]->fetch_seen &= ~(1u << slot);   /* written under the device's lock */
+    pthread_rwlock_unlock(&map_lock);
+}
+
 /* The slot of `stream` on a device (made, or taken over from the stream
- * used least recently), or -1 when its events cannot be made. */
+ * used least recently), or -1 when its events cannot be made. Called with
+ * the device's lock held and map_lock not held (a takeover walks the chunks). */
 static int slot_of(res_device *d, CUstream stream)
 {
     int free_s = -1, old = -1;
@@ -407,6 +437,7 @@ static int slot_of(res_device *d, CUstream stream)
     res_slot *s = &d->slots[old];
     for (uint64_t k = s->count > RING ? s->count - RING + 1 : 1; k <= s->count; k++)
         lms_drv.cuEventSynchronize(s->ring[k % RING]);
+    forget_slot(d, old);
     s->stream = stream;
     s->owner = me;
     s->ctx = ctx;
@@ -532,6 +563,19 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     res_device *d = l->d;
     CUstream s = ahead ? d->side : l->stream;
     int slot = ahead ? d->side_slot : l->slot;
+    if (c->remote > 0 && lms_opt.stream_order) {
+        /* A launch reads it over the link and is not recorded yet: a copy
+         * now could not be ordered after it. It stays where it is. */
+        lms_account_release(l->a, pc->charge);
+        return false;
+    }
+    if (lms_opt.stream_order) {   /* the copy waits for the reads over the link since the eviction */
+        for (int u = 0; u < USERS; u++)
+            wait_ref(d, s, c->users[u]);
+        for (int i = 0; c->users_all && i < SLOTS; i++)
+            if (d->slots[i].used)
+                wait_ref(d, s, (res_ref){i, d->slots[i].epoch, d->slots[i].count});
+    }
     if (d->evict_dirty) {
         d->evict_dirty = false;
         if (lms_drv.cuEventRecord(d->evict_ev, d->evict) == CUDA_SUCCESS)
@@ -682,6 +726,17 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     /* Chunks beyond nmine are not pinned; after() unpins only those pinned. */
     tok->n = nmine < tok->n ? nmine : tok->n;
     lms_plan_launch(&d->plan, &live_ops, &l, tok->seq, fn, tids, tok->n, mine, m);
+    if (d->plan.policy->on_demand) {
+        /* The chunks left off the device are read over the link: no copy
+         * of them starts until after() has recorded this launch. */
+        for (int i = 0; i < tok->n; i++) {
+            res_chunk *c = (res_chunk *)op_lookup(&l, tids[i]);
+            if (c && !c->pc.resident) {
+                c->remote++;
+                tids[i] |= REMOTE_BIT;
+            }
+        }
+    }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
     if (mine != few)
@@ -744,17 +799,24 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     pthread_mutex_lock(&d->lock);
     res_ref r = {.slot = -1};
     bool recorded = false;
+    /* The stream's slot (before() made it) is looked up before map_lock is
+     * taken: a takeover walks the chunks. */
+    int slot = d->plan.policy->on_demand && tok->n > 0 ? slot_of(d, stream) : -1;
     pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < tok->n; i++) {
-        res_chunk *c = chunk_of(ids[i]);
+        bool remote = ids[i] & REMOTE_BIT;
+        res_chunk *c = chunk_of(ids[i] & ~REMOTE_BIT);
         if (!c || c->device != tok->device)
             continue;
         lms_plan_used(&d->plan, &c->pc, tok->seq);
-        if (!c->pc.resident || !d->plan.policy->on_demand)
+        if (remote)
+            c->remote--;
+        /* A resident chunk's use orders its eviction; a read over the link
+         * orders its next fetch (op_fetch). */
+        if ((!c->pc.resident && !remote) || !d->plan.policy->on_demand)
             continue;
-        if (!recorded) {   /* one record per launch that used a resident chunk */
+        if (!recorded) {   /* one record per launch that used a chunk (resident or over the link) */
             recorded = true;
-            int slot = slot_of(d, stream);
             if (slot >= 0)
                 r = record(d, slot);
             else
@@ -811,4 +873,7 @@ void lms_residency_fork_child(void)
     pthread_rwlock_init(&map_lock, NULL);
     for (int i = 0; i < LMS_MAX_DEVICES; i++)
         pthread_mutex_init(&devices[i].lock, NULL);
+    /* Launches of the parent's other threads never reach after() here. */
+    for (int i = 0; i < naddr; i++)
+        by_addr[i]->remote = 0;
 }

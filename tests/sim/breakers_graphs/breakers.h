@@ -1,0 +1,191 @@
+/*
+ * breakers.h — what the breakers_graphs test programs share: the kernels
+ * (bump, pair, and gate/late, whose bodies hold the launching thread), the
+ * setup, chunk helpers, the invariants every case checks (lmshim's budget,
+ * the simulator's counters of missing waits) and a graph capture helper.
+ */
+#ifndef BREAKERS_H
+#define BREAKERS_H
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "lmshim.h"
+#include "simgpu.h"
+
+#define MiB (1ull << 20)
+#define CHUNK (64 * MiB)
+
+/* bump(p, bytes): p[0] += 1 (a 64-bit counter); touches the whole range. */
+static void bump(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    size_t bytes = *(size_t *)p[1];
+    l->access(l, a, bytes, SIMGPU_READ_WRITE);
+    __atomic_fetch_add((uint64_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+    l->compute(l, 2e4);
+}
+
+/* pair(p, q, bytes): bumps p; q is a parameter it never touches. */
+static void pair(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    size_t bytes = *(size_t *)p[2];
+    l->access(l, a, bytes, SIMGPU_READ_WRITE);
+    __atomic_fetch_add((uint64_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+    l->compute(l, 1e4);
+}
+
+/* gate(p, bytes): bumps p like bump, but its body holds the launching
+ * thread until the test opens the gate (the launch sits between lmshim's
+ * decision and its record after the launch). */
+static atomic_int gate_entered, gate_open;
+static void gate(simgpu_launch *l, void **p)
+{
+    bump(l, p);
+    atomic_fetch_add(&gate_entered, 1);
+    while (!atomic_load(&gate_open))
+        sched_yield();
+}
+
+/* late(p, bytes): like gate, but it holds the thread before it touches p. */
+static atomic_int late_entered, late_open;
+static void late(simgpu_launch *l, void **p)
+{
+    atomic_store(&late_entered, 1);
+    while (!atomic_load(&late_open))
+        sched_yield();
+    bump(l, p);
+}
+
+static CUfunction f_bump, f_pair, f_gate, f_late;
+static CUcontext ctx;
+static int (*get_stats)(int, lms_device_stats *);
+
+static inline void setup(void)
+{
+    ctx = primary_context(0);
+    simgpu_kernel k = {"bump", bump, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k));
+    simgpu_kernel k2 = {"pair", pair, 3, {8, 8, 8}};
+    OK(simgpu_register_kernel(&k2));
+    CUmodule m;
+    OK(cuModuleLoadData(&m, "x"));
+    OK(cuModuleGetFunction(&f_bump, m, "bump"));
+    OK(cuModuleGetFunction(&f_pair, m, "pair"));
+    simgpu_kernel k3 = {"gate", gate, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k3));
+    OK(cuModuleGetFunction(&f_gate, m, "gate"));
+    simgpu_kernel k4 = {"late", late, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k4));
+    OK(cuModuleGetFunction(&f_late, m, "late"));
+    get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get_stats != NULL);
+}
+
+static inline CUresult launch_bump(CUdeviceptr p, CUstream s)
+{
+    size_t bytes = CHUNK;
+    void *args[] = {&p, &bytes};
+    return cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL);
+}
+
+static inline uint64_t counter(CUdeviceptr p)
+{
+    uint64_t v = 0;
+    OK(cuMemcpyDtoH(&v, p, sizeof v));
+    return v;
+}
+
+static inline bool is_managed(CUdeviceptr p)
+{
+    int managed = 0;
+    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+    return managed != 0;
+}
+
+/* A chunk set to zero (managed: the settings place every chunk off the device). */
+static inline CUdeviceptr chunk(void)
+{
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, CHUNK));
+    OK(cuMemsetD8(p, 0, 64));
+    return p;
+}
+
+/* The budget held and the simulated GPU saw no missing wait. */
+static inline void check_invariants(void)
+{
+    lms_device_stats s;
+    CHECK(get_stats(0, &s) == 0);
+    CHECK(s.used <= s.budget);
+    CHECK_EQ_U(s.budget_violations, 0);
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    CHECK(c.used_device_bytes <= s.budget);
+    CHECK_EQ_U(c.inflight_waits, 0);
+    CHECK_EQ_U(c.busy_evictions, 0);
+}
+
+
+/* Captures `n` bumps of chunks c[0..n) on s into an executable graph. */
+static inline CUgraphExec capture_bumps(CUstream s, const CUdeviceptr *c, int n)
+{
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int i = 0; i < n; i++)
+        OK(launch_bump(c[i], s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphDestroy(g));
+    return e;
+}
+
+#define TRY(j, call)                                     \
+    do {                                                 \
+        CUresult r_ = (call);                            \
+        if (r_ != CUDA_SUCCESS && !(j)->fail) {          \
+            (j)->fail = r_;                              \
+            (j)->line = __LINE__;                        \
+        }                                                \
+    } while (0)
+
+typedef struct mt_job {
+    int id;
+    CUdeviceptr *c;           /* the shared chunks */
+    int nc;
+    CUresult fail;
+    int line;
+} mt_job;
+
+typedef struct gate_job {
+    CUstream s;
+    CUdeviceptr x;
+    CUfunction f;             /* f_gate or f_late */
+    CUresult r;
+} gate_job;
+
+static inline void *gate_work(void *arg)
+{
+    gate_job *j = arg;
+    j->r = cuCtxSetCurrent(ctx);
+    size_t bytes = CHUNK;
+    void *args[] = {&j->x, &bytes};
+    if (j->r == CUDA_SUCCESS)
+        j->r = cuLaunchKernel(j->f, 1, 1, 1, 32, 1, 1, 0, j->s, args, NULL);
+    return NULL;
+}
+
+#endif
