@@ -66,8 +66,11 @@ void lms_log_capped(lms_level level, atomic_uint *count, unsigned cap, const cha
 void lms_log_bad_value(const char *variable, const char *value, const char *kept)
 {
     char line[512];
-    int n = snprintf(line, sizeof line, "lmshim[%d] warn: %s=%s is not a valid value; keeping %s\n",
-                     (int)getpid(), variable, value, kept);
+    /* A value too long for the line is cut, so that what is kept and the
+     * newline are always there. */
+    int cut = strlen(value) > 200 ? 200 : (int)strlen(value);
+    int n = snprintf(line, sizeof line, "lmshim[%d] warn: %s=%.*s%s is not a valid value; keeping %.100s\n",
+                     (int)getpid(), variable, cut, value, value[cut] ? "..." : "", kept);
     if (n > 0)
         (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
