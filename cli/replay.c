@@ -5,6 +5,8 @@
  * fetched plus bytes read remotely, at link speed) next to Belady's MIN for
  * the same launches and budget.
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,29 @@ static void usage(FILE *f)
           "                     [--link-gbps G] trace.jsonl [more.jsonl...]\n"
           "  --budget   device budget to replay at (default: the trace's)\n"
           "  --skip     launches not counted (e.g. a warm-up step)\n", f);
+}
+
+/* Reads a whole non-negative decimal number of at most max; -1 if text is
+ * anything else. */
+static long long parse_count(const char *text, unsigned long long max)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*text < '0' || *text > '9' || *end || errno || v > max)
+        return -1;
+    return (long long)v;
+}
+
+/* True when the trace has an event of device dev. */
+static bool has_device(const lms_trace_data *t, int dev)
+{
+    if (t->budget[dev])
+        return true;
+    for (size_t i = 0; i < t->nevents; i++)
+        if (t->events[i].dev == dev)
+            return true;
+    return false;
 }
 
 int lms_cmd_replay(int argc, char **argv)
@@ -36,7 +61,13 @@ int lms_cmd_replay(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        bool has_value = i + 1 < argc;
+        bool value_flag = strcmp(a, "--budget") == 0 || strcmp(a, "--policy") == 0 || strcmp(a, "--device") == 0 ||
+                          strcmp(a, "--skip") == 0 || strcmp(a, "--link-gbps") == 0;
+        if (value_flag && i + 1 >= argc) {
+            fprintf(stderr, "lmshim replay: %s needs a value\n", a);
+            return 2;
+        }
+        bool has_value = value_flag;
         if (strcmp(a, "--budget") == 0 && has_value) {
             if (!lms_parse_size(argv[++i], &budget) || budget == 0) {
                 fprintf(stderr, "lmshim replay: bad --budget %s\n", argv[i]);
@@ -49,9 +80,19 @@ int lms_cmd_replay(int argc, char **argv)
                 return 2;
             }
         } else if (strcmp(a, "--device") == 0 && has_value) {
-            dev = atoi(argv[++i]);
+            long long v = parse_count(argv[++i], 15);
+            if (v < 0) {
+                fprintf(stderr, "lmshim replay: bad --device %s (a device number, 0 to 15)\n", argv[i]);
+                return 2;
+            }
+            dev = (int)v;
         } else if (strcmp(a, "--skip") == 0 && has_value) {
-            skip = strtoull(argv[++i], NULL, 10);
+            long long v = parse_count(argv[++i], 1ull << 62);
+            if (v < 0) {
+                fprintf(stderr, "lmshim replay: bad --skip %s (a number of launches)\n", argv[i]);
+                return 2;
+            }
+            skip = (unsigned long long)v;
         } else if (strcmp(a, "--link-gbps") == 0 && has_value) {
             if (lms_cli_parse_gbps(argv[++i], &link) != 0) {
                 fprintf(stderr, "lmshim replay: --link-gbps %s: not a positive number of GB/s\n", argv[i]);
@@ -63,7 +104,7 @@ int lms_cmd_replay(int argc, char **argv)
             return 2;
         } else {
             if (lms_trace_load(a, &t, stderr) != 0) {
-                perror(a);
+                fprintf(stderr, "lmshim replay: cannot read %s: %s\n", a, strerror(errno));
                 lms_trace_data_free(&t);
                 return 1;
             }
@@ -73,6 +114,11 @@ int lms_cmd_replay(int argc, char **argv)
     if (!files || dev < 0 || dev >= 16 || !(link > 0)) {
         usage(stderr);
         return 2;
+    }
+    if (!has_device(&t, dev)) {
+        fprintf(stderr, "lmshim replay: the trace has nothing of device %d\n", dev);
+        lms_trace_data_free(&t);
+        return 1;
     }
     if (!budget)
         budget = t.budget[dev];
@@ -88,6 +134,9 @@ int lms_cmd_replay(int argc, char **argv)
            "transfer_ms", "vs_MIN");
     lms_replay_result min;
     lms_replay(&t, dev, budget, NULL, skip, &min);
+    if (min.launches == 0)
+        fprintf(stderr, "lmshim replay: no launch of device %d with managed chunks alive%s to replay\n", dev,
+                skip ? " after the skipped ones" : "");
     /* Link traffic: fetched bytes plus the bytes kernels read over the link
      * from chunks that were not resident (as the `none` policy does). */
     double min_link = (double)(min.fetched_bytes + min.remote_bytes);

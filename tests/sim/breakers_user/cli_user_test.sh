@@ -9,7 +9,10 @@
 #    stdout and nothing on stderr; the value column lines up;
 #  - a bad LMS_* value: the warning says what is kept in words, ends with a
 #    newline however long the value; LMS_STACKS above 64 is refused;
-#  - `report`: the timeline ends with the state the trace ends in.
+#  - `report`: the timeline ends with the state the trace ends in; a file it
+#    cannot write is named after "lmshim report:";
+#  - `replay`: a device the trace lacks, a bad or missing number, a trace
+#    with nothing to replay, a file it cannot read: each said in one line.
 set -u
 lmshim=$1 lib=$2 client=$3
 tmp=$(mktemp -d)
@@ -71,4 +74,19 @@ done
 "$lmshim" report "$t" >"$tmp/report" 2>&1 || fail "report: $(cat "$tmp/report")"
 last=$(grep '^    t=' "$tmp/report" | tail -1)
 echo "$last" | grep -q '^    t=1.012s device=0 ' || fail "the timeline does not end with the trace's end: $last"
+"$lmshim" report --svg /nonexistent/x.svg "$t" 2>"$tmp/err" >/dev/null
+grep -q '^lmshim report: cannot write /nonexistent/x.svg: ' "$tmp/err" || fail "report --svg: $(cat "$tmp/err")"
+
+# replay
+"$lmshim" replay --device 3 "$t" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "replay --device 3 must exit 1"
+grep -q 'the trace has nothing of device 3' "$tmp/err" || fail "replay --device 3: $(cat "$tmp/err")"
+"$lmshim" replay --skip -5 "$t" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] || fail "replay --skip -5 must exit 2"
+grep -q 'bad --skip -5' "$tmp/err" || fail "replay --skip -5: $(cat "$tmp/err")"
+"$lmshim" replay --device x "$t" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] || fail "replay --device x must exit 2"
+"$lmshim" replay "$t" --device 2>"$tmp/err" >/dev/null
+grep -q -- '--device needs a value' "$tmp/err" || fail "replay --device: $(cat "$tmp/err")"
+"$lmshim" replay /nonexistent 2>"$tmp/err" >/dev/null
+grep -q '^lmshim replay: cannot read /nonexistent: ' "$tmp/err" || fail "replay /nonexistent: $(cat "$tmp/err")"
+"$lmshim" replay "$t" 2>"$tmp/err" >/dev/null || fail "replay of a trace without launches"
+grep -q 'no launch of device 0' "$tmp/err" || fail "replay with nothing to replay: $(cat "$tmp/err")"
 exit $failed
