@@ -1,0 +1,83 @@
+/*
+ * user_test.c — programs a new user runs first, with liblmshim.so preloaded
+ * over the simulated GPU: what lmshim says to them on stderr. One case per
+ * test; settings in meson.build.
+ */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../common/check.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+static CUcontext context(void)
+{
+    CUcontext c;
+    OK(cuInit(0));
+    OK(cuDevicePrimaryCtxRetain(&c, 0));
+    OK(cuCtxSetCurrent(c));
+    return c;
+}
+
+/* Sends stderr to a fresh temporary file; returns a descriptor of the file
+ * and keeps the old stderr in *saved (restored by restore_stderr). */
+static int capture_stderr(int *saved)
+{
+    char path[] = "/tmp/lms_user_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    unlink(path);
+    fflush(stderr);
+    *saved = dup(2);
+    CHECK(*saved >= 0 && dup2(fd, 2) == 2);
+    return fd;
+}
+
+/* Puts stderr back and returns how many captured lines contain `needle`. */
+static int restore_stderr(int fd, int saved, const char *needle)
+{
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char buf[16384];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    CHECK(n >= 0);
+    buf[n] = 0;
+    close(fd);
+    fputs(buf, stderr);   /* what the program would have shown */
+    int count = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        count += strstr(line, needle) != NULL;
+    return count;
+}
+
+/* The warning about TensorFlow's or JAX's arena is for a request of most of
+ * the budget, as they size it from cuMemGetInfo (the budget under lmshim):
+ * a request larger than the budget (one big tensor, or a size no device
+ * has) is not one and gets no such line. LMS_LIMIT=1G on a 4G device. */
+static void arena_warning_within_budget(void)
+{
+    context();
+    int saved, fd = capture_stderr(&saved);
+    CUdeviceptr big, huge;
+    OK(cuMemAlloc(&big, 2 * GiB));                         /* twice the budget: managed */
+    CHECK_IS(cuMemAlloc(&huge, 1ull << 60), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemFree(big));
+    CHECK_EQ_U(restore_stderr(fd, saved, "TF_FORCE_GPU_ALLOW_GROWTH"), 0);
+    fd = capture_stderr(&saved);
+    CUdeviceptr arena;
+    OK(cuMemAlloc(&arena, 900 * MiB));                      /* JAX's 75%, TF's nearly all */
+    OK(cuMemFree(arena));
+    CHECK_EQ_U(restore_stderr(fd, saved, "TF_FORCE_GPU_ALLOW_GROWTH"), 1);
+}
+
+static const test_case cases[] = {
+    {"arena_warning_within_budget", arena_warning_within_budget},
+};
+
+TEST_MAIN(cases)
