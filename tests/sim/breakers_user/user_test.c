@@ -76,7 +76,27 @@ static void arena_warning_within_budget(void)
     CHECK_EQ_U(restore_stderr(fd, saved, "TF_FORCE_GPU_ALLOW_GROWTH"), 1);
 }
 
+/* A program probing for the largest allocation that fits, halving from a
+ * size no machine has, reads a few lmshim lines, not one per try. */
+static void probing_oom_few_lines(void)
+{
+    context();
+    int saved, fd = capture_stderr(&saved);
+    CUdeviceptr p = 0;
+    uint64_t size = 1ull << 62;
+    int tries = 0;
+    while (cuMemAlloc(&p, size) != CUDA_SUCCESS && size > MiB) {
+        size /= 2;
+        tries++;
+    }
+    OK(cuMemFree(p));
+    int lines = restore_stderr(fd, saved, "lmshim[");
+    CHECK(tries >= 12);                  /* 2^62 down to what the host can map */
+    CHECK(lines >= 1 && lines <= 9);
+}
+
 static const test_case cases[] = {
+    {"probing_oom_few_lines", probing_oom_few_lines},
     {"arena_warning_within_budget", arena_warning_within_budget},
 };
 
