@@ -106,5 +106,6 @@ int lms_cmd_info(int argc, char **argv)
         printf("  %-16s %-10s %-11s %s\n", lms_option_env(i, env, sizeof env), value,
                lms_option_source(i), lms_option_doc(i));
     }
+    lms_cli_unknown_env(stdout, "also set: ", "");
     return 0;
 }

@@ -188,6 +188,7 @@ int lms_cmd_run(int argc, char **argv)
         }
         lms_cli_prepend_env("LD_LIBRARY_PATH", dir);
     }
+    lms_cli_unknown_env(stderr, "lmshim run: ", " (lmshim info lists the options)");
     if (preload_shim() != 0 || lms_cli_frameworks_env(stderr) != 0)
         return 2;
     execvp(argv[i + 1], argv + i + 1);

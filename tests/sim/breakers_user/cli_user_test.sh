@@ -5,6 +5,7 @@
 #    word; a value flag followed by `--` "needs a value"; a bad value names
 #    the flag as typed (-lms_frac, --stream-order); --help shows no empty
 #    default;
+#  - `run` and `info` name an LMS_* variable that is no option (a typo);
 #  - `info`: a flag without its value says so; without a driver one line on
 #    stdout and nothing on stderr; the value column lines up;
 #  - a bad LMS_* value: the warning says what is kept in words, ends with a
@@ -37,6 +38,12 @@ grep -q -- "for -lms_frac\$" "$tmp/err" || fail "-lms_frac 3: $(cat "$tmp/err")"
 "$lmshim" run --stream-order=x -- true 2>"$tmp/err"
 grep -q -- "for --stream-order\$" "$tmp/err" || fail "--stream-order=x: $(cat "$tmp/err")"
 "$lmshim" run --help | grep -q '(default )' && fail "run --help shows an empty default"
+
+# a misspelt variable is named; LMS_LIMIT_<n> is an option
+LMS_TRESHOLD=400M LMS_LIMIT_3=1G "$lmshim" run -- true 2>"$tmp/err" || fail "run with LMS_TRESHOLD"
+grep -q '^lmshim run: LMS_TRESHOLD: not an lmshim option, ignored' "$tmp/err" || fail "LMS_TRESHOLD: $(cat "$tmp/err")"
+grep -q 'LMS_LIMIT_3' "$tmp/err" && fail "LMS_LIMIT_3 called unknown: $(cat "$tmp/err")"
+LMS_TRESHOLD=400M "$lmshim" info | grep -q '^also set: LMS_TRESHOLD: not an lmshim option' || fail "info: LMS_TRESHOLD"
 
 # info
 "$lmshim" info --sim-mem 2>"$tmp/err"; [ $? -eq 2 ] || fail "info --sim-mem must exit 2"
