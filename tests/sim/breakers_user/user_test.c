@@ -4,10 +4,12 @@
  * test; settings in meson.build.
  */
 #include <cuda.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../common/check.h"
@@ -95,7 +97,90 @@ static void probing_oom_few_lines(void)
     CHECK(lines >= 1 && lines <= 9);
 }
 
+/* The log and the trace piped into a reader that goes away (`| head`, a
+ * crashed log shipper): lmshim's next write meets a pipe without a reader,
+ * which must cost the log, not the program (SIGPIPE would kill it). This
+ * case makes the pipes and runs the next one with LMS_LOG_FILE and
+ * LMS_TRACE on their write ends. */
+static void pipe_reader_gone(void)
+{
+    int log_pipe[2], trace_pipe[2];
+    CHECK(pipe(log_pipe) == 0 && pipe(trace_pipe) == 0);
+    char v[64];
+    snprintf(v, sizeof v, "/dev/fd/%d", log_pipe[1]);
+    setenv("LMS_LOG_FILE", v, 1);
+    snprintf(v, sizeof v, "/dev/fd/%d", trace_pipe[1]);
+    setenv("LMS_TRACE", v, 1);
+    setenv("LMS_LOG", "info", 1);
+    snprintf(v, sizeof v, "%d %d %d %d", log_pipe[0], log_pipe[1], trace_pipe[0], trace_pipe[1]);
+    setenv("USER_TEST_PIPES", v, 1);
+    char *again[] = {"user_test", "pipe_reader_gone_child", NULL};
+    execv("/proc/self/exe", again);
+    CHECK(!"exec");
+}
+
+/* The second half: lmshim opens both pipes while their readers live, then
+ * the readers go; placements log and trace lines, and the trace is written
+ * at exit. The case passes if the program exits 0 without a SIGPIPE. */
+static void pipe_reader_gone_child(void)
+{
+    int fds[4];
+    const char *p = getenv("USER_TEST_PIPES");
+    CHECK(p && sscanf(p, "%d %d %d %d", &fds[0], &fds[1], &fds[2], &fds[3]) == 4);
+    context();
+    CUdeviceptr d;
+    OK(cuMemAlloc(&d, 64 * MiB));    /* lmshim has its files open now */
+    OK(cuMemFree(d));
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);                /* no reader any more */
+    for (int i = 0; i < 64; i++) {
+        OK(cuMemAlloc(&d, 64 * MiB));
+        OK(cuMemFree(d));
+    }
+    sigset_t pending;
+    sigemptyset(&pending);
+    CHECK(sigpending(&pending) == 0 && !sigismember(&pending, SIGPIPE));
+}
+
+/* A FIFO nobody reads as LMS_LOG_FILE or LMS_TRACE: opening it for writing
+ * would wait for a reader forever; lmshim says so and goes on without it.
+ * Made here, then the next case runs with both variables naming it. */
+static void fifo_without_reader(void)
+{
+    char dir[] = "/tmp/lms_user_fifo_XXXXXX";
+    CHECK(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    CHECK(mkfifo(path, 0600) == 0);
+    setenv("LMS_LOG_FILE", path, 1);
+    setenv("LMS_TRACE", path, 1);
+    setenv("USER_TEST_FIFO_DIR", dir, 1);
+    char *again[] = {"user_test", "fifo_without_reader_child", NULL};
+    execv("/proc/self/exe", again);
+    CHECK(!"exec");
+}
+
+static void fifo_without_reader_child(void)
+{
+    const char *dir = getenv("USER_TEST_FIFO_DIR");
+    char path[64];
+    CHECK(dir);
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    int saved, fd = capture_stderr(&saved);
+    context();                        /* lmshim opens its files here */
+    CUdeviceptr d;
+    OK(cuMemAlloc(&d, 64 * MiB));
+    OK(cuMemFree(d));
+    unlink(path);
+    rmdir(dir);
+    CHECK_EQ_U(restore_stderr(fd, saved, "a FIFO nobody reads"), 2);
+}
+
 static const test_case cases[] = {
+    {"pipe_reader_gone", pipe_reader_gone},
+    {"pipe_reader_gone_child", pipe_reader_gone_child},
+    {"fifo_without_reader", fifo_without_reader},
+    {"fifo_without_reader_child", fifo_without_reader_child},
     {"probing_oom_few_lines", probing_oom_few_lines},
     {"arena_warning_within_budget", arena_warning_within_budget},
 };
