@@ -106,6 +106,18 @@ int lms_cmd_info(int argc, char **argv)
         printf("  %-16s %-10s %-11s %s\n", lms_option_env(i, env, sizeof env), value,
                lms_option_source(i), lms_option_doc(i));
     }
+    for (int d = 0; d < LMS_MAX_DEVICES; d++) {   /* per-device budgets that were given */
+        if (!lms_opt.device_limit_set[d])
+            continue;
+        char env[32], value[32];
+        const lms_limit *l = &lms_opt.device_limit[d];
+        snprintf(env, sizeof env, "LMS_LIMIT_%d", d);
+        if (l->is_fraction)
+            snprintf(value, sizeof value, "%g", l->fraction);
+        else
+            lms_format_size(value, sizeof value, l->bytes);
+        printf("  %-16s %-10s %-11s device %d's budget, in place of LMS_LIMIT\n", env, value, "environment", d);
+    }
     lms_cli_unknown_env(stdout, "also set: ", "");
     return 0;
 }

@@ -44,6 +44,7 @@ LMS_TRESHOLD=400M LMS_LIMIT_3=1G "$lmshim" run -- true 2>"$tmp/err" || fail "run
 grep -q '^lmshim run: LMS_TRESHOLD: not an lmshim option, ignored' "$tmp/err" || fail "LMS_TRESHOLD: $(cat "$tmp/err")"
 grep -q 'LMS_LIMIT_3' "$tmp/err" && fail "LMS_LIMIT_3 called unknown: $(cat "$tmp/err")"
 LMS_TRESHOLD=400M "$lmshim" info | grep -q '^also set: LMS_TRESHOLD: not an lmshim option' || fail "info: LMS_TRESHOLD"
+LMS_LIMIT_1=256M "$lmshim" info | grep -q '^  LMS_LIMIT_1 *256M *environment' || fail "info does not show LMS_LIMIT_1"
 
 # info
 "$lmshim" info --sim-mem 2>"$tmp/err"; [ $? -eq 2 ] || fail "info --sim-mem must exit 2"
