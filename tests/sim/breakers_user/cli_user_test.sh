@@ -12,6 +12,7 @@
 #    newline however long the value; LMS_STACKS above 64 is refused;
 #  - `report`: the timeline ends with the state the trace ends in; a file it
 #    cannot write is named after "lmshim report:";
+#  - `top`: a flag without its value, two groups, an unknown flag: said;
 #  - `replay`: a device the trace lacks, a bad or missing number, a trace
 #    with nothing to replay, a file it cannot read: each said in one line.
 set -u
@@ -84,6 +85,14 @@ last=$(grep '^    t=' "$tmp/report" | tail -1)
 echo "$last" | grep -q '^    t=1.012s device=0 ' || fail "the timeline does not end with the trace's end: $last"
 "$lmshim" report --svg /nonexistent/x.svg "$t" 2>"$tmp/err" >/dev/null
 grep -q '^lmshim report: cannot write /nonexistent/x.svg: ' "$tmp/err" || fail "report --svg: $(cat "$tmp/err")"
+
+# top
+"$lmshim" top --dir 2>"$tmp/err"; [ $? -eq 2 ] || fail "top --dir must exit 2"
+grep -q -- '^lmshim top: --dir needs a value' "$tmp/err" || fail "top --dir: $(head -1 "$tmp/err")"
+"$lmshim" top a b --once 2>"$tmp/err"
+grep -q "^lmshim top: one group at most" "$tmp/err" || fail "top a b: $(head -1 "$tmp/err")"
+"$lmshim" top --bogus 2>"$tmp/err"
+grep -q "^lmshim top: unknown flag '--bogus'" "$tmp/err" || fail "top --bogus: $(head -1 "$tmp/err")"
 
 # replay
 "$lmshim" replay --device 3 "$t" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "replay --device 3 must exit 1"
