@@ -37,6 +37,11 @@ int lms_cli_prepend_env(const char *var, const char *dir);
  * (frameworks.c), keeping what the user set, and says what it set in one
  * line on `say` (nothing if it set nothing). 0, or -1 out of memory. */
 int lms_cli_frameworks_env(FILE *say);
+/* Says in one line on `say` which LMS_* variables of the environment are
+ * no lmshim option (a typo such as LMS_TRESHOLD is otherwise silently
+ * ignored); `who` begins the line, `hint` ends it. Returns how many there
+ * are. */
+int lms_cli_unknown_env(FILE *say, const char *who, const char *hint);
 /* Parses a link speed in GB/s: a finite number above 0; -1 otherwise. */
 int lms_cli_parse_gbps(const char *text, double *gbps);
 

@@ -2,6 +2,8 @@
  * info.c — `lmshim info`: the driver and its devices (name, memory,
  * managed-memory support), and every option with its value and source.
  */
+#include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +24,17 @@ static void usage(FILE *f)
 /* Prints the driver and its devices; 0 when a driver answered. */
 static int print_devices(void)
 {
-    if (!lms_driver_open() || !lms_drv.cuInit || !lms_drv.cuDeviceGetCount) {
-        printf("driver: none (libcuda.so.1 cannot be loaded): install the NVIDIA driver, "
-               "or look at the simulated GPU with `lmshim info --sim`\n");
+    /* The engine's own complaint speaks to a program it runs in; this
+     * command says it once, in its own words. */
+    lms_level level = lms_opt.log;
+    lms_opt.log = LMS_LEVEL_OFF;
+    bool opened = lms_driver_open();
+    lms_opt.log = level;
+    if (!opened || !lms_drv.cuInit || !lms_drv.cuDeviceGetCount) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW);
+        const char *why = h ? "it has no cuGetProcAddress_v2: a driver older than CUDA 12" : dlerror();
+        printf("driver: none (%s): install the NVIDIA driver, "
+               "or look at the simulated GPU with `lmshim info --sim`\n", why ? why : "libcuda.so.1 not found");
         return 1;
     }
     int version = 0, n = 0;
@@ -60,8 +70,11 @@ int lms_cmd_info(int argc, char **argv)
         }
         if (strcmp(argv[i], "--sim") == 0) {
             sim = true;
-        } else if ((strcmp(argv[i], "--sim-mem") == 0 || strcmp(argv[i], "--sim-devices") == 0) &&
-                   i + 1 < argc) {
+        } else if (strcmp(argv[i], "--sim-mem") == 0 || strcmp(argv[i], "--sim-devices") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "lmshim info: %s needs a value\n", argv[i]);
+                return 2;
+            }
             setenv(argv[i][6] == 'm' ? "SIMGPU_MEM" : "SIMGPU_DEVICES", argv[i + 1], 1);
             sim = true;
             i++;
@@ -90,8 +103,21 @@ int lms_cmd_info(int argc, char **argv)
     for (int i = 0; i < LMS_OPT_COUNT; i++) {
         char env[64], value[300];
         lms_option_value(i, value, sizeof value);
-        printf("  %-14s %-10s %-11s %s\n", lms_option_env(i, env, sizeof env), value,
+        printf("  %-16s %-10s %-11s %s\n", lms_option_env(i, env, sizeof env), value,
                lms_option_source(i), lms_option_doc(i));
     }
+    for (int d = 0; d < LMS_MAX_DEVICES; d++) {   /* per-device budgets that were given */
+        if (!lms_opt.device_limit_set[d])
+            continue;
+        char env[32], value[32];
+        const lms_limit *l = &lms_opt.device_limit[d];
+        snprintf(env, sizeof env, "LMS_LIMIT_%d", d);
+        if (l->is_fraction)
+            snprintf(value, sizeof value, "%g", l->fraction);
+        else
+            lms_format_size(value, sizeof value, l->bytes);
+        printf("  %-16s %-10s %-11s device %d's budget, in place of LMS_LIMIT\n", env, value, "environment", d);
+    }
+    lms_cli_unknown_env(stdout, "also set: ", "");
     return 0;
 }

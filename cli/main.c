@@ -3,12 +3,14 @@
  * of the library and the simulated GPU relative to the executable.
  */
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "options.h"
 
 static void usage(FILE *f)
 {
@@ -72,6 +74,35 @@ int lms_cli_prepend_env(const char *var, const char *dir)
     int r = setenv(var, v, 1);
     free(v);
     return r;
+}
+
+/* True when `name` (up to '=') is an option's variable or LMS_LIMIT_<n>. */
+static bool known_variable(const char *name, size_t len)
+{
+    char env[64];
+    for (int i = 0; i < LMS_OPT_COUNT; i++)
+        if (strlen(lms_option_env(i, env, sizeof env)) == len && strncmp(env, name, len) == 0)
+            return true;
+    for (int d = 0; d < LMS_MAX_DEVICES; d++) {
+        int n = snprintf(env, sizeof env, "LMS_LIMIT_%d", d);
+        if ((size_t)n == len && strncmp(env, name, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+int lms_cli_unknown_env(FILE *say, const char *who, const char *hint)
+{
+    int count = 0;
+    for (char **e = environ; *e; e++) {
+        size_t len = strcspn(*e, "=");
+        if (strncmp(*e, "LMS_", 4) != 0 || known_variable(*e, len))
+            continue;
+        fprintf(say, "%s%.*s", count++ ? ", " : who, (int)(len > 64 ? 64 : len), *e);
+    }
+    if (count)
+        fprintf(say, ": %s, ignored%s\n", count > 1 ? "not lmshim options" : "not an lmshim option", hint);
+    return count;
 }
 
 int lms_cli_parse_gbps(const char *text, double *gbps)

@@ -7,7 +7,9 @@
  * budget. With --curve: the same per step at a series of budgets, as a
  * table and optionally an SVG plot.
  */
+#include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +93,9 @@ static void print_table(const lms_trace_data *t, int dev, uint64_t budget, uint6
     lms_replay_result min, bound;
     lms_replay(t, dev, budget, NULL, skip, &min);
     lms_replay_bound(t, dev, budget, skip, &bound);
+    if (min.launches == 0)
+        fprintf(stderr, "lmshim replay: no launch of device %d with managed chunks alive%s to replay\n", dev,
+                skip ? " after the skipped ones" : "");
     /* Link traffic: fetched bytes plus the bytes kernels read over the link
      * from chunks that were not resident (as the `none` policy does). */
     double min_link = (double)(min.fetched_bytes + min.remote_bytes);
@@ -164,6 +169,17 @@ static int print_curve(const lms_trace_data *t, int dev, uint64_t budget, long l
     return rc;
 }
 
+/* True when the trace has an event of device dev. */
+static bool has_device(const lms_trace_data *t, int dev)
+{
+    if (t->budget[dev])
+        return true;
+    for (size_t i = 0; i < t->nevents; i++)
+        if (t->events[i].dev == dev)
+            return true;
+    return false;
+}
+
 int lms_cmd_replay(int argc, char **argv)
 {
     uint64_t budget = 0, from = 0, to = 0;
@@ -226,7 +242,7 @@ int lms_cmd_replay(int argc, char **argv)
             return 2;
         } else {
             if (lms_trace_load(a, &t, stderr) != 0) {
-                perror(a);
+                fprintf(stderr, "lmshim replay: cannot read %s: %s\n", a, strerror(errno));
                 lms_trace_data_free(&t);
                 return 1;
             }
@@ -248,6 +264,11 @@ int lms_cmd_replay(int argc, char **argv)
         usage(stderr);
         lms_trace_data_free(&t);
         return 2;
+    }
+    if (!has_device(&t, dev)) {
+        fprintf(stderr, "lmshim replay: the trace has nothing of device %d\n", dev);
+        lms_trace_data_free(&t);
+        return 1;
     }
     if (!budget)
         budget = t.budget[dev];

@@ -76,15 +76,15 @@ int lms_cmd_report(int argc, char **argv)
     }
     lms_report_text(r, stdout);
     if (svg && lms_report_svg(r, svg) != 0) {
-        perror(svg);
+        fprintf(stderr, "lmshim report: cannot write %s: %s\n", svg, strerror(errno));
         status = 1;
     }
     if (chrome && lms_report_chrome(r, chrome, link) != 0) {
-        perror(chrome);
+        fprintf(stderr, "lmshim report: cannot write %s: %s\n", chrome, strerror(errno));
         status = 1;
     }
     if (html && lms_report_html(r, html, link, NULL) != 0) {
-        perror(html);
+        fprintf(stderr, "lmshim report: cannot write %s: %s\n", html, strerror(errno));
         status = 1;
     }
     lms_report_free(r);

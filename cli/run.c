@@ -25,14 +25,15 @@ static void usage(FILE *f)
         for (char *c = flag; *c; c++)
             if (*c == '_')
                 *c = '-';
-        fprintf(f, "  %-16s %s (default %s)\n", flag, lms_option_doc(i), lms_option_default(i));
+        const char *def = lms_option_default(i);
+        fprintf(f, "  %-16s %s (default %s)\n", flag, lms_option_doc(i), def[0] ? def : "unset");
     }
     fputs("  -lms KB          caffe's flag: LMS_THRESHOLD in kilobytes\n"
           "  -lms_frac F      caffe's flag: LMS_FRAC\n"
           "  --sim            run over the simulated GPU (build/sim) instead of a real driver\n"
           "  --sim-mem SIZE   memory of each simulated device (SIMGPU_MEM)\n"
           "  --sim-devices N  number of simulated devices (SIMGPU_DEVICES)\n"
-          "boolean flags take no value (--stats) or one (--stats=0).\n"
+          "boolean flags take no value (--stats) or one (--stats=0, --stats 0).\n"
           "Unless already set, the command also gets TF_FORCE_GPU_ALLOW_GROWTH=true,\n"
           "XLA_PYTHON_CLIENT_PREALLOCATE=false and a PYTORCH_CUDA_ALLOC_CONF without\n"
           "expandable_segments:True (README.md \"Frameworks\").\n", f);
@@ -54,12 +55,18 @@ static int option_of(const char *flag)
     return -1;
 }
 
-/* Sets the environment variable of option i to value after checking it. */
-static int set_option(int i, const char *value)
+/* Sets the environment variable of option i to value after checking it;
+ * `flag` names the flag in the complaint (NULL: --name, '_' as '-'). */
+static int set_option(int i, const char *value, const char *flag)
 {
     char env[64];
     if (!lms_option_valid(i, value)) {
-        fprintf(stderr, "lmshim run: '%s' is not a valid value for --%s\n", value, lms_option_name(i));
+        char name[64];
+        snprintf(name, sizeof name, "--%s", lms_option_name(i));
+        for (char *c = name; *c; c++)
+            if (*c == '_')
+                *c = '-';
+        fprintf(stderr, "lmshim run: '%s' is not a valid value for %s\n", value, flag ? flag : name);
         return -1;
     }
     return setenv(lms_option_env(i, env, sizeof env), value, 1);
@@ -94,7 +101,7 @@ static int value_flag(int argc, char **argv, int *i, const char **value)
         *value = eq + 1;
         return 0;
     }
-    if (*i + 1 >= argc) {
+    if (*i + 1 >= argc || strcmp(argv[*i + 1], "--") == 0) {
         fprintf(stderr, "lmshim run: %s needs a value\n", argv[*i]);
         return -1;
     }
@@ -122,11 +129,11 @@ int lms_cmd_run(int argc, char **argv)
                 char bytes[32];
                 snprintf(bytes, sizeof bytes, "%llu", kb * 1024ull);
                 if (errno || *value < '0' || *value > '9' || *end || kb > (1ull << 50) ||
-                    set_option(LMS_OPT_threshold, bytes) != 0) {
+                    set_option(LMS_OPT_threshold, bytes, "-lms") != 0) {
                     fprintf(stderr, "lmshim run: -lms takes kilobytes, not '%s'\n", value);
                     return 2;
                 }
-            } else if (set_option(LMS_OPT_frac, value) != 0) {
+            } else if (set_option(LMS_OPT_frac, value, "-lms_frac") != 0) {
                 return 2;
             }
             continue;
@@ -148,12 +155,18 @@ int lms_cmd_run(int argc, char **argv)
         int opt = strncmp(a, "--", 2) == 0 ? option_of(a + 2) : -1;
         if (opt < 0)
             goto unknown;
-        if (opt == LMS_OPT_stats || opt == LMS_OPT_disable) {
-            value = strchr(a, '=') ? strchr(a, '=') + 1 : "1";
+        if (lms_option_is_bool(opt)) {
+            /* --stats, --stats=0, or --stats 0 (the next word is a boolean) */
+            if (strchr(a, '='))
+                value = strchr(a, '=') + 1;
+            else if (i + 1 < argc && lms_option_valid(opt, argv[i + 1]))
+                value = argv[++i];
+            else
+                value = "1";
         } else if (value_flag(argc, argv, &i, &value) != 0) {
             return 2;
         }
-        if (set_option(opt, value) != 0)
+        if (set_option(opt, value, NULL) != 0)
             return 2;
         continue;
     unknown:
@@ -175,6 +188,7 @@ int lms_cmd_run(int argc, char **argv)
         }
         lms_cli_prepend_env("LD_LIBRARY_PATH", dir);
     }
+    lms_cli_unknown_env(stderr, "lmshim run: ", " (lmshim info lists the options)");
     if (preload_shim() != 0 || lms_cli_frameworks_env(stderr) != 0)
         return 2;
     execvp(argv[i + 1], argv + i + 1);

@@ -249,6 +249,12 @@ int lms_cmd_top(int argc, char **argv)
         } else if (argv[i][0] != '-' && !name)
             name = argv[i];
         else {
+            if (strcmp(argv[i], "--dir") == 0)
+                fprintf(stderr, "lmshim top: --dir needs a value\n");
+            else if (argv[i][0] != '-')
+                fprintf(stderr, "lmshim top: one group at most ('%s' and '%s')\n", name, argv[i]);
+            else
+                fprintf(stderr, "lmshim top: unknown flag '%s'\n", argv[i]);
             usage(stderr);
             return 2;
         }

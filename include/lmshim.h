@@ -1,7 +1,10 @@
 /*
  * lmshim.h — the small public API of liblmshim.so, for programs that want
  * to read what lmshim is doing. `pkg-config liblmshim` gives the flags.
- * Every function is safe to call whether or not lmshim is active.
+ * Every function is safe to call whether or not lmshim is active. Linking
+ * with -llmshim makes it active in the program (as LD_PRELOAD would); to
+ * read it only when the program is run under lmshim, look the functions up
+ * with dlsym(RTLD_DEFAULT, "lms_get_stats") instead (NULL without lmshim).
  */
 #ifndef LMSHIM_H
 #define LMSHIM_H

@@ -139,8 +139,10 @@ void lms_arenas_placed(int device, uint64_t charge)
 void lms_arenas_note_request(int device, uint64_t size, uint64_t budget)
 {
     /* "Most of the budget": JAX preallocates 75% of what cuMemGetInfo
-     * says (the budget under lmshim), TensorFlow's BFC nearly all of it. */
-    if (budget == 0 || (double)size < 0.7 * (double)budget)
+     * says (the budget under lmshim), TensorFlow's BFC nearly all of it.
+     * Neither asks for more than that: a larger request is one big buffer
+     * (or a size no device has), not an arena. */
+    if (budget == 0 || (double)size < 0.7 * (double)budget || size > budget)
         return;
     static atomic_bool warned;   /* one line per process, however often */
     if (atomic_exchange(&warned, true))

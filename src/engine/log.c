@@ -3,19 +3,50 @@
  */
 #include "log.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int log_fd = 2;
 static const char *const level_names[] = {"off", "error", "warn", "info", "debug"};
 
+ssize_t lms_write_quiet(int fd, const void *buf, size_t len)
+{
+    /* SIGPIPE is blocked in this thread for the write; the one an EPIPE
+     * raised is taken back unless the thread already had one waiting. */
+    sigset_t pipe, old, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+    sigemptyset(&pending);
+    sigpending(&pending);
+    bool had = sigismember(&pending, SIGPIPE) == 1;
+    ssize_t n;
+    do
+        n = write(fd, buf, len);
+    while (n < 0 && errno == EINTR);
+    int saved = errno;
+    if (n < 0 && errno == EPIPE && !had) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+    return n;
+}
+
 void lms_log_write(const char *text, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(log_fd, text, len);
+        ssize_t n = lms_write_quiet(log_fd, text, len);
         if (n <= 0)
             return;
         text += n;
@@ -66,10 +97,13 @@ void lms_log_capped(lms_level level, atomic_uint *count, unsigned cap, const cha
 void lms_log_bad_value(const char *variable, const char *value, const char *kept)
 {
     char line[512];
-    int n = snprintf(line, sizeof line, "lmshim[%d] warn: %s=%s is not a valid value; keeping %s\n",
-                     (int)getpid(), variable, value, kept);
+    /* A value too long for the line is cut, so that what is kept and the
+     * newline are always there. */
+    int cut = strlen(value) > 200 ? 200 : (int)strlen(value);
+    int n = snprintf(line, sizeof line, "lmshim[%d] warn: %s=%.*s%s is not a valid value; keeping %.100s\n",
+                     (int)getpid(), variable, cut, value, value[cut] ? "..." : "", kept);
     if (n > 0)
-        (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        (void)lms_write_quiet(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 void lms_expand_path(const char *t, char *out, size_t len)
@@ -106,6 +140,18 @@ void lms_expand_path(const char *t, char *out, size_t len)
     out[o] = 0;
 }
 
+int lms_open_quiet(const char *path, int flags)
+{
+    /* O_NONBLOCK: opening a FIFO for writing would wait for a reader. */
+    int fd = open(path, flags | O_NONBLOCK, 0644);
+    if (fd >= 0) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);   /* writes wait for a slow reader, as usual */
+    }
+    return fd;
+}
+
 void lms_log_open(void)
 {
     if (log_fd != 2) {
@@ -116,9 +162,10 @@ void lms_log_open(void)
         return;
     char path[512];
     lms_expand_path(lms_opt.log_file, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = lms_open_quiet(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC);
     if (fd < 0) {
-        lms_log_bad_value("LMS_LOG_FILE", path, "stderr (the file cannot be opened)");
+        lms_log_bad_value("LMS_LOG_FILE", path,
+                          errno == ENXIO ? "stderr (a FIFO nobody reads)" : "stderr (the file cannot be opened)");
         return;
     }
     log_fd = fd;

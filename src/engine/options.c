@@ -13,6 +13,7 @@
 #include "groupfile.h"
 #include "log.h"
 #include "policy.h"
+#include "stack.h"
 #include "units.h"
 
 lms_options lms_opt;
@@ -101,6 +102,17 @@ static bool parse_INT(const char *s, void *out)
     if (*s < '0' || *s > '9' || errno || end == s || *end || v < 0 || v > 86400)
         return false;
     *(int *)out = (int)v;
+    return true;
+}
+
+/* A number of stack frames: an INT of at most LMS_STACK_MAX (the frames a
+ * site can hold), so a larger value is refused rather than cut silently. */
+static bool parse_FRAMES(const char *s, void *out)
+{
+    int v;
+    if (!parse_INT(s, &v) || v > LMS_STACK_MAX)
+        return false;
+    *(int *)out = v;
     return true;
 }
 
@@ -224,6 +236,8 @@ bool lms_option_valid(int i, const char *text)
     return i >= 0 && i < LMS_OPT_COUNT && text && parsers[i](text, &scratch);
 }
 
+bool lms_option_is_bool(int i) { return i >= 0 && i < LMS_OPT_COUNT && parsers[i] == parse_BOOL; }
+
 const char *lms_option_source(int i)
 {
     return lms_opt.source[i] == LMS_SOURCE_ENV ? "environment" : "default";
@@ -244,7 +258,9 @@ static void load_one(int i, bool (*parse)(const char *, void *), void *field)
         lms_opt.source[i] = LMS_SOURCE_ENV;
     else {
         parse(defaults[i], field);
-        lms_log_bad_value(env, s, defaults[i]);
+        char kept[300];
+        lms_option_value(i, kept, sizeof kept);   /* "(none)", "(off)": an empty default in words */
+        lms_log_bad_value(env, s, kept);
     }
 }
 

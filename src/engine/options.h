@@ -34,6 +34,7 @@ typedef lms_level lms_LEVEL_t;
 typedef lms_auto lms_AUTO_t;
 typedef bool lms_BOOL_t;
 typedef int lms_INT_t;
+typedef int lms_FRAMES_t;     /* stack frames, 0..LMS_STACK_MAX */
 typedef char lms_PATH_t[256];
 typedef const struct lms_policy *lms_POLICY_t;
 typedef char lms_GROUP_t[64];   /* "" (no group) or a valid group name */
@@ -73,6 +74,9 @@ const char *lms_option_default(int i);
 
 /* True when text is a valid value for option i (nothing is changed). */
 bool lms_option_valid(int i, const char *text);
+
+/* True when option i is a boolean (a `lmshim run` flag that needs no value). */
+bool lms_option_is_bool(int i);
 
 /* Where option i's value came from: "default" or "environment". */
 const char *lms_option_source(int i);

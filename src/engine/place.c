@@ -85,8 +85,11 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
         return res;   /* an allocation a capture forbids: CUDA's answer */
     if (res != CUDA_SUCCESS) {
         atomic_fetch_add(&a->oom_failures, 1);
-        lms_log(LMS_LEVEL_WARN, "out of memory: dev=%d size=%llu: %s allocation failed too",
-                r->device, (unsigned long long)r->size, lms_place_names[place]);
+        /* A program probing for the largest size that fits (halving until
+         * one does) fails many times on purpose: a few lines, then one more. */
+        static atomic_uint failed_too;
+        lms_log_capped(LMS_LEVEL_WARN, &failed_too, 8, "out of memory: dev=%d size=%llu: %s allocation failed too",
+                       r->device, (unsigned long long)r->size, lms_place_names[place]);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     lms_chunk c = {.key = p, .size = r->size, .device = (int16_t)r->device, .place = (uint8_t)place,

@@ -108,9 +108,7 @@ static void drain(void)
     }
     size_t off = 0;
     while (off < used) {
-        ssize_t n = write(fd, buffer + off, used - off);
-        if (n < 0 && errno == EINTR)
-            continue;
+        ssize_t n = lms_write_quiet(fd, buffer + off, used - off);
         if (n <= 0)
             break;
         off += (size_t)n;
@@ -503,7 +501,7 @@ static long header_pid(int f)
  * of the job has it (see the top of this file). */
 static int take(const char *name)
 {
-    int f = open(name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    int f = lms_open_quiet(name, O_WRONLY | O_CREAT | O_CLOEXEC);
     if (f < 0)
         return -2;   /* cannot be opened at all */
     struct stat st;
@@ -576,9 +574,11 @@ void lms_trace_open(void)
         buffer = malloc(BUFFER);
     static pthread_once_t start_once = PTHREAD_ONCE_INIT;
     pthread_once(&start_once, process_start);
+    errno = 0;
     int f = buffer ? open_own(path, forked, chosen, sizeof chosen) : -2;
     if (f < 0) {
-        lms_log_bad_value("LMS_TRACE", path, "no trace (the file cannot be opened)");
+        lms_log_bad_value("LMS_TRACE", path,
+                          errno == ENXIO ? "no trace (a FIFO nobody reads)" : "no trace (the file cannot be opened)");
         return;
     }
     struct stat st;

@@ -581,6 +581,15 @@ void lms_report_add_text(lms_report *r, const char *name, const char *text, size
     r->files[r->nfiles++] = f;
 }
 
+/* The sample printed after sample k of n, `step` apart: the last sample is
+ * always printed; n when k was the last. */
+static size_t next_sample(size_t k, size_t step, size_t n)
+{
+    if (k + 1 >= n)
+        return n;
+    return k + step < n ? k + step : n - 1;
+}
+
 /* ---- text ------------------------------------------------------------------ */
 
 static const char *sz(char *buf, uint64_t b)
@@ -633,8 +642,10 @@ void lms_report_text(const lms_report *r, FILE *out)
                     sz(c, d->physical));
             fprintf(out, "  fragmentation: most holes %s (at %.3f s), most rounding %s\n", sz(a, max_holes), at_holes,
                     sz(b, max_round));
+            /* About eight samples spread over the run, and always the
+             * last one: the state the trace ends in. */
             size_t step = d->nsamples > 8 ? d->nsamples / 8 : 1;
-            for (size_t k = 0; k < d->nsamples; k += step) {
+            for (size_t k = 0; k < d->nsamples; k = next_sample(k, step, d->nsamples)) {
                 const sample *s = &d->samples[k];
                 fprintf(out, "    t=%.3fs device=%s resident=%s host=%s holes=%s rounding=%s\n", s->t, sz(a, s->device),
                         sz(b, s->resident), sz(c, s->host), sz(d2, s->holes), sz(e, s->rounding));

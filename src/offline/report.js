@@ -145,9 +145,11 @@
           bytes(moved(mine)) + ' ≈ ' + msText(moved(mine)) + ' with LMS_POLICY=' + mine.name +
           ' (the optimal order: ' + bytes(moved(min)) + ').';
         if (p.physical && c.need > p.physical) {
-          tips.push('Moving nothing takes a budget of ' + bytes(c.need) + ' even in the optimal order ' +
-                    '(Belady\'s MIN), more than the ' + bytes(p.physical) + ' the device has: the step ' +
-                    'must move data here. ' + atCurrent);
+          var first = moved(min, 'at_need');
+          tips.push((first === 0 ? 'Moving nothing' : 'Fetching each chunk only once (' + bytes(first) +
+                    ', no eviction, nothing read in place)') + ' takes a budget of ' + bytes(c.need) +
+                    ' even in the optimal order (Belady\'s MIN), more than the ' + bytes(p.physical) +
+                    ' the device has: the step must move more data here. ' + atCurrent);
         } else {
           tips.push('LMS_LIMIT=' + limitText(c.need) + ' ' + there + ': the smallest budget at which even ' +
                     'the optimal order (Belady\'s MIN) evicts nothing; LMS_POLICY=' + mine.name + ' would move ' +
@@ -179,7 +181,7 @@
     tips.slice(0, 2).forEach(function (t) { el('li', { class: 'tip' }, ul, t); });
     if (panels.length > 1) {   /* every rank and device at a glance; a click shows one */
       var table = el('table', { id: 'overview' }, summary), head = el('tr', {}, table);
-      ['rank · device', 'peak', 'budget', 'fetched', 'evicted', 'fallbacks', 'moves nothing from'].forEach(
+      ['rank · device', 'peak', 'budget', 'fetched', 'evicted', 'fallbacks', 'no eviction from'].forEach(
         function (h) { el('th', {}, head, h); });
       panels.forEach(function (x, i) {
         var tr = el('tr', { style: 'cursor:pointer' + (i === cur ? ';font-weight:600' : '') }, table);
@@ -445,7 +447,7 @@
       svg('text', { x: X(b) + 3, y: ct + 12 + (dash ? 0 : 14), fill: color }, curveSvg, label);
     };
     if (c.current) vline(c.current, '#555', 'current ' + bytes(c.current), '5 4');
-    if (c.need) vline(c.need, '#0a5', 'moves nothing from ' + bytes(c.need), '');
+    if (c.need) vline(c.need, '#0a5', 'no eviction from ' + bytes(c.need), '');
     curveLegend.innerHTML = '';
     c.series.forEach(function (s) {
       var color = SERIES_COLORS[s.name] || '#8c564b';
