@@ -38,6 +38,8 @@ atomic_bool lms_group_on;
 static int fd = -1;                     /* the group file, O_CLOEXEC: this process's own open() of it */
 static lms_group_header *hdr;           /* its mapping, LMS_GROUP_FILE_BYTES; never unmapped */
 static char mapped_path[320];           /* the path of that mapping */
+static dev_t file_dev;                  /* the group file's identity, to know `fd` is still */
+static ino_t file_ino;                  /* a descriptor of it */
 static lms_group_slot *me;              /* this process's slot (read and written under hdr->lock) */
 static int my_index = -1;               /* its index */
 static uint64_t my_joined;              /* its joined_ns when claimed: still ours while equal */
@@ -55,6 +57,41 @@ static uint64_t clock_ns(clockid_t c)
     struct timespec t;
     clock_gettime(c, &t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* True if `fd` is still a descriptor of the group file. A program may
+ * close descriptors it does not own and get their numbers again for its own
+ * files: lmshim must then never query, lock, unlock or close that number. */
+static bool fd_is_ours(void)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino;
+}
+
+/* Before liveness queries and slot locks (the caller holds `local`): true
+ * if `fd` is a descriptor of the group file, opening the file again when
+ * the program closed ours. This process's own slot lock stays with the
+ * first open file description, which its mapping keeps alive. */
+static bool fd_usable(void)
+{
+    if (fd_is_ours())
+        return true;
+    static atomic_uint said;
+    fd = -1;
+    int f = open(mapped_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (f >= 0 && fstat(f, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino) {
+        fd = f;
+        lms_log_capped(LMS_LEVEL_INFO, &said, 1, "group %s: the program closed lmshim's descriptor of %s; opened "
+                       "it again", hdr->name, mapped_path);
+        return true;
+    }
+    if (f >= 0)
+        close(f);
+    lms_log_capped(LMS_LEVEL_WARN, &said, 1, "group %s: the program closed lmshim's descriptor of %s and the file "
+                   "is gone; this process no longer reclaims dead members' slots (the other members do)",
+                   hdr->name, mapped_path);
+    return false;
 }
 
 /* Recomputes the group's totals from the slots: called by the taker of a
@@ -151,6 +188,8 @@ static uint64_t give_back(lms_group_slot *s)
 static bool sweep_locked(void)
 {
     bool freed = false;
+    if (!fd_usable())
+        return false;
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
         lms_group_slot *s = lms_groupfile_slot(hdr, i);
         if (i == my_index || atomic_load_explicit(&s->state, memory_order_acquire) != LMS_SLOT_LIVE ||
@@ -252,15 +291,16 @@ static void leave(void)
         unlock_group();
     }
     atomic_store(&lms_group_on, false);
-    if (my_index >= 0)
+    if (my_index >= 0 && fd_is_ours())
         slot_lock(my_index, F_UNLCK);
     my_index = -1;
 }
 
-/* Fills a fresh header (under the file's flock, before `ready`). */
+/* Fills a fresh header and empties every slot (under the file's flock,
+ * before `ready`; a creator that died half-way may have left anything). */
 static bool init_header(lms_group_header *h, const char *name)
 {
-    memset(h, 0, LMS_GROUP_HEADER_BYTES);
+    memset(h, 0, LMS_GROUP_FILE_BYTES);
     h->version = LMS_GROUP_VERSION;
     h->slots = LMS_GROUP_SLOTS;
     h->file_bytes = LMS_GROUP_FILE_BYTES;
@@ -282,7 +322,8 @@ static bool init_header(lms_group_header *h, const char *name)
 
 /* Opens (creating it if needed) and maps the group file; NULL, or why not
  * in *why. The file's flock serializes creation: a creator that died
- * half-way leaves a file of zeros, which the next opener initialises. */
+ * half-way leaves a file that is not `ready`, which the next opener sets
+ * up again. */
 static lms_group_header *map_file(const char *path, const char *name, int *out_fd, const char **why)
 {
     unsigned mode = lms_opt.group_mode;
@@ -315,7 +356,11 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
             *why = strerror(errno);
         } else {
             h = m;
-            if (h->magic == 0 && h->version == 0 && atomic_load(&h->ready) == 0 && !init_header(h, name))
+            /* Not ready under the flock: its creator died before the end
+             * (before or after writing the magic, the last field but
+             * `ready`). Another program's file keeps its own magic. */
+            if (atomic_load(&h->ready) == 0 && (h->magic == 0 || h->magic == LMS_GROUP_MAGIC) &&
+                !init_header(h, name))
                 *why = "cannot set up its lock";
             else if (!*why)
                 *why = lms_groupfile_check(h, LMS_GROUP_FILE_BYTES);
@@ -339,6 +384,8 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
 /* Claims a free or dead slot for this process; false if all are live. */
 static bool claim_slot(void)
 {
+    if (!fd_usable())
+        return false;
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
         lms_group_slot *s = lms_groupfile_slot(hdr, i);
         if ((atomic_load_explicit(&s->state, memory_order_acquire) == LMS_SLOT_LIVE &&
@@ -403,6 +450,10 @@ void lms_group_open(void)
                     lms_opt.group, path, why);
             return;
         }
+        struct stat st;
+        fstat(f, &st);   /* it succeeded in map_file() */
+        file_dev = st.st_dev;
+        file_ino = st.st_ino;
         fd = f;
         hdr = h;
         snprintf(mapped_path, sizeof mapped_path, "%s", path);
@@ -519,7 +570,7 @@ void lms_group_fork_child(void)
      * the file anew, with its own open(), when it joins. */
     if (hdr)
         munmap(hdr, LMS_GROUP_FILE_BYTES);
-    if (fd >= 0)
+    if (fd_is_ours())
         close(fd);
     hdr = NULL;
     fd = -1;

@@ -1,0 +1,657 @@
+/*
+ * breakers_group_test.c — shared budgets (LMS_GROUP) attacked from outside:
+ * a member that closes the group file's descriptor and reuses its number, a
+ * group file left half-created by a killed creator, a full slot table, a
+ * member that execs or spawns another member, files and links planted at
+ * the group's path, and `lmshim top` on hostile member names and special
+ * files. Members are this program again (`breakers_group_test member KIND
+ * ARG`) with liblmshim.so preloaded; each case uses a fresh directory.
+ */
+#include <cuda.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "groupfile.h"
+#include "simgpu.h"
+
+#define MiB (1ull << 20)
+
+extern char **environ;
+
+static char self[4096];     /* this program */
+static char dir[64];        /* the group directory of this case */
+
+/* ---- the group file, as the test reads it ---- */
+
+/* Maps group `name` of this case's directory (waiting up to 5 s for it). */
+static lms_group_header *map_group(const char *name)
+{
+    char path[256];
+    CHECK(lms_groupfile_path(dir, name, path, sizeof path) == 0);
+    for (int i = 0; i < 500; i++) {
+        int fd = open(path, O_RDWR);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size == LMS_GROUP_FILE_BYTES) {
+            void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+            CHECK(m != MAP_FAILED);
+            if (lms_groupfile_check(m, LMS_GROUP_FILE_BYTES) == NULL)
+                return m;
+            munmap(m, LMS_GROUP_FILE_BYTES);
+        } else if (fd >= 0) {
+            close(fd);
+        }
+        usleep(10000);
+    }
+    fprintf(stderr, "group %s never appeared in %s\n", name, dir);
+    exit(1);
+}
+
+static int live_slots(lms_group_header *h)
+{
+    int n = 0;
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+        n += atomic_load(&lms_groupfile_slot(h, i)->state) == LMS_SLOT_LIVE;
+    return n;
+}
+
+/* The live slot of process `pid`, or NULL. */
+static lms_group_slot *slot_of(lms_group_header *h, pid_t pid)
+{
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
+        lms_group_slot *s = lms_groupfile_slot(h, i);
+        if (atomic_load(&s->state) == LMS_SLOT_LIVE && s->pid == pid)
+            return s;
+    }
+    return NULL;
+}
+
+/* ---- members ---- */
+
+/* In a child: becomes `breakers_group_test member kind arg` in group
+ * `group` with budget `limit`; its stderr goes to `err` when given. */
+static void member_exec(const char *group, const char *limit, const char *kind, const char *arg, const char *err)
+{
+    setenv("LMS_GROUP", group, 1);
+    setenv("LMS_GROUP_DIR", dir, 1);
+    setenv("LMS_LIMIT", limit, 1);
+    setenv("LMS_THRESHOLD", "1T", 1);   /* the LMS rule out of the way: the budget decides */
+    setenv("LMS_FRAC", "1", 1);
+    setenv("GROUP_TEST_DIR", dir, 1);
+    if (err) {
+        int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        if (fd < 0 || dup2(fd, 2) < 0)
+            _exit(126);
+        close(fd);
+    }
+    execl(self, self, "member", kind, arg ? arg : "", (char *)NULL);
+    _exit(127);
+}
+
+static pid_t spawn(const char *group, const char *limit, const char *kind, const char *arg, const char *err)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0)
+        member_exec(group, limit, kind, arg, err);
+    return pid;
+}
+
+/* Waits for a member; checks it exited with 0. */
+static void reap(pid_t pid)
+{
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "member %d ended with status 0x%x\n", (int)pid, st);
+        exit(1);
+    }
+}
+
+/* Starts a member of kind `kind` with fd 3 (it writes a byte when ready)
+ * and fd 4 (closed by the test to let it go); waits until it is ready. */
+static pid_t start_member(const char *group, const char *limit, const char *kind, const char *arg, int *release)
+{
+    int ready[2], go[2];
+    CHECK(pipe(ready) == 0 && pipe(go) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(ready[1], 3);
+        dup2(go[0], 4);
+        close(go[1]);
+        member_exec(group, limit, kind, arg, NULL);
+    }
+    close(ready[1]);
+    close(go[0]);
+    char c;
+    CHECK(read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    *release = go[1];
+    return pid;
+}
+
+static int is_managed(CUdeviceptr p)
+{
+    int m = -1;
+    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+    return m;
+}
+
+/* Waits until fd 4 is closed. */
+static void wait_release(void)
+{
+    char c;
+    while (read(4, &c, 1) > 0)
+        ;
+}
+
+/* Holds `arg` MiB on the device, says so on fd 3, frees once released. */
+static void member_hold(const char *arg)
+{
+    primary_context(0);
+    CUdeviceptr p = 0;
+    uint64_t size = (uint64_t)atoi(arg) * MiB;
+    if (size) {
+        OK(cuMemAlloc(&p, size));
+        CHECK(is_managed(p) == 0);
+    }
+    CHECK(write(3, "r", 1) == 1);
+    wait_release();
+    if (p)
+        OK(cuMemFree(p));
+}
+
+/* The whole budget `arg` MiB is free and can be had on the device. */
+static void member_full_budget(const char *arg)
+{
+    primary_context(0);
+    uint64_t budget = (uint64_t)atoi(arg) * MiB;
+    size_t f, t;
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(t, budget);
+    CHECK_EQ_U(f, budget);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, budget));
+    CHECK(is_managed(p) == 0);
+    OK(cuMemFree(p));
+}
+
+/* cuMemGetInfo says total `arg` MiB of which the MiB after the comma are
+ * used by others. */
+static void member_sees(const char *arg)
+{
+    primary_context(0);
+    uint64_t total = (uint64_t)atoi(arg) * MiB, used = (uint64_t)atoi(strchr(arg, ',') + 1) * MiB;
+    size_t f, t;
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(t, total);
+    CHECK_EQ_U(f, total - used);
+}
+
+/* Holds 10 MiB, closes its descriptor of the group file as a careless
+ * program may, and opens files until one gets the same number; then reads
+ * the group's usage several times (each may sweep for dead members), and
+ * forks (the child leaves the group and closes what lmshim opened). */
+static void member_fd_reuse(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 10 * MiB));
+    char link[64], target[512];
+    int closed = -1;
+    for (int fd = 3; fd < 1024; fd++) {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0 && (target[n] = 0, strstr(target, "lmshim-group-"))) {
+            close(fd);
+            closed = fd;
+        }
+    }
+    CHECK(closed >= 0);
+    char other[128];
+    snprintf(other, sizeof other, "%s/unrelated", dir);
+    int got = -1;
+    for (int i = 0; i < 64 && got != closed; i++)
+        CHECK((got = open(other, O_RDWR | O_CREAT, 0600)) >= 0);
+    CHECK_EQ_U(got, closed);
+    size_t f, t;
+    for (int i = 0; i < 5; i++) {
+        usleep(15000);
+        OK(cuMemGetInfo(&f, &t));
+    }
+    CHECK_EQ_U(t, 256 * MiB);
+    CHECK_EQ_U(f, (256 - 100 - 10) * MiB);   /* the holder's 100 MiB and its own 10 */
+    /* A fork child leaves the group: it must not close the program's file. */
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0)
+        _exit(fcntl(got, F_GETFD) == -1 ? 3 : 0);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    OK(cuMemFree(p));
+}
+
+/* Renames itself (comm) to a hostile name, then holds 1 MiB. */
+static void member_named(const char *arg)
+{
+    (void)arg;
+    CHECK(prctl(PR_SET_NAME, "q\"b\\c\xff\xfe\x1b[2J\t", 0, 0, 0) == 0);
+    member_hold("1");
+}
+
+/* Holds 30 MiB, then execs into a `hold 20` member (fds 3 and 4 go on). */
+static void member_exec_hold(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 30 * MiB));
+    CHECK(is_managed(p) == 0);
+    execl(self, self, "member", "hold", "20", (char *)NULL);
+    _exit(127);
+}
+
+/* Holds 30 MiB and posix_spawns a `hold 20` member (which has fds 3 and 4);
+ * waits for it. */
+static void member_spawner(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 30 * MiB));
+    CHECK(is_managed(p) == 0);
+    pid_t pid;
+    char *argv[] = {self, "member", "hold", "20", NULL};
+    CHECK(posix_spawn(&pid, self, NULL, NULL, argv, environ) == 0);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    OK(cuMemFree(p));
+}
+
+static const struct {
+    const char *kind;
+    void (*fn)(const char *);
+} members[] = {
+    {"hold", member_hold}, {"full_budget", member_full_budget}, {"sees", member_sees},
+    {"fd_reuse", member_fd_reuse}, {"named", member_named}, {"exec_hold", member_exec_hold},
+    {"spawner", member_spawner},
+};
+
+/* ---- cases ---- */
+
+static void cleanup(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+static void fresh_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/lmshim-breakers-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    atexit(cleanup);
+}
+
+/* Runs `cmd` through the shell; on failure shows `file` and fails with `what`. */
+static void expect(const char *cmd, const char *file, const char *what)
+{
+    if (system(cmd) == 0)
+        return;
+    char show[512];
+    snprintf(show, sizeof show, "cat '%s' >&2", file);
+    CHECK(system(show) == 0);
+    fprintf(stderr, "expected: %s\n", what);
+    exit(1);
+}
+
+/* Runs a `full_budget 64` member of group `group` (budget 64 MiB): it must
+ * keep its own budget, after exactly one line about the group matching the
+ * extended regex `why`. */
+static void refused(const char *group, const char *why)
+{
+    char err[256], cmd[1024];
+    snprintf(err, sizeof err, "%s.err", dir);
+    reap(spawn(group, "64M", "full_budget", "64", err));
+    snprintf(cmd, sizeof cmd, "test $(grep -ci group %s) = 1 && grep -Eq '%s' %s", err, why, err);
+    expect(cmd, err, why);
+    unlink(err);
+}
+
+/* A member that closes the group file's descriptor and opens another file
+ * under the same number must not take that file for the group file: its
+ * sweeps would find every other member "dead" there and reclaim the slot
+ * and charge of a live one. */
+static void fd_reused(void)
+{
+    fresh_dir();
+    int release;
+    pid_t holder = start_member("g", "256M", "hold", "100", &release);
+    reap(spawn("g", "256M", "fd_reuse", "", NULL));
+    lms_group_header *h = map_group("g");
+    lms_group_slot *s = slot_of(h, holder);
+    CHECK(s != NULL);
+    CHECK_EQ_U(atomic_load(&s->charged[0]), 100 * MiB);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 100 * MiB);
+    CHECK_EQ_U(atomic_load(&h->reclaimed_members), 0);
+    close(release);
+    reap(holder);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    CHECK_EQ_U(live_slots(h), 0);
+}
+
+/* Writes a group file of the right size holding `header` bytes of `h`. */
+static void write_file(const char *path, const lms_group_header *h)
+{
+    static char zeros[LMS_GROUP_FILE_BYTES];
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    CHECK(write(fd, zeros, sizeof zeros) == (ssize_t)sizeof zeros);
+    CHECK(pwrite(fd, h, sizeof *h, 0) == (ssize_t)sizeof *h);
+    close(fd);
+}
+
+/* A creator killed while writing the header (under the file's flock, before
+ * `ready`) leaves a file that is neither zeros nor ready: the next opener
+ * must set it up, not refuse the group for ever. */
+static void half_created(void)
+{
+    fresh_dir();
+    char path[256], err[256], cmd[1024];
+    CHECK(lms_groupfile_path(dir, "half", path, sizeof path) == 0);
+    snprintf(err, sizeof err, "%s.err", dir);
+    static lms_group_header h;
+    for (int stage = 0; stage < 2; stage++) {
+        memset(&h, 0, sizeof h);
+        h.version = LMS_GROUP_VERSION;   /* stage 0: killed after the first field */
+        if (stage == 1) {                /* stage 1: killed after the magic, before `ready` */
+            h.slots = LMS_GROUP_SLOTS;
+            h.file_bytes = LMS_GROUP_FILE_BYTES;
+            h.slot_bytes = LMS_GROUP_SLOT_BYTES;
+            h.lock_bytes = sizeof(pthread_mutex_t);
+            snprintf(h.name, sizeof h.name, "half");
+            h.magic = LMS_GROUP_MAGIC;
+        }
+        write_file(path, &h);
+        reap(spawn("half", "64M", "full_budget", "64", err));
+        snprintf(cmd, sizeof cmd, "! grep -q 'cannot use' %s", err);
+        expect(cmd, err, "the half-created group file set up again and joined");
+        lms_group_header *m = map_group("half");
+        CHECK_EQ_U(atomic_load(&m->budget[0]), 64 * MiB);
+        CHECK_EQ_U(atomic_load(&m->peak[0]), 64 * MiB);
+        CHECK_EQ_U(atomic_load(&m->charged[0]), 0);
+        munmap(m, LMS_GROUP_FILE_BYTES);
+        unlink(err);
+    }
+    /* A file of another program that happens to be all but zeros is not
+     * ours to overwrite. */
+    memset(&h, 0, sizeof h);
+    h.magic = 0x1234;
+    write_file(path, &h);
+    refused("half", "cannot use .* \\(wrong magic\\)");
+}
+
+/* True if the n bytes at s are valid UTF-8 without control characters
+ * other than the newlines at the end of lines. */
+static bool clean_utf8(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        int more = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (more < 0 || (c < 0x20 && c != '\n') || c == 0x7f || (more == 1 && c < 0xc2))
+            return false;
+        for (int k = 1; k <= more; k++)
+            if (i + (size_t)k >= n || (s[i + k] & 0xc0) != 0x80)
+                return false;
+        i += 1 + (size_t)more;
+    }
+    return true;
+}
+
+/* Reads a whole file (up to 1 MiB) into a static buffer; its length in *n. */
+static const unsigned char *slurp(const char *path, size_t *n)
+{
+    static unsigned char buf[1 << 20];
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    CHECK(r >= 0);
+    close(fd);
+    buf[r] = 0;
+    *n = (size_t)r;
+    return buf;
+}
+
+/* `lmshim top` with a member whose name has quotes, backslashes, invalid
+ * UTF-8 and terminal escapes, and a slot written by a foreign program whose
+ * command has no terminating NUL: the JSON stays valid UTF-8 JSON and the
+ * text view passes no control character to the terminal. */
+static void top_hostile_names(void)
+{
+    fresh_dir();
+    int release;
+    pid_t named = start_member("hostile", "256M", "named", "", &release);
+    lms_group_header *h = map_group("hostile");
+    lms_group_slot *fake = lms_groupfile_slot(h, LMS_GROUP_SLOTS - 1);
+    CHECK(atomic_load(&fake->state) == LMS_SLOT_FREE);
+    fake->pid = 12345;
+    memset(fake->command, 0xff, sizeof fake->command);
+    for (int d = 0; d < LMS_GROUP_DEVICES; d++) {   /* no NUL byte for a long way after the command */
+        atomic_store(&fake->device_bytes[d], 0x4141414141414141ull);
+        atomic_store(&fake->resident_bytes[d], 0x4141414141414141ull);
+        atomic_store(&fake->managed_bytes[d], 0x4141414141414141ull);
+        atomic_store(&fake->fetched_bytes[d], 0x4141414141414141ull);
+        atomic_store(&fake->evicted_bytes[d], 0x4141414141414141ull);
+    }
+    atomic_store(&fake->state, LMS_SLOT_LIVE);   /* no lock held: a dead member as top sees it */
+    const char *cli = getenv("LMSHIM_CLI");
+    CHECK(cli != NULL);
+    char out[128], cmd[1024];
+    snprintf(out, sizeof out, "%s/top.out", dir);
+    for (int json = 1; json >= 0; json--) {
+        snprintf(cmd, sizeof cmd, "'%s' top hostile --dir '%s' --once %s > '%s'", cli, dir, json ? "--json" : "", out);
+        CHECK(system(cmd) == 0);
+        size_t n;
+        const unsigned char *text = slurp(out, &n);
+        if (!clean_utf8(text, n)) {
+            fwrite(text, 1, n, stderr);
+            CHECK(!"top's output is valid UTF-8 without control characters");
+        }
+        if (json) {
+            CHECK(strstr((const char *)text, "\"command\":\"q\\\"b\\\\c") != NULL);
+            snprintf(cmd, sizeof cmd, "jq -e '.members | length == 2' '%s' > /dev/null", out);
+            if (system("command -v jq > /dev/null") == 0)
+                expect(cmd, out, "top --json is JSON with both members");
+        }
+        /* The foreign command is cut at its 47 bytes. */
+        CHECK(strstr((const char *)text, "AAAA") == NULL);
+    }
+    atomic_store(&fake->state, LMS_SLOT_FREE);
+    close(release);
+    reap(named);
+}
+
+/* `lmshim top` on special files at group paths: a FIFO (opening it for
+ * reading would wait for a writer for ever) named or found in the
+ * directory, next to a good group; and a group file truncated while top
+ * watches it (reading its mapping would be SIGBUS). */
+static void top_special_files(void)
+{
+    fresh_dir();
+    char path[256], out[128], cmd[1024];
+    const char *cli = getenv("LMSHIM_CLI");
+    CHECK(cli != NULL);
+    snprintf(out, sizeof out, "%s/top.out", dir);
+    CHECK(lms_groupfile_path(dir, "fifo", path, sizeof path) == 0);
+    CHECK(mkfifo(path, 0600) == 0);
+    snprintf(cmd, sizeof cmd, "timeout 10 '%s' top fifo --dir '%s' --once > '%s' 2>&1; test $? = 1", cli, dir, out);
+    expect(cmd, out, "top refuses a FIFO at the group's path at once");
+    reap(spawn("good", "64M", "full_budget", "64", NULL));
+    snprintf(cmd, sizeof cmd, "timeout 10 '%s' top --dir '%s' --once --json > '%s' 2>/dev/null && grep -q '\"group\":\"good\"' '%s'",
+             cli, dir, out, out);
+    expect(cmd, out, "top shows the good group beside a FIFO");
+    /* Truncated under a running top: it says so instead of dying of SIGBUS. */
+    CHECK(lms_groupfile_path(dir, "good", path, sizeof path) == 0);
+    snprintf(cmd, sizeof cmd, "timeout -s INT 4 '%s' top good --dir '%s' --json > '%s' 2>&1 & sleep 1.5; "
+             ": > '%s'; wait $!", cli, dir, out, path);
+    expect(cmd, out, "top survives a truncated group file");
+}
+
+/* 64 live members (the test holds 63 slots' locks itself, as members do):
+ * a 65th keeps its own budget after one line; once a slot's holder is gone,
+ * the next member reclaims it and joins. */
+static void slots_full(void)
+{
+    fresh_dir();
+    int release;
+    pid_t holder = start_member("full", "256M", "hold", "100", &release);
+    lms_group_header *h = map_group("full");
+    char path[256];
+    CHECK(lms_groupfile_path(dir, "full", path, sizeof path) == 0);
+    int fds[LMS_GROUP_SLOTS];
+    int taken = 0;
+    CHECK(pthread_mutex_lock(&h->lock) == 0);
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
+        lms_group_slot *s = lms_groupfile_slot(h, i);
+        fds[i] = -1;
+        if (atomic_load(&s->state) == LMS_SLOT_LIVE)
+            continue;
+        fds[i] = open(path, O_RDWR | O_CLOEXEC);
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(i), .l_len = 1};
+        CHECK(fds[i] >= 0 && fcntl(fds[i], F_OFD_SETLK, &fl) == 0);
+        s->pid = 1000000 + i;
+        s->joined_ns = 1;
+        snprintf(s->command, sizeof s->command, "fake");
+        atomic_store(&s->state, LMS_SLOT_LIVE);
+        taken++;
+    }
+    pthread_mutex_unlock(&h->lock);
+    CHECK_EQ_U(taken, LMS_GROUP_SLOTS - 1);
+    refused("full", "all 64 member slots .* are taken; this process keeps its own budget");
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 100 * MiB);
+    CHECK_EQ_U(live_slots(h), LMS_GROUP_SLOTS);
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+        if (fds[i] >= 0) {
+            close(fds[i]);   /* the fake member is gone, its slot still in use */
+            break;
+        }
+    reap(spawn("full", "256M", "sees", "256,100", NULL));
+    CHECK_EQ_U(atomic_load(&h->reclaimed_members), 1);
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    close(release);
+    reap(holder);
+    reap(spawn("full", "256M", "full_budget", "256", NULL));
+    CHECK_EQ_U(live_slots(h), 0);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+}
+
+/* A member that execs another member program: the image before the exec
+ * leaves (its charge goes, as its memory does), the new one joins; nothing
+ * is counted twice. A member that posix_spawns one: both are members. */
+static void exec_chain(void)
+{
+    fresh_dir();
+    int release;
+    pid_t pid = start_member("chain", "256M", "exec_hold", "", &release);
+    lms_group_header *h = map_group("chain");
+    CHECK_EQ_U(live_slots(h), 1);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 20 * MiB);
+    lms_group_slot *s = slot_of(h, pid);
+    CHECK(s != NULL && atomic_load(&s->charged[0]) == 20 * MiB);
+    close(release);
+    reap(pid);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    pid = start_member("chain", "256M", "spawner", "", &release);
+    CHECK_EQ_U(live_slots(h), 2);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 50 * MiB);
+    s = slot_of(h, pid);
+    CHECK(s != NULL && atomic_load(&s->charged[0]) == 30 * MiB);
+    close(release);
+    reap(pid);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    CHECK_EQ_U(live_slots(h), 0);
+}
+
+/* Things planted at or around the group's path: a symbolic link (never
+ * followed: the file it points to stays as it was), a FIFO, a directory
+ * that is missing or a file, a group name with path characters. Each: one
+ * line, and the process keeps its own budget. */
+static void planted_paths(void)
+{
+    fresh_dir();
+    char path[256], target[256], base[40];
+    CHECK(lms_groupfile_path(dir, "planted", path, sizeof path) == 0);
+    snprintf(target, sizeof target, "%s/precious", dir);
+    int fd = open(target, O_WRONLY | O_CREAT, 0600);
+    CHECK(fd >= 0 && write(fd, "precious", 8) == 8);
+    close(fd);
+    CHECK(symlink(target, path) == 0);
+    refused("planted", "cannot use .*\\(Too many levels of symbolic links\\)");
+    struct stat st;
+    CHECK(stat(target, &st) == 0 && st.st_size == 8);
+    unlink(path);
+    CHECK(symlink("/nonexistent-lmshim-target", path) == 0);   /* dangling: O_CREAT would create its target */
+    refused("planted", "cannot use .*\\(File exists|Too many levels of symbolic links\\)");
+    CHECK(access("/nonexistent-lmshim-target", F_OK) != 0);
+    unlink(path);
+    CHECK(mkfifo(path, 0600) == 0);
+    refused("planted", "cannot use .*\\(not a regular file\\)");
+    unlink(path);
+    CHECK(strlen(dir) < sizeof base);
+    memcpy(base, dir, strlen(dir) + 1);
+    snprintf(dir, sizeof dir, "%s/missing", base);
+    refused("planted", "cannot use .*\\(No such file or directory\\)");
+    snprintf(dir, sizeof dir, "%s/precious", base);
+    refused("planted", "cannot use .*\\(Not a directory\\)");
+    snprintf(dir, sizeof dir, "%s", base);
+    refused("../planted", "LMS_GROUP");
+}
+
+static const test_case cases[] = {
+    {"fd_reused", fd_reused},
+    {"half_created", half_created},
+    {"top_hostile_names", top_hostile_names},
+    {"top_special_files", top_special_files},
+    {"slots_full", slots_full},
+    {"exec_chain", exec_chain},
+    {"planted_paths", planted_paths},
+};
+
+int main(int argc, char **argv)
+{
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK(n > 0);
+    self[n] = 0;
+    if (argc >= 3 && strcmp(argv[1], "member") == 0) {
+        snprintf(dir, sizeof dir, "%s", getenv("GROUP_TEST_DIR"));
+        for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
+            if (strcmp(members[i].kind, argv[2]) == 0) {
+                members[i].fn(argc > 3 ? argv[3] : "");
+                return 0;
+            }
+        return 2;
+    }
+    return run_case(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
