@@ -287,13 +287,116 @@ static void member_spawner(const char *arg)
     OK(cuMemFree(p));
 }
 
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* One thread of a churning member: allocates and frees 1-8 MiB at random
+ * and reads the group's usage, for ever. */
+static void *churn_thread(void *arg)
+{
+    CUcontext ctx = arg;
+    OK(cuCtxSetCurrent(ctx));
+    uint64_t seed = ((uint64_t)getpid() << 20 ^ (uint64_t)pthread_self()) | 1;
+    CUdeviceptr p[8] = {0};
+    for (;;) {
+        int i = (int)(xorshift(&seed) % 8);
+        if (p[i]) {
+            OK(cuMemFree(p[i]));
+            p[i] = 0;
+        } else {
+            OK(cuMemAlloc(&p[i], (1 + xorshift(&seed) % 8) * MiB));
+        }
+        size_t f, t;
+        OK(cuMemGetInfo(&f, &t));
+        CHECK(t == 256 * MiB && f <= t);
+    }
+    return NULL;
+}
+
+/* Churns with two threads and forks children (members of their own that
+ * allocate, free and leave) while they do; until killed. */
+static void member_churn(const char *arg)
+{
+    (void)arg;
+    CUcontext ctx = primary_context(0);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, churn_thread, ctx) == 0);
+    for (;;) {
+        usleep(20000);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            CUcontext c = primary_context(0);
+            (void)c;
+            CUdeviceptr p;
+            OK(cuMemAlloc(&p, 2 * MiB));
+            OK(cuMemFree(p));
+            _exit(0);
+        }
+        int st;
+        CHECK(waitpid(pid, &st, 0) == pid);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+}
+
+/* The first hooked call of a thread: lmshim initialises there (and joins
+ * the group, waiting for the group's lock, which the test holds). */
+static void *first_call(void *arg)
+{
+    CUcontext ctx = arg;
+    OK(cuCtxSetCurrent(ctx));
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 4 * MiB));
+    OK(cuMemFree(p));
+    return NULL;
+}
+
+/* Forks while another thread is inside lmshim's initialisation (joining
+ * the group): the child, a member of its own, must not inherit the
+ * initialisation's locks. alarm() turns a deadlock into a failure. */
+static void member_fork_in_init(const char *arg)
+{
+    (void)arg;
+    alarm(8);
+    CUcontext ctx = primary_context(0);   /* no hooked call yet */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, first_call, ctx) == 0);
+    usleep(300000);   /* that thread waits for the group's lock by now */
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        alarm(8);
+        CUdeviceptr p;
+        OK(cuMemAlloc(&p, 2 * MiB));
+        OK(cuMemFree(p));
+        _exit(0);
+    }
+    CHECK(write(3, "r", 1) == 1);
+    wait_release();
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "the fork child ended with status 0x%x\n", st);
+        exit(1);
+    }
+    CHECK(pthread_join(t, NULL) == 0);
+}
+
 static const struct {
     const char *kind;
     void (*fn)(const char *);
 } members[] = {
     {"hold", member_hold}, {"full_budget", member_full_budget}, {"sees", member_sees},
     {"fd_reuse", member_fd_reuse}, {"named", member_named}, {"exec_hold", member_exec_hold},
-    {"spawner", member_spawner},
+    {"spawner", member_spawner}, {"churn", member_churn},
+    {"fork_in_init", member_fork_in_init},
 };
 
 /* ---- cases ---- */
@@ -630,6 +733,115 @@ static void planted_paths(void)
     refused("../planted", "LMS_GROUP");
 }
 
+/* The group's lock, taken as a member does (the slots are the truth after
+ * a dead owner); fails if it cannot be had within 5 s (a wedged group). */
+static void lock_group(lms_group_header *h)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    int r = pthread_mutex_timedlock(&h->lock, &until);
+    if (r == EOWNERDEAD) {
+        for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
+            uint64_t sum = 0;
+            for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+                sum += atomic_load(&lms_groupfile_slot(h, i)->charged[d]);
+            atomic_store(&h->charged[d], sum);
+        }
+        r = pthread_mutex_consistent(&h->lock);
+    }
+    CHECK_EQ_U(r, 0);
+}
+
+/* Under the group's lock: its charge is the sum of the slots' and within
+ * the budget. */
+static void check_invariant(lms_group_header *h)
+{
+    lock_group(h);
+    uint64_t sum = 0, charged = atomic_load(&h->charged[0]), budget = atomic_load(&h->budget[0]);
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+        sum += atomic_load(&lms_groupfile_slot(h, i)->charged[0]);
+    pthread_mutex_unlock(&h->lock);
+    if (sum != charged || (budget && charged > budget)) {
+        fprintf(stderr, "group invariant broken: charged %llu, slots %llu, budget %llu\n",
+                (unsigned long long)charged, (unsigned long long)sum, (unsigned long long)budget);
+        exit(1);
+    }
+}
+
+/* Six churning members (two threads each, forking all the time) killed
+ * with SIGKILL at random points for 4 s, some after a SIGSTOP (stopped
+ * holding the lock, maybe): the group is never wedged nor inconsistent,
+ * and once they are gone the next member has the whole budget. */
+static void kill_storm(void)
+{
+    fresh_dir();
+    CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);   /* the orphaned fork children come back here */
+    enum { N = 6 };
+    pid_t pid[N];
+    for (int i = 0; i < N; i++)
+        pid[i] = spawn("storm", "256M", "churn", "", NULL);
+    lms_group_header *h = map_group("storm");
+    uint64_t seed = 0x1234567 | (uint64_t)getpid() << 32, kills = 0, stopped = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        usleep((useconds_t)(10000 + xorshift(&seed) % 40000));
+        int i = (int)(xorshift(&seed) % N);
+        if (xorshift(&seed) % 3 == 0) {
+            kill(pid[i], SIGSTOP);
+            usleep(5000);
+            stopped++;
+        }
+        kill(pid[i], SIGKILL);
+        int st;
+        CHECK(waitpid(pid[i], &st, 0) == pid[i]);
+        if (!WIFSIGNALED(st)) {
+            fprintf(stderr, "member %d ended with status 0x%x, not killed\n", (int)pid[i], st);
+            exit(1);
+        }
+        kills++;
+        pid[i] = spawn("storm", "256M", "churn", "", NULL);
+        check_invariant(h);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (t.tv_sec - t0.tv_sec < 4);
+    for (int i = 0; i < N; i++)
+        kill(pid[i], SIGKILL);
+    int st;
+    pid_t w;
+    while ((w = wait(&st)) > 0)
+        ;
+    check_invariant(h);
+    reap(spawn("storm", "256M", "full_budget", "256", NULL));
+    check_invariant(h);
+    CHECK_EQ_U(live_slots(h), 0);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    printf("%llu members killed (%llu stopped first), %llu reclaimed, %llu lock repairs\n",
+           (unsigned long long)kills, (unsigned long long)stopped,
+           (unsigned long long)atomic_load(&h->reclaimed_members), (unsigned long long)atomic_load(&h->repairs));
+}
+
+/* A process forks while another of its threads is in lmshim's first call,
+ * joining the group (held up here by the group's lock, which the test
+ * holds for a while): both the process and the child end normally. */
+static void fork_in_init(void)
+{
+    fresh_dir();
+    reap(spawn("init", "256M", "full_budget", "256", NULL));   /* the group file exists */
+    lms_group_header *h = map_group("init");
+    lock_group(h);
+    int release;
+    pid_t pid = start_member("init", "256M", "fork_in_init", "", &release);
+    usleep(300000);
+    pthread_mutex_unlock(&h->lock);
+    close(release);
+    reap(pid);
+    check_invariant(h);
+    reap(spawn("init", "256M", "full_budget", "256", NULL));   /* the child's _exit leaves a dead slot */
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    CHECK_EQ_U(live_slots(h), 0);
+}
+
 static const test_case cases[] = {
     {"fd_reused", fd_reused},
     {"half_created", half_created},
@@ -638,6 +850,8 @@ static const test_case cases[] = {
     {"slots_full", slots_full},
     {"exec_chain", exec_chain},
     {"planted_paths", planted_paths},
+    {"kill_storm", kill_storm},
+    {"fork_in_init", fork_in_init},
 };
 
 int main(int argc, char **argv)
