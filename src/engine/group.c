@@ -320,6 +320,30 @@ static bool init_header(lms_group_header *h, const char *name)
     return true;
 }
 
+/* True if this process may take part in a group file with this owner and
+ * mode. Its own file, yes. Another user's only when that user shared it on
+ * purpose: writable by its Unix group, which this process is in; or
+ * writable by every user when LMS_GROUP_MODE here says so too. Anyone can
+ * plant a file in /dev/shm: a stranger's file would set the budget, or
+ * hold the lock for ever. */
+static bool trusted(const struct stat *st)
+{
+    if (st->st_uid == geteuid())
+        return true;
+    if (st->st_mode & S_IWOTH)
+        return (lms_opt.group_mode & S_IWOTH) != 0;
+    if (!(st->st_mode & S_IWGRP))
+        return false;
+    if (st->st_gid == getegid())
+        return true;
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == st->st_gid)
+            return true;
+    return false;
+}
+
 /* Opens (creating it if needed) and maps the group file; NULL, or why not
  * in *why. The file's flock serializes creation: a creator that died
  * half-way leaves a file that is not `ready`, which the next opener sets
@@ -346,6 +370,9 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
         *why = strerror(errno);
     else if (!S_ISREG(st.st_mode))
         *why = "not a regular file";
+    else if (!trusted(&st))
+        *why = "another user's file that is not shared with this user's groups (share a group between users "
+               "with LMS_GROUP_MODE=0660 and a common group id)";
     else if (st.st_size != 0 && (uint64_t)st.st_size != LMS_GROUP_FILE_BYTES)
         *why = "wrong size";
     else if (st.st_size == 0 && ftruncate(f, LMS_GROUP_FILE_BYTES) != 0)

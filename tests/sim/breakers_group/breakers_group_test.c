@@ -842,6 +842,42 @@ static void fork_in_init(void)
     CHECK_EQ_U(live_slots(h), 0);
 }
 
+/* A group file planted by another user (anyone can write /dev/shm): one
+ * writable by every user is refused unless LMS_GROUP_MODE here shares with
+ * every user too; one shared with a Unix group this process is not in is
+ * refused; this user's own file is used. Needs root (to be another user). */
+static void foreign_owner(void)
+{
+    fresh_dir();
+    if (geteuid() != 0) {
+        printf("not root: a file of another user cannot be made here\n");
+        return;
+    }
+    CHECK(chmod(dir, 01777) == 0);
+    struct passwd *nobody = getpwnam("nobody");
+    uid_t uid = nobody ? nobody->pw_uid : 65534;
+    gid_t gid = nobody ? nobody->pw_gid : 65534;
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid || getegid() == gid) {
+            printf("this process is in group %d: not checked\n", (int)gid);
+            return;
+        }
+    reap(spawn("planted", "32M", "full_budget", "32", NULL));   /* a good group file, made by this user */
+    char path[256];
+    CHECK(lms_groupfile_path(dir, "planted", path, sizeof path) == 0);
+    CHECK(chown(path, uid, gid) == 0 && chmod(path, 0666) == 0);   /* now the stranger's, writable by all */
+    refused("planted", "cannot use .*another user.s file");
+    setenv("LMS_GROUP_MODE", "0666", 1);   /* shared with every user on purpose */
+    reap(spawn("planted", "32M", "full_budget", "32", NULL));
+    unsetenv("LMS_GROUP_MODE");
+    CHECK(chmod(path, 0660) == 0);   /* shared with a group this process is not in */
+    refused("planted", "cannot use .*another user.s file");
+    CHECK(chown(path, getuid(), gid) == 0);   /* this user's own again */
+    reap(spawn("planted", "32M", "full_budget", "32", NULL));
+}
+
 static const test_case cases[] = {
     {"fd_reused", fd_reused},
     {"half_created", half_created},
@@ -852,6 +888,7 @@ static const test_case cases[] = {
     {"planted_paths", planted_paths},
     {"kill_storm", kill_storm},
     {"fork_in_init", fork_in_init},
+    {"foreign_owner", foreign_owner},
 };
 
 int main(int argc, char **argv)
