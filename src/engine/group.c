@@ -252,7 +252,28 @@ static void publish(void)
     unlock_group();
 }
 
-/* The publisher thread: publish() four times a second, for the process's life. */
+/* Says once if the group file's path no longer names the file this
+ * process maps: removed (systemd-logind's RemoveIPC=yes removes a user's
+ * /dev/shm files when the user's last session ends; so do cleanup jobs)
+ * or replaced. The members go on sharing the old file, but processes that
+ * start now make a new group with a budget of its own. */
+static void check_path(void)
+{
+    static bool said;
+    struct stat st;
+    if (said || !atomic_load(&lms_group_on))
+        return;
+    if (stat(mapped_path, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino)
+        return;
+    said = true;
+    lms_log(LMS_LEVEL_WARN, "group %s: %s was removed or replaced while this process is a member; processes "
+            "that start now form a new group with a budget of its own (systemd's RemoveIPC=yes removes a user's "
+            "files in /dev/shm at logout: set LMS_GROUP_DIR to a directory of the group's own)", hdr->name,
+            mapped_path);
+}
+
+/* The publisher thread: publish() four times a second, for the process's
+ * life, and the check that the group file is still in its place. */
 static void *publisher(void *arg)
 {
     (void)arg;
@@ -261,6 +282,7 @@ static void *publisher(void *arg)
         while (nanosleep(&ts, &ts) != 0)
             ;
         publish();
+        check_path();
     }
     return NULL;
 }

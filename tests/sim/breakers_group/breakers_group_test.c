@@ -124,8 +124,10 @@ static void reap(pid_t pid)
 }
 
 /* Starts a member of kind `kind` with fd 3 (it writes a byte when ready)
- * and fd 4 (closed by the test to let it go); waits until it is ready. */
-static pid_t start_member(const char *group, const char *limit, const char *kind, const char *arg, int *release)
+ * and fd 4 (closed by the test to let it go); waits until it is ready.
+ * Its stderr goes to `err` when given. */
+static pid_t start_member_err(const char *group, const char *limit, const char *kind, const char *arg, int *release,
+                              const char *err)
 {
     int ready[2], go[2];
     CHECK(pipe(ready) == 0 && pipe(go) == 0);
@@ -136,7 +138,7 @@ static pid_t start_member(const char *group, const char *limit, const char *kind
         dup2(ready[1], 3);
         dup2(go[0], 4);
         close(go[1]);
-        member_exec(group, limit, kind, arg, NULL);
+        member_exec(group, limit, kind, arg, err);
     }
     close(ready[1]);
     close(go[0]);
@@ -145,6 +147,11 @@ static pid_t start_member(const char *group, const char *limit, const char *kind
     close(ready[0]);
     *release = go[1];
     return pid;
+}
+
+static pid_t start_member(const char *group, const char *limit, const char *kind, const char *arg, int *release)
+{
+    return start_member_err(group, limit, kind, arg, release, NULL);
 }
 
 static int is_managed(CUdeviceptr p)
@@ -878,6 +885,26 @@ static void foreign_owner(void)
     reap(spawn("planted", "32M", "full_budget", "32", NULL));
 }
 
+/* The group file removed while a member runs (as systemd-logind's
+ * RemoveIPC does in /dev/shm): the member says so once, since processes
+ * starting now form a new group with a budget of its own. */
+static void file_removed(void)
+{
+    fresh_dir();
+    char err[256], path[256], cmd[1024];
+    snprintf(err, sizeof err, "%s.err", dir);
+    CHECK(lms_groupfile_path(dir, "gone", path, sizeof path) == 0);
+    int release;
+    pid_t pid = start_member_err("gone", "256M", "hold", "100", &release, err);
+    CHECK(unlink(path) == 0);
+    usleep(700000);   /* the member looks four times a second */
+    close(release);
+    reap(pid);
+    snprintf(cmd, sizeof cmd, "test $(grep -c 'was removed or replaced' %s) = 1", err);
+    expect(cmd, err, "one line saying the group file was removed");
+    unlink(err);
+}
+
 static const test_case cases[] = {
     {"fd_reused", fd_reused},
     {"half_created", half_created},
@@ -889,6 +916,7 @@ static const test_case cases[] = {
     {"kill_storm", kill_storm},
     {"fork_in_init", fork_in_init},
     {"foreign_owner", foreign_owner},
+    {"file_removed", file_removed},
 };
 
 int main(int argc, char **argv)
