@@ -8,6 +8,7 @@
  * ARG`) with liblmshim.so preloaded; each case uses a fresh directory.
  */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,6 +27,7 @@
 #include "../../common/check.h"
 #include "../../common/context.h"
 #include "groupfile.h"
+#include "lmshim.h"
 #include "simgpu.h"
 
 #define MiB (1ull << 20)
@@ -89,8 +91,10 @@ static void member_exec(const char *group, const char *limit, const char *kind, 
     setenv("LMS_GROUP", group, 1);
     setenv("LMS_GROUP_DIR", dir, 1);
     setenv("LMS_LIMIT", limit, 1);
-    setenv("LMS_THRESHOLD", "1T", 1);   /* the LMS rule out of the way: the budget decides */
-    setenv("LMS_FRAC", "1", 1);
+    bool lms = strcmp(kind, "fetcher") == 0;   /* managed chunks, fetched by the residency engine */
+    setenv("LMS_THRESHOLD", lms ? "16M" : "1T", 1);   /* else the LMS rule out of the way: the budget decides */
+    setenv("LMS_FRAC", lms ? "0" : "1", 1);
+    setenv("LMS_POLICY", "lru", 1);
     setenv("GROUP_TEST_DIR", dir, 1);
     if (err) {
         int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0666);
@@ -129,8 +133,8 @@ static void reap(pid_t pid)
 static pid_t start_member_err(const char *group, const char *limit, const char *kind, const char *arg, int *release,
                               const char *err)
 {
-    int ready[2], go[2];
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
+    int ready[2], go[2];   /* close-on-exec: other members must not hold them */
+    CHECK(pipe2(ready, O_CLOEXEC) == 0 && pipe2(go, O_CLOEXEC) == 0);
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);
@@ -396,6 +400,85 @@ static void member_fork_in_init(const char *arg)
     CHECK(pthread_join(t, NULL) == 0);
 }
 
+/* This process's budget violations on device 0 (lmshim's public API). */
+static uint64_t violations(void)
+{
+    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get != NULL);
+    lms_device_stats st;
+    CHECK(get(0, &st) == 0);
+    return st.budget_violations;
+}
+
+static void touch2(simgpu_launch *l, void **p)
+{
+    l->access(l, *(CUdeviceptr *)p[0], *(size_t *)p[2], SIMGPU_READ);
+    l->access(l, *(CUdeviceptr *)p[1], *(size_t *)p[2], SIMGPU_READ);
+}
+
+/* Four managed chunks of 32 MiB used two at a time by launches until fd 4
+ * closes: its residency engine fetches and evicts within what the group
+ * leaves; it never counts a budget violation. */
+static void member_fetcher(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    simgpu_kernel k = {"touch2", touch2, 3, {8, 8, 8}};
+    OK(simgpu_register_kernel(&k));
+    CUmodule m;
+    CUfunction f;
+    OK(cuModuleLoadData(&m, "x"));
+    OK(cuModuleGetFunction(&f, m, "touch2"));
+    CUdeviceptr c[4];
+    size_t bytes = 32 * MiB;
+    for (int i = 0; i < 4; i++) {
+        OK(cuMemAlloc(&c[i], bytes));
+        CHECK(is_managed(c[i]) == 1);
+    }
+    int fl = fcntl(4, F_GETFL);
+    CHECK(fcntl(4, F_SETFL, fl | O_NONBLOCK) == 0);
+    CHECK(write(3, "r", 1) == 1);
+    for (int n = 0;; n++) {
+        void *args[] = {&c[n % 4], &c[(n + 1) % 4], &bytes};
+        OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+        char ch;
+        if (n % 16 == 0 && read(4, &ch, 1) == 0)
+            break;
+        usleep(500);
+    }
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(violations(), 0);
+    for (int i = 0; i < 4; i++)
+        OK(cuMemFree(c[i]));
+}
+
+/* Fills what the group leaves with 4 MiB device chunks (up to the first
+ * that falls back to managed memory), frees them, again, until fd 4
+ * closes. */
+static void member_edge(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    int fl = fcntl(4, F_GETFL);
+    CHECK(fcntl(4, F_SETFL, fl | O_NONBLOCK) == 0);
+    CHECK(write(3, "r", 1) == 1);
+    CUdeviceptr p[64];
+    char ch;
+    while (read(4, &ch, 1) != 0) {
+        int n = 0;
+        while (n < 64) {
+            OK(cuMemAlloc(&p[n], 4 * MiB));
+            n++;
+            if (is_managed(p[n - 1]))
+                break;
+        }
+        usleep(2000);
+        for (int i = 0; i < n; i++)
+            OK(cuMemFree(p[i]));
+    }
+    CHECK_EQ_U(violations(), 0);
+}
+
 static const struct {
     const char *kind;
     void (*fn)(const char *);
@@ -403,7 +486,7 @@ static const struct {
     {"hold", member_hold}, {"full_budget", member_full_budget}, {"sees", member_sees},
     {"fd_reuse", member_fd_reuse}, {"named", member_named}, {"exec_hold", member_exec_hold},
     {"spawner", member_spawner}, {"churn", member_churn},
-    {"fork_in_init", member_fork_in_init},
+    {"fork_in_init", member_fork_in_init}, {"fetcher", member_fetcher}, {"edge", member_edge},
 };
 
 /* ---- cases ---- */
@@ -905,6 +988,33 @@ static void file_removed(void)
     unlink(err);
 }
 
+/* Three members whose residency engines fetch and evict managed chunks
+ * (a working set of 64 MiB each) and one filling the rest of a 128 MiB
+ * group with device memory again and again: the group's charge stays
+ * within the budget and no member's engine counts a budget violation. */
+static void residency_edge(void)
+{
+    fresh_dir();
+    int release[4];
+    pid_t pid[4];
+    pid[0] = start_member("edge", "128M", "edge", "", &release[0]);
+    for (int i = 1; i < 4; i++)
+        pid[i] = start_member("edge", "128M", "fetcher", "", &release[i]);
+    lms_group_header *h = map_group("edge");
+    for (int i = 0; i < 1500; i++) {
+        check_invariant(h);
+        usleep(1000);
+    }
+    CHECK(atomic_load(&h->peak[0]) > 96 * MiB);
+    for (int i = 0; i < 4; i++) {
+        close(release[i]);
+        reap(pid[i]);
+    }
+    check_invariant(h);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
+    CHECK_EQ_U(live_slots(h), 0);
+}
+
 static const test_case cases[] = {
     {"fd_reused", fd_reused},
     {"half_created", half_created},
@@ -917,6 +1027,7 @@ static const test_case cases[] = {
     {"fork_in_init", fork_in_init},
     {"foreign_owner", foreign_owner},
     {"file_removed", file_removed},
+    {"residency_edge", residency_edge},
 };
 
 int main(int argc, char **argv)
