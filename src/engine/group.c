@@ -485,6 +485,12 @@ void lms_group_open(void)
     if (!lms_opt.group[0] || atomic_load(&lms_group_on))
         return;
     char path[sizeof mapped_path];
+    if (lms_opt.group_dir[0] && lms_opt.group_dir[0] != '/') {
+        lms_log(LMS_LEVEL_WARN, "group %s: LMS_GROUP_DIR=%s is not an absolute path (processes started in other "
+                "directories would form other groups); this process keeps its own budget (LMS_LIMIT)",
+                lms_opt.group, lms_opt.group_dir);
+        return;
+    }
     if (lms_groupfile_path(lms_opt.group_dir, lms_opt.group, path, sizeof path) != 0) {
         lms_log(LMS_LEVEL_WARN, "group %s: the path under %s is too long; this process keeps its own budget "
                 "(LMS_LIMIT)", lms_opt.group, lms_opt.group_dir);

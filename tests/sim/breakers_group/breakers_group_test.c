@@ -790,8 +790,8 @@ static void exec_chain(void)
 
 /* Things planted at or around the group's path: a symbolic link (never
  * followed: the file it points to stays as it was), a FIFO, a directory
- * that is missing or a file, a group name with path characters. Each: one
- * line, and the process keeps its own budget. */
+ * that is missing, a file or relative, a group name with path characters.
+ * Each: one line, and the process keeps its own budget. */
 static void planted_paths(void)
 {
     fresh_dir();
@@ -821,6 +821,14 @@ static void planted_paths(void)
     refused("planted", "cannot use .*\\(Not a directory\\)");
     snprintf(dir, sizeof dir, "%s", base);
     refused("../planted", "LMS_GROUP");
+    /* A relative directory names a different file in each working directory. */
+    CHECK(chdir(base) == 0);
+    snprintf(dir, sizeof dir, "relative");
+    CHECK(mkdir(dir, 0700) == 0);
+    refused("planted", "LMS_GROUP_DIR=relative is not an absolute path");
+    CHECK(access("relative/lmshim-group-planted", F_OK) != 0);
+    CHECK(chdir("/") == 0);
+    snprintf(dir, sizeof dir, "%s", base);
 }
 
 /* The group's lock, taken as a member does (the slots are the truth after
