@@ -523,6 +523,14 @@ void lms_group_open(void)
         return;
     }
     atomic_store(&lms_group_on, true);
+    /* Devices set up before joining (a fork child's, inherited from a
+     * parent that kept its own budget) take the group's budget now: the
+     * budget is the limit every charge of this process is checked against. */
+    for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
+        lms_account *a = &lms_accounts[d];
+        if (atomic_load(&a->state) == 2)
+            a->budget = lms_group_budget(d, a->budget);
+    }
     start_publisher();
     if (!exit_registered) {
         exit_registered = true;

@@ -82,6 +82,42 @@ static lms_group_slot *slot_of(lms_group_header *h, pid_t pid)
     return NULL;
 }
 
+/* The group's lock, taken as a member does (the slots are the truth after
+ * a dead owner); fails if it cannot be had within 5 s (a wedged group). */
+static void lock_group(lms_group_header *h)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    int r = pthread_mutex_timedlock(&h->lock, &until);
+    if (r == EOWNERDEAD) {
+        for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
+            uint64_t sum = 0;
+            for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+                sum += atomic_load(&lms_groupfile_slot(h, i)->charged[d]);
+            atomic_store(&h->charged[d], sum);
+        }
+        r = pthread_mutex_consistent(&h->lock);
+    }
+    CHECK_EQ_U(r, 0);
+}
+
+/* Under the group's lock: its charge is the sum of the slots' and within
+ * the budget. */
+static void check_invariant(lms_group_header *h)
+{
+    lock_group(h);
+    uint64_t sum = 0, charged = atomic_load(&h->charged[0]), budget = atomic_load(&h->budget[0]);
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+        sum += atomic_load(&lms_groupfile_slot(h, i)->charged[0]);
+    pthread_mutex_unlock(&h->lock);
+    if (sum != charged || (budget && charged > budget)) {
+        fprintf(stderr, "group invariant broken: charged %llu, slots %llu, budget %llu\n",
+                (unsigned long long)charged, (unsigned long long)sum, (unsigned long long)budget);
+        exit(1);
+    }
+}
+
 /* ---- members ---- */
 
 /* In a child: becomes `breakers_group_test member kind arg` in group
@@ -479,6 +515,37 @@ static void member_edge(const char *arg)
     CHECK_EQ_U(violations(), 0);
 }
 
+/* Sets its device up outside the group (the test keeps every slot taken:
+ * its own budget `arg`... MiB), says so on fd 3; once fd 4 closes (a slot
+ * is free by then) forks a child, which joins the group and must get the
+ * group's budget of 256 MiB, not the budget it inherited. */
+static void member_fork_joins(const char *arg)
+{
+    primary_context(0);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 1 * MiB));
+    size_t f, t;
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(t, (uint64_t)atoi(arg) * MiB);
+    CHECK(write(3, "r", 1) == 1);
+    wait_release();
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        CUdeviceptr q;
+        OK(cuMemAlloc(&q, 200 * MiB));   /* the holder has 100 of the group's 256 MiB */
+        CHECK(is_managed(q) == 1);
+        OK(cuMemGetInfo(&f, &t));
+        CHECK_EQ_U(t, 256 * MiB);
+        OK(cuMemFree(q));
+        exit(0);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    OK(cuMemFree(p));
+}
+
 static const struct {
     const char *kind;
     void (*fn)(const char *);
@@ -487,6 +554,7 @@ static const struct {
     {"fd_reuse", member_fd_reuse}, {"named", member_named}, {"exec_hold", member_exec_hold},
     {"spawner", member_spawner}, {"churn", member_churn},
     {"fork_in_init", member_fork_in_init}, {"fetcher", member_fetcher}, {"edge", member_edge},
+    {"fork_joins", member_fork_joins},
 };
 
 /* ---- cases ---- */
@@ -711,20 +779,15 @@ static void top_special_files(void)
     expect(cmd, out, "top survives a truncated group file");
 }
 
-/* 64 live members (the test holds 63 slots' locks itself, as members do):
- * a 65th keeps its own budget after one line; once a slot's holder is gone,
- * the next member reclaims it and joins. */
-static void slots_full(void)
+/* Takes every free slot of group `name` as a live fake member holding its
+ * lock (one open() each, as members do); their descriptors in fds (-1 for
+ * slots it did not take). Returns how many it took. */
+static int fill_slots(lms_group_header *h, const char *name, int *fds)
 {
-    fresh_dir();
-    int release;
-    pid_t holder = start_member("full", "256M", "hold", "100", &release);
-    lms_group_header *h = map_group("full");
     char path[256];
-    CHECK(lms_groupfile_path(dir, "full", path, sizeof path) == 0);
-    int fds[LMS_GROUP_SLOTS];
+    CHECK(lms_groupfile_path(dir, name, path, sizeof path) == 0);
     int taken = 0;
-    CHECK(pthread_mutex_lock(&h->lock) == 0);
+    lock_group(h);
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
         lms_group_slot *s = lms_groupfile_slot(h, i);
         fds[i] = -1;
@@ -740,7 +803,50 @@ static void slots_full(void)
         taken++;
     }
     pthread_mutex_unlock(&h->lock);
-    CHECK_EQ_U(taken, LMS_GROUP_SLOTS - 1);
+    return taken;
+}
+
+/* A process that set its device up outside the group (all slots were
+ * taken) forks a child that joins: the child charges the group against the
+ * group's budget, not the bigger one it inherited, so the group's charge
+ * never passes the budget. */
+static void fork_child_budget(void)
+{
+    fresh_dir();
+    int release, fork_release;
+    pid_t holder = start_member("inherit", "256M", "hold", "100", &release);
+    lms_group_header *h = map_group("inherit");
+    int fds[LMS_GROUP_SLOTS];
+    CHECK_EQ_U(fill_slots(h, "inherit", fds), LMS_GROUP_SLOTS - 1);
+    pid_t pid = start_member("inherit", "512M", "fork_joins", "512", &fork_release);
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+        if (fds[i] >= 0) {
+            close(fds[i]);   /* one fake member gone: the child can join */
+            fds[i] = -1;
+            break;
+        }
+    close(fork_release);
+    reap(pid);
+    check_invariant(h);
+    CHECK(atomic_load(&h->peak[0]) <= 256 * MiB);
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    close(release);
+    reap(holder);
+}
+
+/* 64 live members (the test holds 63 slots' locks itself, as members do):
+ * a 65th keeps its own budget after one line; once a slot's holder is gone,
+ * the next member reclaims it and joins. */
+static void slots_full(void)
+{
+    fresh_dir();
+    int release;
+    pid_t holder = start_member("full", "256M", "hold", "100", &release);
+    lms_group_header *h = map_group("full");
+    int fds[LMS_GROUP_SLOTS];
+    CHECK_EQ_U(fill_slots(h, "full", fds), LMS_GROUP_SLOTS - 1);
     refused("full", "all 64 member slots .* are taken; this process keeps its own budget");
     CHECK_EQ_U(atomic_load(&h->charged[0]), 100 * MiB);
     CHECK_EQ_U(live_slots(h), LMS_GROUP_SLOTS);
@@ -829,42 +935,6 @@ static void planted_paths(void)
     CHECK(access("relative/lmshim-group-planted", F_OK) != 0);
     CHECK(chdir("/") == 0);
     snprintf(dir, sizeof dir, "%s", base);
-}
-
-/* The group's lock, taken as a member does (the slots are the truth after
- * a dead owner); fails if it cannot be had within 5 s (a wedged group). */
-static void lock_group(lms_group_header *h)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 5;
-    int r = pthread_mutex_timedlock(&h->lock, &until);
-    if (r == EOWNERDEAD) {
-        for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
-            uint64_t sum = 0;
-            for (int i = 0; i < LMS_GROUP_SLOTS; i++)
-                sum += atomic_load(&lms_groupfile_slot(h, i)->charged[d]);
-            atomic_store(&h->charged[d], sum);
-        }
-        r = pthread_mutex_consistent(&h->lock);
-    }
-    CHECK_EQ_U(r, 0);
-}
-
-/* Under the group's lock: its charge is the sum of the slots' and within
- * the budget. */
-static void check_invariant(lms_group_header *h)
-{
-    lock_group(h);
-    uint64_t sum = 0, charged = atomic_load(&h->charged[0]), budget = atomic_load(&h->budget[0]);
-    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
-        sum += atomic_load(&lms_groupfile_slot(h, i)->charged[0]);
-    pthread_mutex_unlock(&h->lock);
-    if (sum != charged || (budget && charged > budget)) {
-        fprintf(stderr, "group invariant broken: charged %llu, slots %llu, budget %llu\n",
-                (unsigned long long)charged, (unsigned long long)sum, (unsigned long long)budget);
-        exit(1);
-    }
 }
 
 /* Six churning members (two threads each, forking all the time) killed
@@ -1036,6 +1106,7 @@ static const test_case cases[] = {
     {"foreign_owner", foreign_owner},
     {"file_removed", file_removed},
     {"residency_edge", residency_edge},
+    {"fork_child_budget", fork_child_budget},
 };
 
 int main(int argc, char **argv)
