@@ -118,10 +118,17 @@ static void broken(int err)
                    "own budget (LMS_LIMIT)", hdr->name, strerror(err));
 }
 
+/* True while this thread takes, holds or gives back the group's lock (set
+ * before, cleared after: a signal may come inside pthread_mutex_lock or
+ * _unlock too): a signal handler that exits the process may run right
+ * then (see leave()). */
+static __thread bool holding __attribute__((tls_model("initial-exec")));
+
 /* Takes the group's lock, repairing after a dead owner; false (and the
  * group left) if the lock cannot be taken. */
 static bool lock_group(void)
 {
+    holding = true;
     int r = pthread_mutex_lock(&hdr->lock);
     if (r == EOWNERDEAD) {
         repair();
@@ -130,13 +137,18 @@ static bool lock_group(void)
             pthread_mutex_unlock(&hdr->lock);
     }
     if (r != 0) {
+        holding = false;
         broken(r);
         return false;
     }
     return true;
 }
 
-static void unlock_group(void) { pthread_mutex_unlock(&hdr->lock); }
+static void unlock_group(void)
+{
+    pthread_mutex_unlock(&hdr->lock);
+    holding = false;
+}
 
 /* Under hdr->lock: this process's slot, or NULL if it is not a member or
  * its slot was taken from it while it lived (which lmshim never does; a
@@ -304,7 +316,12 @@ static void start_publisher(void)
  * device memory when it ends) and its slot is freed. */
 static void leave(void)
 {
-    if (!hdr || !atomic_load(&lms_group_on))
+    /* exit() from a signal handler that interrupted this thread's charge:
+     * waiting for the lock it holds would never end. The process ends as
+     * if killed: the next taker of the lock repairs the totals from the
+     * slots, and this slot, whose record lock the kernel drops, is
+     * reclaimed as a dead member's. */
+    if (!hdr || !atomic_load(&lms_group_on) || holding)
         return;
     if (lock_group()) {
         if (me)

@@ -546,6 +546,28 @@ static void member_fork_joins(const char *arg)
     OK(cuMemFree(p));
 }
 
+static void exit_now(int sig)
+{
+    (void)sig;
+    exit(0);   /* not async-signal-safe, and common: a SIGTERM handler that exits */
+}
+
+/* Exits from a signal handler (SIGUSR1) that may interrupt a charge:
+ * allocates and frees 4 KiB as fast as it can until then. */
+static void member_exit_on_signal(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    struct sigaction sa = {.sa_handler = exit_now};
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    CHECK(write(3, "r", 1) == 1);
+    for (;;) {
+        CUdeviceptr p;
+        OK(cuMemAlloc(&p, 4096));
+        OK(cuMemFree(p));
+    }
+}
+
 static const struct {
     const char *kind;
     void (*fn)(const char *);
@@ -554,7 +576,7 @@ static const struct {
     {"fd_reuse", member_fd_reuse}, {"named", member_named}, {"exec_hold", member_exec_hold},
     {"spawner", member_spawner}, {"churn", member_churn},
     {"fork_in_init", member_fork_in_init}, {"fetcher", member_fetcher}, {"edge", member_edge},
-    {"fork_joins", member_fork_joins},
+    {"fork_joins", member_fork_joins}, {"exit_on_signal", member_exit_on_signal},
 };
 
 /* ---- cases ---- */
@@ -1093,6 +1115,42 @@ static void residency_edge(void)
     CHECK_EQ_U(live_slots(h), 0);
 }
 
+/* A member that exits from a signal handler, which may run while its
+ * thread holds the group's lock in the middle of a charge: it must end
+ * (not wait for ever for the lock its own thread holds), and the group
+ * must come back to zero. 30 tries, the signal at random moments. */
+static void exit_in_handler(void)
+{
+    fresh_dir();
+    uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+    lms_group_header *h = NULL;
+    for (int t = 0; t < 30; t++) {
+        int release;
+        pid_t pid = start_member("sig", "256M", "exit_on_signal", "", &release);
+        if (!h)
+            h = map_group("sig");
+        usleep((useconds_t)(1000 + xorshift(&seed) % 5000));
+        CHECK(kill(pid, SIGUSR1) == 0);
+        int st = 0, waited = 0;
+        pid_t w;
+        while ((w = waitpid(pid, &st, WNOHANG)) == 0 && waited < 3000) {
+            usleep(1000);
+            waited++;
+        }
+        if (w == 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            fprintf(stderr, "try %d: the member never ended after exit() in its signal handler\n", t);
+            exit(1);
+        }
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        close(release);
+    }
+    reap(spawn("sig", "256M", "full_budget", "256", NULL));
+    check_invariant(h);
+    CHECK_EQ_U(live_slots(h), 0);
+}
+
 static const test_case cases[] = {
     {"fd_reused", fd_reused},
     {"half_created", half_created},
@@ -1107,6 +1165,7 @@ static const test_case cases[] = {
     {"file_removed", file_removed},
     {"residency_edge", residency_edge},
     {"fork_child_budget", fork_child_budget},
+    {"exit_in_handler", exit_in_handler},
 };
 
 int main(int argc, char **argv)
