@@ -376,6 +376,9 @@ static void member_churn(const char *arg)
         CHECK(pthread_create(&t[i], NULL, churn_thread, ctx) == 0);
     for (;;) {
         usleep(20000);
+#ifdef __SANITIZE_ADDRESS__
+        continue;   /* AddressSanitizer's allocator is not fork-safe: a child can hang in malloc */
+#endif
         pid_t pid = fork();
         CHECK(pid >= 0);
         if (pid == 0) {
@@ -997,10 +1000,22 @@ static void kill_storm(void)
     } while (t.tv_sec - t0.tv_sec < 4);
     for (int i = 0; i < N; i++)
         kill(pid[i], SIGKILL);
-    int st;
+    /* The members and their orphaned fork children all end. */
+    int st, waited = 0;
     pid_t w;
-    while ((w = wait(&st)) > 0)
-        ;
+    while ((w = waitpid(-1, &st, WNOHANG)) >= 0 && waited < 10000) {
+        if (w == 0) {
+            usleep(1000);
+            waited++;
+        }
+    }
+    if (w >= 0) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "cat /proc/%d/task/*/children >&2", (int)getpid());
+        fprintf(stderr, "fork children of members never ended:\n");
+        CHECK(system(cmd) >= 0);
+        exit(1);
+    }
     check_invariant(h);
     reap(spawn("storm", "256M", "full_budget", "256", NULL));
     check_invariant(h);
