@@ -126,7 +126,10 @@ static void member_exec(const char *group, const char *limit, const char *kind, 
 {
     setenv("LMS_GROUP", group, 1);
     setenv("LMS_GROUP_DIR", dir, 1);
-    setenv("LMS_LIMIT", limit, 1);
+    if (limit)
+        setenv("LMS_LIMIT", limit, 1);
+    else
+        unsetenv("LMS_LIMIT");
     bool lms = strcmp(kind, "fetcher") == 0;   /* managed chunks, fetched by the residency engine */
     setenv("LMS_THRESHOLD", lms ? "16M" : "1T", 1);   /* else the LMS rule out of the way: the budget decides */
     setenv("LMS_FRAC", lms ? "0" : "1", 1);
@@ -571,6 +574,21 @@ static void member_exit_on_signal(const char *arg)
     }
 }
 
+/* On device 1 (of two): 50 MiB of a group budget of 256 MiB there. */
+static void member_dev1(const char *arg)
+{
+    (void)arg;
+    primary_context(1);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 50 * MiB));
+    CHECK(is_managed(p) == 0);
+    size_t f, t;
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(t, 256 * MiB);
+    CHECK_EQ_U(f, 206 * MiB);
+    OK(cuMemFree(p));
+}
+
 static const struct {
     const char *kind;
     void (*fn)(const char *);
@@ -579,7 +597,7 @@ static const struct {
     {"fd_reuse", member_fd_reuse}, {"named", member_named}, {"exec_hold", member_exec_hold},
     {"spawner", member_spawner}, {"churn", member_churn},
     {"fork_in_init", member_fork_in_init}, {"fetcher", member_fetcher}, {"edge", member_edge},
-    {"fork_joins", member_fork_joins}, {"exit_on_signal", member_exit_on_signal},
+    {"fork_joins", member_fork_joins}, {"dev1", member_dev1}, {"exit_on_signal", member_exit_on_signal},
 };
 
 /* ---- cases ---- */
@@ -1172,6 +1190,41 @@ static void exit_in_handler(void)
     CHECK_EQ_U(live_slots(h), 0);
 }
 
+/* Members asking for other budgets, or none, or with two devices where
+ * the others have one: each device's budget is the first one set; a
+ * member that asked for another says so in exactly one line, one that
+ * asked for none says nothing; a second device has its own budget. */
+static void different_limits(void)
+{
+    fresh_dir();
+    char err[256], cmd[1024];
+    snprintf(err, sizeof err, "%s.err", dir);
+    int release;
+    pid_t holder = start_member("limits", "256M", "hold", "100", &release);
+    lms_group_header *h = map_group("limits");
+    reap(spawn("limits", "512M", "sees", "256,100", err));
+    snprintf(cmd, sizeof cmd, "test $(grep -c 'group limits: device 0 has the group.s budget of 268435456 bytes, "
+             "not the 536870912 asked here' %s) = 1 && test $(grep -c group %s) = 1", err, err);
+    expect(cmd, err, "one line: the group's budget, not the one asked");
+    reap(spawn("limits", "0.5", "sees", "256,100", err));   /* 8 GiB of the simulated 16 */
+    snprintf(cmd, sizeof cmd, "grep -q 'not the 8589934592 asked here' %s", err);
+    expect(cmd, err, "one line for a fraction too");
+    reap(spawn("limits", NULL, "sees", "256,100", err));   /* no LMS_LIMIT: nothing asked, nothing said */
+    snprintf(cmd, sizeof cmd, "! grep -q group %s", err);
+    expect(cmd, err, "no line when no budget was asked");
+    setenv("SIMGPU_DEVICES", "2", 1);
+    reap(spawn("limits", "256M", "dev1", "", NULL));
+    unsetenv("SIMGPU_DEVICES");
+    CHECK_EQ_U(atomic_load(&h->budget[1]), 256 * MiB);
+    CHECK_EQ_U(atomic_load(&h->peak[1]), 50 * MiB);
+    CHECK_EQ_U(atomic_load(&h->charged[1]), 0);
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 100 * MiB);
+    CHECK_EQ_U(atomic_load(&h->budget[0]), 256 * MiB);
+    close(release);
+    reap(holder);
+    unlink(err);
+}
+
 static const test_case cases[] = {
     {"fd_reused", fd_reused},
     {"half_created", half_created},
@@ -1187,6 +1240,7 @@ static const test_case cases[] = {
     {"residency_edge", residency_edge},
     {"fork_child_budget", fork_child_budget},
     {"exit_in_handler", exit_in_handler},
+    {"different_limits", different_limits},
 };
 
 int main(int argc, char **argv)
