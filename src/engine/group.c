@@ -414,8 +414,8 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
                "with LMS_GROUP_MODE=0660 and a common group id)";
     else if (st.st_size != 0 && (uint64_t)st.st_size != LMS_GROUP_FILE_BYTES)
         *why = "wrong size";
-    else if (st.st_size == 0 && ftruncate(f, LMS_GROUP_FILE_BYTES) != 0)
-        *why = strerror(errno);
+    else if ((r = posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES)) != 0)
+        *why = strerror(r);   /* every page now, not at a first write to the mapping (SIGBUS on a full tmpfs) */
     if (!*why) {
         void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
         if (m == MAP_FAILED) {

@@ -17,7 +17,9 @@
 #include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1225,6 +1227,47 @@ static void different_limits(void)
     unlink(err);
 }
 
+/* The group directory on a full tmpfs (a container's 64 MiB /dev/shm,
+ * filled by data-loader workers): a file made with ftruncate has no pages,
+ * and the first write to its mapping would kill the process with SIGBUS.
+ * The member must say why in one line and keep its own budget. Needs a
+ * mount namespace (root); skipped otherwise. */
+static void shm_full(void)
+{
+    fresh_dir();
+    char err[256], cmd[1024], fill[128];
+    snprintf(err, sizeof err, "%s.err", dir);
+    snprintf(fill, sizeof fill, "%s/fill", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+            mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0)
+            _exit(77);
+        static char page[60 * 1024];
+        int fd = open(fill, O_WRONLY | O_CREAT, 0600);   /* all but one page of the 64 KiB taken */
+        if (fd < 0 || write(fd, page, sizeof page) != (ssize_t)sizeof page)
+            _exit(76);
+        close(fd);
+        member_exec("full", "64M", "full_budget", "64", err);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+        printf("no mount namespace here: not checked\n");
+        return;
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "the member ended with status 0x%x (SIGBUS is 0x%x)\n", st, SIGBUS);
+        exit(1);
+    }
+    snprintf(cmd, sizeof cmd, "test $(grep -c group %s) = 1 && grep -q 'cannot use .*No space left on device' %s", err,
+             err);
+    expect(cmd, err, "one line: no space for the group file");
+    unlink(err);
+}
+
 static const test_case cases[] = {
     {"fd_reused", fd_reused},
     {"half_created", half_created},
@@ -1241,6 +1284,7 @@ static const test_case cases[] = {
     {"fork_child_budget", fork_child_budget},
     {"exit_in_handler", exit_in_handler},
     {"different_limits", different_limits},
+    {"shm_full", shm_full},
 };
 
 int main(int argc, char **argv)
