@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,58 @@ typedef struct watched {
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
 
+/* A group file truncated while it is read faults (SIGBUS) inside show():
+ * the view of that group is dropped there instead of killing top. */
+static sigjmp_buf bus_jump;
+static volatile sig_atomic_t reading;
+static void on_bus(int sig)
+{
+    if (reading)
+        siglongjmp(bus_jump, 1);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Stops watching a group whose file is no longer a group file. */
+static void drop(watched *w, const char *why)
+{
+    fprintf(stderr, "lmshim top: %s: %s; no longer shown\n", w->path, why);
+    munmap(w->h, LMS_GROUP_FILE_BYTES);
+    close(w->fd);
+    w->h = NULL;
+}
+
+static void show(watched *w, bool json, double dt, FILE *f);
+
+/* Shows one view of a watched group on out, unless its file was truncated
+ * (before or while it is read); false if it is no longer watched. The view
+ * is built in memory first, so a dropped one leaves no half line. */
+static bool show_safely(watched *w, bool json, double dt, FILE *out)
+{
+    struct stat st;
+    if (fstat(w->fd, &st) != 0 || (uint64_t)st.st_size != LMS_GROUP_FILE_BYTES) {
+        drop(w, "truncated");
+        return false;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem)
+        return true;
+    reading = 1;
+    bool ok = sigsetjmp(bus_jump, 1) == 0;
+    if (ok)
+        show(w, json, dt, mem);
+    reading = 0;
+    fclose(mem);
+    if (ok)
+        fwrite(buf, 1, len, out);
+    else
+        drop(w, "truncated while read");
+    free(buf);
+    return ok;
+}
+
 static void usage(FILE *f)
 {
     fputs("usage: lmshim top [GROUP] [--dir DIR] [--once] [--json]\n"
@@ -51,14 +104,17 @@ static void usage(FILE *f)
           "  --json   one JSON object per view, one per line\n", f);
 }
 
-/* Maps a group file read-only; false (and why on stderr) if unusable. */
+/* Maps a group file read-only; false (and why on stderr) if unusable.
+ * O_NONBLOCK: a FIFO in a group file's place must not wait for a writer. */
 static bool open_group(watched *w)
 {
-    w->fd = open(w->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    w->fd = open(w->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     const char *why = NULL;
     if (w->fd < 0 || fstat(w->fd, &st) != 0)
         why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
     else if ((uint64_t)st.st_size != LMS_GROUP_FILE_BYTES)
         why = "wrong size";
     if (!why) {
@@ -112,18 +168,70 @@ static int find_groups(const char *dir, const char *name, watched *ws)
     return n > 0 ? n : -1;
 }
 
-/* Writes s as a JSON string. */
-static void json_string(FILE *f, const char *s)
+/* Length of the well-formed UTF-8 sequence at s (at most n bytes), or 0
+ * if it is not one (a stray, overlong, surrogate or cut byte). */
+static size_t utf8_len(const unsigned char *s, size_t n)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
+    unsigned c = s[0];
+    size_t len = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) || (c == 0xf0 && s[1] < 0x90) ||
+        (c == 0xf4 && s[1] >= 0x90))
+        return 0;
+    return len;
+}
+
+/* Copies the string of at most `max` bytes at s into out (len bytes,
+ * NUL-terminated) for the terminal: every control character and invalid
+ * byte as '?', cut before a character that does not fit. */
+static void to_text(char *out, size_t len, const char *s, size_t max)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strnlen(s, max), o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_len(u + i, n - i);
+        unsigned c = u[i];
+        bool bad = l == 0 || c < 0x20 || c == 0x7f || (c == 0xc2 && u[i + 1] < 0xa0);
+        size_t put = bad ? 1 : l;
+        if (o + put >= len)
+            break;
+        if (bad)
+            out[o] = '?';
         else
-            fputc(c, f);
+            memcpy(out + o, u + i, l);
+        o += put;
+        i += l ? l : 1;
+    }
+    out[o] = 0;
+}
+
+/* Writes the string of at most `max` bytes at s (a field of the group file,
+ * written by any process that can write it: maybe not NUL-terminated, maybe
+ * not UTF-8) as a JSON string: control characters escaped, invalid bytes as
+ * U+FFFD. */
+static void put_json(FILE *f, const char *s, size_t max)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strnlen(s, max);
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_len(u + i, n - i);
+        unsigned c = u[i];
+        if (len == 0)
+            fputs("\\ufffd", f);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else if (c == 0xc2 && u[i + 1] < 0xa0)   /* C1 controls */
+            fprintf(f, "\\u%04x", u[i + 1]);
+        else if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else
+            fwrite(u + i, 1, len, f);
+        i += len ? len : 1;
     }
     fputc('"', f);
 }
@@ -138,17 +246,20 @@ static bool device_used(const lms_group_header *h, int d)
 static void show(watched *w, bool json, double dt, FILE *f)
 {
     lms_group_header *h = w->h;
-    char a[32], b[32], c[32], e[32], g[32];
+    char a[32], b[32], c[32], e[32], g[32], cmd[17];
     if (json) {
         fputs("{\"group\":", f);
-        json_string(f, h->name);
+        put_json(f, h->name, sizeof h->name);
         fputs(",\"path\":", f);
-        json_string(f, w->path);
+        put_json(f, w->path, sizeof w->path);
         fprintf(f, ",\"reclaimed_members\":%llu,\"reclaimed_bytes\":%llu,\"devices\":[",
                 (unsigned long long)atomic_load(&h->reclaimed_members),
                 (unsigned long long)atomic_load(&h->reclaimed_bytes));
     } else {
-        fprintf(f, "group %s  (%s)  reclaimed from dead members: %llu\n", h->name, w->path,
+        char name[sizeof h->name], path[sizeof w->path];
+        to_text(name, sizeof name, h->name, sizeof h->name);
+        to_text(path, sizeof path, w->path, sizeof w->path);
+        fprintf(f, "group %s  (%s)  reclaimed from dead members: %llu\n", name, path,
                 (unsigned long long)atomic_load(&h->reclaimed_members));
     }
     int shown = 0;
@@ -184,7 +295,7 @@ static void show(watched *w, bool json, double dt, FILE *f)
         w->joined[i] = s->joined_ns;
         if (json) {
             fprintf(f, "%s{\"pid\":%d,\"command\":", members ? "," : "", (int)s->pid);
-            json_string(f, s->command);
+            put_json(f, s->command, sizeof s->command);
             fprintf(f, ",\"alive\":%s,\"devices\":[", alive ? "true" : "false");
         }
         int rows = 0;
@@ -210,7 +321,8 @@ static void show(watched *w, bool json, double dt, FILE *f)
                 lms_format_size(c, sizeof c, off);
                 lms_format_size(e, sizeof e, (uint64_t)fr);
                 lms_format_size(g, sizeof g, (uint64_t)er);
-                fprintf(f, "  %-8d %-16.16s %3d %9s %9s %9s %9s %9s  %s\n", (int)s->pid, s->command, d, a, b, c, e,
+                to_text(cmd, sizeof cmd, s->command, sizeof s->command);
+                fprintf(f, "  %-8d %-16s %3d %9s %9s %9s %9s %9s  %s\n", (int)s->pid, cmd, d, a, b, c, e,
                         g, alive ? "" : "(gone: its charge comes back at the next member's look)");
             }
             rows++;
@@ -270,6 +382,7 @@ int lms_cmd_top(int argc, char **argv)
         return 1;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    signal(SIGBUS, on_bus);
     bool tty = !json && isatty(STDOUT_FILENO);
     FILE *sink = once ? fopen("/dev/null", "w") : NULL;   /* --once: the first sample is not shown */
     double last = now_s(), dt = 0;
@@ -277,9 +390,15 @@ int lms_cmd_top(int argc, char **argv)
         FILE *out = sink && view == 0 ? sink : stdout;
         if (tty && out == stdout)
             fputs("\033[H\033[2J", stdout);
+        int shown = 0;
         for (int i = 0; i < n; i++)
-            show(&ws[i], json, dt, out);
+            shown += ws[i].h && show_safely(&ws[i], json, dt, out);
         fflush(out);
+        if (shown == 0) {
+            if (sink)
+                fclose(sink);
+            return 1;
+        }
         if (once && view > 0)
             break;
         struct timespec ts = {.tv_sec = 1};

@@ -45,6 +45,13 @@ static void fork_child(void)
 static void init_once(void)
 {
     lms_hook_initializing = true;
+    /* First: a thread may fork while this one initialises (opening and
+     * joining a group takes locks and waits for the group's lock), and
+     * the child must start afresh rather than inherit half of it. */
+    if (!atfork_registered) {
+        atfork_registered = true;
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
+    }
     lms_engine_init();
     for (int i = 0; i < LMS_HOOK_COUNT; i++) {
         const hook_entry *e = &entries[i];
@@ -53,10 +60,6 @@ static void init_once(void)
         lms_hook_real[i] = lms_driver_proc_exact(e->base, e->version, flags, e->symbol);
         if (!lms_hook_real[i] && e->required && lms_drv.handle)
             lms_log(LMS_LEVEL_ERROR, "the driver has no %s: calls to it will fail", e->symbol);
-    }
-    if (!atfork_registered) {
-        atfork_registered = true;
-        pthread_atfork(fork_prepare, fork_parent, fork_child);
     }
     lms_hook_initializing = false;
 }

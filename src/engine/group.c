@@ -38,6 +38,8 @@ atomic_bool lms_group_on;
 static int fd = -1;                     /* the group file, O_CLOEXEC: this process's own open() of it */
 static lms_group_header *hdr;           /* its mapping, LMS_GROUP_FILE_BYTES; never unmapped */
 static char mapped_path[320];           /* the path of that mapping */
+static dev_t file_dev;                  /* the group file's identity, to know `fd` is still */
+static ino_t file_ino;                  /* a descriptor of it */
 static lms_group_slot *me;              /* this process's slot (read and written under hdr->lock) */
 static int my_index = -1;               /* its index */
 static uint64_t my_joined;              /* its joined_ns when claimed: still ours while equal */
@@ -55,6 +57,41 @@ static uint64_t clock_ns(clockid_t c)
     struct timespec t;
     clock_gettime(c, &t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* True if `fd` is still a descriptor of the group file. A program may
+ * close descriptors it does not own and get their numbers again for its own
+ * files: lmshim must then never query, lock, unlock or close that number. */
+static bool fd_is_ours(void)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino;
+}
+
+/* Before liveness queries and slot locks (the caller holds `local`): true
+ * if `fd` is a descriptor of the group file, opening the file again when
+ * the program closed ours. This process's own slot lock stays with the
+ * first open file description, which its mapping keeps alive. */
+static bool fd_usable(void)
+{
+    if (fd_is_ours())
+        return true;
+    static atomic_uint said;
+    fd = -1;
+    int f = open(mapped_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (f >= 0 && fstat(f, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino) {
+        fd = f;
+        lms_log_capped(LMS_LEVEL_INFO, &said, 1, "group %s: the program closed lmshim's descriptor of %s; opened "
+                       "it again", hdr->name, mapped_path);
+        return true;
+    }
+    if (f >= 0)
+        close(f);
+    lms_log_capped(LMS_LEVEL_WARN, &said, 1, "group %s: the program closed lmshim's descriptor of %s and the file "
+                   "is gone; this process no longer reclaims dead members' slots (the other members do)",
+                   hdr->name, mapped_path);
+    return false;
 }
 
 /* Recomputes the group's totals from the slots: called by the taker of a
@@ -81,10 +118,17 @@ static void broken(int err)
                    "own budget (LMS_LIMIT)", hdr->name, strerror(err));
 }
 
+/* True while this thread takes, holds or gives back the group's lock (set
+ * before, cleared after: a signal may come inside pthread_mutex_lock or
+ * _unlock too): a signal handler that exits the process may run right
+ * then (see leave()). */
+static __thread bool holding __attribute__((tls_model("initial-exec")));
+
 /* Takes the group's lock, repairing after a dead owner; false (and the
  * group left) if the lock cannot be taken. */
 static bool lock_group(void)
 {
+    holding = true;
     int r = pthread_mutex_lock(&hdr->lock);
     if (r == EOWNERDEAD) {
         repair();
@@ -93,13 +137,18 @@ static bool lock_group(void)
             pthread_mutex_unlock(&hdr->lock);
     }
     if (r != 0) {
+        holding = false;
         broken(r);
         return false;
     }
     return true;
 }
 
-static void unlock_group(void) { pthread_mutex_unlock(&hdr->lock); }
+static void unlock_group(void)
+{
+    pthread_mutex_unlock(&hdr->lock);
+    holding = false;
+}
 
 /* Under hdr->lock: this process's slot, or NULL if it is not a member or
  * its slot was taken from it while it lived (which lmshim never does; a
@@ -151,6 +200,8 @@ static uint64_t give_back(lms_group_slot *s)
 static bool sweep_locked(void)
 {
     bool freed = false;
+    if (!fd_usable())
+        return false;
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
         lms_group_slot *s = lms_groupfile_slot(hdr, i);
         if (i == my_index || atomic_load_explicit(&s->state, memory_order_acquire) != LMS_SLOT_LIVE ||
@@ -213,7 +264,28 @@ static void publish(void)
     unlock_group();
 }
 
-/* The publisher thread: publish() four times a second, for the process's life. */
+/* Says once if the group file's path no longer names the file this
+ * process maps: removed (systemd-logind's RemoveIPC=yes removes a user's
+ * /dev/shm files when the user's last session ends; so do cleanup jobs)
+ * or replaced. The members go on sharing the old file, but processes that
+ * start now make a new group with a budget of its own. */
+static void check_path(void)
+{
+    static bool said;
+    struct stat st;
+    if (said || !atomic_load(&lms_group_on))
+        return;
+    if (stat(mapped_path, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino)
+        return;
+    said = true;
+    lms_log(LMS_LEVEL_WARN, "group %s: %s was removed or replaced while this process is a member; processes "
+            "that start now form a new group with a budget of its own (systemd's RemoveIPC=yes removes a user's "
+            "files in /dev/shm at logout: set LMS_GROUP_DIR to a directory of the group's own)", hdr->name,
+            mapped_path);
+}
+
+/* The publisher thread: publish() four times a second, for the process's
+ * life, and the check that the group file is still in its place. */
 static void *publisher(void *arg)
 {
     (void)arg;
@@ -222,6 +294,7 @@ static void *publisher(void *arg)
         while (nanosleep(&ts, &ts) != 0)
             ;
         publish();
+        check_path();
     }
     return NULL;
 }
@@ -243,7 +316,12 @@ static void start_publisher(void)
  * device memory when it ends) and its slot is freed. */
 static void leave(void)
 {
-    if (!hdr || !atomic_load(&lms_group_on))
+    /* exit() from a signal handler that interrupted this thread's charge:
+     * waiting for the lock it holds would never end. The process ends as
+     * if killed: the next taker of the lock repairs the totals from the
+     * slots, and this slot, whose record lock the kernel drops, is
+     * reclaimed as a dead member's. */
+    if (!hdr || !atomic_load(&lms_group_on) || holding)
         return;
     if (lock_group()) {
         if (me)
@@ -252,15 +330,16 @@ static void leave(void)
         unlock_group();
     }
     atomic_store(&lms_group_on, false);
-    if (my_index >= 0)
+    if (my_index >= 0 && fd_is_ours())
         slot_lock(my_index, F_UNLCK);
     my_index = -1;
 }
 
-/* Fills a fresh header (under the file's flock, before `ready`). */
+/* Fills a fresh header and empties every slot (under the file's flock,
+ * before `ready`; a creator that died half-way may have left anything). */
 static bool init_header(lms_group_header *h, const char *name)
 {
-    memset(h, 0, LMS_GROUP_HEADER_BYTES);
+    memset(h, 0, LMS_GROUP_FILE_BYTES);
     h->version = LMS_GROUP_VERSION;
     h->slots = LMS_GROUP_SLOTS;
     h->file_bytes = LMS_GROUP_FILE_BYTES;
@@ -280,9 +359,34 @@ static bool init_header(lms_group_header *h, const char *name)
     return true;
 }
 
+/* True if this process may take part in a group file with this owner and
+ * mode. Its own file, yes. Another user's only when that user shared it on
+ * purpose: writable by its Unix group, which this process is in; or
+ * writable by every user when LMS_GROUP_MODE here says so too. Anyone can
+ * plant a file in /dev/shm: a stranger's file would set the budget, or
+ * hold the lock for ever. */
+static bool trusted(const struct stat *st)
+{
+    if (st->st_uid == geteuid())
+        return true;
+    if (st->st_mode & S_IWOTH)
+        return (lms_opt.group_mode & S_IWOTH) != 0;
+    if (!(st->st_mode & S_IWGRP))
+        return false;
+    if (st->st_gid == getegid())
+        return true;
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == st->st_gid)
+            return true;
+    return false;
+}
+
 /* Opens (creating it if needed) and maps the group file; NULL, or why not
  * in *why. The file's flock serializes creation: a creator that died
- * half-way leaves a file of zeros, which the next opener initialises. */
+ * half-way leaves a file that is not `ready`, which the next opener sets
+ * up again. */
 static lms_group_header *map_file(const char *path, const char *name, int *out_fd, const char **why)
 {
     unsigned mode = lms_opt.group_mode;
@@ -305,17 +409,24 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
         *why = strerror(errno);
     else if (!S_ISREG(st.st_mode))
         *why = "not a regular file";
+    else if (!trusted(&st))
+        *why = "another user's file that is not shared with this user's groups (share a group between users "
+               "with LMS_GROUP_MODE=0660 and a common group id)";
     else if (st.st_size != 0 && (uint64_t)st.st_size != LMS_GROUP_FILE_BYTES)
         *why = "wrong size";
-    else if (st.st_size == 0 && ftruncate(f, LMS_GROUP_FILE_BYTES) != 0)
-        *why = strerror(errno);
+    else if ((r = posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES)) != 0)
+        *why = strerror(r);   /* every page now, not at a first write to the mapping (SIGBUS on a full tmpfs) */
     if (!*why) {
         void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
         if (m == MAP_FAILED) {
             *why = strerror(errno);
         } else {
             h = m;
-            if (h->magic == 0 && h->version == 0 && atomic_load(&h->ready) == 0 && !init_header(h, name))
+            /* Not ready under the flock: its creator died before the end
+             * (before or after writing the magic, the last field but
+             * `ready`). Another program's file keeps its own magic. */
+            if (atomic_load(&h->ready) == 0 && (h->magic == 0 || h->magic == LMS_GROUP_MAGIC) &&
+                !init_header(h, name))
                 *why = "cannot set up its lock";
             else if (!*why)
                 *why = lms_groupfile_check(h, LMS_GROUP_FILE_BYTES);
@@ -339,6 +450,8 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
 /* Claims a free or dead slot for this process; false if all are live. */
 static bool claim_slot(void)
 {
+    if (!fd_usable())
+        return false;
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
         lms_group_slot *s = lms_groupfile_slot(hdr, i);
         if ((atomic_load_explicit(&s->state, memory_order_acquire) == LMS_SLOT_LIVE &&
@@ -389,6 +502,12 @@ void lms_group_open(void)
     if (!lms_opt.group[0] || atomic_load(&lms_group_on))
         return;
     char path[sizeof mapped_path];
+    if (lms_opt.group_dir[0] && lms_opt.group_dir[0] != '/') {
+        lms_log(LMS_LEVEL_WARN, "group %s: LMS_GROUP_DIR=%s is not an absolute path (processes started in other "
+                "directories would form other groups); this process keeps its own budget (LMS_LIMIT)",
+                lms_opt.group, lms_opt.group_dir);
+        return;
+    }
     if (lms_groupfile_path(lms_opt.group_dir, lms_opt.group, path, sizeof path) != 0) {
         lms_log(LMS_LEVEL_WARN, "group %s: the path under %s is too long; this process keeps its own budget "
                 "(LMS_LIMIT)", lms_opt.group, lms_opt.group_dir);
@@ -403,6 +522,10 @@ void lms_group_open(void)
                     lms_opt.group, path, why);
             return;
         }
+        struct stat st;
+        fstat(f, &st);   /* it succeeded in map_file() */
+        file_dev = st.st_dev;
+        file_ino = st.st_ino;
         fd = f;
         hdr = h;
         snprintf(mapped_path, sizeof mapped_path, "%s", path);
@@ -417,6 +540,14 @@ void lms_group_open(void)
         return;
     }
     atomic_store(&lms_group_on, true);
+    /* Devices set up before joining (a fork child's, inherited from a
+     * parent that kept its own budget) take the group's budget now: the
+     * budget is the limit every charge of this process is checked against. */
+    for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
+        lms_account *a = &lms_accounts[d];
+        if (atomic_load(&a->state) == 2)
+            a->budget = lms_group_budget(d, a->budget);
+    }
     start_publisher();
     if (!exit_registered) {
         exit_registered = true;
@@ -519,7 +650,7 @@ void lms_group_fork_child(void)
      * the file anew, with its own open(), when it joins. */
     if (hdr)
         munmap(hdr, LMS_GROUP_FILE_BYTES);
-    if (fd >= 0)
+    if (fd_is_ours())
         close(fd);
     hdr = NULL;
     fd = -1;
