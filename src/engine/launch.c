@@ -1,6 +1,6 @@
 /*
  * launch.c — parameter layouts and the scan of a launch's parameters
- * (see launch.h and docs/ARCHITECTURE.md "Kernel handles and layouts").
+ * (see launch.h and docs/ARCHITECTURE.md "Kernel handles and parameter layouts").
  * A miss costs speed, never correctness: the GPU still reaches a chunk it
  * was not told about, over the link.
  *
