@@ -68,7 +68,7 @@ static void note_peak(lms_account *a, uint64_t now)
 /* The device of an account of lms_accounts. */
 static int device_of(const lms_account *a) { return (int)(a - lms_accounts); }
 
-uint64_t lms_account_used(lms_account *a)
+uint64_t lms_account_used(const lms_account *a)
 {
     if (atomic_load_explicit(&lms_group_on, memory_order_relaxed))
         return lms_group_used(device_of(a));

@@ -56,7 +56,7 @@ void lms_account_release(lms_account *a, uint64_t bytes);
 
 /* Bytes charged against the budget: the group's on the device (every
  * member's) in a group, else `used`. What the LMS rule and cuMemGetInfo see. */
-uint64_t lms_account_used(lms_account *a);
+uint64_t lms_account_used(const lms_account *a);
 
 /* Counts a new live chunk / a chunk gone. */
 void lms_account_add_chunk(lms_account *a, const lms_chunk *c);

@@ -26,7 +26,7 @@ static void log_decision(const lms_chunk *c, const lms_account *a, const char *w
             "alloc dev=%d size=%llu place=%s%s used=%llu budget=%llu fragmented=%llu holes=%llu "
             "rounding=%llu largest=%llu ptr=0x%llx",
             c->device, (unsigned long long)c->size, lms_place_names[c->place], why,
-            (unsigned long long)atomic_load(&a->used), (unsigned long long)a->budget,
+            (unsigned long long)lms_account_used(a), (unsigned long long)a->budget,
             (unsigned long long)(f.holes + f.reserved - f.requested), (unsigned long long)f.holes,
             (unsigned long long)(f.reserved - f.requested), (unsigned long long)f.largest_grant,
             (unsigned long long)c->key);
@@ -121,7 +121,7 @@ static bool answer_oom(const lms_alloc_request *r, lms_account *a, uint64_t char
         return false;
     atomic_fetch_add(&a->oom_failures, 1);
     if (lms_trace_on)
-        lms_trace_oom(r->device, r->size, atomic_load(&a->used), a->budget);
+        lms_trace_oom(r->device, r->size, lms_account_used(a), a->budget);
     return true;
 }
 
@@ -173,9 +173,9 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     if (lms_opt.on_oom == LMS_ON_OOM_FAIL || r->device_only) {
         atomic_fetch_add(&a->oom_failures, 1);
         if (lms_trace_on)
-            lms_trace_oom(r->device, r->size, atomic_load(&a->used), a->budget);
+            lms_trace_oom(r->device, r->size, lms_account_used(a), a->budget);
         lms_log(LMS_LEVEL_INFO, "oom dev=%d size=%llu used=%llu budget=%llu: failing as LMS_ON_OOM=fail asks",
-                r->device, (unsigned long long)r->size, (unsigned long long)atomic_load(&a->used),
+                r->device, (unsigned long long)r->size, (unsigned long long)lms_account_used(a),
                 (unsigned long long)a->budget);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }

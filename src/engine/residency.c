@@ -498,7 +498,7 @@ static void check_budget(lms_account *a)
         static atomic_uint said;
         atomic_fetch_add(&a->violations, 1);
         lms_log_capped(LMS_LEVEL_ERROR, &said, 1, "residency: device bytes %llu passed the budget %llu",
-                       (unsigned long long)atomic_load(&a->used), (unsigned long long)a->budget);
+                       (unsigned long long)lms_account_used(a), (unsigned long long)a->budget);
     }
 }
 
