@@ -12,10 +12,10 @@
 
 #include "../common/check.h"
 #include "../common/context.h"
+#include "../common/shim.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
 #define CHUNK (64 * MiB)
 #define NCHUNKS 16
 
@@ -32,18 +32,11 @@ static void touch2(simgpu_launch *l, void **p)
 }
 
 static CUfunction f_touch;
-static int (*get_stats)(int, lms_device_stats *);
 
-/* Registers the kernel and finds lmshim's statistics. */
+/* Registers the kernel. */
 static void setup_kernel(void)
 {
-    simgpu_kernel k = {"touch2", touch2, 3, {8, 8, 8}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f_touch, m, "touch2"));   /* m stays loaded, as f_touch is used */
-    get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get_stats != NULL);
+    f_touch = sim_function(&(simgpu_kernel){"touch2", touch2, 3, {8, 8, 8}});
 }
 
 /* The invariant, checked at this instant for one device. */

@@ -21,10 +21,10 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
 #define CHUNK (64 * MiB)
 
 /* bump(p, bytes): p[0] += 1 (a 64-bit counter); touches the whole range. */
@@ -71,27 +71,14 @@ static void late(simgpu_launch *l, void **p)
 
 static CUfunction f_bump, f_pair, f_gate, f_late;
 static CUcontext ctx;
-static int (*get_stats)(int, lms_device_stats *);
 
 static inline void setup(void)
 {
     ctx = primary_context(0);
-    simgpu_kernel k = {"bump", bump, 2, {8, 8}};
-    OK(simgpu_register_kernel(&k));
-    simgpu_kernel k2 = {"pair", pair, 3, {8, 8, 8}};
-    OK(simgpu_register_kernel(&k2));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f_bump, m, "bump"));
-    OK(cuModuleGetFunction(&f_pair, m, "pair"));
-    simgpu_kernel k3 = {"gate", gate, 2, {8, 8}};
-    OK(simgpu_register_kernel(&k3));
-    OK(cuModuleGetFunction(&f_gate, m, "gate"));
-    simgpu_kernel k4 = {"late", late, 2, {8, 8}};
-    OK(simgpu_register_kernel(&k4));
-    OK(cuModuleGetFunction(&f_late, m, "late"));
-    get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get_stats != NULL);
+    f_bump = sim_function(&(simgpu_kernel){"bump", bump, 2, {8, 8}});
+    f_pair = sim_function(&(simgpu_kernel){"pair", pair, 3, {8, 8, 8}});
+    f_gate = sim_function(&(simgpu_kernel){"gate", gate, 2, {8, 8}});
+    f_late = sim_function(&(simgpu_kernel){"late", late, 2, {8, 8}});
 }
 
 static inline CUresult launch_bump(CUdeviceptr p, CUstream s)
@@ -106,13 +93,6 @@ static inline uint64_t counter(CUdeviceptr p)
     uint64_t v = 0;
     OK(cuMemcpyDtoH(&v, p, sizeof v));
     return v;
-}
-
-static inline bool is_managed(CUdeviceptr p)
-{
-    int managed = 0;
-    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return managed != 0;
 }
 
 /* A chunk set to zero (managed: the settings place every chunk off the device). */
@@ -137,7 +117,6 @@ static inline void check_invariants(void)
     CHECK_EQ_U(c.inflight_waits, 0);
     CHECK_EQ_U(c.busy_evictions, 0);
 }
-
 
 /* Captures `n` bumps of chunks c[0..n) on s into an executable graph. */
 static inline CUgraphExec capture_bumps(CUstream s, const CUdeviceptr *c, int n)

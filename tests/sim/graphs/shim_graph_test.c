@@ -15,10 +15,10 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
 #define CHUNK (64 * MiB)
 #define NCHUNKS 8
 
@@ -33,18 +33,11 @@ static void bump(simgpu_launch *l, void **p)
 }
 
 static CUfunction f_bump;
-static int (*get_stats)(int, lms_device_stats *);
 
 static void setup(void)
 {
     primary_context(0);
-    simgpu_kernel k = {"bump", bump, 2, {8, 8}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f_bump, m, "bump"));
-    get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get_stats != NULL);
+    f_bump = sim_function(&(simgpu_kernel){"bump", bump, 2, {8, 8}});
 }
 
 static CUresult launch_bump(CUdeviceptr p, CUstream s)
@@ -59,13 +52,6 @@ static uint64_t counter(CUdeviceptr p)
     uint64_t v = 0;
     OK(cuMemcpyDtoH(&v, p, sizeof v));
     return v;
-}
-
-static bool is_managed(CUdeviceptr p)
-{
-    int managed = 0;
-    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return managed != 0;
 }
 
 static void check_budget(void)

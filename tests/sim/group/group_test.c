@@ -25,10 +25,9 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "groupfile.h"
 #include "simgpu.h"
-
-#define MiB (1ull << 20)
 
 static char self[4096];     /* this program */
 static char dir[64];        /* the group directory of this test */
@@ -154,13 +153,6 @@ static void reap(pid_t pid)
         fprintf(stderr, "member %d ended with status 0x%x\n", (int)pid, st);
         exit(1);
     }
-}
-
-static int is_managed(CUdeviceptr p)
-{
-    int m = -1;
-    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return m;
 }
 
 static uint64_t xorshift(uint64_t *s)
@@ -339,12 +331,7 @@ static void member_fetcher(const char *arg)
 {
     (void)arg;
     primary_context(0);
-    simgpu_kernel k = {"touch2", touch2, 3, {8, 8, 8}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    CUfunction f;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f, m, "touch2"));
+    CUfunction f = sim_function(&(simgpu_kernel){"touch2", touch2, 3, {8, 8, 8}});
     CUdeviceptr c[4];
     size_t bytes = 32 * MiB;
     for (int i = 0; i < 4; i++) {

@@ -13,15 +13,7 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
-
-#define MiB (1ull << 20)
-
-static bool is_managed(CUdeviceptr p)
-{
-    int managed = 0;
-    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return managed != 0;
-}
+#include "../../common/shim.h"
 
 /* A pool on device 0, exportable as POSIX file descriptors or not. */
 static CUmemoryPool make_pool(bool exportable)
@@ -110,14 +102,7 @@ static int log_lines_with(const char *what)
     const char *dir = getenv("IPC_LOG_DIR");
     CHECK(dir != NULL);
     snprintf(path, sizeof path, "%s/ipc_%d.log", dir, (int)getpid());
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    char line[1024];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, what) != NULL;
-    fclose(f);
-    return n;
+    return lines_with(path, what);
 }
 
 /* A chunk placed off the device: CUDA's error and one line that says why. */

@@ -1,0 +1,76 @@
+/*
+ * shim.h — what test programs over the simulated GPU share: size units,
+ * lmshim's statistics read through its public API (with liblmshim.so
+ * preloaded), a simulated kernel's CUfunction, the placement of a pointer
+ * and counting lines of a log.
+ */
+#ifndef TEST_SHIM_H
+#define TEST_SHIM_H
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "lmshim.h"
+#include "simgpu.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+/* lmshim's lms_get_stats: fills *s for `device` and answers 0, or answers
+ * non-zero when lmshim does not know the device. The shim must be
+ * preloaded (the check fails otherwise). */
+static inline int get_stats(int device, lms_device_stats *s)
+{
+    static int (*get)(int, lms_device_stats *);
+    if (!get)
+        get = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get != NULL);   /* the shim is preloaded */
+    return get(device, s);
+}
+
+/* lmshim's statistics of a device, which it must know. */
+static inline lms_device_stats stats(int device)
+{
+    lms_device_stats s;
+    CHECK(get_stats(device, &s) == 0);
+    return s;
+}
+
+/* Registers the simulated kernel `k` and answers its CUfunction, from a
+ * module loaded for it that stays loaded (a function is valid while its
+ * module is). */
+static inline CUfunction sim_function(const simgpu_kernel *k)
+{
+    OK(simgpu_register_kernel(k));
+    CUmodule m;
+    CUfunction f;
+    OK(cuModuleLoadData(&m, "x"));
+    OK(cuModuleGetFunction(&f, m, k->name));
+    return f;
+}
+
+/* Whether p is managed memory (CU_POINTER_ATTRIBUTE_IS_MANAGED). */
+static inline int is_managed(CUdeviceptr p)
+{
+    int m = -1;
+    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+    return m;
+}
+
+/* Lines of the file at `path` (which must exist) that contain `what`. */
+static inline int lines_with(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, what) != NULL;
+    fclose(f);
+    return n;
+}
+
+#endif
