@@ -5,6 +5,7 @@
  */
 #include "worker.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,21 +26,19 @@ void worker_paths_of(const char *self, worker_paths *p)
     snprintf(p->shim, sizeof p->shim, "%s/../preload/liblmshim.so", dir);
 }
 
-/* Forks, applies env in the child and execs argv with stdout on a pipe;
- * the parent reads the pipe into buf (the caller's) and reaps the child. */
+/* Forks, applies env in the child and execs argv with stdout on a pipe
+ * (or on this process's stdout when buf is NULL); the parent reads the pipe
+ * into buf (the caller's) and reaps the child. */
 bool worker_run(char *const argv[], const worker_env *env, size_t n, char *buf, size_t size)
 {
-    buf[0] = 0;
-    int fd[2];
-    if (pipe(fd) != 0)
-        return false;
+    int fd[2] = {-1, -1};
+    if (buf) {
+        buf[0] = 0;
+        if (pipe(fd) != 0)
+            return false;
+    }
     fflush(stdout);
     pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return false;
-    }
     if (pid == 0) {
         for (size_t i = 0; i < n; i++) {
             if (env[i].value)
@@ -47,20 +46,26 @@ bool worker_run(char *const argv[], const worker_env *env, size_t n, char *buf, 
             else
                 unsetenv(env[i].name);
         }
-        dup2(fd[1], 1);
-        close(fd[0]);
+        if (buf) {
+            dup2(fd[1], 1);
+            close(fd[0]);
+        }
         execv(argv[0], argv);
         _exit(127);
     }
-    close(fd[1]);
-    size_t got = 0;
-    ssize_t r;
-    while (got < size - 1 && (r = read(fd[0], buf + got, size - 1 - got)) > 0)
-        got += (size_t)r;
-    buf[got] = 0;
-    close(fd[0]);
+    if (buf) {
+        close(fd[1]);
+        size_t got = 0;
+        for (ssize_t r; pid > 0 && got < size - 1 && (r = read(fd[0], buf + got, size - 1 - got)) != 0;)
+            if (r > 0)
+                got += (size_t)r;
+            else if (errno != EINTR)
+                break;
+        buf[got] = 0;
+        close(fd[0]);
+    }
     int status;
-    if (waitpid(pid, &status, 0) != pid)
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
         return false;
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }

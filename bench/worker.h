@@ -28,7 +28,8 @@ void worker_paths_of(const char *self, worker_paths *p);
 
 /* Runs argv (argv[0]: the program; NULL-terminated) in a child process
  * with the n changes of env applied in order and its standard output into
- * buf (at most size - 1 bytes, NUL-terminated; the caller owns buf).
+ * buf (at most size - 1 bytes, NUL-terminated; the caller owns buf), or
+ * this process's standard output when buf is NULL.
  * Answers true when the child ran and exited with status 0. */
 bool worker_run(char *const argv[], const worker_env *env, size_t n, char *buf, size_t size);
 
