@@ -1,14 +1,15 @@
 /*
  * shim.h — what test programs over the simulated GPU share: size units,
  * lmshim's statistics read through its public API (with liblmshim.so
- * preloaded), a simulated kernel's CUfunction, the placement of a pointer
- * and counting lines of a log.
+ * preloaded), a simulated kernel's CUfunction, a memory pool, the
+ * placement of a pointer and counting lines of a log.
  */
 #ifndef TEST_SHIM_H
 #define TEST_SHIM_H
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,6 +40,18 @@ static inline lms_device_stats stats(int device)
     return s;
 }
 
+/* lmshim's invariant on `device` at this instant: within its budget, by its
+ * own count and by the simulated device's. */
+static inline void check_budget(int device)
+{
+    lms_device_stats s = stats(device);
+    CHECK(s.used <= s.budget);
+    CHECK_EQ_U(s.budget_violations, 0);
+    simgpu_counters c;
+    OK(simgpu_get_counters(device, &c));
+    CHECK(c.used_device_bytes <= s.budget);
+}
+
 /* Registers the simulated kernel `k` and answers its CUfunction, from a
  * module loaded for it that stays loaded (a function is valid while its
  * module is). */
@@ -50,6 +63,19 @@ static inline CUfunction sim_function(const simgpu_kernel *k)
     OK(cuModuleLoadData(&m, "x"));
     OK(cuModuleGetFunction(&f, m, k->name));
     return f;
+}
+
+/* A pool of `device`'s memory, exportable (POSIX fd handles) or not; the
+ * caller destroys it. */
+static inline CUmemoryPool make_pool(int device, bool exportable)
+{
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .handleTypes = exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+                                                      : CU_MEM_HANDLE_TYPE_NONE,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}};
+    CUmemoryPool pool;
+    OK(cuMemPoolCreate(&pool, &props));
+    return pool;
 }
 
 /* Whether p is managed memory (CU_POINTER_ATTRIBUTE_IS_MANAGED). */

@@ -107,13 +107,9 @@ static inline CUdeviceptr chunk(void)
 /* The budget held and the simulated GPU saw no missing wait. */
 static inline void check_invariants(void)
 {
-    lms_device_stats s;
-    CHECK(get_stats(0, &s) == 0);
-    CHECK(s.used <= s.budget);
-    CHECK_EQ_U(s.budget_violations, 0);
+    check_budget(0);
     simgpu_counters c;
     OK(simgpu_get_counters(0, &c));
-    CHECK(c.used_device_bytes <= s.budget);
     CHECK_EQ_U(c.inflight_waits, 0);
     CHECK_EQ_U(c.busy_evictions, 0);
 }
@@ -148,6 +144,41 @@ typedef struct mt_job {
     CUresult fail;
     int line;
 } mt_job;
+
+/* `n` zeroed chunks, then the work done and the simulator's counters reset. */
+static inline void chunks(CUdeviceptr *c, int n)
+{
+    for (int i = 0; i < n; i++)
+        c[i] = chunk();
+    OK(cuCtxSynchronize());
+    OK(simgpu_reset_counters());
+}
+
+/* Runs fn on `threads` threads (at most 64; job i is numbered first + i and
+ * shares the chunks c[0..nc)), joins them and checks that none failed. */
+static inline void run_jobs(void *(*fn)(void *), int threads, int first, CUdeviceptr *c, int nc)
+{
+    mt_job jobs[64];
+    pthread_t th[64];
+    CHECK(threads <= 64);
+    for (int i = 0; i < threads; i++) {
+        jobs[i] = (mt_job){.id = first + i, .c = c, .nc = nc};
+        CHECK(pthread_create(&th[i], NULL, fn, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < threads; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    for (int i = 0; i < threads; i++)
+        CHECK_EQ_U(jobs[i].fail, 0);
+}
+
+/* The sum of the counters of chunks c[0..n). */
+static inline uint64_t counters_sum(const CUdeviceptr *c, int n)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += counter(c[i]);
+    return sum;
+}
 
 typedef struct gate_job {
     CUstream s;

@@ -15,18 +15,6 @@
 #include "../../common/context.h"
 #include "../../common/shim.h"
 
-/* A pool on device 0, exportable as POSIX file descriptors or not. */
-static CUmemoryPool make_pool(bool exportable)
-{
-    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
-                            .handleTypes = exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-                                                      : CU_MEM_HANDLE_TYPE_NONE,
-                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
-    CUmemoryPool pool;
-    OK(cuMemPoolCreate(&pool, &props));
-    return pool;
-}
-
 static void sim_ipc_handles(void)
 {
     primary_context(0);
@@ -59,7 +47,7 @@ static void sim_ipc_handles(void)
 static void sim_pool_and_vmm_export(void)
 {
     primary_context(0);
-    CUmemoryPool ex = make_pool(true), plain = make_pool(false);
+    CUmemoryPool ex = make_pool(0, true), plain = make_pool(0, false);
     CUdeviceptr pe, pp, pd, m;
     OK(cuMemAllocFromPoolAsync(&pe, MiB, ex, NULL));
     OK(cuMemAllocFromPoolAsync(&pp, MiB, plain, NULL));
@@ -130,7 +118,7 @@ static void shim_refuses_offdevice(void)
 static void shim_exportable_pool(void)
 {
     primary_context(0);
-    CUmemoryPool ex = make_pool(true), plain = make_pool(false);
+    CUmemoryPool ex = make_pool(0, true), plain = make_pool(0, false);
     CUdeviceptr e[4], p;
     for (int i = 0; i < 4; i++) {
         OK(cuMemAllocFromPoolAsync(&e[i], 64 * MiB, ex, NULL));
