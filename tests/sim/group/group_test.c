@@ -456,28 +456,42 @@ static void fresh_dir(void)
     atexit(cleanup);
 }
 
-/* Starts a `hold` member and waits until it holds its bytes; *release is
- * the pipe end whose closing lets it go. */
-static pid_t start_holder(const char *group, const char *limit, const char *mib, int *release)
+/* Starts a member of `kind` with fd 3 the pipe it writes a byte to when
+ * ready, and waits for that byte. With release, fd 4 is a pipe whose
+ * closing (of *release, the caller's end) lets the member go on. */
+static pid_t start_gated(const char *group, const char *limit, const char *kind, const char *arg, int *release)
 {
-    int ready[2], go[2];
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
+    int ready[2], go[2] = {-1, -1};
+    CHECK(pipe(ready) == 0);
+    if (release)
+        CHECK(pipe(go) == 0);
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
         dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        member_exec(group, limit, "hold", mib, NULL);
+        if (release) {
+            dup2(go[0], 4);
+            close(go[1]);
+        }
+        member_exec(group, limit, kind, arg, NULL);
     }
     close(ready[1]);
-    close(go[0]);
+    if (release) {
+        close(go[0]);
+        *release = go[1];
+    }
     char c;
     CHECK(read(ready[0], &c, 1) == 1);
     close(ready[0]);
-    *release = go[1];
     return pid;
+}
+
+/* Starts a `hold` member and waits until it holds its bytes; *release is
+ * the pipe end whose closing lets it go. */
+static pid_t start_holder(const char *group, const char *limit, const char *mib, int *release)
+{
+    return start_gated(group, limit, "hold", mib, release);
 }
 
 /* (1) Eight members allocating and freeing at random in one 256 MiB group
@@ -541,19 +555,7 @@ static void sigkill_reclaimed(void)
     /* Killed at random moments while charging from four threads. */
     srand((unsigned)getpid());
     for (int k = 0; k < 6; k++) {
-        int ready[2];
-        CHECK(pipe(ready) == 0);
-        fflush(NULL);
-        pid = fork();
-        CHECK(pid >= 0);
-        if (pid == 0) {
-            dup2(ready[1], 3);
-            member_exec("killed", "256M", "hammer", "", NULL);
-        }
-        close(ready[1]);
-        char c;
-        CHECK(read(ready[0], &c, 1) == 1);
-        close(ready[0]);
+        pid = start_gated("killed", "256M", "hammer", "", NULL);
         usleep((useconds_t)(20000 + rand() % 100000));
         kill(pid, SIGKILL);
         CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
@@ -564,22 +566,8 @@ static void sigkill_reclaimed(void)
     check_invariant(h);
     /* A member that closes its descriptors of the group file stays one;
      * one whose slot is taken from it never writes to it again. */
-    int ready[2], go[2];
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
-    fflush(NULL);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        member_exec("killed", "256M", "close_fds", "", NULL);
-    }
-    close(ready[1]);
-    close(go[0]);
-    char c;
-    CHECK(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
+    int go;
+    pid = start_gated("killed", "256M", "close_fds", "", &go);
     reap(spawn("killed", "256M", "sees", "256,100", NULL));
     lock(h);
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
@@ -590,29 +578,16 @@ static void sigkill_reclaimed(void)
         }
     }
     pthread_mutex_unlock(&h->lock);
-    close(go[1]);
+    close(go);
     reap(pid);
     check_invariant(h);
     CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
     /* A member killed while its fork child (a member of its own) lives on:
      * the parent's charge comes back, the child's stays. */
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
-    fflush(NULL);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        member_exec("killed", "256M", "fork_then_die", "", NULL);
-    }
-    close(ready[1]);
-    close(go[0]);
-    CHECK(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
+    pid = start_gated("killed", "256M", "fork_then_die", "", &go);
     CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
     reap(spawn("killed", "256M", "sees", "256,8", NULL));
-    close(go[1]);   /* the orphaned child frees and exits */
+    close(go);   /* the orphaned child frees and exits */
     for (int i = 0; i < 500 && atomic_load(&h->charged[0]) != 0; i++)
         usleep(10000);
     check_invariant(h);
@@ -853,22 +828,8 @@ static void top_view(void)
      * holding half the budget: the engine stays within what the group
      * leaves it, and top shows its rates. */
     holder = start_holder("watch", "128M", "64", &release);
-    int ready[2], go[2];
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
-    fflush(NULL);
-    pid_t fetcher = fork();
-    CHECK(fetcher >= 0);
-    if (fetcher == 0) {
-        dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        member_exec("watch", "128M", "fetcher", "", NULL);
-    }
-    close(ready[1]);
-    close(go[0]);
-    char c;
-    CHECK(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
+    int go;
+    pid_t fetcher = start_gated("watch", "128M", "fetcher", "", &go);
     lms_group_header *h = map_group("watch");
     for (int i = 0; i < 300; i++) {   /* 0.3 s of launches, the invariant checked meanwhile */
         check_invariant(h);
@@ -885,7 +846,7 @@ static void top_view(void)
         CHECK(system(cmd) == 0);
         CHECK(!"top --json shows the fetching member's resident bytes and rates");
     }
-    close(go[1]);
+    close(go);
     reap(fetcher);
     close(release);
     reap(holder);
