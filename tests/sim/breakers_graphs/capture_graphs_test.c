@@ -169,10 +169,7 @@ static void exec_destroyed_in_flight(void)
         OK(launch_bump(c[4 + round % 4], s));
     }
     OK(cuStreamSynchronize(s));
-    uint64_t sum = 0;
-    for (int i = 0; i < 8; i++)
-        sum += counter(c[i]);
-    CHECK_EQ_U(sum, 20 * 8 + 20);
+    CHECK_EQ_U(counters_sum(c, 8), 20 * 8 + 20);
     /* Every pin was let go: the chunks the graphs held can all be evicted
      * for the others, over and over. */
     lms_device_stats a, b;
