@@ -226,10 +226,7 @@ static void vmm_threads(void)
  * afterwards is charged where it is. SIMGPU_DEVICES=2. */
 static void pool_destroyed_live(void)
 {
-    OK(cuInit(0));
-    CUcontext c0;
-    OK(cuDevicePrimaryCtxRetain(&c0, 0));
-    OK(cuCtxSetCurrent(c0));
+    primary_context(0);
     CUstream s;
     OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUmemPoolProps props = {0};
