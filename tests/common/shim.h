@@ -1,8 +1,8 @@
 /*
  * shim.h — what test programs over the simulated GPU share: size units,
  * lmshim's statistics read through its public API (with liblmshim.so
- * preloaded), a simulated kernel's CUfunction, a memory pool, the
- * placement of a pointer and counting lines of a log.
+ * preloaded), a simulated kernel's CUfunction, a counter in device memory,
+ * a memory pool, the placement of a pointer and counting lines of a log.
  */
 #ifndef TEST_SHIM_H
 #define TEST_SHIM_H
@@ -10,6 +10,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -63,6 +64,14 @@ static inline CUfunction sim_function(const simgpu_kernel *k)
     OK(cuModuleLoadData(&m, "x"));
     OK(cuModuleGetFunction(&f, m, k->name));
     return f;
+}
+
+/* The 64-bit counter at device address p (read with a copy). */
+static inline uint64_t counter(CUdeviceptr p)
+{
+    uint64_t v = 0;
+    OK(cuMemcpyDtoH(&v, p, sizeof v));
+    return v;
 }
 
 /* A pool of `device`'s memory, exportable (POSIX fd handles) or not; the

@@ -88,13 +88,6 @@ static inline CUresult launch_bump(CUdeviceptr p, CUstream s)
     return cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL);
 }
 
-static inline uint64_t counter(CUdeviceptr p)
-{
-    uint64_t v = 0;
-    OK(cuMemcpyDtoH(&v, p, sizeof v));
-    return v;
-}
-
 /* A chunk set to zero (managed: the settings place every chunk off the device). */
 static inline CUdeviceptr chunk(void)
 {

@@ -47,13 +47,6 @@ static CUresult launch_bump(CUdeviceptr p, CUstream s)
     return cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL);
 }
 
-static uint64_t counter(CUdeviceptr p)
-{
-    uint64_t v = 0;
-    OK(cuMemcpyDtoH(&v, p, sizeof v));
-    return v;
-}
-
 /* Capture in global mode (the strictest) over managed chunks, a launch on
  * another stream while the capture runs, a stream-ordered free of an
  * off-device chunk inside the capture; then three replays. */
