@@ -31,10 +31,10 @@
 #include <string.h>
 #include <time.h>
 #include <stdbool.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "simgpu.h"
+#include "worker.h"
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*free_fn)(CUdeviceptr);
@@ -139,59 +139,46 @@ static int cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Runs this program again as `self rounds iters mode [arg]` (the shim's
- * options are read once per process) and lets the child print its row. */
-static void child_run(int rounds, long iters, const char *mode, const char *arg, const char *arg2)
+/* Runs this program again as `self rounds iters args...` (at most 3 args;
+ * the shim's options are read once per process) with the n changes of env;
+ * out NULL: the child prints its own row, else its output lands in out
+ * (the caller's, size bytes). True when the child exited with status 0. */
+static bool rerun(int rounds, long iters, const char *const args[3], const worker_env *env, size_t n, char *out,
+                  size_t size)
 {
-    char self[4096], r[16], n[32];
+    char self[4096], r[16], it[32];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0)
-        return;
+        return false;
     self[len] = 0;
     snprintf(r, sizeof r, "%d", rounds);
-    snprintf(n, sizeof n, "%ld", iters);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl(self, self, r, n, mode, arg, arg2, (char *)NULL);
-        _exit(127);
-    }
-    int status;
-    waitpid(pid, &status, 0);
+    snprintf(it, sizeof it, "%ld", iters);
+    char *argv[] = {self, r, it, (char *)args[0], (char *)args[1], (char *)args[2], NULL};
+    return worker_run(argv, env, n, out, size);
 }
 
-/* Runs this program again with extra options (the shim's options are read
- * once per process): `mode` "--traced" (a trace and 16-frame stacks) or
- * "--grouped" (a member of a group of its own); it prints its alloc+free row. */
+/* Runs `self rounds iters mode arg arg2` and lets the child print its row. */
+static void child_run(int rounds, long iters, const char *mode, const char *arg, const char *arg2)
+{
+    rerun(rounds, iters, (const char *[3]){mode, arg, arg2}, NULL, 0, NULL, 0);
+}
+
+/* Runs this program again with extra options: `mode` "--traced" (a trace
+ * and 16-frame stacks) or "--grouped" (a member of a group of its own); it
+ * prints its alloc+free row. */
 static void variant_run(int rounds, long iters, const char *mode)
 {
-    char self[4096], r[16], n[32];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0)
-        return;
-    self[len] = 0;
-    snprintf(r, sizeof r, "%d", rounds);
-    snprintf(n, sizeof n, "%ld", iters);
-    fflush(stdout);
     char group[64], dir[] = "/tmp/allocbench-XXXXXX";
     bool grouped = strcmp(mode, "--grouped") == 0;
     if (grouped && !mkdtemp(dir))
         return;
     snprintf(group, sizeof group, "allocbench-%d", (int)getpid());
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (grouped) {
-            setenv("LMS_GROUP", group, 1);
-            setenv("LMS_GROUP_DIR", dir, 1);
-        } else {
-            setenv("LMS_TRACE", "/dev/null", 1);
-            setenv("LMS_STACKS", "16", 1);
-        }
-        execl(self, self, r, n, mode, (char *)NULL);
-        _exit(127);
+    worker_env env[2] = {{"LMS_TRACE", "/dev/null"}, {"LMS_STACKS", "16"}};
+    if (grouped) {
+        env[0] = (worker_env){"LMS_GROUP", group};
+        env[1] = (worker_env){"LMS_GROUP_DIR", dir};
     }
-    int status;
-    waitpid(pid, &status, 0);
+    rerun(rounds, iters, (const char *[3]){mode}, env, 2, NULL, 0);
     if (grouped) {
         char path[128];
         snprintf(path, sizeof path, "%s/lmshim-group-%s", dir, group);
@@ -256,44 +243,15 @@ static int python_child(void)
  * children: options are read once per process). */
 static void python_rows(int rounds, long iters, const char *shim_path)
 {
-    char self[4096], r[16], n[32];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0)
-        return;
-    self[len] = 0;
+    char r[16], n[32];
     snprintf(r, sizeof r, "%d", rounds * 3);
     snprintf(n, sizeof n, "%ld", iters / 8);
     double ns[2] = {-1, -1};
     for (int on = 0; on < 2; on++) {
-        int fds[2];
-        if (pipe(fds) != 0)
-            return;
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 1);
-            close(fds[0]);
-            setenv("LMS_TRACE", "/dev/null", 1);
-            setenv("LMS_STACKS", "16", 1);
-            setenv("LMS_PY_STACKS", on ? "1" : "0", 1);
-            setenv("ALLOCBENCH_SHIM", shim_path, 1);
-            setenv("ALLOCBENCH_ROUNDS", r, 1);
-            setenv("ALLOCBENCH_ITERS", n, 1);
-            execl(self, self, "1", "1", "--python", (char *)NULL);
-            _exit(127);
-        }
-        close(fds[1]);
-        char out[64] = "";
-        size_t got = 0;
-        for (ssize_t k; got < sizeof out - 1 && (k = read(fds[0], out + got, sizeof out - 1 - got)) != 0;)
-            if (k > 0)
-                got += (size_t)k;
-            else if (errno != EINTR)
-                break;
-        close(fds[0]);
-        int status;
-        waitpid(pid, &status, 0);
-        if (got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        worker_env env[] = {{"LMS_TRACE", "/dev/null"}, {"LMS_STACKS", "16"}, {"LMS_PY_STACKS", on ? "1" : "0"},
+                            {"ALLOCBENCH_SHIM", shim_path}, {"ALLOCBENCH_ROUNDS", r}, {"ALLOCBENCH_ITERS", n}};
+        char out[64];
+        if (rerun(1, 1, (const char *[3]){"--python"}, env, sizeof env / sizeof env[0], out, sizeof out) && out[0])
             ns[on] = atof(out);
     }
     if (ns[0] < 0 || ns[1] < 0) {

@@ -28,11 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "chart.h"
 #include "simgpu.h"
+#include "worker.h"
 
 #define MiB (1ull << 20)
 #define LINK_BYTES_PER_NS 55.0   /* the simulator's default link */
@@ -200,52 +200,32 @@ static result run_mode(const char *self, const mode *m, double ratio, const work
                        const char *trace)
 {
     result r = {0};
-    char dir[PATH_MAX], sim[PATH_MAX + 8], shim[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s", self);
-    *strrchr(dir, '/') = 0;
-    snprintf(sim, sizeof sim, "%s/../sim", dir);
-    snprintf(shim, sizeof shim, "%s/../preload/liblmshim.so", dir);
-    int fd[2];
-    if (pipe(fd) != 0)
-        return r;
-    pid_t pid = fork();
-    if (pid == 0) {
-        char mem[32], ratio_s[32], budget_s[32], layers_s[16], steps_s[16], scale_s[32];
-        snprintf(mem, sizeof mem, "%zuM", m->large_device ? o->budget_mib * 16 : o->budget_mib);
-        snprintf(ratio_s, sizeof ratio_s, "%g", ratio);
-        snprintf(budget_s, sizeof budget_s, "%zu", o->budget_mib);
-        snprintf(layers_s, sizeof layers_s, "%d", o->layers);
-        snprintf(steps_s, sizeof steps_s, "%d", o->steps);
-        snprintf(scale_s, sizeof scale_s, "%g", o->compute_scale);
-        setenv("LD_LIBRARY_PATH", sim, 1);
-        setenv("SIMGPU_MEM", mem, 1);
-        unsetenv("LD_PRELOAD");
-        if (m->policy) {
-            setenv("LD_PRELOAD", shim, 1);
-            setenv("LMS_POLICY", m->policy, 1);
-            setenv("LMS_FRAC", o->frac, 1);
-            setenv("LMS_THRESHOLD", "1M", 1);
-            if (trace)
-                setenv("LMS_TRACE", trace, 1);
-        }
-        dup2(fd[1], 1);
-        close(fd[0]);
-        execl(self, self, "--worker", "--ratio", ratio_s, "--budget-mib", budget_s, "--layers", layers_s,
-              "--steps", steps_s, "--compute-scale", scale_s, "--alloc", m->alloc, (char *)NULL);
-        _exit(127);
+    worker_paths p;
+    worker_paths_of(self, &p);
+    char mem[32], ratio_s[32], budget_s[32], layers_s[16], steps_s[16], scale_s[32];
+    snprintf(mem, sizeof mem, "%zuM", m->large_device ? o->budget_mib * 16 : o->budget_mib);
+    snprintf(ratio_s, sizeof ratio_s, "%g", ratio);
+    snprintf(budget_s, sizeof budget_s, "%zu", o->budget_mib);
+    snprintf(layers_s, sizeof layers_s, "%d", o->layers);
+    snprintf(steps_s, sizeof steps_s, "%d", o->steps);
+    snprintf(scale_s, sizeof scale_s, "%g", o->compute_scale);
+    worker_env env[8] = {{"LD_LIBRARY_PATH", p.sim}, {"SIMGPU_MEM", mem}, {"LD_PRELOAD", NULL}};
+    size_t nenv = 3;
+    if (m->policy) {
+        env[nenv++] = (worker_env){"LD_PRELOAD", p.shim};
+        env[nenv++] = (worker_env){"LMS_POLICY", m->policy};
+        env[nenv++] = (worker_env){"LMS_FRAC", o->frac};
+        env[nenv++] = (worker_env){"LMS_THRESHOLD", "1M"};
+        if (trace)
+            env[nenv++] = (worker_env){"LMS_TRACE", trace};
     }
-    close(fd[1]);
-    char buf[1024] = "";
-    size_t got = 0;
-    ssize_t n;
-    while (got < sizeof buf - 1 && (n = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0)
-        got += (size_t)n;
-    buf[got] = 0;
-    close(fd[0]);
-    int status;
-    waitpid(pid, &status, 0);
+    char *argv[] = {(char *)self, "--worker", "--ratio", ratio_s, "--budget-mib", budget_s, "--layers", layers_s,
+                    "--steps", steps_s, "--compute-scale", scale_s, "--alloc", (char *)m->alloc, NULL};
+    char buf[1024];
+    if (!worker_run(argv, env, nenv, buf, sizeof buf))
+        return r;
     char *line = strstr(buf, "RESULT ");
-    if (!line || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    if (!line)
         return r;
     int oom = 0;
     size_t chunk;
@@ -256,20 +236,6 @@ static result run_mode(const char *self, const mode *m, double ratio, const work
         r.oom = oom != 0;
     }
     return r;
-}
-
-/* Parses "0.5,1,2" into ratios; returns how many. */
-static int parse_ratios(const char *s, double *out, int max)
-{
-    int n = 0;
-    char *end;
-    while (*s && n < max) {
-        out[n++] = strtod(s, &end);
-        if (end == s)
-            return 0;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return n;
 }
 
 int main(int argc, char **argv)
@@ -317,7 +283,7 @@ int main(int argc, char **argv)
         return 1;
     self[sl] = 0;
     double ratios[16];
-    int nr = parse_ratios(ratios_s, ratios, 16);
+    int nr = worker_parse_ratios(ratios_s, ratios, 16);
     if (nr == 0) {
         fprintf(stderr, "oversub: bad --ratios\n");
         return 2;

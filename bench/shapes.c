@@ -28,10 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "simgpu.h"
+#include "worker.h"
 #include "workloads.h"
 
 #define MiB (1ull << 20)
@@ -121,82 +121,45 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
                        const char *shape, unsigned seed)
 {
     result r = {0};
-    char dir[PATH_MAX], sim[PATH_MAX + 8], shim[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s", self);
-    *strrchr(dir, '/') = 0;
-    snprintf(sim, sizeof sim, "%s/../sim", dir);
-    snprintf(shim, sizeof shim, "%s/../preload/liblmshim.so", dir);
-    int fd[2];
-    if (pipe(fd) != 0)
-        return r;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        char mem[32], l2[32], limit[32], ratio_s[32], budget_s[32], steps_s[16], scale_s[32], seed_s[16];
-        size_t dev_mib = m->policy ? 2 * budget_mib : m == &modes[M_MEM] ? 16 * budget_mib : budget_mib;
-        snprintf(mem, sizeof mem, "%zuM", dev_mib);
-        snprintf(l2, sizeof l2, "%g", o->l2_mib >= 0 ? o->l2_mib : (double)budget_mib * L2_PER_DEVICE_MIB);
-        snprintf(limit, sizeof limit, "%zuM", budget_mib);
-        snprintf(ratio_s, sizeof ratio_s, "%g", ratio);
-        snprintf(budget_s, sizeof budget_s, "%zu", budget_mib);
-        snprintf(steps_s, sizeof steps_s, "%d", o->steps);
-        snprintf(scale_s, sizeof scale_s, "%g", o->scale);
-        snprintf(seed_s, sizeof seed_s, "%u", seed);
-        setenv("LD_LIBRARY_PATH", sim, 1);
-        setenv("SIMGPU_MEM", mem, 1);
-        setenv("SIMGPU_L2_MIB", l2, 1);
-        const char *lms[] = {"LD_PRELOAD", "LMS_POLICY", "LMS_FRAC", "LMS_THRESHOLD", "LMS_LIMIT", "LMS_TRACE",
-                             "LMS_MODE", "LMS_DISABLE"};
-        for (size_t i = 0; i < sizeof lms / sizeof lms[0]; i++)
-            unsetenv(lms[i]);
-        if (m->policy) {
-            setenv("LD_PRELOAD", shim, 1);
-            setenv("LMS_LIMIT", limit, 1);
-            if (*m->policy) {
-                setenv("LMS_POLICY", m->policy, 1);
-                setenv("LMS_FRAC", "0.5", 1);
-                setenv("LMS_THRESHOLD", "1M", 1);
-            }
+    worker_paths p;
+    worker_paths_of(self, &p);
+    char mem[32], l2[32], limit[32], ratio_s[32], budget_s[32], steps_s[16], scale_s[32], seed_s[16];
+    size_t dev_mib = m->policy ? 2 * budget_mib : m == &modes[M_MEM] ? 16 * budget_mib : budget_mib;
+    snprintf(mem, sizeof mem, "%zuM", dev_mib);
+    snprintf(l2, sizeof l2, "%g", o->l2_mib >= 0 ? o->l2_mib : (double)budget_mib * L2_PER_DEVICE_MIB);
+    snprintf(limit, sizeof limit, "%zuM", budget_mib);
+    snprintf(ratio_s, sizeof ratio_s, "%g", ratio);
+    snprintf(budget_s, sizeof budget_s, "%zu", budget_mib);
+    snprintf(steps_s, sizeof steps_s, "%d", o->steps);
+    snprintf(scale_s, sizeof scale_s, "%g", o->scale);
+    snprintf(seed_s, sizeof seed_s, "%u", seed);
+    worker_env env[16] = {
+        {"LD_LIBRARY_PATH", p.sim}, {"SIMGPU_MEM", mem}, {"SIMGPU_L2_MIB", l2},
+        {"LD_PRELOAD", NULL}, {"LMS_POLICY", NULL}, {"LMS_FRAC", NULL}, {"LMS_THRESHOLD", NULL},
+        {"LMS_LIMIT", NULL}, {"LMS_TRACE", NULL}, {"LMS_MODE", NULL}, {"LMS_DISABLE", NULL},
+    };
+    size_t nenv = 11;
+    if (m->policy) {
+        env[nenv++] = (worker_env){"LD_PRELOAD", p.shim};
+        env[nenv++] = (worker_env){"LMS_LIMIT", limit};
+        if (*m->policy) {
+            env[nenv++] = (worker_env){"LMS_POLICY", m->policy};
+            env[nenv++] = (worker_env){"LMS_FRAC", "0.5"};
+            env[nenv++] = (worker_env){"LMS_THRESHOLD", "1M"};
         }
-        dup2(fd[1], 1);
-        close(fd[0]);
-        execl(self, self, "--worker", "--shape", shape, "--ratio", ratio_s, "--budget-mib", budget_s, "--steps",
-              steps_s, "--compute-scale", scale_s, "--seed", seed_s, "--alloc", m->alloc,
-              o->quick ? "--quick" : (char *)NULL, (char *)NULL);
-        _exit(127);
     }
-    close(fd[1]);
-    char buf[1024] = "";
-    size_t got = 0;
-    ssize_t n;
-    while (got < sizeof buf - 1 && (n = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0)
-        got += (size_t)n;
-    buf[got] = 0;
-    close(fd[0]);
-    int status;
-    waitpid(pid, &status, 0);
+    char *argv[] = {(char *)self, "--worker", "--shape", (char *)shape, "--ratio", ratio_s, "--budget-mib",
+                    budget_s, "--steps", steps_s, "--compute-scale", scale_s, "--seed", seed_s, "--alloc",
+                    (char *)m->alloc, o->quick ? "--quick" : NULL, NULL};
+    char buf[1024];
+    bool exited_ok = worker_run(argv, env, nenv, buf, sizeof buf);
     char *line = strstr(buf, "RESULT ok=1 ");
-    if (line && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+    if (line && exited_ok &&
         sscanf(line, "RESULT ok=1 step_ms=%lf to_dev=%lf to_host=%lf remote=%lf faults=%lf peak=%lf launches=%lf "
                      "ws=%lf",
                &r.step_ms, &r.to_dev, &r.to_host, &r.remote, &r.faults, &r.peak, &r.launches, &r.ws) == 8)
         r.ok = true;
     return r;
-}
-
-/* Parses "0.5,1,2" into ratios; returns how many (0 on a bad list). */
-static int parse_ratios(const char *s, double *out, int max)
-{
-    int n = 0;
-    char *end;
-    while (*s && n < max) {
-        out[n] = strtod(s, &end);
-        if (end == s || !(out[n] > 0))
-            return 0;
-        n++;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return n;
 }
 
 /* True when `name` is in the comma-separated list (or there is none). */
@@ -307,7 +270,7 @@ int main(int argc, char **argv)
         return 1;
     self[sl] = 0;
     double ratios[MAX_RATIOS];
-    int nr = parse_ratios(o.ratios, ratios, MAX_RATIOS);
+    int nr = worker_parse_ratios(o.ratios, ratios, MAX_RATIOS);
     if (nr == 0) {
         fprintf(stderr, "shapes: bad --ratios\n");
         return 2;

@@ -9,22 +9,19 @@
 
 #define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
 
-LMS_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p)
-{
-    if (!lms_hook_enter() || !REAL(cuIpcGetMemHandle))
-        return PASS(cuIpcGetMemHandle, h, p);
-    CUresult r = lms_ipc_refuse("cuIpcGetMemHandle", p) ? CUDA_ERROR_INVALID_VALUE
-                                                        : REAL(cuIpcGetMemHandle)(h, p);
-    lms_hook_leave();
-    return r;
-}
+/* A hook that exports device pointer p into *out: refused (invalid value,
+ * one log line) for a chunk lmshim placed off the device, passed on
+ * otherwise. */
+#define EXPORT_HOOK(sym, out_type)                                                  \
+    LMS_EXPORT CUresult sym(out_type *out, CUdeviceptr p)                           \
+    {                                                                               \
+        if (!lms_hook_enter() || !REAL(sym))                                        \
+            return PASS(sym, out, p);                                               \
+        CUresult r = lms_ipc_refuse(#sym, p) ? CUDA_ERROR_INVALID_VALUE             \
+                                             : REAL(sym)(out, p);                   \
+        lms_hook_leave();                                                           \
+        return r;                                                                   \
+    }
 
-LMS_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdeviceptr p)
-{
-    if (!lms_hook_enter() || !REAL(cuMemPoolExportPointer))
-        return PASS(cuMemPoolExportPointer, out, p);
-    CUresult r = lms_ipc_refuse("cuMemPoolExportPointer", p) ? CUDA_ERROR_INVALID_VALUE
-                                                             : REAL(cuMemPoolExportPointer)(out, p);
-    lms_hook_leave();
-    return r;
-}
+EXPORT_HOOK(cuIpcGetMemHandle, CUipcMemHandle)
+EXPORT_HOOK(cuMemPoolExportPointer, CUmemPoolPtrExportData)

@@ -9,24 +9,18 @@
 
 #define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
 
-LMS_EXPORT CUresult cuModuleUnload(CUmodule hmod)
-{
-    if (!lms_hook_enter() || !REAL(cuModuleUnload))
-        return PASS(cuModuleUnload, hmod);
-    lms_launch_unload_begin();
-    CUresult r = REAL(cuModuleUnload)(hmod);
-    lms_launch_unload_end(r == CUDA_SUCCESS);
-    lms_hook_leave();
-    return r;
-}
+/* A hook that unloads handle h: the cached layouts go when it succeeds. */
+#define UNLOAD_HOOK(sym, handle_type)                                               \
+    LMS_EXPORT CUresult sym(handle_type h)                                          \
+    {                                                                               \
+        if (!lms_hook_enter() || !REAL(sym))                                        \
+            return PASS(sym, h);                                                    \
+        lms_launch_unload_begin();                                                  \
+        CUresult r = REAL(sym)(h);                                                  \
+        lms_launch_unload_end(r == CUDA_SUCCESS);                                   \
+        lms_hook_leave();                                                           \
+        return r;                                                                   \
+    }
 
-LMS_EXPORT CUresult cuLibraryUnload(CUlibrary library)
-{
-    if (!lms_hook_enter() || !REAL(cuLibraryUnload))
-        return PASS(cuLibraryUnload, library);
-    lms_launch_unload_begin();
-    CUresult r = REAL(cuLibraryUnload)(library);
-    lms_launch_unload_end(r == CUDA_SUCCESS);
-    lms_hook_leave();
-    return r;
-}
+UNLOAD_HOOK(cuModuleUnload, CUmodule)
+UNLOAD_HOOK(cuLibraryUnload, CUlibrary)

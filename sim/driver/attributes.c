@@ -161,11 +161,9 @@ static int attribute_value(CUdevice_attribute a, CUdevice dev)
 
 SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     if (!pi || (int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
     *pi = attribute_value(attrib, dev);

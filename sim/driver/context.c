@@ -70,11 +70,9 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&sim_lock);
     if (sim_devices[dev].primary.refs > 0)
         sim_devices[dev].primary.refs--;
@@ -88,10 +86,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePri
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-    CUresult r = sim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    return dev >= 0 && dev < sim_cfg.devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    return sim_check_device(dev);
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
@@ -112,11 +107,9 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     sim_devices[dev].primary.flags = flags;
     return CUDA_SUCCESS;
 }

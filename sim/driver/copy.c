@@ -119,37 +119,28 @@ SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 { return copy(dst, src, n, true, true, s, true, false); }
 
+/* A copy between the memory of contexts dctx and sctx (both must be
+ * valid), otherwise as copy(). */
+static CUresult peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s,
+                     bool ptds, bool sync)
+{
+    if (!sim_ctx_valid(dctx) || !sim_ctx_valid(sctx))
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_CONTEXT;
+    return copy(dst, src, n, true, true, s, ptds, sync);
+}
+
 SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
                                  size_t n)
-{
-    if (!sim_ctx_valid(dctx) || !sim_ctx_valid(sctx))
-        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_CONTEXT;
-    return copy(dst, src, n, true, true, NULL, false, true);
-}
-
+{ return peer(dst, dctx, src, sctx, n, NULL, false, true); }
 SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
                                       CUcontext sctx, size_t n, CUstream s)
-{
-    if (!sim_ctx_valid(dctx) || !sim_ctx_valid(sctx))
-        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_CONTEXT;
-    return copy(dst, src, n, true, true, s, false, false);
-}
-
+{ return peer(dst, dctx, src, sctx, n, s, false, false); }
 SIM_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
                                       size_t n)
-{
-    if (!sim_ctx_valid(dctx) || !sim_ctx_valid(sctx))
-        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_CONTEXT;
-    return copy(dst, src, n, true, true, NULL, true, true);
-}
-
+{ return peer(dst, dctx, src, sctx, n, NULL, true, true); }
 SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
                                            CUcontext sctx, size_t n, CUstream s)
-{
-    if (!sim_ctx_valid(dctx) || !sim_ctx_valid(sctx))
-        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_CONTEXT;
-    return copy(dst, src, n, true, true, s, true, false);
-}
+{ return peer(dst, dctx, src, sctx, n, s, true, false); }
 
 /* One memset of n elements of `width` bytes each. */
 static CUresult set(CUdeviceptr dst, unsigned value, unsigned width, size_t n, CUstream s,

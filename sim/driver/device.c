@@ -87,8 +87,8 @@ SIM_EXPORT CUresult cuDriverGetVersion(int *version)
     return CUDA_SUCCESS;
 }
 
-/* Validates an ordinal after init. */
-static CUresult check_device(CUdevice dev)
+/* Validates an ordinal after init: NOT_INITIALIZED, INVALID_DEVICE or SUCCESS. */
+CUresult sim_check_device(CUdevice dev)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
@@ -122,7 +122,7 @@ SIM_EXPORT CUresult cuDeviceGetCount(int *count)
 
 SIM_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (!name || len <= 0)
@@ -133,7 +133,7 @@ SIM_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 
 SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (!bytes)
@@ -154,7 +154,7 @@ SIM_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 
 SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (!uuid)
@@ -172,9 +172,9 @@ SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 
 SIM_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r == CUDA_SUCCESS)
-        r = check_device(peer);
+        r = sim_check_device(peer);
     if (r != CUDA_SUCCESS)
         return r;
     if (!can)

@@ -206,11 +206,9 @@ SIM_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 
 SIM_EXPORT CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&sim_lock);
     bool ok = sim_handle_check(kernel, SIM_MAGIC_KERNEL) != NULL;
     pthread_mutex_unlock(&sim_lock);

@@ -277,6 +277,28 @@ SIM_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
     return r;
 }
 
+/* A new record of `bytes` of host memory of `kind` for device d, owning
+ * its memory (the caller frees both); NULL when out of memory. Not yet in
+ * the registry. */
+static sim_alloc *host_backed(size_t bytes, sim_kind kind, int d)
+{
+    sim_alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    void *mem = sim_host_memory(bytes, &a->from_mmap, false);
+    if (!mem) {
+        free(a);
+        return NULL;
+    }
+    a->base = (uintptr_t)mem;
+    a->size = bytes;
+    a->kind = kind;
+    a->device = d;
+    a->ctx = &sim_devices[d].primary;
+    a->owns_memory = true;
+    return a;
+}
+
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     int d;
@@ -285,22 +307,11 @@ SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsign
         return r;
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
-    sim_alloc *a = calloc(1, sizeof *a);
+    sim_alloc *a = host_backed(bytesize, SIM_MEM_MANAGED, d);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    void *mem = sim_host_memory(bytesize, &a->from_mmap, false);
-    if (!mem) {
-        free(a);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    a->base = (uintptr_t)mem;
-    a->size = bytesize;
-    a->kind = SIM_MEM_MANAGED;
-    a->device = d;
-    a->ctx = &sim_devices[d].primary;
-    a->owns_memory = true;
     if (sim_managed_init(a) != CUDA_SUCCESS) {
-        sim_host_release(mem, bytesize, a->from_mmap);
+        sim_host_release((void *)a->base, bytesize, a->from_mmap);
         free(a);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -321,27 +332,16 @@ SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flag
     if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                             CU_MEMHOSTALLOC_WRITECOMBINED))
         return CUDA_ERROR_INVALID_VALUE;
-    sim_alloc *a = calloc(1, sizeof *a);
+    sim_alloc *a = host_backed(bytesize, SIM_MEM_HOST, d);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    void *mem = sim_host_memory(bytesize, &a->from_mmap, false);
-    if (!mem) {
-        free(a);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    a->base = (uintptr_t)mem;
-    a->size = bytesize;
-    a->kind = SIM_MEM_HOST;
-    a->device = d;
-    a->ctx = &sim_devices[d].primary;
     a->mapped = true;   /* unified addressing: pinned memory is always mapped */
-    a->owns_memory = true;
     a->host_flags = flags;
     pthread_mutex_lock(&sim_lock);
     a->id = sim_next_buffer_id();
     sim_registry_add(a);
     pthread_mutex_unlock(&sim_lock);
-    *pp = mem;
+    *pp = (void *)a->base;
     return CUDA_SUCCESS;
 }
 

@@ -58,11 +58,9 @@ SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 
 SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&sim_lock);
     if (!pool_valid(pool) || pool->device != dev)
         r = CUDA_ERROR_INVALID_VALUE;

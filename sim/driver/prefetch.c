@@ -65,43 +65,36 @@ static CUresult prefetch(CUdeviceptr p, size_t n, int loc, CUstream s, bool ptds
     return r;
 }
 
+/* The entry points of the first ABI: dst is a device ordinal or CU_DEVICE_CPU. */
+static CUresult prefetch_v1(CUdeviceptr p, size_t n, CUdevice dst, CUstream s, bool ptds)
+{
+    int loc;
+    CUresult r = sim_check_init();
+    if (r == CUDA_SUCCESS)
+        r = location_of_device(dst, &loc);
+    return r == CUDA_SUCCESS ? prefetch(p, n, loc, s, ptds) : r;
+}
+
+/* The entry points of the _v2 ABI: a location and flags (none defined). */
+static CUresult prefetch_v2(CUdeviceptr p, size_t n, CUmemLocation l, unsigned int flags, CUstream s, bool ptds)
+{
+    int loc;
+    CUresult r = sim_check_init();
+    if (r == CUDA_SUCCESS)
+        r = flags ? CUDA_ERROR_INVALID_VALUE : location_of(l, &loc);
+    return r == CUDA_SUCCESS ? prefetch(p, n, loc, s, ptds) : r;
+}
+
 SIM_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s)
-{
-    int loc;
-    CUresult r = sim_check_init();
-    if (r == CUDA_SUCCESS)
-        r = location_of_device(dst, &loc);
-    return r == CUDA_SUCCESS ? prefetch(p, n, loc, s, false) : r;
-}
-
+{ return prefetch_v1(p, n, dst, s, false); }
 SIM_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice dst, CUstream s)
-{
-    int loc;
-    CUresult r = sim_check_init();
-    if (r == CUDA_SUCCESS)
-        r = location_of_device(dst, &loc);
-    return r == CUDA_SUCCESS ? prefetch(p, n, loc, s, true) : r;
-}
-
+{ return prefetch_v1(p, n, dst, s, true); }
 SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation l,
                                           unsigned int flags, CUstream s)
-{
-    int loc;
-    CUresult r = sim_check_init();
-    if (r == CUDA_SUCCESS)
-        r = flags ? CUDA_ERROR_INVALID_VALUE : location_of(l, &loc);
-    return r == CUDA_SUCCESS ? prefetch(p, n, loc, s, false) : r;
-}
-
+{ return prefetch_v2(p, n, l, flags, s, false); }
 SIM_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation l,
                                                unsigned int flags, CUstream s)
-{
-    int loc;
-    CUresult r = sim_check_init();
-    if (r == CUDA_SUCCESS)
-        r = flags ? CUDA_ERROR_INVALID_VALUE : location_of(l, &loc);
-    return r == CUDA_SUCCESS ? prefetch(p, n, loc, s, true) : r;
-}
+{ return prefetch_v2(p, n, l, flags, s, true); }
 
 /* Shared body of both cuMemAdvise ABIs. */
 static CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, int loc)

@@ -212,6 +212,19 @@ void sim_mark_busy(int device, uintptr_t p, size_t bytes, double end_ns)
     }
 }
 
+/* The managed allocation that holds all of [p, p+bytes), with the indexes
+ * of the range's first and last blocks in it; NULL when the range is not
+ * (all) managed memory. Under sim_lock. */
+static sim_alloc *managed_range(uintptr_t p, size_t bytes, size_t *first, size_t *last)
+{
+    sim_alloc *a = sim_registry_find(p);
+    if (!a || a->kind != SIM_MEM_MANAGED || p + bytes > a->base + a->size)
+        return NULL;
+    *first = (p - a->base) / SIM_BLOCK_BYTES;
+    *last = (p - a->base + bytes - 1) / SIM_BLOCK_BYTES;
+    return a;
+}
+
 /* Migrates the managed blocks of [p, p+bytes) to dst (a device, or
  * SIM_LOC_HOST) by a copy that starts at start_ns, and returns the copy
  * time in *copy_ns. Blocks already there cost nothing. Blocks moved to a
@@ -220,11 +233,10 @@ void sim_mark_busy(int device, uintptr_t p, size_t bytes, double end_ns)
  * counted. INVALID_VALUE when the range is not managed memory. */
 CUresult sim_prefetch(uintptr_t p, size_t bytes, int dst, double start_ns, double *copy_ns)
 {
-    sim_alloc *a = sim_registry_find(p);
-    if (!a || a->kind != SIM_MEM_MANAGED || p + bytes > a->base + a->size)
+    size_t first, last;
+    sim_alloc *a = managed_range(p, bytes, &first, &last);
+    if (!a)
         return CUDA_ERROR_INVALID_VALUE;
-    size_t first = (p - a->base) / SIM_BLOCK_BYTES;
-    size_t last = (p - a->base + bytes - 1) / SIM_BLOCK_BYTES;
     for (size_t i = first; i <= last; i++) {
         sim_block *b = &a->blocks[i];
         if (b->loc == dst) {
@@ -263,11 +275,10 @@ void sim_arrive(uintptr_t p, size_t bytes, double t_ns)
  * SIM_LOC_HOST, or ignored for advice that takes no location. */
 CUresult sim_advise(uintptr_t p, size_t bytes, int advice, int loc)
 {
-    sim_alloc *a = sim_registry_find(p);
-    if (!a || a->kind != SIM_MEM_MANAGED || p + bytes > a->base + a->size)
+    size_t first, last;
+    sim_alloc *a = managed_range(p, bytes, &first, &last);
+    if (!a)
         return CUDA_ERROR_INVALID_VALUE;
-    size_t first = (p - a->base) / SIM_BLOCK_BYTES;
-    size_t last = (p - a->base + bytes - 1) / SIM_BLOCK_BYTES;
     for (size_t i = first; i <= last; i++) {
         sim_block *b = &a->blocks[i];
         switch (advice) {

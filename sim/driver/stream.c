@@ -391,23 +391,22 @@ SIM_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream s, int *priority)
                     : CUDA_ERROR_INVALID_VALUE;
 }
 /* CUDA 12.5: the context and the green context (none in the simulator). */
-SIM_EXPORT CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *ctx, CUgreenCtx *green)
+static CUresult stream_ctx_v2(CUstream s, bool ptds, CUcontext *ctx, CUgreenCtx *green)
 {
     if (!ctx || !green)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = stream_props(s, false, NULL, NULL, ctx, NULL, NULL);
+    CUresult r = stream_props(s, ptds, NULL, NULL, ctx, NULL, NULL);
     if (r == CUDA_SUCCESS)
         *green = NULL;
     return r;
 }
+SIM_EXPORT CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *ctx, CUgreenCtx *green)
+{
+    return stream_ctx_v2(s, false, ctx, green);
+}
 SIM_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream s, CUcontext *ctx, CUgreenCtx *green)
 {
-    if (!ctx || !green)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = stream_props(s, true, NULL, NULL, ctx, NULL, NULL);
-    if (r == CUDA_SUCCESS)
-        *green = NULL;
-    return r;
+    return stream_ctx_v2(s, true, ctx, green);
 }
 
 /* Shared body of cuLaunchHostFunc: the function runs in stream order,

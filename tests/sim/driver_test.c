@@ -10,9 +10,7 @@
 
 #include "../common/check.h"
 #include "../common/context.h"
-
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
+#include "../common/shim.h"
 
 /* cuInit + the primary context of device 0 made current. */
 static CUcontext setup(void) { return primary_context(0); }

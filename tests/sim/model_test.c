@@ -10,10 +10,9 @@
 
 #include "../common/check.h"
 #include "../common/context.h"
+#include "../common/shim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
 #define BLOCK (2 * MiB)
 #define LINK_NS(bytes) ((double)(bytes) / 55.0)                   /* 55 GB/s */
 #define FAULT_NS(bytes) (30e3 + (double)(bytes) / 10.0)           /* 30 us + 10 GB/s */
@@ -45,15 +44,8 @@ static CUfunction f_vadd, f_scan;
 static void setup(void)
 {
     primary_context(0);
-    simgpu_kernel k1 = {"vadd", vadd, 4, {8, 8, 8, 4}};
-    simgpu_kernel k2 = {"scan", scan, 3, {8, 8, 8}};
-    OK(simgpu_register_kernel(&k1));
-    OK(simgpu_register_kernel(&k2));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "simulated"));
-    OK(cuModuleGetFunction(&f_vadd, m, "vadd"));
-    OK(cuModuleGetFunction(&f_scan, m, "scan"));
-    /* m stays loaded: its functions live as long as it does */
+    f_vadd = sim_function(&(simgpu_kernel){"vadd", vadd, 4, {8, 8, 8, 4}});
+    f_scan = sim_function(&(simgpu_kernel){"scan", scan, 3, {8, 8, 8}});
 }
 
 /* Launches scan over [p, p+bytes) with compute_ns on stream s. */

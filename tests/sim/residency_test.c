@@ -12,10 +12,10 @@
 
 #include "../common/check.h"
 #include "../common/context.h"
+#include "../common/shim.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
 #define CHUNK (64 * MiB)
 #define NCHUNKS 16
 
@@ -32,30 +32,11 @@ static void touch2(simgpu_launch *l, void **p)
 }
 
 static CUfunction f_touch;
-static int (*get_stats)(int, lms_device_stats *);
 
-/* Registers the kernel and finds lmshim's statistics. */
+/* Registers the kernel. */
 static void setup_kernel(void)
 {
-    simgpu_kernel k = {"touch2", touch2, 3, {8, 8, 8}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f_touch, m, "touch2"));   /* m stays loaded, as f_touch is used */
-    get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get_stats != NULL);
-}
-
-/* The invariant, checked at this instant for one device. */
-static void check_invariant(int dev)
-{
-    lms_device_stats s;
-    CHECK(get_stats(dev, &s) == 0);
-    CHECK(s.used <= s.budget);
-    CHECK_EQ_U(s.budget_violations, 0);
-    simgpu_counters c;
-    OK(simgpu_get_counters(dev, &c));
-    CHECK(c.used_device_bytes <= s.budget);
+    f_touch = sim_function(&(simgpu_kernel){"touch2", touch2, 3, {8, 8, 8}});
 }
 
 typedef struct job {
@@ -82,7 +63,7 @@ static void *launcher(void *arg)
             return (void *)2;
         j->counts[a]++;
         j->counts[b]++;
-        check_invariant(j->dev);
+        check_budget(j->dev);
     }
     return NULL;
 }
@@ -142,7 +123,7 @@ static void threads_streams(void)
             OK(cuMemcpyDtoH(&got, chunks[d][c], 8));
             CHECK_EQ_U(got, want);
         }
-        check_invariant(d);
+        check_budget(d);
         for (int c = 0; c < NCHUNKS; c++)
             OK(cuMemFree(chunks[d][c]));
         CHECK(get_stats(d, &s) == 0);
@@ -182,7 +163,7 @@ static void forms_and_big_chunks(void)
     CHECK_EQ_U(after.remote_bytes - before.remote_bytes, 0);   /* every chunk was resident in time */
     CHECK_EQ_U(after.faults - before.faults, 0);
     CHECK(after.prefetch_bytes - before.prefetch_bytes >= 8 * CHUNK);
-    check_invariant(0);
+    check_budget(0);
     /* The budget is full of fetched chunks; a small device request still
      * gets device memory: fetched chunks make way. */
     lms_device_stats s;
@@ -192,7 +173,7 @@ static void forms_and_big_chunks(void)
     int managed = -1;
     OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, small));
     CHECK(managed == 0);
-    check_invariant(0);
+    check_budget(0);
     OK(cuMemFree(small));
     /* 600 MiB > the 512 MiB budget: managed in 2 MiB-aligned pieces, the
      * pieces that fit are fetched, the rest is read over the link. */
@@ -206,7 +187,7 @@ static void forms_and_big_chunks(void)
     CHECK(after.remote_bytes - before.remote_bytes >= 88 * MiB);
     CHECK(after.remote_bytes - before.remote_bytes < 600 * MiB);
     CHECK(after.prefetch_bytes - before.prefetch_bytes >= 256 * MiB);
-    check_invariant(0);
+    check_budget(0);
     OK(cuMemFree(big));
     for (int c = 0; c < NCHUNKS; c++)
         OK(cuMemFree(chunks[c]));

@@ -15,29 +15,10 @@
 
 #include "../common/check.h"
 #include "../common/context.h"
+#include "../common/shim.h"
 #include "lmshim.h"
 
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
-
-/* lmshim's statistics of a device, read through its public API. */
-static lms_device_stats stats(int device)
-{
-    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get != NULL);   /* the shim is preloaded */
-    lms_device_stats s;
-    CHECK(get(device, &s) == 0);
-    return s;
-}
-
 static CUcontext setup(void) { return primary_context(0); }
-
-static int is_managed(CUdeviceptr p)
-{
-    int m = -1;
-    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return m;
-}
 
 /* Writes a pattern through memcpy and reads it back. */
 static void round_trip(CUdeviceptr p, size_t size)
@@ -446,8 +427,7 @@ static void disabled(void)
     }
     CHECK_IS(cuMemAlloc(&p[4], 256 * MiB), CUDA_ERROR_OUT_OF_MEMORY);   /* SIMGPU_MEM=1G */
     lms_device_stats s;
-    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get && get(0, &s) == -1);   /* lmshim never looked at a device */
+    CHECK(get_stats(0, &s) == -1);   /* lmshim never looked at a device */
     for (int i = 0; i < 4; i++)
         OK(cuMemFree(p[i]));
 }

@@ -8,9 +8,8 @@
 
 #include "../common/check.h"
 #include "../common/context.h"
+#include "../common/shim.h"
 
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
 #define LINK_NS(bytes) ((double)(bytes) / 55.0)   /* default link: 55 GB/s */
 
 static void setup(void) { primary_context(0); }

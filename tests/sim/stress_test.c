@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../common/check.h"
+#include "../common/context.h"
 
 #define ROUNDS 10000
 static CUcontext ctx;
@@ -56,9 +57,7 @@ static void *worker(void *arg)
 
 static void eight_threads(void)
 {
-    OK(cuInit(0));
-    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    OK(cuCtxSetCurrent(ctx));
+    ctx = primary_context(0);
     size_t f0, f1, t;
     OK(cuMemGetInfo(&f0, &t));
     pthread_t th[8];
@@ -75,9 +74,7 @@ static void eight_threads(void)
 
 static void fork_child(void)
 {
-    OK(cuInit(0));
-    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    OK(cuCtxSetCurrent(ctx));
+    ctx = primary_context(0);
     CUdeviceptr parent;
     OK(cuMemAlloc(&parent, 1 << 20));
     pid_t pid = fork();

@@ -12,8 +12,7 @@
 #include <stdio.h>
 
 #include "simgpu.h"
-
-#define MiB (1ull << 20)
+#include "../common/shim.h"
 
 static CUdeviceptr weights[2], activations[4];
 static volatile int nweights = 2, nactivations = 4;   /* loops stay loops: one call site each */

@@ -20,21 +20,9 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "lmshim.h"
 #include "simgpu.h"
-
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
-
-/* lmshim's statistics of a device, read through its public API. */
-static lms_device_stats stats(int device)
-{
-    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get != NULL);   /* the shim is preloaded */
-    lms_device_stats s;
-    CHECK(get(device, &s) == 0);
-    return s;
-}
 
 static CUmemAllocationProp dev_prop(int device)
 {
@@ -238,10 +226,7 @@ static void vmm_threads(void)
  * afterwards is charged where it is. SIMGPU_DEVICES=2. */
 static void pool_destroyed_live(void)
 {
-    OK(cuInit(0));
-    CUcontext c0;
-    OK(cuDevicePrimaryCtxRetain(&c0, 0));
-    OK(cuCtxSetCurrent(c0));
+    primary_context(0);
     CUstream s;
     OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUmemPoolProps props = {0};
@@ -399,7 +384,6 @@ static void free_garbage(void)
     CHECK_IS(cuMemAlloc(&h, (size_t)1 << 62), CUDA_ERROR_OUT_OF_MEMORY);
     CHECK_EQ_U(stats(0).used, 0);
 }
-
 
 /* ---- launches --------------------------------------------------------------- */
 

@@ -21,10 +21,10 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
 #define CHUNK (64 * MiB)
 
 /* bump(p, bytes): p[0] += 1 (a 64-bit counter); touches the whole range. */
@@ -71,27 +71,14 @@ static void late(simgpu_launch *l, void **p)
 
 static CUfunction f_bump, f_pair, f_gate, f_late;
 static CUcontext ctx;
-static int (*get_stats)(int, lms_device_stats *);
 
 static inline void setup(void)
 {
     ctx = primary_context(0);
-    simgpu_kernel k = {"bump", bump, 2, {8, 8}};
-    OK(simgpu_register_kernel(&k));
-    simgpu_kernel k2 = {"pair", pair, 3, {8, 8, 8}};
-    OK(simgpu_register_kernel(&k2));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f_bump, m, "bump"));
-    OK(cuModuleGetFunction(&f_pair, m, "pair"));
-    simgpu_kernel k3 = {"gate", gate, 2, {8, 8}};
-    OK(simgpu_register_kernel(&k3));
-    OK(cuModuleGetFunction(&f_gate, m, "gate"));
-    simgpu_kernel k4 = {"late", late, 2, {8, 8}};
-    OK(simgpu_register_kernel(&k4));
-    OK(cuModuleGetFunction(&f_late, m, "late"));
-    get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get_stats != NULL);
+    f_bump = sim_function(&(simgpu_kernel){"bump", bump, 2, {8, 8}});
+    f_pair = sim_function(&(simgpu_kernel){"pair", pair, 3, {8, 8, 8}});
+    f_gate = sim_function(&(simgpu_kernel){"gate", gate, 2, {8, 8}});
+    f_late = sim_function(&(simgpu_kernel){"late", late, 2, {8, 8}});
 }
 
 static inline CUresult launch_bump(CUdeviceptr p, CUstream s)
@@ -99,20 +86,6 @@ static inline CUresult launch_bump(CUdeviceptr p, CUstream s)
     size_t bytes = CHUNK;
     void *args[] = {&p, &bytes};
     return cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL);
-}
-
-static inline uint64_t counter(CUdeviceptr p)
-{
-    uint64_t v = 0;
-    OK(cuMemcpyDtoH(&v, p, sizeof v));
-    return v;
-}
-
-static inline bool is_managed(CUdeviceptr p)
-{
-    int managed = 0;
-    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return managed != 0;
 }
 
 /* A chunk set to zero (managed: the settings place every chunk off the device). */
@@ -127,17 +100,12 @@ static inline CUdeviceptr chunk(void)
 /* The budget held and the simulated GPU saw no missing wait. */
 static inline void check_invariants(void)
 {
-    lms_device_stats s;
-    CHECK(get_stats(0, &s) == 0);
-    CHECK(s.used <= s.budget);
-    CHECK_EQ_U(s.budget_violations, 0);
+    check_budget(0);
     simgpu_counters c;
     OK(simgpu_get_counters(0, &c));
-    CHECK(c.used_device_bytes <= s.budget);
     CHECK_EQ_U(c.inflight_waits, 0);
     CHECK_EQ_U(c.busy_evictions, 0);
 }
-
 
 /* Captures `n` bumps of chunks c[0..n) on s into an executable graph. */
 static inline CUgraphExec capture_bumps(CUstream s, const CUdeviceptr *c, int n)
@@ -169,6 +137,41 @@ typedef struct mt_job {
     CUresult fail;
     int line;
 } mt_job;
+
+/* `n` zeroed chunks, then the work done and the simulator's counters reset. */
+static inline void chunks(CUdeviceptr *c, int n)
+{
+    for (int i = 0; i < n; i++)
+        c[i] = chunk();
+    OK(cuCtxSynchronize());
+    OK(simgpu_reset_counters());
+}
+
+/* Runs fn on `threads` threads (at most 64; job i is numbered first + i and
+ * shares the chunks c[0..nc)), joins them and checks that none failed. */
+static inline void run_jobs(void *(*fn)(void *), int threads, int first, CUdeviceptr *c, int nc)
+{
+    mt_job jobs[64];
+    pthread_t th[64];
+    CHECK(threads <= 64);
+    for (int i = 0; i < threads; i++) {
+        jobs[i] = (mt_job){.id = first + i, .c = c, .nc = nc};
+        CHECK(pthread_create(&th[i], NULL, fn, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < threads; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    for (int i = 0; i < threads; i++)
+        CHECK_EQ_U(jobs[i].fail, 0);
+}
+
+/* The sum of the counters of chunks c[0..n). */
+static inline uint64_t counters_sum(const CUdeviceptr *c, int n)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += counter(c[i]);
+    return sum;
+}
 
 typedef struct gate_job {
     CUstream s;

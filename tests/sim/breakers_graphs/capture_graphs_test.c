@@ -169,10 +169,7 @@ static void exec_destroyed_in_flight(void)
         OK(launch_bump(c[4 + round % 4], s));
     }
     OK(cuStreamSynchronize(s));
-    uint64_t sum = 0;
-    for (int i = 0; i < 8; i++)
-        sum += counter(c[i]);
-    CHECK_EQ_U(sum, 20 * 8 + 20);
+    CHECK_EQ_U(counters_sum(c, 8), 20 * 8 + 20);
     /* Every pin was let go: the chunks the graphs held can all be evicted
      * for the others, over and over. */
     lms_device_stats a, b;
@@ -566,24 +563,9 @@ static void threads_graphs(void)
     setup();
     enum { THREADS = 6, CHUNKS = 9 };
     CUdeviceptr c[CHUNKS];
-    for (int i = 0; i < CHUNKS; i++)
-        c[i] = chunk();
-    OK(cuCtxSynchronize());
-    OK(simgpu_reset_counters());
-    mt_job jobs[THREADS];
-    pthread_t th[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        jobs[i] = (mt_job){.id = i, .c = c, .nc = CHUNKS};
-        CHECK(pthread_create(&th[i], NULL, graph_work, &jobs[i]) == 0);
-    }
-    for (int i = 0; i < THREADS; i++)
-        CHECK(pthread_join(th[i], NULL) == 0);
-    for (int i = 0; i < THREADS; i++)
-        CHECK_EQ_U(jobs[i].fail, 0);
-    uint64_t sum = 0;
-    for (int i = 0; i < CHUNKS; i++)
-        sum += counter(c[i]);
-    CHECK_EQ_U(sum, THREADS * 50 * 4);
+    chunks(c, CHUNKS);
+    run_jobs(graph_work, THREADS, 0, c, CHUNKS);
+    CHECK_EQ_U(counters_sum(c, CHUNKS), THREADS * 50 * 4);
     check_invariants();
 }
 

@@ -97,24 +97,9 @@ static void threads_many_streams(void)
     setup();
     enum { THREADS = 8, CHUNKS = 10 };
     CUdeviceptr c[CHUNKS];
-    for (int i = 0; i < CHUNKS; i++)
-        c[i] = chunk();
-    OK(cuCtxSynchronize());
-    OK(simgpu_reset_counters());
-    mt_job jobs[THREADS];
-    pthread_t th[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        jobs[i] = (mt_job){.id = i, .c = c, .nc = CHUNKS};
-        CHECK(pthread_create(&th[i], NULL, many_work, &jobs[i]) == 0);
-    }
-    for (int i = 0; i < THREADS; i++)
-        CHECK(pthread_join(th[i], NULL) == 0);
-    for (int i = 0; i < THREADS; i++)
-        CHECK_EQ_U(jobs[i].fail, 0);
-    uint64_t sum = 0;
-    for (int i = 0; i < CHUNKS; i++)
-        sum += counter(c[i]);
-    CHECK_EQ_U(sum, THREADS * 600);
+    chunks(c, CHUNKS);
+    run_jobs(many_work, THREADS, 0, c, CHUNKS);
+    CHECK_EQ_U(counters_sum(c, CHUNKS), THREADS * 600);
     simgpu_counters sc;
     OK(simgpu_get_counters(0, &sc));
     printf("inflight_waits=%llu busy_evictions=%llu\n", (unsigned long long)sc.inflight_waits,
@@ -231,40 +216,15 @@ static void eight_threads(void)
     setup();
     enum { THREADS = 8, CHUNKS = 12 };
     CUdeviceptr c[CHUNKS];
-    for (int i = 0; i < CHUNKS; i++)
-        c[i] = chunk();
-    OK(cuCtxSynchronize());
-    OK(simgpu_reset_counters());
-    mt_job jobs[64];
-    pthread_t th[64];
-    for (int i = 0; i < THREADS; i++) {
-        jobs[i] = (mt_job){.id = i, .c = c, .nc = CHUNKS};
-        CHECK(pthread_create(&th[i], NULL, mt_work, &jobs[i]) == 0);
-    }
-    for (int i = 0; i < THREADS; i++)
-        CHECK(pthread_join(th[i], NULL) == 0);
-    uint64_t sum = 0;
-    for (int i = 0; i < THREADS; i++)
-        CHECK_EQ_U(jobs[i].fail, 0);
-    for (int i = 0; i < CHUNKS; i++)
-        sum += counter(c[i]);
-    CHECK_EQ_U(sum, THREADS * 300);
+    chunks(c, CHUNKS);
+    run_jobs(mt_work, THREADS, 0, c, CHUNKS);
+    CHECK_EQ_U(counters_sum(c, CHUNKS), THREADS * 300);
     check_invariants();
     /* 64 threads at once, each on its own per-thread default stream (more
      * streams than lmshim's slots; threads end while chunks remember them). */
-    for (int i = 0; i < 64; i++) {
-        jobs[i] = (mt_job){.id = 100 + i, .c = c, .nc = CHUNKS};
-        CHECK(pthread_create(&th[i], NULL, ptsz_work, &jobs[i]) == 0);
-    }
-    for (int i = 0; i < 64; i++)
-        CHECK(pthread_join(th[i], NULL) == 0);
-    for (int i = 0; i < 64; i++)
-        CHECK_EQ_U(jobs[i].fail, 0);
+    run_jobs(ptsz_work, 64, 100, c, CHUNKS);
     OK(cuCtxSynchronize());
-    sum = 0;
-    for (int i = 0; i < CHUNKS; i++)
-        sum += counter(c[i]);
-    CHECK_EQ_U(sum, THREADS * 300 + 64 * 20);
+    CHECK_EQ_U(counters_sum(c, CHUNKS), THREADS * 300 + 64 * 20);
     check_invariants();
 }
 
@@ -315,24 +275,12 @@ static void fork_after_launches(void)
 
 /* ---- IPC and exportable pools ------------------------------------------------- */
 
-/* A pool of device 0's memory, exportable (POSIX fd handles) or not. */
-static CUmemoryPool make_pool(bool exportable)
-{
-    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
-                            .handleTypes = exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-                                                      : CU_MEM_HANDLE_TYPE_NONE,
-                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
-    CUmemoryPool pool;
-    OK(cuMemPoolCreate(&pool, &props));
-    return pool;
-}
-
 /* An exportable pool made the device's current pool: cuMemAllocAsync
  * allocates from it, so its memory must stay exportable (on the device). */
 static void ipc_current_pool(void)
 {
     setup();
-    CUmemoryPool ex = make_pool(true), def;
+    CUmemoryPool ex = make_pool(0, true), def;
     OK(cuDeviceGetMemPool(&def, 0));
     OK(cuDeviceSetMemPool(0, ex));
     CUstream s;
@@ -377,7 +325,7 @@ static void ipc_odd_pointers(void)
     OK(cuMemFree(small));
     CHECK_IS(cuIpcGetMemHandle(&h, small), CUDA_ERROR_INVALID_VALUE);
     printf("interior device pointer: %d\n", (int)inner_small);
-    CUmemoryPool plain = make_pool(false);
+    CUmemoryPool plain = make_pool(0, false);
     CUdeviceptr p;
     OK(cuMemAllocFromPoolAsync(&p, 1 * MiB, plain, NULL));
     CUmemPoolPtrExportData data;

@@ -13,9 +13,8 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "simgpu.h"
-
-#define MiB (1ull << 20)
 
 /* touch(p, bytes): reads the range, p[0] += 1. */
 static void touch(simgpu_launch *l, void **p)
@@ -33,11 +32,7 @@ static CUfunction f_touch;
 static void setup(void)
 {
     primary_context(0);
-    simgpu_kernel k = {"touch", touch, 2, {8, 8}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f_touch, m, "touch"));
+    f_touch = sim_function(&(simgpu_kernel){"touch", touch, 2, {8, 8}});
 }
 
 static CUresult run_touch(CUdeviceptr p, size_t bytes)
@@ -101,14 +96,7 @@ static int log_lines_with(const char *what)
     const char *dir = getenv("CAPS_LOG_DIR");
     CHECK(dir != NULL);
     snprintf(path, sizeof path, "%s/caps_%d.log", dir, (int)getpid());
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    char line[1024];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, what) != NULL;
-    fclose(f);
-    return n;
+    return lines_with(path, what);
 }
 
 /* lmshim on such a device: chunks that leave it are pinned host memory,

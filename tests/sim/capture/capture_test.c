@@ -12,6 +12,7 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "simgpu.h"
 
 #define N 1024
@@ -31,11 +32,7 @@ static CUfunction f_inc;
 static void setup(void)
 {
     primary_context(0);
-    simgpu_kernel k = {"inc", inc, 3, {8, 4, 4}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "simulated"));
-    OK(cuModuleGetFunction(&f_inc, m, "inc"));
+    f_inc = sim_function(&(simgpu_kernel){"inc", inc, 3, {8, 4, 4}});
 }
 
 /* Launches inc(p, n, k) on s. */

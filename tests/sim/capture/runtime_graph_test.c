@@ -8,9 +8,9 @@
 #include <stdint.h>
 
 #include "../../common/check.h"
+#include "../../common/shim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
 #define NBUF 6
 #define N 1024
 

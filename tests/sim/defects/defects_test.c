@@ -12,8 +12,7 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
-
-#define MiB (1ull << 20)
+#include "../../common/shim.h"
 
 /* cuMemRelease of handles the driver never handed out answers an error. */
 static void vmm_release_bogus(void)

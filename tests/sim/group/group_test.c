@@ -25,10 +25,9 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "groupfile.h"
 #include "simgpu.h"
-
-#define MiB (1ull << 20)
 
 static char self[4096];     /* this program */
 static char dir[64];        /* the group directory of this test */
@@ -154,13 +153,6 @@ static void reap(pid_t pid)
         fprintf(stderr, "member %d ended with status 0x%x\n", (int)pid, st);
         exit(1);
     }
-}
-
-static int is_managed(CUdeviceptr p)
-{
-    int m = -1;
-    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return m;
 }
 
 static uint64_t xorshift(uint64_t *s)
@@ -339,12 +331,7 @@ static void member_fetcher(const char *arg)
 {
     (void)arg;
     primary_context(0);
-    simgpu_kernel k = {"touch2", touch2, 3, {8, 8, 8}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    CUfunction f;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f, m, "touch2"));
+    CUfunction f = sim_function(&(simgpu_kernel){"touch2", touch2, 3, {8, 8, 8}});
     CUdeviceptr c[4];
     size_t bytes = 32 * MiB;
     for (int i = 0; i < 4; i++) {
@@ -469,28 +456,42 @@ static void fresh_dir(void)
     atexit(cleanup);
 }
 
-/* Starts a `hold` member and waits until it holds its bytes; *release is
- * the pipe end whose closing lets it go. */
-static pid_t start_holder(const char *group, const char *limit, const char *mib, int *release)
+/* Starts a member of `kind` with fd 3 the pipe it writes a byte to when
+ * ready, and waits for that byte. With release, fd 4 is a pipe whose
+ * closing (of *release, the caller's end) lets the member go on. */
+static pid_t start_gated(const char *group, const char *limit, const char *kind, const char *arg, int *release)
 {
-    int ready[2], go[2];
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
+    int ready[2], go[2] = {-1, -1};
+    CHECK(pipe(ready) == 0);
+    if (release)
+        CHECK(pipe(go) == 0);
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
         dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        member_exec(group, limit, "hold", mib, NULL);
+        if (release) {
+            dup2(go[0], 4);
+            close(go[1]);
+        }
+        member_exec(group, limit, kind, arg, NULL);
     }
     close(ready[1]);
-    close(go[0]);
+    if (release) {
+        close(go[0]);
+        *release = go[1];
+    }
     char c;
     CHECK(read(ready[0], &c, 1) == 1);
     close(ready[0]);
-    *release = go[1];
     return pid;
+}
+
+/* Starts a `hold` member and waits until it holds its bytes; *release is
+ * the pipe end whose closing lets it go. */
+static pid_t start_holder(const char *group, const char *limit, const char *mib, int *release)
+{
+    return start_gated(group, limit, "hold", mib, release);
 }
 
 /* (1) Eight members allocating and freeing at random in one 256 MiB group
@@ -554,19 +555,7 @@ static void sigkill_reclaimed(void)
     /* Killed at random moments while charging from four threads. */
     srand((unsigned)getpid());
     for (int k = 0; k < 6; k++) {
-        int ready[2];
-        CHECK(pipe(ready) == 0);
-        fflush(NULL);
-        pid = fork();
-        CHECK(pid >= 0);
-        if (pid == 0) {
-            dup2(ready[1], 3);
-            member_exec("killed", "256M", "hammer", "", NULL);
-        }
-        close(ready[1]);
-        char c;
-        CHECK(read(ready[0], &c, 1) == 1);
-        close(ready[0]);
+        pid = start_gated("killed", "256M", "hammer", "", NULL);
         usleep((useconds_t)(20000 + rand() % 100000));
         kill(pid, SIGKILL);
         CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
@@ -577,22 +566,8 @@ static void sigkill_reclaimed(void)
     check_invariant(h);
     /* A member that closes its descriptors of the group file stays one;
      * one whose slot is taken from it never writes to it again. */
-    int ready[2], go[2];
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
-    fflush(NULL);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        member_exec("killed", "256M", "close_fds", "", NULL);
-    }
-    close(ready[1]);
-    close(go[0]);
-    char c;
-    CHECK(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
+    int go;
+    pid = start_gated("killed", "256M", "close_fds", "", &go);
     reap(spawn("killed", "256M", "sees", "256,100", NULL));
     lock(h);
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
@@ -603,29 +578,16 @@ static void sigkill_reclaimed(void)
         }
     }
     pthread_mutex_unlock(&h->lock);
-    close(go[1]);
+    close(go);
     reap(pid);
     check_invariant(h);
     CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
     /* A member killed while its fork child (a member of its own) lives on:
      * the parent's charge comes back, the child's stays. */
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
-    fflush(NULL);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        member_exec("killed", "256M", "fork_then_die", "", NULL);
-    }
-    close(ready[1]);
-    close(go[0]);
-    CHECK(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
+    pid = start_gated("killed", "256M", "fork_then_die", "", &go);
     CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
     reap(spawn("killed", "256M", "sees", "256,8", NULL));
-    close(go[1]);   /* the orphaned child frees and exits */
+    close(go);   /* the orphaned child frees and exits */
     for (int i = 0; i < 500 && atomic_load(&h->charged[0]) != 0; i++)
         usleep(10000);
     check_invariant(h);
@@ -866,22 +828,8 @@ static void top_view(void)
      * holding half the budget: the engine stays within what the group
      * leaves it, and top shows its rates. */
     holder = start_holder("watch", "128M", "64", &release);
-    int ready[2], go[2];
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
-    fflush(NULL);
-    pid_t fetcher = fork();
-    CHECK(fetcher >= 0);
-    if (fetcher == 0) {
-        dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        member_exec("watch", "128M", "fetcher", "", NULL);
-    }
-    close(ready[1]);
-    close(go[0]);
-    char c;
-    CHECK(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
+    int go;
+    pid_t fetcher = start_gated("watch", "128M", "fetcher", "", &go);
     lms_group_header *h = map_group("watch");
     for (int i = 0; i < 300; i++) {   /* 0.3 s of launches, the invariant checked meanwhile */
         check_invariant(h);
@@ -898,7 +846,7 @@ static void top_view(void)
         CHECK(system(cmd) == 0);
         CHECK(!"top --json shows the fetching member's resident bytes and rates");
     }
-    close(go[1]);
+    close(go);
     reap(fetcher);
     close(release);
     reap(holder);

@@ -11,40 +11,20 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "lmshim.h"
 #include "simgpu.h"
-
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
-
-/* lmshim's statistics of a device, read through its public API. */
-static lms_device_stats stats(int device)
-{
-    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get != NULL);   /* the shim is preloaded */
-    lms_device_stats s;
-    CHECK(get(device, &s) == 0);
-    return s;
-}
 
 /* Chunks lmshim holds for a device (0 when it never looked at the device). */
 static uint64_t chunks_of(int device)
 {
-    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
     lms_device_stats s;
-    if (get(device, &s) != 0)
+    if (get_stats(device, &s) != 0)
         return 0;
     uint64_t n = s.used;   /* a charged byte counts too */
     for (int p = 0; p < LMS_STATS_PLACES; p++)
         n += s.live_chunks[p];
     return n;
-}
-
-static int is_managed(CUdeviceptr p)
-{
-    int m = -1;
-    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return m;
 }
 
 /* touch(a, bytes): reads and writes the range. */
@@ -61,13 +41,8 @@ static void touch(simgpu_launch *l, void **p)
 static CUfunction touch_kernel(void)
 {
     static CUfunction f;
-    if (f)
-        return f;
-    simgpu_kernel k = {"touch", touch, 2, {8, 8}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f, m, "touch"));   /* the module stays loaded: f is valid while it is */
+    if (!f)
+        f = sim_function(&(simgpu_kernel){"touch", touch, 2, {8, 8}});
     return f;
 }
 
@@ -429,17 +404,12 @@ static int capture_stderr(void)
     return fd;
 }
 
-/* Lines of the captured stderr that contain `needle`. */
-static int lines_with(int fd, const char *needle)
+/* Lines of the captured stderr (open as fd) that contain `needle`. */
+static int stderr_lines_with(int fd, const char *needle)
 {
-    char buf[16384];
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    CHECK(n >= 0);
-    buf[n] = 0;
-    int count = 0;
-    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
-        count += strstr(line, needle) != NULL;
-    return count;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return lines_with(path, needle);
 }
 
 /* One allocation taking most of the budget at once (TensorFlow's or JAX's
@@ -451,13 +421,13 @@ static void arena_warning(void)
     int fd = capture_stderr();
     CUdeviceptr small, a, b;
     OK(cuMemAlloc(&small, 512 * MiB));                 /* half the budget: no word */
-    CHECK_EQ_U(lines_with(fd, "lmshim"), 0);
+    CHECK_EQ_U(stderr_lines_with(fd, "lmshim"), 0);
     OK(cuMemFree(small));
     OK(cuMemAlloc(&a, 800 * MiB));
     OK(cuMemAlloc(&b, 900 * MiB));
-    CHECK_EQ_U(lines_with(fd, "lmshim"), 1);
-    CHECK_EQ_U(lines_with(fd, "TF_FORCE_GPU_ALLOW_GROWTH=true"), 1);
-    CHECK_EQ_U(lines_with(fd, "XLA_PYTHON_CLIENT_PREALLOCATE=false"), 1);
+    CHECK_EQ_U(stderr_lines_with(fd, "lmshim"), 1);
+    CHECK_EQ_U(stderr_lines_with(fd, "TF_FORCE_GPU_ALLOW_GROWTH=true"), 1);
+    CHECK_EQ_U(stderr_lines_with(fd, "XLA_PYTHON_CLIENT_PREALLOCATE=false"), 1);
     OK(cuMemFree(a));
     OK(cuMemFree(b));
 }
@@ -474,11 +444,11 @@ static void vmm_growth_warning(void)
     CUmemGenericAllocationHandle h[4];
     for (int i = 0; i < 2; i++)
         OK(cuMemCreate(&h[i], 32 * MiB, &prop, 0));
-    CHECK_EQ_U(lines_with(fd, "lmshim"), 0);
+    CHECK_EQ_U(stderr_lines_with(fd, "lmshim"), 0);
     for (int i = 2; i < 4; i++)
         OK(cuMemCreate(&h[i], 32 * MiB, &prop, 0));
-    CHECK_EQ_U(lines_with(fd, "lmshim"), 1);
-    CHECK_EQ_U(lines_with(fd, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False"), 1);
+    CHECK_EQ_U(stderr_lines_with(fd, "lmshim"), 1);
+    CHECK_EQ_U(stderr_lines_with(fd, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False"), 1);
     for (int i = 0; i < 4; i++)
         OK(cuMemRelease(h[i]));
     CHECK_EQ_U(stats(0).used, 0);

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 
 #include "simgpu.h"
+#include "../../common/shim.h"
 
-#define MiB (1ull << 20)
 #define MAX_LAYERS 64
 
 static CUdeviceptr weights[MAX_LAYERS], activations[MAX_LAYERS];

@@ -13,27 +13,7 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
-
-#define MiB (1ull << 20)
-
-static bool is_managed(CUdeviceptr p)
-{
-    int managed = 0;
-    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return managed != 0;
-}
-
-/* A pool on device 0, exportable as POSIX file descriptors or not. */
-static CUmemoryPool make_pool(bool exportable)
-{
-    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
-                            .handleTypes = exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-                                                      : CU_MEM_HANDLE_TYPE_NONE,
-                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
-    CUmemoryPool pool;
-    OK(cuMemPoolCreate(&pool, &props));
-    return pool;
-}
+#include "../../common/shim.h"
 
 static void sim_ipc_handles(void)
 {
@@ -67,7 +47,7 @@ static void sim_ipc_handles(void)
 static void sim_pool_and_vmm_export(void)
 {
     primary_context(0);
-    CUmemoryPool ex = make_pool(true), plain = make_pool(false);
+    CUmemoryPool ex = make_pool(0, true), plain = make_pool(0, false);
     CUdeviceptr pe, pp, pd, m;
     OK(cuMemAllocFromPoolAsync(&pe, MiB, ex, NULL));
     OK(cuMemAllocFromPoolAsync(&pp, MiB, plain, NULL));
@@ -110,14 +90,7 @@ static int log_lines_with(const char *what)
     const char *dir = getenv("IPC_LOG_DIR");
     CHECK(dir != NULL);
     snprintf(path, sizeof path, "%s/ipc_%d.log", dir, (int)getpid());
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    char line[1024];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, what) != NULL;
-    fclose(f);
-    return n;
+    return lines_with(path, what);
 }
 
 /* A chunk placed off the device: CUDA's error and one line that says why. */
@@ -145,7 +118,7 @@ static void shim_refuses_offdevice(void)
 static void shim_exportable_pool(void)
 {
     primary_context(0);
-    CUmemoryPool ex = make_pool(true), plain = make_pool(false);
+    CUmemoryPool ex = make_pool(0, true), plain = make_pool(0, false);
     CUdeviceptr e[4], p;
     for (int i = 0; i < 4; i++) {
         OK(cuMemAllocFromPoolAsync(&e[i], 64 * MiB, ex, NULL));

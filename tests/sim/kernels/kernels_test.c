@@ -18,10 +18,10 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
 #define CHUNK (8 * MiB)             /* > LMS_FRAC of the budget: always managed */
 #define WIDE_BYTES 32760                 /* one parameter near CUDA's 32764-byte limit */
 #define WIDE_WORDS (WIDE_BYTES / 8)
@@ -73,11 +73,7 @@ static void register_all(void)
 /* lmshim's fetch count of device 0. */
 static uint64_t fetches(void)
 {
-    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get != NULL);
-    lms_device_stats s;
-    CHECK(get(0, &s) == 0);
-    return s.prefetches;
+    return stats(0).prefetches;
 }
 
 /* A managed chunk (the settings send every allocation there). */

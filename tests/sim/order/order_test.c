@@ -16,9 +16,9 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
 #define CHUNK (64 * MiB)
 
 static bool ordered = true;
@@ -39,11 +39,7 @@ static CUfunction f_work;
 static void setup(void)
 {
     primary_context(0);
-    simgpu_kernel k = {"work", work, 3, {8, 8, 8}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "x"));
-    OK(cuModuleGetFunction(&f_work, m, "work"));
+    f_work = sim_function(&(simgpu_kernel){"work", work, 3, {8, 8, 8}});
 }
 
 /* Launches work on chunk p, modeling `ns` of compute, on stream s. */

@@ -10,9 +10,9 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
 #define LINK_NS(bytes) ((double)(bytes) / 55.0)   /* 55 GB/s */
 
 /* reread(ptr, bytes, passes, compute_ns): `passes` passes over a range;
@@ -35,11 +35,7 @@ static CUfunction f_reread;
 static void setup(void)
 {
     primary_context(0);
-    simgpu_kernel k = {"reread", reread, 4, {8, 8, 4, 8}};
-    OK(simgpu_register_kernel(&k));
-    CUmodule m;
-    OK(cuModuleLoadData(&m, "simulated"));
-    OK(cuModuleGetFunction(&f_reread, m, "reread"));
+    f_reread = sim_function(&(simgpu_kernel){"reread", reread, 4, {8, 8, 4, 8}});
 }
 
 /* Runs reread on the legacy stream, waits, and returns the counters' growth. */

@@ -16,8 +16,7 @@
 #include <unistd.h>
 
 #include "simgpu.h"
-
-#define MiB (1ull << 20)
+#include "../../common/shim.h"
 
 static int setup(void)
 {

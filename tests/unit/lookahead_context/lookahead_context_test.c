@@ -74,6 +74,27 @@ static uint32_t rnd(uint64_t *x)
     return (uint32_t)(*x >> 33);
 }
 
+/* Three distinct ids below `range`, chosen at random and sorted. */
+static void pick3(uint64_t *x, uint32_t range, uint32_t ids[3])
+{
+    int n = 0;
+    while (n < 3) {
+        uint32_t v = rnd(x) % range;
+        int k = n;
+        bool dup = false;
+        for (int i = 0; i < n; i++)
+            dup |= ids[i] == v;
+        if (dup)
+            continue;
+        while (k > 0 && ids[k - 1] > v) {
+            ids[k] = ids[k - 1];
+            k--;
+        }
+        ids[k] = v;
+        n++;
+    }
+}
+
 /* Kernels over 3 of 8 chunks chosen at random, from 4 functions: equal
  * signatures recur by chance, and what followed them last time does not
  * follow again. After a while the policy makes no guess and names nothing
@@ -88,22 +109,7 @@ static void random_no_guess(void)
     int guesses = 0, aheads = 0;
     for (uint64_t seq = 1; seq <= 4000; seq++) {
         uint32_t ids[3];
-        int n = 0;
-        while (n < 3) {   /* sorted, unique */
-            uint32_t v = rnd(&x) % 8;
-            int k = n;
-            bool dup = false;
-            for (int i = 0; i < n; i++)
-                dup |= ids[i] == v;
-            if (dup)
-                continue;
-            while (k > 0 && ids[k - 1] > v) {
-                ids[k] = ids[k - 1];
-                k--;
-            }
-            ids[k] = v;
-            n++;
-        }
+        pick3(&x, 8, ids);
         lms_policy_memo *ms[3] = {&memo[ids[0]], &memo[ids[1]], &memo[ids[2]]};
         p->observe(st, seq, 1 + rnd(&x) % 4, ids, ms, 3);
         if (seq > 2000) {
@@ -210,22 +216,7 @@ static uint64_t random_fetches(uint64_t room)
     uint64_t x = 7, before = 0;
     for (uint64_t seq = 1; seq <= 4000; seq++) {
         uint32_t ids[3];
-        int n = 0;
-        while (n < 3) {
-            uint32_t v = rnd(&x) % 64;
-            int k = n;
-            bool dup = false;
-            for (int i = 0; i < n; i++)
-                dup |= ids[i] == v;
-            if (dup)
-                continue;
-            while (k > 0 && ids[k - 1] > v) {
-                ids[k] = ids[k - 1];
-                k--;
-            }
-            ids[k] = v;
-            n++;
-        }
+        pick3(&x, 64, ids);
         lms_plan_chunk *mine[3];
         for (int i = 0; i < 3; i++) {
             mine[i] = &f->chunks[ids[i]];

@@ -1,0 +1,111 @@
+/*
+ * shim.h — what test programs over the simulated GPU share: size units,
+ * lmshim's statistics read through its public API (with liblmshim.so
+ * preloaded), a simulated kernel's CUfunction, a counter in device memory,
+ * a memory pool, the placement of a pointer and counting lines of a log.
+ */
+#ifndef TEST_SHIM_H
+#define TEST_SHIM_H
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "lmshim.h"
+#include "simgpu.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+/* lmshim's lms_get_stats: fills *s for `device` and answers 0, or answers
+ * non-zero when lmshim does not know the device. The shim must be
+ * preloaded (the check fails otherwise). */
+static inline int get_stats(int device, lms_device_stats *s)
+{
+    static int (*get)(int, lms_device_stats *);
+    if (!get)
+        get = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get != NULL);   /* the shim is preloaded */
+    return get(device, s);
+}
+
+/* lmshim's statistics of a device, which it must know. */
+static inline lms_device_stats stats(int device)
+{
+    lms_device_stats s;
+    CHECK(get_stats(device, &s) == 0);
+    return s;
+}
+
+/* lmshim's invariant on `device` at this instant: within its budget, by its
+ * own count and by the simulated device's. */
+static inline void check_budget(int device)
+{
+    lms_device_stats s = stats(device);
+    CHECK(s.used <= s.budget);
+    CHECK_EQ_U(s.budget_violations, 0);
+    simgpu_counters c;
+    OK(simgpu_get_counters(device, &c));
+    CHECK(c.used_device_bytes <= s.budget);
+}
+
+/* Registers the simulated kernel `k` and answers its CUfunction, from a
+ * module loaded for it that stays loaded (a function is valid while its
+ * module is). */
+static inline CUfunction sim_function(const simgpu_kernel *k)
+{
+    OK(simgpu_register_kernel(k));
+    CUmodule m;
+    CUfunction f;
+    OK(cuModuleLoadData(&m, "x"));
+    OK(cuModuleGetFunction(&f, m, k->name));
+    return f;
+}
+
+/* The 64-bit counter at device address p (read with a copy). */
+static inline uint64_t counter(CUdeviceptr p)
+{
+    uint64_t v = 0;
+    OK(cuMemcpyDtoH(&v, p, sizeof v));
+    return v;
+}
+
+/* A pool of `device`'s memory, exportable (POSIX fd handles) or not; the
+ * caller destroys it. */
+static inline CUmemoryPool make_pool(int device, bool exportable)
+{
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .handleTypes = exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+                                                      : CU_MEM_HANDLE_TYPE_NONE,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}};
+    CUmemoryPool pool;
+    OK(cuMemPoolCreate(&pool, &props));
+    return pool;
+}
+
+/* Whether p is managed memory (CU_POINTER_ATTRIBUTE_IS_MANAGED). */
+static inline int is_managed(CUdeviceptr p)
+{
+    int m = -1;
+    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+    return m;
+}
+
+/* Lines of the file at `path` (which must exist) that contain `what`. */
+static inline int lines_with(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, what) != NULL;
+    fclose(f);
+    return n;
+}
+
+#endif
