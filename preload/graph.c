@@ -15,7 +15,7 @@
 #define INSTANTIATE_HOOK(sym, params, ...)                                        \
     LMS_EXPORT CUresult sym params                                                \
     {                                                                             \
-        if (!lms_hook_enter() || !REAL(sym))                                      \
+        if (!LMS_ENTER(sym))                                      \
             return PASS(sym, __VA_ARGS__);                                        \
         CUresult r = REAL(sym)(__VA_ARGS__);                                      \
         if (r == CUDA_SUCCESS && out)                                             \
@@ -40,7 +40,7 @@ INSTANTIATE_HOOK(cuGraphInstantiateWithParams_ptsz,
 #define GRAPH_LAUNCH_HOOK(sym, ptds)                                               \
     LMS_EXPORT CUresult sym(CUgraphExec e, CUstream s)                             \
     {                                                                              \
-        if (!lms_hook_enter() || !REAL(sym))                                       \
+        if (!LMS_ENTER(sym))                                       \
             return PASS(sym, e, s);                                                \
         uint32_t *ids = NULL;                                                      \
         int n = lms_residency_any() ? lms_graph_chunks(e, &ids) : 0;              \
@@ -67,7 +67,7 @@ GRAPH_LAUNCH_HOOK(cuGraphLaunch_ptsz, true)
 
 LMS_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
 {
-    if (!lms_hook_enter() || !REAL(cuGraphExecDestroy))
+    if (!LMS_ENTER(cuGraphExecDestroy))
         return PASS(cuGraphExecDestroy, e);
     CUresult r = REAL(cuGraphExecDestroy)(e);
     if (r == CUDA_SUCCESS)

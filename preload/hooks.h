@@ -51,6 +51,24 @@ static inline bool lms_hook_enter(void)
 /* Leaves a hook entered with lms_hook_enter() == true. */
 static inline void lms_hook_leave(void) { lms_hook_depth = 0; }
 
+/* Enters a hook that calls the real functions of variants `id` and `id2`
+ * (-1: none): as lms_hook_enter(), but false — with nothing entered — when
+ * the driver lacks either; the caller then passes the call through, and the
+ * thread's later hooks still run. */
+static inline bool lms_hook_enter_with(int id, int id2)
+{
+    if (!lms_hook_enter())
+        return false;
+    if (lms_hook_real[id] && (id2 < 0 || lms_hook_real[id2]))
+        return true;
+    lms_hook_leave();
+    return false;
+}
+
+/* lms_hook_enter_with for one hooked symbol, or for two. */
+#define LMS_ENTER(sym) lms_hook_enter_with(LMS_HOOK_##sym, -1)
+#define LMS_ENTER2(sym, sym2) lms_hook_enter_with(LMS_HOOK_##sym, LMS_HOOK_##sym2)
+
 /* The hook for a real pointer, or the pointer itself when not hooked. */
 void *lms_hook_for_real(void *real);
 /* The hook exported under `name`, or NULL. */

@@ -15,7 +15,7 @@
 #define EXPORT_HOOK(sym, out_type)                                                  \
     LMS_EXPORT CUresult sym(out_type *out, CUdeviceptr p)                           \
     {                                                                               \
-        if (!lms_hook_enter() || !REAL(sym))                                        \
+        if (!LMS_ENTER(sym))                                        \
             return PASS(sym, out, p);                                               \
         CUresult r = lms_ipc_refuse(#sym, p) ? CUDA_ERROR_INVALID_VALUE             \
                                              : REAL(sym)(out, p);                   \

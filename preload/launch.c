@@ -30,7 +30,7 @@ static void before(CUfunction f, CUstream s, void **params, void **extra, lms_la
                             unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,   \
                             void **extra)                                                          \
     {                                                                                              \
-        if (!lms_hook_enter() || !REAL(sym))                                                       \
+        if (!LMS_ENTER(sym))                                                       \
             return PASS(sym, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);                  \
         if (!lms_residency_any()) {                                                                \
             lms_capture_idle();                                                                    \
@@ -52,7 +52,7 @@ LAUNCH_HOOK(cuLaunchKernel_ptsz, true)
 #define LAUNCH_EX_HOOK(sym, ptds)                                                                  \
     LMS_EXPORT CUresult sym(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)    \
     {                                                                                              \
-        if (!lms_hook_enter() || !REAL(sym))                                                       \
+        if (!LMS_ENTER(sym))                                                       \
             return PASS(sym, c, f, params, extra);                                                 \
         if (!lms_residency_any() || !c) {                                                          \
             lms_capture_idle();                                                                    \
@@ -75,7 +75,7 @@ LAUNCH_EX_HOOK(cuLaunchKernelEx_ptsz, true)
     LMS_EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,      \
                             unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params)   \
     {                                                                                              \
-        if (!lms_hook_enter() || !REAL(sym))                                                       \
+        if (!LMS_ENTER(sym))                                                       \
             return PASS(sym, f, gx, gy, gz, bx, by, bz, shmem, s, params);                         \
         if (!lms_residency_any()) {                                                                \
             lms_capture_idle();                                                                    \

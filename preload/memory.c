@@ -14,10 +14,6 @@
 /* The real call behind a hook, or NOT_SUPPORTED when the driver lacks it. */
 #define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
 
-/* Enters a hook whose real function exists; false (and not entered) when
- * the call must go straight to PASS. */
-#define REAL_OR_PASS(sym) (lms_hook_enter() && (REAL(sym) || (lms_hook_leave(), false)))
-
 /* The stream a stream-ordered call really uses: NULL in a _ptsz variant is
  * the calling thread's per-thread default stream, which the engine must
  * name as such (it synchronizes and queries through the plain variants). */
@@ -134,7 +130,7 @@ static CUresult alloc_async(void *real, CUdeviceptr *dptr, size_t size, CUmemory
 #define ASYNC_ALLOC_HOOK(sym, ptds)                                                    \
     LMS_EXPORT CUresult sym(CUdeviceptr *dptr, size_t size, CUstream stream)          \
     {                                                                                 \
-        if (!lms_hook_enter() || !REAL(sym))                                          \
+        if (!LMS_ENTER(sym))                                          \
             return PASS(sym, dptr, size, stream);                                     \
         CUresult r = alloc_async((void *)REAL(sym), dptr, size, NULL,                 \
                                  effective(stream, ptds));                            \
@@ -145,7 +141,7 @@ static CUresult alloc_async(void *real, CUdeviceptr *dptr, size_t size, CUmemory
 #define POOL_ALLOC_HOOK(sym, ptds)                                                             \
     LMS_EXPORT CUresult sym(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream) \
     {                                                                                          \
-        if (!lms_hook_enter() || !REAL(sym))                                                   \
+        if (!LMS_ENTER(sym))                                                   \
             return PASS(sym, dptr, size, pool, stream);                                        \
         CUresult r = pool ? alloc_async((void *)REAL(sym), dptr, size, pool,                   \
                                         effective(stream, ptds))                               \
@@ -162,7 +158,7 @@ POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, true)
 /* Pools: their location is known only at creation. */
 LMS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
-    if (!REAL_OR_PASS(cuMemPoolCreate))
+    if (!LMS_ENTER(cuMemPoolCreate))
         return PASS(cuMemPoolCreate, pool, props);
     CUresult r = REAL(cuMemPoolCreate)(pool, props);
     if (r == CUDA_SUCCESS)
@@ -173,7 +169,7 @@ LMS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pr
 
 LMS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
-    if (!REAL_OR_PASS(cuMemPoolDestroy))
+    if (!LMS_ENTER(cuMemPoolDestroy))
         return PASS(cuMemPoolDestroy, pool);
     CUresult r = REAL(cuMemPoolDestroy)(pool);
     if (r == CUDA_SUCCESS)
@@ -186,7 +182,7 @@ LMS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 
 LMS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-    if (!lms_hook_enter() || !REAL(cuMemFree_v2))
+    if (!LMS_ENTER(cuMemFree_v2))
         return PASS(cuMemFree_v2, dptr);
     lms_free_op op = {.sync_free = REAL(cuMemFree_v2)};
     CUresult r = lms_place_free(dptr, &op);
@@ -197,7 +193,7 @@ LMS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 #define ASYNC_FREE_HOOK(sym, ptds)                                               \
     LMS_EXPORT CUresult sym(CUdeviceptr dptr, CUstream stream)                   \
     {                                                                            \
-        if (!lms_hook_enter() || !REAL(sym) || !REAL(cuMemFree_v2))              \
+        if (!LMS_ENTER2(sym, cuMemFree_v2))              \
             return PASS(sym, dptr, stream);                                      \
         lms_free_op op = {.sync_free = REAL(cuMemFree_v2), .async_free = REAL(sym), \
                           .stream = effective(stream, ptds)};                    \
@@ -225,7 +221,7 @@ static CUresult free_v1(CUdeviceptr p) { return REAL(cuMemFree)((CUdeviceptr_v1)
 
 LMS_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 {
-    if (!lms_hook_enter() || !REAL(cuMemAlloc))
+    if (!LMS_ENTER(cuMemAlloc))
         return PASS(cuMemAlloc, dptr, bytesize);
     CUresult r;
     if (!dptr || bytesize == 0) {
@@ -246,7 +242,7 @@ LMS_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 
 LMS_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
 {
-    if (!lms_hook_enter() || !REAL(cuMemFree))
+    if (!LMS_ENTER(cuMemFree))
         return PASS(cuMemFree, dptr);
     lms_free_op op = {.sync_free = free_v1};
     CUresult r = lms_place_free(dptr, &op);
@@ -258,7 +254,7 @@ LMS_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
 
 LMS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
-    if (!lms_hook_enter() || !REAL(cuMemAllocManaged))
+    if (!LMS_ENTER(cuMemAllocManaged))
         return PASS(cuMemAllocManaged, dptr, bytesize, flags);
     CUresult r = REAL(cuMemAllocManaged)(dptr, bytesize, flags);
     if (r == CUDA_SUCCESS)
@@ -269,7 +265,7 @@ LMS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsign
 
 LMS_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
 {
-    if (!lms_hook_enter() || !REAL(cuMemHostAlloc))
+    if (!LMS_ENTER(cuMemHostAlloc))
         return PASS(cuMemHostAlloc, pp, bytesize, flags);
     CUresult r = REAL(cuMemHostAlloc)(pp, bytesize, flags);
     if (r == CUDA_SUCCESS)
@@ -280,7 +276,7 @@ LMS_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flag
 
 LMS_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
-    if (!lms_hook_enter() || !REAL(cuMemAllocHost_v2))
+    if (!LMS_ENTER(cuMemAllocHost_v2))
         return PASS(cuMemAllocHost_v2, pp, bytesize);
     CUresult r = REAL(cuMemAllocHost_v2)(pp, bytesize);
     if (r == CUDA_SUCCESS)
@@ -293,7 +289,7 @@ static CUresult free_host(CUdeviceptr p) { return REAL(cuMemFreeHost)((void *)(u
 
 LMS_EXPORT CUresult cuMemFreeHost(void *p)
 {
-    if (!lms_hook_enter() || !REAL(cuMemFreeHost))
+    if (!LMS_ENTER(cuMemFreeHost))
         return PASS(cuMemFreeHost, p);
     lms_free_op op = {.sync_free = free_host, .host_free = true};
     CUresult r = lms_place_free((uintptr_t)p, &op);
@@ -306,7 +302,7 @@ LMS_EXPORT CUresult cuMemFreeHost(void *p)
 LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                 const CUmemAllocationProp *prop, unsigned long long flags)
 {
-    if (!lms_hook_enter() || !REAL(cuMemCreate))
+    if (!LMS_ENTER(cuMemCreate))
         return PASS(cuMemCreate, handle, size, prop, flags);
     /* The device comes from the properties, and only from a device location.
      * The driver answers first, so that bad arguments get CUDA's error
@@ -324,7 +320,7 @@ LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 
 LMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-    if (!lms_hook_enter() || !REAL(cuMemRelease))
+    if (!LMS_ENTER(cuMemRelease))
         return PASS(cuMemRelease, handle);
     CUresult r = lms_vmm_release(handle, REAL(cuMemRelease));
     lms_hook_leave();
@@ -334,7 +330,7 @@ LMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 LMS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                              unsigned long long flags)
 {
-    if (!REAL_OR_PASS(cuMemMap))
+    if (!LMS_ENTER(cuMemMap))
         return PASS(cuMemMap, ptr, size, offset, handle, flags);
     CUresult r = lms_vmm_map(ptr, size, offset, handle, flags, REAL(cuMemMap));
     lms_hook_leave();
@@ -343,7 +339,7 @@ LMS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
 
 LMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-    if (!REAL_OR_PASS(cuMemUnmap))
+    if (!LMS_ENTER(cuMemUnmap))
         return PASS(cuMemUnmap, ptr, size);
     CUresult r = lms_vmm_unmap(ptr, size, REAL(cuMemUnmap));
     lms_hook_leave();
@@ -354,7 +350,7 @@ LMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 
 LMS_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
-    if (!lms_hook_enter() || !REAL(cuMemGetInfo_v2))
+    if (!LMS_ENTER(cuMemGetInfo_v2))
         return PASS(cuMemGetInfo_v2, free_bytes, total);
     CUresult r = lms_place_mem_info(free_bytes, total, REAL(cuMemGetInfo_v2));
     lms_hook_leave();
@@ -363,7 +359,7 @@ LMS_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 
 LMS_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
 {
-    if (!lms_hook_enter() || !REAL(cuMemGetInfo_v2))
+    if (!LMS_ENTER(cuMemGetInfo_v2))
         return PASS(cuMemGetInfo, free_bytes, total);
     size_t f, t;
     CUresult r = free_bytes && total ? lms_place_mem_info(&f, &t, REAL(cuMemGetInfo_v2))
@@ -379,7 +375,7 @@ LMS_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
 /* The device's memory as this process sees it: its budget. */
 LMS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-    if (!lms_hook_enter() || !REAL(cuDeviceTotalMem_v2))
+    if (!LMS_ENTER(cuDeviceTotalMem_v2))
         return PASS(cuDeviceTotalMem_v2, bytes, dev);
     CUresult r = lms_place_total_mem(bytes, dev, REAL(cuDeviceTotalMem_v2));
     lms_hook_leave();
@@ -388,7 +384,7 @@ LMS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 
 LMS_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 {
-    if (!lms_hook_enter() || !REAL(cuDeviceTotalMem_v2))
+    if (!LMS_ENTER(cuDeviceTotalMem_v2))
         return PASS(cuDeviceTotalMem, bytes, dev);
     size_t b = 0;
     CUresult r = bytes ? lms_place_total_mem(&b, dev, REAL(cuDeviceTotalMem_v2)) : CUDA_ERROR_INVALID_VALUE;

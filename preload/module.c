@@ -13,7 +13,7 @@
 #define UNLOAD_HOOK(sym, handle_type)                                               \
     LMS_EXPORT CUresult sym(handle_type h)                                          \
     {                                                                               \
-        if (!lms_hook_enter() || !REAL(sym))                                        \
+        if (!LMS_ENTER(sym))                                        \
             return PASS(sym, h);                                                    \
         lms_launch_unload_begin();                                                  \
         CUresult r = REAL(sym)(h);                                                  \
