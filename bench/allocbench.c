@@ -284,7 +284,7 @@ int main(int argc, char **argv)
     setenv("LMS_FRAC", "0", 1);
     if (evict_n) {
         char limit[32];
-        snprintf(limit, sizeof limit, "%ld", evict_n / 2 * EVICT_CHUNK);
+        snprintf(limit, sizeof limit, "%ldK", evict_n / 2 * (EVICT_CHUNK >> 10));   /* with a unit: no small-budget warning */
         setenv("LMS_LIMIT", limit, 1);
         setenv("LMS_POLICY", argv[5], 1);
     }
