@@ -17,6 +17,7 @@
 struct lms_plan_priced {
     lms_plan_chunk *c;
     double price;
+    double at;                /* bytes read in place when the price was measured */
     int order;                /* its place in the launch (ties keep it) */
 };
 
@@ -355,6 +356,8 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
             break;   /* more than fits at once: the rest comes later */
         if (c->resident)
             continue;
+        if (c->pins > 0)
+            continue;   /* off the device and in use: read in place by a launch not yet recorded */
         lms_plan_pin(p, c);   /* not a victim of its own batch's room-making */
         bdist[nb] = dist[i];
         p->batch[nb++] = c;
@@ -399,7 +402,7 @@ static lms_plan_chunk *demotable(const lms_plan_ops *ops, void *ctx, lms_plan_ch
         lms_plan_chunk *c = mine[i];
         if (!c->resident)
             continue;
-        double pc = ops->price(ctx, c);
+        double at, pc = ops->price(ctx, c, &at);
         if (pc >= 0 && pc >= want / 2)
             continue;
         if (!best || pc < bp)
@@ -423,15 +426,19 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
     struct lms_plan_priced *pr = p->priced;
     bool known = false;
     for (int i = 0; i < nb; i++) {
-        pr[i] = (struct lms_plan_priced){.c = batch[i], .price = ops->price(ctx, batch[i]), .order = i};
+        pr[i] = (struct lms_plan_priced){.c = batch[i], .order = i};
+        pr[i].price = ops->price(ctx, batch[i], &pr[i].at);
         known |= pr[i].price >= 0;
     }
     if (!known)
         return bring(p, ops, ctx, batch, nb, NULL, false);
     qsort(pr, (size_t)nb, sizeof *pr, by_price);
     int done = 0;
+    double fetch_cost = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
     for (int i = 0; i < nb; i++) {
         lms_plan_chunk *c = pr[i].c;
+        if (pr[i].price >= 0 && (pr[i].price == 0 || pr[i].price < fetch_cost))
+            continue;   /* reading it in place costs less than fetching it now */
         for (;;) {
             if (make_room(p, ops, ctx, c->charge, LMS_DISTANCE_NOW)) {
                 done += fetch_into_room(p, ops, ctx, c, false);

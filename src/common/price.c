@@ -4,7 +4,7 @@
  * A launch's slowdown, measured while some of its chunks were read over
  * the link, is spread over those chunks: each gets slowdown / remote bytes
  * for that signature, the lowest seen (a chunk read in place once without
- * cost is cheap there). The slowdown is the duration less a base: the
+ * cost is cheap there) unless a later one read no more bytes in place. The slowdown is the duration less a base: the
  * shortest duration of the signature, or of the function when it ran with
  * nothing read in place, whichever is shorter (the function's launches of
  * other sizes make that base an estimate). A GEMM's operand read once per
@@ -12,14 +12,16 @@
  * compute hides prices zero. A chunk never read in place by a signature
  * has no price for it.
  *
- * The table is bounded: when half its slots are taken it is cleared and
- * learning starts over (a step's prices come back within a step).
+ * The table is bounded: when half its slots are taken, and after every
+ * RELEARN launches learned, it is cleared and learning starts over (a
+ * step's prices come back within a step or two).
  */
 #include "price.h"
 
 #include <stdlib.h>
 
 #define COUNT_TAG 0xffffffffu   /* the id that keys a signature's count */
+#define RELEARN (1u << 16)      /* launches learned before the table starts over */
 #define NOISE 16                /* a slowdown under 1/16 of the base is none */
 #define BASE_TAG 0xfffffffeu    /* ... a signature's or a function's shortest duration (ns) */
 
@@ -70,15 +72,21 @@ static lms_price_entry *probe(const lms_price *p, uint64_t key)
     return NULL;
 }
 
+/* Empties the table. */
+static void clear(lms_price *p)
+{
+    for (uint32_t i = 0; i < p->cap; i++)
+        p->t[i] = (lms_price_entry){0};
+    p->used = 0;
+}
+
 /* The slot of key, made when absent (the table is cleared first when half
  * full), or NULL. */
 static lms_price_entry *slot(lms_price *p, uint64_t key)
 {
     lms_price_entry *e = probe(p, key);
     if (e && e->key == 0 && p->used + 1 > p->cap / 2) {
-        for (uint32_t i = 0; i < p->cap; i++)
-            p->t[i] = (lms_price_entry){0};
-        p->used = 0;
+        clear(p);
         e = probe(p, key);
     }
     if (e && e->key == 0) {
@@ -102,6 +110,8 @@ static double shortest(lms_price *p, uint64_t key, double ns)
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
                      double ns)
 {
+    if (++p->learned % RELEARN == 0)
+        clear(p);   /* prices only fall: start over now and then */
     lms_price_entry *c = slot(p, key_of(sig, COUNT_TAG));
     if (c)
         c->value = c->value < 0 ? 1 : c->value < 1e6f ? c->value + 1 : c->value;
@@ -122,14 +132,21 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     float v = (float)(slow / (double)bytes);
     for (int i = 0; i < n; i++) {
         lms_price_entry *e = slot(p, key_of(sig, remote[i]));
-        if (e)
-            e->value = e->value < 0 || v < e->value ? v : e->value;
+        /* The lowest price stays (reads in place that the kernel hid at
+         * one amount may show at a larger one: a price is the best case
+         * seen, relearned when the table starts over). */
+        if (e && (e->value < 0 || v < e->value)) {
+            e->value = v;
+            e->at = (float)bytes;
+        }
     }
 }
 
-double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id)
+double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id, double *at)
 {
     const lms_price_entry *e = probe(p, key_of(sig, id));
+    if (at)
+        *at = e && e->key ? e->at : 0;
     return e && e->key ? e->value : -1;
 }
 

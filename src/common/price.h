@@ -16,12 +16,14 @@
 typedef struct lms_price_entry {
     uint64_t key;        /* 0: empty */
     float value;         /* ns of slowdown per byte read in place; a count; a shortest duration (ns) */
+    float at;            /* a price: bytes the launch read in place when it was measured */
 } lms_price_entry;
 
 /* A bounded open-addressing table (cleared when half full). */
 typedef struct lms_price {
     lms_price_entry *t;
     uint32_t cap, used;  /* slots (a power of two), slots taken */
+    uint64_t learned;    /* launches learned */
 } lms_price;
 
 /* Sets up a table of `cap` slots (a power of two); false without memory. */
@@ -39,9 +41,10 @@ uint64_t lms_price_sig(uintptr_t fn, const uint32_t *ids, int n);
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
                      double ns);
 
-/* The price (ns of launch per byte) of reading chunk `id` in place for a
- * launch of signature `sig`, or a negative number when unknown. */
-double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id);
+/* The price (ns of slowdown per byte) of reading chunk `id` in place for
+ * a launch of signature `sig`, or a negative number when unknown; *at (may
+ * be NULL) gets the bytes that launch read in place when it was measured. */
+double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id, double *at);
 
 /* How many launches of `sig` were learned (saturating). */
 uint32_t lms_price_seen(const lms_price *p, uint64_t sig);

@@ -117,6 +117,9 @@ typedef struct live {
     CUstream stream;          /* the launch's stream */
     int slot;                 /* its slot, or -1 */
     uint64_t sig;             /* the launch's signature (prices are learned per signature) */
+    int fetch_timed;          /* the timing handle of its demand fetches (0: none) */
+    bool fetch_tried;         /* a demand fetch was issued: fetch_timed is decided */
+    uint64_t fetch_bytes;     /* bytes of its demand fetches */
 } live;
 
 static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -587,6 +590,10 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
         lms_account_release(l->a, pc->charge);
         return false;
     }
+    if (!ahead && !l->fetch_tried) {   /* the batch's time, its waits included */
+        l->fetch_tried = true;
+        l->fetch_timed = lms_timing_fetch_begin(l->device, s);
+    }
     if (lms_opt.stream_order) {   /* the copy waits for the reads over the link since the eviction */
         for (int u = 0; u < USERS; u++)
             wait_ref(d, s, c->users[u]);
@@ -620,6 +627,8 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     } else {
         lms_drv.cuStreamSynchronize(s);   /* cannot order it: finish it now */
     }
+    if (!ahead)
+        l->fetch_bytes += c->size;
     atomic_fetch_add(&l->a->prefetched_bytes, c->size);
     atomic_fetch_add(&l->a->prefetches, 1);
     check_budget(l->a);
@@ -635,6 +644,10 @@ static void op_fetched(void *ctx, bool ahead)
     int slot = ahead ? l->d->side_slot : l->slot;
     if (slot >= 0)
         record(l->d, slot);
+    if (!ahead && l->fetch_timed) {
+        lms_timing_fetch_end(l->device, l->fetch_timed, l->stream, l->fetch_bytes);
+        l->fetch_timed = 0;
+    }
 }
 
 /* The launch's stream waits for c's fetch, once per stream. */
@@ -678,16 +691,22 @@ static uint32_t price_id(const res_chunk *c)
 }
 
 /* The measured price of reading c in place for the launch being planned. */
-static double op_price(void *ctx, lms_plan_chunk *pc)
+static double op_price(void *ctx, lms_plan_chunk *pc, double *at)
 {
     live *l = ctx;
-    return lms_timing_price(l->device, l->sig, price_id((res_chunk *)pc));
+    return lms_timing_price(l->device, l->sig, price_id((res_chunk *)pc), at);
+}
+
+/* What a demand fetch holds a launch per byte, as measured. */
+static double op_fetch_cost(void *ctx)
+{
+    return lms_timing_fetch_cost(((live *)ctx)->device);
 }
 
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price,
+    .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost,
 };
 
 /* Times the launch when it is sampled (timing.c): the chunks it reads in

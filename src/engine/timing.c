@@ -34,7 +34,8 @@ typedef struct pair {
     uint64_t sig;
     uint32_t *remote;         /* ids read in place (malloc'd), NULL when none */
     int n;
-    uint64_t bytes;           /* bytes read in place */
+    uint64_t bytes;           /* bytes read in place (a fetch batch: fetched) */
+    bool fetch;               /* a batch of demand fetches, not a launch */
     bool closed;              /* the end event is recorded */
     bool bad;                 /* a record failed: learn nothing */
 } pair;
@@ -43,6 +44,8 @@ typedef struct dev_timing {
     bool tried, ok;           /* the pool was made (ok) or could not be (tried) */
     pair pairs[PAIRS];
     uint64_t head, tail;      /* pairs [head, tail) are in flight, in launch order */
+    uint64_t batches;         /* demand fetch batches seen */
+    double fetch_ns;          /* what a demand fetch holds its launch per byte (ns; 0: unknown) */
     lms_price price;
 } dev_timing;
 
@@ -69,6 +72,24 @@ static bool ready(dev_timing *t)
     return true;
 }
 
+/* Arms the next pair: records its start on `stream`; returns 1 + its
+ * index, or 0 when every pair is in flight or the record fails. */
+static int arm(int device, CUstream stream)
+{
+    dev_timing *t = &timing[device];
+    if (t->tail - t->head == PAIRS)
+        lms_timing_poll(device);
+    if (t->tail - t->head == PAIRS)
+        return 0;   /* every pair in flight */
+    int idx = (int)(t->tail % PAIRS);
+    pair *pr = &t->pairs[idx];
+    if (lms_drv.cuEventRecord(pr->start, stream) != CUDA_SUCCESS)
+        return 0;
+    *pr = (pair){.start = pr->start, .end = pr->end};
+    t->tail++;
+    return idx + 1;
+}
+
 int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n,
                      uint64_t bytes)
 {
@@ -79,19 +100,15 @@ int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, ui
         return 0;
     if (lms_price_seen(&t->price, sig) >= SEEN_ALL && seq % EVERY != 0)
         return 0;
-    if (t->tail - t->head == PAIRS)
-        lms_timing_poll(device);
-    if (t->tail - t->head == PAIRS)
-        return 0;   /* every pair in flight */
-    int idx = (int)(t->tail % PAIRS);
-    pair *pr = &t->pairs[idx];
     uint32_t *copy = n > 0 ? malloc((size_t)n * sizeof *copy) : NULL;
     if (n > 0 && !copy)
         return 0;
-    if (lms_drv.cuEventRecord(pr->start, stream) != CUDA_SUCCESS) {
+    int h = arm(device, stream);
+    if (!h) {
         free(copy);
         return 0;
     }
+    pair *pr = &t->pairs[h - 1];
     if (copy)
         memcpy(copy, remote, (size_t)n * sizeof *copy);
     pr->fn = fn;
@@ -99,9 +116,35 @@ int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, ui
     pr->remote = copy;
     pr->n = copy ? n : 0;
     pr->bytes = bytes;
-    pr->closed = pr->bad = false;
-    t->tail++;
-    return idx + 1;   /* never 0 */
+    return h;
+}
+
+int lms_timing_fetch_begin(int device, CUstream stream)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES)
+        return 0;
+    dev_timing *t = &timing[device];
+    if (!ready(t) || (t->batches++ >= SEEN_ALL * 4 && t->batches % EVERY != 0))
+        return 0;
+    int h = arm(device, stream);
+    if (h)
+        t->pairs[h - 1].fetch = true;
+    return h;
+}
+
+void lms_timing_fetch_end(int device, int h, CUstream stream, uint64_t bytes)
+{
+    if (h <= 0 || device < 0 || device >= LMS_MAX_DEVICES)
+        return;
+    timing[device].pairs[h - 1].bytes = bytes;
+    lms_timing_end(device, h, stream);
+}
+
+double lms_timing_fetch_cost(int device)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok || timing[device].fetch_ns <= 0)
+        return -1;
+    return timing[device].fetch_ns;
 }
 
 void lms_timing_end(int device, int h, CUstream stream)
@@ -131,17 +174,23 @@ void lms_timing_poll(int device)
             if (q != CUDA_SUCCESS || lms_drv.cuEventElapsedTime(&ms, pr->start, pr->end) != CUDA_SUCCESS)
                 pr->bad = true;
         }
-        if (!pr->bad)
+        if (!pr->bad && pr->fetch && pr->bytes > 0) {
+            double v = (double)ms * 1e6 / (double)pr->bytes;
+            t->fetch_ns = t->fetch_ns > 0 ? (3 * t->fetch_ns + v) / 4 : v;
+        } else if (!pr->bad) {
             lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6);
+        }
         free(pr->remote);
         pr->remote = NULL;
         t->head++;
     }
 }
 
-double lms_timing_price(int device, uint64_t sig, uint32_t id)
+double lms_timing_price(int device, uint64_t sig, uint32_t id, double *at)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok) {
+        *at = 0;
         return -1;
-    return lms_price_of(&timing[device].price, sig, id);
+    }
+    return lms_price_of(&timing[device].price, sig, id, at);
 }

@@ -22,10 +22,20 @@ int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, ui
                      uint64_t bytes);
 /* After the launch was issued: records the end event of handle `h`. */
 void lms_timing_end(int device, int h, CUstream stream);
+/* Before the first demand fetch of a launch on its stream (before the
+ * fetch's waits): when sampled, records the start of the batch; returns a
+ * handle for lms_timing_fetch_end, or 0. */
+int lms_timing_fetch_begin(int device, CUstream stream);
+/* After the batch (`bytes` fetched) was issued: records its end. */
+void lms_timing_fetch_end(int device, int h, CUstream stream, uint64_t bytes);
+/* What a demand fetch holds its launch, in ns per byte fetched (its waits
+ * for evictions included), or negative when not measured yet. */
+double lms_timing_fetch_cost(int device);
 /* Learns from the pairs that completed (never waits). */
 void lms_timing_poll(int device);
-/* The learned price (ns per byte) of reading chunk `id` in place for a
- * launch of `sig`, or negative when unknown. */
-double lms_timing_price(int device, uint64_t sig, uint32_t id);
+/* The learned price (ns of slowdown per byte) of reading chunk `id` in
+ * place for a launch of `sig`, or negative when unknown; *at gets the
+ * bytes read in place when it was measured. */
+double lms_timing_price(int device, uint64_t sig, uint32_t id, double *at);
 
 #endif
