@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "log.h"
 #include "price.h"
 
@@ -162,7 +163,11 @@ void lms_timing_poll(int device)
     if (device < 0 || device >= LMS_MAX_DEVICES)
         return;
     dev_timing *t = &timing[device];
-    while (t->ok && t->head < t->tail) {
+    if (!t->ok || t->head == t->tail || !t->pairs[t->head % PAIRS].closed)
+        return;
+    /* Queries are fine while another thread captures (relaxed mode). */
+    lms_capture_mode mode = lms_capture_relax();
+    while (t->head < t->tail) {
         pair *pr = &t->pairs[t->head % PAIRS];
         if (!pr->closed)
             break;   /* its launch is between before() and after() */
@@ -184,6 +189,7 @@ void lms_timing_poll(int device)
         pr->remote = NULL;
         t->head++;
     }
+    lms_capture_restore(mode);
 }
 
 double lms_timing_price(int device, uint64_t sig, uint32_t id, double *at)
