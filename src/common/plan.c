@@ -1,7 +1,10 @@
 /*
  * plan.c — residency decisions (see plan.h): fetch a launch's missing
  * chunks on demand, then fetch ahead what the policy expects, evicting only
- * chunks the policy needs later than what they make room for. Victims come
+ * chunks the policy needs later than what they make room for. Where the
+ * live engine measured what reading a chunk in place costs a launch
+ * (price.c), a launch reads in place what is cheap to read there and,
+ * when its chunks do not all fit, fetches the dearest first. Victims come
  * from the top of an indexed heap, so a launch that evicts costs O(log n)
  * per eviction whatever the number of resident chunks.
  */
@@ -17,10 +20,8 @@
 struct lms_plan_priced {
     lms_plan_chunk *c;
     double price;
-    double at;                /* bytes read in place when the price was measured */
     int order;                /* its place in the launch (ties keep it) */
 };
-
 
 /* ---- indexed heaps -------------------------------------------------------- */
 
@@ -402,7 +403,7 @@ static lms_plan_chunk *demotable(const lms_plan_ops *ops, void *ctx, lms_plan_ch
         lms_plan_chunk *c = mine[i];
         if (!c->resident)
             continue;
-        double at, pc = ops->price(ctx, c, &at);
+        double pc = ops->price(ctx, c);
         if (pc >= 0 && pc >= want / 2)
             continue;
         if (!best || pc < bp)
@@ -413,11 +414,13 @@ static lms_plan_chunk *demotable(const lms_plan_ops *ops, void *ctx, lms_plan_ch
 
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
  * mine[0..m), dearest to read in place first, when their prices are
- * known: when the room is full of this launch's own chunks, a cheaper one
- * of them is sent back and read in place so that a dearer one is fetched
- * (what one launch cannot hold is read where it is, and the launch's
- * measured durations say which of its chunks that should be). Without
- * prices: in the launch's order, as bring(). Returns how many it fetched. */
+ * known. A chunk whose price is zero, or under what a demand fetch was
+ * measured to hold a launch per byte, is read in place. When the room is
+ * full of this launch's own chunks, a cheaper one of them is sent back and
+ * read in place so that a dearer one is fetched (what one launch cannot
+ * hold is read where it is, and its measured durations say which of its
+ * chunks that should be). Without prices: in the launch's order, as
+ * bring(). Returns how many it fetched. */
 static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
                         lms_plan_chunk **mine, int m)
 {
@@ -426,8 +429,7 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
     struct lms_plan_priced *pr = p->priced;
     bool known = false;
     for (int i = 0; i < nb; i++) {
-        pr[i] = (struct lms_plan_priced){.c = batch[i], .order = i};
-        pr[i].price = ops->price(ctx, batch[i], &pr[i].at);
+        pr[i] = (struct lms_plan_priced){.c = batch[i], .price = ops->price(ctx, batch[i]), .order = i};
         known |= pr[i].price >= 0;
     }
     if (!known)

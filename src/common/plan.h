@@ -57,10 +57,9 @@ typedef struct lms_plan_ops {
     uint64_t (*managed)(void *ctx);
     /* What reading c in place costs the launch being planned, learned from
      * measured durations (ns of slowdown per byte), or negative when
-     * unknown; *at gets the bytes that launch read in place when the price
-     * was measured (NULL: never known; then a launch's missing chunks are
-     * all fetched, in id order). */
-    double (*price)(void *ctx, lms_plan_chunk *c, double *at);
+     * unknown (NULL: never known; then a launch's missing chunks are all
+     * fetched, in id order). */
+    double (*price)(void *ctx, lms_plan_chunk *c);
     /* What fetching on demand holds a launch, in ns per byte fetched (the
      * link and the waits for evictions), or negative when unknown (NULL:
      * never known). */

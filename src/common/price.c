@@ -4,7 +4,7 @@
  * A launch's slowdown, measured while some of its chunks were read over
  * the link, is spread over those chunks: each gets slowdown / remote bytes
  * for that signature, the lowest seen (a chunk read in place once without
- * cost is cheap there) unless a later one read no more bytes in place. The slowdown is the duration less a base: the
+ * cost is cheap there). The slowdown is the duration less a base: the
  * shortest duration of the signature, or of the function when it ran with
  * nothing read in place, whichever is shorter (the function's launches of
  * other sizes make that base an estimate). A GEMM's operand read once per
@@ -135,18 +135,14 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
         /* The lowest price stays (reads in place that the kernel hid at
          * one amount may show at a larger one: a price is the best case
          * seen, relearned when the table starts over). */
-        if (e && (e->value < 0 || v < e->value)) {
+        if (e && (e->value < 0 || v < e->value))
             e->value = v;
-            e->at = (float)bytes;
-        }
     }
 }
 
-double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id, double *at)
+double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id)
 {
     const lms_price_entry *e = probe(p, key_of(sig, id));
-    if (at)
-        *at = e && e->key ? e->at : 0;
     return e && e->key ? e->value : -1;
 }
 

@@ -16,7 +16,6 @@
 typedef struct lms_price_entry {
     uint64_t key;        /* 0: empty */
     float value;         /* ns of slowdown per byte read in place; a count; a shortest duration (ns) */
-    float at;            /* a price: bytes the launch read in place when it was measured */
 } lms_price_entry;
 
 /* A bounded open-addressing table (cleared when half full). */
@@ -42,9 +41,8 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
                      double ns);
 
 /* The price (ns of slowdown per byte) of reading chunk `id` in place for
- * a launch of signature `sig`, or a negative number when unknown; *at (may
- * be NULL) gets the bytes that launch read in place when it was measured. */
-double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id, double *at);
+ * a launch of signature `sig`, or a negative number when unknown. */
+double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id);
 
 /* How many launches of `sig` were learned (saturating). */
 uint32_t lms_price_seen(const lms_price *p, uint64_t sig);

@@ -691,10 +691,10 @@ static uint32_t price_id(const res_chunk *c)
 }
 
 /* The measured price of reading c in place for the launch being planned. */
-static double op_price(void *ctx, lms_plan_chunk *pc, double *at)
+static double op_price(void *ctx, lms_plan_chunk *pc)
 {
     live *l = ctx;
-    return lms_timing_price(l->device, l->sig, price_id((res_chunk *)pc), at);
+    return lms_timing_price(l->device, l->sig, price_id((res_chunk *)pc));
 }
 
 /* What a demand fetch holds a launch per byte, as measured. */

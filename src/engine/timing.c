@@ -192,11 +192,9 @@ void lms_timing_poll(int device)
     lms_capture_restore(mode);
 }
 
-double lms_timing_price(int device, uint64_t sig, uint32_t id, double *at)
+double lms_timing_price(int device, uint64_t sig, uint32_t id)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok) {
-        *at = 0;
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
-    }
-    return lms_price_of(&timing[device].price, sig, id, at);
+    return lms_price_of(&timing[device].price, sig, id);
 }

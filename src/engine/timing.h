@@ -34,8 +34,7 @@ double lms_timing_fetch_cost(int device);
 /* Learns from the pairs that completed (never waits). */
 void lms_timing_poll(int device);
 /* The learned price (ns of slowdown per byte) of reading chunk `id` in
- * place for a launch of `sig`, or negative when unknown; *at gets the
- * bytes read in place when it was measured. */
-double lms_timing_price(int device, uint64_t sig, uint32_t id, double *at);
+ * place for a launch of `sig`, or negative when unknown. */
+double lms_timing_price(int device, uint64_t sig, uint32_t id);
 
 #endif

@@ -26,14 +26,14 @@ static void learn_slowdown(void)
     uint64_t sig = lms_price_sig(FN, ids, 2);
     lms_price_learn(&p, FN, lms_price_sig(FN, NULL, 0) ^ 5, NULL, 0, 0, 1000);   /* on the device: 1000 ns */
     lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 5000);   /* chunk 7 in place: 4000 ns more for 100 B */
-    CHECK(lms_price_of(&p, sig, 7, NULL) > 39.9 && lms_price_of(&p, sig, 7, NULL) < 40.1);
-    CHECK(lms_price_of(&p, sig, 9, NULL) < 0);
+    CHECK(lms_price_of(&p, sig, 7) > 39.9 && lms_price_of(&p, sig, 7) < 40.1);
+    CHECK(lms_price_of(&p, sig, 9) < 0);
     lms_price_learn(&p, FN, sig, &ids[1], 1, 100, 1050);   /* chunk 9 in place: within the noise */
-    CHECK(lms_price_of(&p, sig, 9, NULL) == 0);
+    CHECK(lms_price_of(&p, sig, 9) == 0);
     lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 3000);   /* a cheaper look at chunk 7 */
-    CHECK(lms_price_of(&p, sig, 7, NULL) > 19.9 && lms_price_of(&p, sig, 7, NULL) < 20.1);
+    CHECK(lms_price_of(&p, sig, 7) > 19.9 && lms_price_of(&p, sig, 7) < 20.1);
     lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 9000);   /* a dearer one: the best case stays */
-    CHECK(lms_price_of(&p, sig, 7, NULL) > 19.9 && lms_price_of(&p, sig, 7, NULL) < 20.1);
+    CHECK(lms_price_of(&p, sig, 7) > 19.9 && lms_price_of(&p, sig, 7) < 20.1);
     CHECK_EQ_U(lms_price_seen(&p, sig), 4);
     lms_price_destroy(&p);
 }
@@ -49,9 +49,9 @@ static void roles_apart(void)
     lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000);
     lms_price_learn(&p, FN, fwd, &ids[1], 1, 100, 9000);   /* 2 is read 8 times in place */
     lms_price_learn(&p, FN, back, &ids[1], 1, 100, 1000);  /* 2 is written once, hidden */
-    CHECK(lms_price_of(&p, fwd, 2, NULL) > 79);
-    CHECK(lms_price_of(&p, back, 2, NULL) == 0);
-    CHECK(lms_price_of(&p, fwd, 1, NULL) < 0);
+    CHECK(lms_price_of(&p, fwd, 2) > 79);
+    CHECK(lms_price_of(&p, back, 2) == 0);
+    CHECK(lms_price_of(&p, fwd, 1) < 0);
     lms_price_destroy(&p);
 }
 
@@ -60,7 +60,6 @@ static void roles_apart(void)
 typedef struct fake {
     uint64_t room, used;
     double price[3];          /* per chunk; negative: unknown */
-    double at;                /* bytes read in place when the prices were measured */
     double fetch_cost;        /* ns per byte a demand fetch holds a launch; negative: unknown */
     bool priced;              /* ops.price is given */
     int evictions;
@@ -88,11 +87,7 @@ static bool f_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
     return true;
 }
 static lms_plan_chunk *f_lookup(void *ctx, uint32_t id) { return id < 3 ? &((fake *)ctx)->chunks[id] : NULL; }
-static double f_price(void *ctx, lms_plan_chunk *c, double *at)
-{
-    *at = ((fake *)ctx)->at;
-    return ((fake *)ctx)->price[c->id];
-}
+static double f_price(void *ctx, lms_plan_chunk *c) { return ((fake *)ctx)->price[c->id]; }
 
 static double f_fetch_cost(void *ctx) { return ((fake *)ctx)->fetch_cost; }
 
@@ -205,7 +200,7 @@ static void bounded_table(void)
         CHECK(p.used <= p.cap / 2);
     }
     CHECK(lms_price_seen(&p, 999 * 7919) == 1);
-    CHECK(lms_price_of(&p, 999 * 7919, 3, NULL) >= 0);
+    CHECK(lms_price_of(&p, 999 * 7919, 3) >= 0);
     lms_price_destroy(&p);
 }
 
