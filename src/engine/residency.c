@@ -788,6 +788,7 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     if (d->plan.policy->on_demand) {
         l.slot = slot_of(d, stream);
         l.sig = lms_price_sig(fn, tids, tok->n) ^ find_roles;   /* the roles of this thread's scan, just made */
+        find_roles = 0;   /* a launch scanned without find (no parameters) must not inherit them */
         lms_timing_poll(device);
     }
     lms_plan_chunk *few[LMS_TOKEN_FEW];
