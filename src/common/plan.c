@@ -1,7 +1,10 @@
 /*
  * plan.c — residency decisions (see plan.h): fetch a launch's missing
  * chunks on demand, then fetch ahead what the policy expects, evicting only
- * chunks the policy needs later than what they make room for. Victims come
+ * chunks the policy needs later than what they make room for. Where the
+ * live engine measured what reading a chunk in place costs a launch
+ * (price.c), a launch reads in place what is cheap to read there and,
+ * when its chunks do not all fit, fetches the dearest first. Victims come
  * from the top of an indexed heap, so a launch that evicts costs O(log n)
  * per eviction whatever the number of resident chunks.
  */
@@ -11,6 +14,14 @@
 #include <stdlib.h>
 
 #define AHEAD_MAX 1024   /* chunk ids asked of the policy's ahead() per launch */
+
+/* A chunk of the launch being planned and what reading it in place costs
+ * that launch (negative: unknown). */
+struct lms_plan_priced {
+    lms_plan_chunk *c;
+    double price;
+    int order;                /* its place in the launch (ties keep it) */
+};
 
 /* ---- indexed heaps -------------------------------------------------------- */
 
@@ -134,6 +145,7 @@ void lms_plan_destroy(lms_plan *p)
     free(p->memos);
     free(p->batch);
     free(p->ahead);
+    free(p->priced);
     *p = (lms_plan){0};
 }
 
@@ -315,7 +327,10 @@ static bool scratch(lms_plan *p, int n)
     lms_plan_chunk **b = realloc(p->batch, (size_t)ncap * sizeof *b);
     if (b)
         p->batch = b;
-    if (!m || !b)
+    struct lms_plan_priced *pr = realloc(p->priced, (size_t)ncap * sizeof *pr);
+    if (pr)
+        p->priced = pr;
+    if (!m || !b || !pr)
         return false;
     p->capscratch = ncap;
     return true;
@@ -342,6 +357,8 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
             break;   /* more than fits at once: the rest comes later */
         if (c->resident)
             continue;
+        if (c->pins > 0)
+            continue;   /* off the device and in use: read in place by a launch not yet recorded */
         lms_plan_pin(p, c);   /* not a victim of its own batch's room-making */
         bdist[nb] = dist[i];
         p->batch[nb++] = c;
@@ -351,6 +368,92 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         unpin(p, p->batch[i]);
     if (fetched && ops->fetched)
         ops->fetched(ctx, true);
+}
+
+/* How much a chunk should be fetched: its price when reading it in place
+ * slowed the launch; an unknown price next (it may be dear); a price of
+ * zero (its reads in place were hidden) last. */
+static double rank_of(double price)
+{
+    return price > 0 ? price : price < 0 ? 0 : -1;
+}
+
+/* Dearer first, then the launch's order. */
+static int by_price(const void *a, const void *b)
+{
+    const struct lms_plan_priced *x = a, *y = b;
+    double rx = rank_of(x->price), ry = rank_of(y->price);
+    if (rx != ry)
+        return rx > ry ? -1 : 1;
+    return x->order - y->order;
+}
+
+/* The chunk of this launch to read in place instead of fetching one whose
+ * price is `want`: a resident one of mine[0..m) (pinned by this launch)
+ * whose price is unknown (reading it in place once tells it) or below half
+ * of `want` (the eviction and the fetch back cost about what it saves),
+ * the cheapest; NULL when none qualifies or `want` is unknown. O(m). */
+static lms_plan_chunk *demotable(const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m, double want)
+{
+    if (!(want > 0))
+        return NULL;   /* unknown, or reading it in place costs nothing measurable */
+    lms_plan_chunk *best = NULL;
+    double bp = 0;
+    for (int i = 0; i < m; i++) {
+        lms_plan_chunk *c = mine[i];
+        if (!c->resident)
+            continue;
+        double pc = ops->price(ctx, c);
+        if (pc >= 0 && pc >= want / 2)
+            continue;
+        if (!best || pc < bp)
+            best = c, bp = pc;
+    }
+    return best;
+}
+
+/* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
+ * mine[0..m), dearest to read in place first, when their prices are
+ * known. A chunk whose price is zero, or under what a demand fetch was
+ * measured to hold a launch per byte, is read in place. When the room is
+ * full of this launch's own chunks, a cheaper one of them is sent back and
+ * read in place so that a dearer one is fetched (what one launch cannot
+ * hold is read where it is, and its measured durations say which of its
+ * chunks that should be). Without prices: in the launch's order, as
+ * bring(). Returns how many it fetched. */
+static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
+                        lms_plan_chunk **mine, int m)
+{
+    if (!ops->price)
+        return bring(p, ops, ctx, batch, nb, NULL, false);
+    struct lms_plan_priced *pr = p->priced;
+    bool known = false;
+    for (int i = 0; i < nb; i++) {
+        pr[i] = (struct lms_plan_priced){.c = batch[i], .price = ops->price(ctx, batch[i]), .order = i};
+        known |= pr[i].price >= 0;
+    }
+    if (!known)
+        return bring(p, ops, ctx, batch, nb, NULL, false);
+    qsort(pr, (size_t)nb, sizeof *pr, by_price);
+    int done = 0;
+    double fetch_cost = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
+    for (int i = 0; i < nb; i++) {
+        lms_plan_chunk *c = pr[i].c;
+        if (pr[i].price >= 0 && (pr[i].price == 0 || pr[i].price < fetch_cost))
+            continue;   /* reading it in place costs less than fetching it now */
+        for (;;) {
+            if (make_room(p, ops, ctx, c->charge, LMS_DISTANCE_NOW)) {
+                done += fetch_into_room(p, ops, ctx, c, false);
+                break;
+            }
+            lms_plan_chunk *v = demotable(ops, ctx, mine, m, pr[i].price);
+            if (!v)
+                break;   /* it is read in place */
+            lms_plan_forget(p, v);
+            ops->evict(ctx, v);
+        }
+    }
+    return done;
 }
 
 /* Whether to fetch a launch's missing chunks. Yes while the policy acts on
@@ -398,7 +501,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                 p->batch[nb++] = c;
             }
         }
-        if (nb > 0 && bring(p, ops, ctx, p->batch, nb, NULL, false) > 0 && ops->fetched)
+        if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m) > 0 && ops->fetched)
             ops->fetched(ctx, false);
     }
     if (p->policy->ahead)

@@ -55,6 +55,15 @@ typedef struct lms_plan_ops {
      * unknown; then missing chunks are always fetched). */
     uint64_t (*room)(void *ctx);
     uint64_t (*managed)(void *ctx);
+    /* What reading c in place costs the launch being planned, learned from
+     * measured durations (ns of slowdown per byte), or negative when
+     * unknown (NULL: never known; then a launch's missing chunks are all
+     * fetched, in id order). */
+    double (*price)(void *ctx, lms_plan_chunk *c);
+    /* What fetching on demand holds a launch, in ns per byte fetched (the
+     * link and the waits for evictions), or negative when unknown (NULL:
+     * never known). */
+    double (*fetch_cost)(void *ctx);
 } lms_plan_ops;
 
 /* A growable array of chunk pointers used as an indexed heap. */
@@ -75,6 +84,7 @@ typedef struct lms_plan {
     lms_plan_chunk **batch;          /* scratch for a batch of fetches */
     int capscratch;
     uint32_t *ahead;                 /* scratch for ahead(): ids, distances, batch distances */
+    struct lms_plan_priced *priced;  /* scratch: a launch's chunks with their prices */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */

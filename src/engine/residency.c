@@ -41,6 +41,8 @@
 #include "log.h"
 #include "plan.h"
 #include "policy.h"
+#include "price.h"
+#include "timing.h"
 #include "launch.h"
 #include "trace.h"
 
@@ -114,6 +116,10 @@ typedef struct live {
     int device;
     CUstream stream;          /* the launch's stream */
     int slot;                 /* its slot, or -1 */
+    uint64_t sig;             /* the launch's signature (prices are learned per signature) */
+    int fetch_timed;          /* the timing handle of its demand fetches (0: none) */
+    bool fetch_tried;         /* a demand fetch was issued: fetch_timed is decided */
+    uint64_t fetch_bytes;     /* bytes of its demand fetches */
 } live;
 
 static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -339,9 +345,22 @@ static void add_pieces(int i, uint64_t v, uint32_t *ids, int *found, int max)
     }
 }
 
+/* The order in which the latest find on this thread met its chunks: a
+ * hash of (parameter word, chunk) pairs. Sorted ids alone do not tell
+ * conv(a -> b) from conv(b -> a); the launch's price signature needs to. */
+static _Thread_local uint64_t find_roles;
+
+/* Mixes a value into a hash. */
+static uint64_t mix_role(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
 int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
 {
     int found = 0;
+    uint64_t roles = 0;
     pthread_rwlock_rdlock(&map_lock);
     if (naddr > 0) {
         uint64_t lo = by_addr[0]->ptr, hi = by_addr[naddr - 1]->ptr + by_addr[naddr - 1]->size;
@@ -356,9 +375,11 @@ int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
                 add_pieces(i, v, ids, &found, max);
             else
                 add_id(ids, &found, max, by_addr[i]->pc.id);
+            roles = mix_role(roles, (uint64_t)w << 32 | by_addr[i]->pc.id);
         }
     }
     pthread_rwlock_unlock(&map_lock);
+    find_roles = roles;
     return found;
 }
 
@@ -569,6 +590,10 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
         lms_account_release(l->a, pc->charge);
         return false;
     }
+    if (!ahead && !l->fetch_tried) {   /* the batch's time, its waits included */
+        l->fetch_tried = true;
+        l->fetch_timed = lms_timing_fetch_begin(l->device, s);
+    }
     if (lms_opt.stream_order) {   /* the copy waits for the reads over the link since the eviction */
         for (int u = 0; u < USERS; u++)
             wait_ref(d, s, c->users[u]);
@@ -602,6 +627,8 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     } else {
         lms_drv.cuStreamSynchronize(s);   /* cannot order it: finish it now */
     }
+    if (!ahead)
+        l->fetch_bytes += c->size;
     atomic_fetch_add(&l->a->prefetched_bytes, c->size);
     atomic_fetch_add(&l->a->prefetches, 1);
     check_budget(l->a);
@@ -617,6 +644,10 @@ static void op_fetched(void *ctx, bool ahead)
     int slot = ahead ? l->d->side_slot : l->slot;
     if (slot >= 0)
         record(l->d, slot);
+    if (!ahead && l->fetch_timed) {
+        lms_timing_fetch_end(l->device, l->fetch_timed, l->stream, l->fetch_bytes);
+        l->fetch_timed = 0;
+    }
 }
 
 /* The launch's stream waits for c's fetch, once per stream. */
@@ -653,11 +684,57 @@ static uint64_t op_managed(void *ctx)
     return atomic_load(&((live *)ctx)->a->live_bytes[LMS_PLACE_MANAGED]);
 }
 
+/* The id prices are kept under: a piece's chunk (its first piece). */
+static uint32_t price_id(const res_chunk *c)
+{
+    return c->group ? c->group->pc.id : c->pc.id;
+}
+
+/* The measured price of reading c in place for the launch being planned. */
+static double op_price(void *ctx, lms_plan_chunk *pc)
+{
+    live *l = ctx;
+    return lms_timing_price(l->device, l->sig, price_id((res_chunk *)pc));
+}
+
+/* What a demand fetch holds a launch per byte, as measured. */
+static double op_fetch_cost(void *ctx)
+{
+    return lms_timing_fetch_cost(((live *)ctx)->device);
+}
+
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed,
+    .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost,
 };
+
+/* Times the launch when it is sampled (timing.c): the chunks it reads in
+ * place (ids with REMOTE_BIT, by their chunk's id) and their bytes go with
+ * the start event. Under the device lock and map_lock. */
+static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t *tids, int n)
+{
+    uint32_t few[LMS_TOKEN_FEW], *remote = n > LMS_TOKEN_FEW ? malloc((size_t)n * sizeof *remote) : few;
+    if (!remote)
+        return 0;
+    int k = 0;
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(tids[i] & REMOTE_BIT))
+            continue;
+        res_chunk *c = chunk_of(tids[i] & ~REMOTE_BIT);
+        if (!c)
+            continue;
+        bytes += c->size;
+        uint32_t id = price_id(c);
+        if (k == 0 || remote[k - 1] != id)   /* pieces of a chunk have consecutive ids */
+            remote[k++] = id;
+    }
+    int h = lms_timing_begin(l->device, l->stream, seq, fn, l->sig, remote, k, bytes);
+    if (remote != few)
+        free(remote);
+    return h;
+}
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces
  * by its first piece's id, the id its allocation was traced with). */
@@ -683,6 +760,7 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
 {
     tok->device = -1;
     tok->more = NULL;
+    tok->timed = 0;
     if (lms_capture_before_work(stream))
         return;   /* captured, not run: the graph's launch does this work */
     lms_account *a = lms_account_of(device);
@@ -707,8 +785,12 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     if (lms_trace_on)
         trace_launch(device, tok->seq, fn, stream, tids, tok->n);
     live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1};
-    if (d->plan.policy->on_demand)
+    if (d->plan.policy->on_demand) {
         l.slot = slot_of(d, stream);
+        l.sig = lms_price_sig(fn, tids, tok->n) ^ find_roles;   /* the roles of this thread's scan, just made */
+        find_roles = 0;   /* a launch scanned without find (no parameters) must not inherit them */
+        lms_timing_poll(device);
+    }
     lms_plan_chunk *few[LMS_TOKEN_FEW];
     lms_plan_chunk **mine = tok->n > LMS_TOKEN_FEW ? malloc((size_t)tok->n * sizeof *mine) : few;
     int nmine = mine ? tok->n : LMS_TOKEN_FEW;   /* without memory: the first few */
@@ -736,6 +818,8 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
                 tids[i] |= REMOTE_BIT;
             }
         }
+        if (fn)   /* a graph's launch (fn 0) is many kernels: not timed */
+            tok->timed = time_launch(&l, tok->seq, fn, tids, tok->n);
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
@@ -797,6 +881,7 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     res_device *d = &devices[tok->device];
     const uint32_t *ids = lms_token_ids(tok);
     pthread_mutex_lock(&d->lock);
+    lms_timing_end(tok->device, tok->timed, stream);
     res_ref r = {.slot = -1};
     bool recorded = false;
     /* The stream's slot (before() made it) is looked up before map_lock is

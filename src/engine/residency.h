@@ -48,6 +48,7 @@ typedef struct lms_launch_token {
     int device;                 /* -1: nothing to record */
     uint64_t seq;
     int n;
+    int timed;                  /* the launch's timing handle (timing.h), 0: not timed */
     uint32_t *more;             /* malloc'd when n > LMS_TOKEN_FEW, else NULL */
     uint32_t few[LMS_TOKEN_FEW];
 } lms_launch_token;

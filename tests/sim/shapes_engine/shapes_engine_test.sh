@@ -18,10 +18,9 @@ awk '
 function fail(msg) { print "shapes_engine_test: " msg > "/dev/stderr"; bad = 1 }
 BEGIN {
     # shape ratio mode -> bar over the best of none and lru, where not 1.02
-    bar["train-eval 2 dflt"] = 1.35
-    bar["train-eval 3 dflt"] = 1.22
-    bar["data-dependent 3 dflt"] = 1.09
-    bar["pytorch 3 dflt"] = 1.13
+    # (train-eval 2x and 3x and data-dependent 3x at the defaults met 1.02
+    # once reads in place were priced by measured durations)
+    bar["pytorch 3 dflt"] = 1.12
 }
 /^summary:/ { insum = 1; next }
 insum && NF == 18 && $3 ~ /^[0-9.]+$/ {

@@ -1,0 +1,153 @@
+/*
+ * price.c — the learned prices of reading in place (see price.h).
+ *
+ * A launch's slowdown, measured while some of its chunks were read over
+ * the link, is spread over those chunks: each gets slowdown / remote bytes
+ * for that signature, the lowest seen (a chunk read in place once without
+ * cost is cheap there). The slowdown is the duration less a base: the
+ * shortest duration of the signature, or of the function when it ran with
+ * nothing read in place, whichever is shorter (the function's launches of
+ * other sizes make that base an estimate). A GEMM's operand read once per
+ * tile row prices far above its output written once; a read the kernel's
+ * compute hides prices zero. A chunk never read in place by a signature
+ * has no price for it.
+ *
+ * The table is bounded: when half its slots are taken, and after every
+ * RELEARN launches learned, it is cleared and learning starts over (a
+ * step's prices come back within a step or two).
+ */
+#include "price.h"
+
+#include <stdlib.h>
+
+#define COUNT_TAG 0xffffffffu   /* the id that keys a signature's count */
+#define RELEARN (1u << 16)      /* launches learned before the table starts over */
+#define NOISE 16                /* a slowdown under 1/16 of the base is none */
+#define BASE_TAG 0xfffffffeu    /* ... a signature's or a function's shortest duration (ns) */
+
+/* Mixes a value into a hash. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+bool lms_price_init(lms_price *p, uint32_t cap)
+{
+    *p = (lms_price){.cap = cap};
+    p->t = calloc(cap, sizeof *p->t);
+    return p->t != NULL;
+}
+
+void lms_price_destroy(lms_price *p)
+{
+    free(p->t);
+    *p = (lms_price){0};
+}
+
+uint64_t lms_price_sig(uintptr_t fn, const uint32_t *ids, int n)
+{
+    uint64_t h = mix(0x7f4a7c15u, fn);
+    for (int i = 0; i < n; i++)
+        h = mix(h, ids[i]);
+    return h;
+}
+
+/* The key of (sig, id); never 0. */
+static uint64_t key_of(uint64_t sig, uint32_t id)
+{
+    return mix(sig, id) | 1;
+}
+
+/* The slot of key: where it is, or the empty slot that ends its probe
+ * (NULL: the table is full of other keys). */
+static lms_price_entry *probe(const lms_price *p, uint64_t key)
+{
+    if (!p->t)
+        return NULL;
+    uint32_t i = (uint32_t)(key >> 20) & (p->cap - 1);
+    for (uint32_t k = 0; k < p->cap; k++, i = (i + 1) & (p->cap - 1))
+        if (p->t[i].key == key || p->t[i].key == 0)
+            return &p->t[i];
+    return NULL;
+}
+
+/* Empties the table. */
+static void clear(lms_price *p)
+{
+    for (uint32_t i = 0; i < p->cap; i++)
+        p->t[i] = (lms_price_entry){0};
+    p->used = 0;
+}
+
+/* The slot of key, made when absent (the table is cleared first when half
+ * full), or NULL. */
+static lms_price_entry *slot(lms_price *p, uint64_t key)
+{
+    lms_price_entry *e = probe(p, key);
+    if (e && e->key == 0 && p->used + 1 > p->cap / 2) {
+        clear(p);
+        e = probe(p, key);
+    }
+    if (e && e->key == 0) {
+        *e = (lms_price_entry){.key = key, .value = -1};
+        p->used++;
+    }
+    return e;
+}
+
+/* Lowers the shortest duration kept under key to ns; returns it. */
+static double shortest(lms_price *p, uint64_t key, double ns)
+{
+    lms_price_entry *e = slot(p, key);
+    if (!e)
+        return ns;
+    if (e->value < 0 || ns < e->value)
+        e->value = (float)ns;
+    return e->value;
+}
+
+void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
+                     double ns)
+{
+    if (++p->learned % RELEARN == 0)
+        clear(p);   /* prices only fall: start over now and then */
+    lms_price_entry *c = slot(p, key_of(sig, COUNT_TAG));
+    if (c)
+        c->value = c->value < 0 ? 1 : c->value < 1e6f ? c->value + 1 : c->value;
+    if (!(ns >= 0))
+        return;
+    double base = shortest(p, key_of(sig, BASE_TAG), ns);
+    uint64_t fkey = key_of(lms_price_sig(fn, NULL, 0), BASE_TAG);
+    if (bytes == 0) {
+        shortest(p, fkey, ns);   /* nothing read in place: what the function takes on the device */
+        return;
+    }
+    const lms_price_entry *f = probe(p, fkey);
+    if (f && f->key && f->value >= 0 && f->value < base)
+        base = f->value;
+    double slow = ns - base;
+    if (slow < base / NOISE)
+        slow = 0;   /* within what launches of one signature vary by */
+    float v = (float)(slow / (double)bytes);
+    for (int i = 0; i < n; i++) {
+        lms_price_entry *e = slot(p, key_of(sig, remote[i]));
+        /* The lowest price stays (reads in place that the kernel hid at
+         * one amount may show at a larger one: a price is the best case
+         * seen, relearned when the table starts over). */
+        if (e && (e->value < 0 || v < e->value))
+            e->value = v;
+    }
+}
+
+double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id)
+{
+    const lms_price_entry *e = probe(p, key_of(sig, id));
+    return e && e->key ? e->value : -1;
+}
+
+uint32_t lms_price_seen(const lms_price *p, uint64_t sig)
+{
+    const lms_price_entry *e = probe(p, key_of(sig, COUNT_TAG));
+    return e && e->key && e->value > 0 ? (uint32_t)e->value : 0;
+}

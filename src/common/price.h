@@ -1,0 +1,50 @@
+/*
+ * price.h — what reading a chunk in place costs a launch, learned from
+ * measured kernel durations (price.c). The live engine times launches with
+ * events (src/engine/timing.c) and teaches each measurement here; the
+ * planner (plan.c) asks for the price of each chunk a launch needs when
+ * the room does not hold them all. No CUDA here: the table is plain data,
+ * so tests can teach it durations directly.
+ */
+#ifndef LMS_PRICE_H
+#define LMS_PRICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One learned value: a (signature, chunk) price or a signature's count. */
+typedef struct lms_price_entry {
+    uint64_t key;        /* 0: empty */
+    float value;         /* ns of slowdown per byte read in place; a count; a shortest duration (ns) */
+} lms_price_entry;
+
+/* A bounded open-addressing table (cleared when half full). */
+typedef struct lms_price {
+    lms_price_entry *t;
+    uint32_t cap, used;  /* slots (a power of two), slots taken */
+    uint64_t learned;    /* launches learned */
+} lms_price;
+
+/* Sets up a table of `cap` slots (a power of two); false without memory. */
+bool lms_price_init(lms_price *p, uint32_t cap);
+/* Frees the table's slots. */
+void lms_price_destroy(lms_price *p);
+
+/* The signature of a launch: its function and chunk ids. */
+uint64_t lms_price_sig(uintptr_t fn, const uint32_t *ids, int n);
+
+/* A launch of function fn and signature `sig` took `ns` while chunks
+ * remote[0..n) (ids, unique) were read in place, `bytes` of them in all:
+ * each of those chunks is priced at its slowdown over the base per byte
+ * (see price.c). Counts the signature's observations. */
+void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
+                     double ns);
+
+/* The price (ns of slowdown per byte) of reading chunk `id` in place for
+ * a launch of signature `sig`, or a negative number when unknown. */
+double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id);
+
+/* How many launches of `sig` were learned (saturating). */
+uint32_t lms_price_seen(const lms_price *p, uint64_t sig);
+
+#endif

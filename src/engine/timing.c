@@ -1,0 +1,200 @@
+/*
+ * timing.c — measured kernel durations (see timing.h and
+ * docs/ARCHITECTURE.md "Pricing reads in place by measured durations").
+ *
+ * Events come from a pool of PAIRS start/end pairs per device, made on the
+ * first sampled launch (timing events: flags 0) and used in turn as a ring:
+ * a pair is armed at a launch's start, closed at its end, and read back in
+ * order by lms_timing_poll once cuEventQuery says its end event completed
+ * (a pair not yet completed stops the reading; nothing ever waits). When
+ * every pair is in flight, launches go untimed.
+ *
+ * Sampling: a signature is timed on its first SEEN_ALL launches (so that a
+ * step's prices are known from the second step on), then one launch in
+ * EVERY. Cost per timed launch: two event records and, later, one query
+ * and one elapsed-time read; untimed: one table probe.
+ */
+#include "timing.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "log.h"
+#include "price.h"
+
+#define PAIRS 64          /* timed launches in flight per device */
+#define SEEN_ALL 4        /* launches of a signature timed before sampling */
+#define EVERY 8           /* then one launch in this many */
+#define TABLE (1u << 16)  /* price table slots per device (1 MiB) */
+
+typedef struct pair {
+    CUevent start, end;
+    uintptr_t fn;
+    uint64_t sig;
+    uint32_t *remote;         /* ids read in place (malloc'd), NULL when none */
+    int n;
+    uint64_t bytes;           /* bytes read in place (a fetch batch: fetched) */
+    bool fetch;               /* a batch of demand fetches, not a launch */
+    bool closed;              /* the end event is recorded */
+    bool bad;                 /* a record failed: learn nothing */
+} pair;
+
+typedef struct dev_timing {
+    bool tried, ok;           /* the pool was made (ok) or could not be (tried) */
+    pair pairs[PAIRS];
+    uint64_t head, tail;      /* pairs [head, tail) are in flight, in launch order */
+    uint64_t batches;         /* demand fetch batches seen */
+    double fetch_ns;          /* what a demand fetch holds its launch per byte (ns; 0: unknown) */
+    lms_price price;
+} dev_timing;
+
+static dev_timing timing[LMS_MAX_DEVICES];
+
+/* Makes the device's pool and table once; false when it cannot. */
+static bool ready(dev_timing *t)
+{
+    if (t->tried)
+        return t->ok;
+    t->tried = true;
+    if (!lms_drv.cuEventCreate || !lms_drv.cuEventRecord || !lms_drv.cuEventQuery ||
+        !lms_drv.cuEventElapsedTime || !lms_drv.cuEventDestroy)
+        return false;
+    if (!lms_price_init(&t->price, TABLE))
+        return false;
+    for (int i = 0; i < PAIRS; i++)
+        if (lms_drv.cuEventCreate(&t->pairs[i].start, 0) != CUDA_SUCCESS ||
+            lms_drv.cuEventCreate(&t->pairs[i].end, 0) != CUDA_SUCCESS) {
+            lms_log(LMS_LEVEL_INFO, "residency: no timing events; reads in place are not priced");
+            return false;   /* the events made stay: a handful, never used */
+        }
+    t->ok = true;
+    return true;
+}
+
+/* Arms the next pair: records its start on `stream`; returns 1 + its
+ * index, or 0 when every pair is in flight or the record fails. */
+static int arm(int device, CUstream stream)
+{
+    dev_timing *t = &timing[device];
+    if (t->tail - t->head == PAIRS)
+        lms_timing_poll(device);
+    if (t->tail - t->head == PAIRS)
+        return 0;   /* every pair in flight */
+    int idx = (int)(t->tail % PAIRS);
+    pair *pr = &t->pairs[idx];
+    if (lms_drv.cuEventRecord(pr->start, stream) != CUDA_SUCCESS)
+        return 0;
+    *pr = (pair){.start = pr->start, .end = pr->end};
+    t->tail++;
+    return idx + 1;
+}
+
+int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n,
+                     uint64_t bytes)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES)
+        return 0;
+    dev_timing *t = &timing[device];
+    if (!ready(t))
+        return 0;
+    if (lms_price_seen(&t->price, sig) >= SEEN_ALL && seq % EVERY != 0)
+        return 0;
+    uint32_t *copy = n > 0 ? malloc((size_t)n * sizeof *copy) : NULL;
+    if (n > 0 && !copy)
+        return 0;
+    int h = arm(device, stream);
+    if (!h) {
+        free(copy);
+        return 0;
+    }
+    pair *pr = &t->pairs[h - 1];
+    if (copy)
+        memcpy(copy, remote, (size_t)n * sizeof *copy);
+    pr->fn = fn;
+    pr->sig = sig;
+    pr->remote = copy;
+    pr->n = copy ? n : 0;
+    pr->bytes = bytes;
+    return h;
+}
+
+int lms_timing_fetch_begin(int device, CUstream stream)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES)
+        return 0;
+    dev_timing *t = &timing[device];
+    if (!ready(t) || (t->batches++ >= SEEN_ALL * 4 && t->batches % EVERY != 0))
+        return 0;
+    int h = arm(device, stream);
+    if (h)
+        t->pairs[h - 1].fetch = true;
+    return h;
+}
+
+void lms_timing_fetch_end(int device, int h, CUstream stream, uint64_t bytes)
+{
+    if (h <= 0 || device < 0 || device >= LMS_MAX_DEVICES)
+        return;
+    timing[device].pairs[h - 1].bytes = bytes;
+    lms_timing_end(device, h, stream);
+}
+
+double lms_timing_fetch_cost(int device)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok || timing[device].fetch_ns <= 0)
+        return -1;
+    return timing[device].fetch_ns;
+}
+
+void lms_timing_end(int device, int h, CUstream stream)
+{
+    if (h <= 0 || device < 0 || device >= LMS_MAX_DEVICES)
+        return;
+    dev_timing *t = &timing[device];
+    pair *pr = &t->pairs[h - 1];
+    pr->bad = lms_drv.cuEventRecord(pr->end, stream) != CUDA_SUCCESS;
+    pr->closed = true;
+}
+
+void lms_timing_poll(int device)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES)
+        return;
+    dev_timing *t = &timing[device];
+    if (!t->ok || t->head == t->tail || !t->pairs[t->head % PAIRS].closed)
+        return;
+    /* Queries are fine while another thread captures (relaxed mode). */
+    lms_capture_mode mode = lms_capture_relax();
+    while (t->head < t->tail) {
+        pair *pr = &t->pairs[t->head % PAIRS];
+        if (!pr->closed)
+            break;   /* its launch is between before() and after() */
+        float ms = 0;
+        if (!pr->bad) {
+            CUresult q = lms_drv.cuEventQuery(pr->end);
+            if (q == CUDA_ERROR_NOT_READY)
+                break;
+            if (q != CUDA_SUCCESS || lms_drv.cuEventElapsedTime(&ms, pr->start, pr->end) != CUDA_SUCCESS)
+                pr->bad = true;
+        }
+        if (!pr->bad && pr->fetch && pr->bytes > 0) {
+            double v = (double)ms * 1e6 / (double)pr->bytes;
+            t->fetch_ns = t->fetch_ns > 0 ? (3 * t->fetch_ns + v) / 4 : v;
+        } else if (!pr->bad) {
+            lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6);
+        }
+        free(pr->remote);
+        pr->remote = NULL;
+        t->head++;
+    }
+    lms_capture_restore(mode);
+}
+
+double lms_timing_price(int device, uint64_t sig, uint32_t id)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+        return -1;
+    return lms_price_of(&timing[device].price, sig, id);
+}

@@ -1,0 +1,40 @@
+/*
+ * timing.h — kernel durations the engine measures itself (timing.c): a
+ * sampled launch gets an event recorded on its stream before it and one
+ * after it; completed pairs are read without blocking (cuEventQuery, then
+ * cuEventElapsedTime) and teach the device's price table (src/common/price.h)
+ * what reading its remote chunks in place cost. Every call comes under
+ * the device's residency lock.
+ */
+#ifndef LMS_TIMING_H
+#define LMS_TIMING_H
+
+#include <stdint.h>
+
+#include "driver.h"
+
+/* Before a launch of function fn and signature `sig` (number `seq` of the device) on
+ * `stream`, after the engine's own work for it on that stream: when the
+ * launch is sampled, records the start event and keeps remote[0..n) (the
+ * ids of the chunks it reads in place, `bytes` in all). Returns a handle
+ * for lms_timing_end, or 0 when not timed. */
+int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n,
+                     uint64_t bytes);
+/* After the launch was issued: records the end event of handle `h`. */
+void lms_timing_end(int device, int h, CUstream stream);
+/* Before the first demand fetch of a launch on its stream (before the
+ * fetch's waits): when sampled, records the start of the batch; returns a
+ * handle for lms_timing_fetch_end, or 0. */
+int lms_timing_fetch_begin(int device, CUstream stream);
+/* After the batch (`bytes` fetched) was issued: records its end. */
+void lms_timing_fetch_end(int device, int h, CUstream stream, uint64_t bytes);
+/* What a demand fetch holds its launch, in ns per byte fetched (its waits
+ * for evictions included), or negative when not measured yet. */
+double lms_timing_fetch_cost(int device);
+/* Learns from the pairs that completed (never waits). */
+void lms_timing_poll(int device);
+/* The learned price (ns of slowdown per byte) of reading chunk `id` in
+ * place for a launch of `sig`, or negative when unknown. */
+double lms_timing_price(int device, uint64_t sig, uint32_t id);
+
+#endif

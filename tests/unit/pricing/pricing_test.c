@@ -1,0 +1,217 @@
+/*
+ * pricing_test.c — the price table and the planner's priced decisions,
+ * without CUDA: durations are taught directly, and a fake device with room
+ * for two chunks of one unit shows what a launch of three fetches, reads
+ * in place and sends back.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../common/check.h"
+#include "plan.h"
+#include "policy.h"
+#include "price.h"
+
+#define FN 0x1234u
+
+/* A slowdown over the function's time on the device is priced per byte;
+ * one within the noise (1/16 of the base) is none; a chunk never read in
+ * place has no price; the lowest price seen stays. */
+static void learn_slowdown(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    uint32_t ids[2] = {7, 9};
+    uint64_t sig = lms_price_sig(FN, ids, 2);
+    lms_price_learn(&p, FN, lms_price_sig(FN, NULL, 0) ^ 5, NULL, 0, 0, 1000);   /* on the device: 1000 ns */
+    lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 5000);   /* chunk 7 in place: 4000 ns more for 100 B */
+    CHECK(lms_price_of(&p, sig, 7) > 39.9 && lms_price_of(&p, sig, 7) < 40.1);
+    CHECK(lms_price_of(&p, sig, 9) < 0);
+    lms_price_learn(&p, FN, sig, &ids[1], 1, 100, 1050);   /* chunk 9 in place: within the noise */
+    CHECK(lms_price_of(&p, sig, 9) == 0);
+    lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 3000);   /* a cheaper look at chunk 7 */
+    CHECK(lms_price_of(&p, sig, 7) > 19.9 && lms_price_of(&p, sig, 7) < 20.1);
+    lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 9000);   /* a dearer one: the best case stays */
+    CHECK(lms_price_of(&p, sig, 7) > 19.9 && lms_price_of(&p, sig, 7) < 20.1);
+    CHECK_EQ_U(lms_price_seen(&p, sig), 4);
+    lms_price_destroy(&p);
+}
+
+/* Two launches of one function on the same chunks in other roles (a
+ * convolution a -> b, then b -> a) have prices of their own. */
+static void roles_apart(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    uint32_t ids[2] = {1, 2};
+    uint64_t fwd = lms_price_sig(FN, ids, 2) ^ 11, back = lms_price_sig(FN, ids, 2) ^ 12;
+    lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000);
+    lms_price_learn(&p, FN, fwd, &ids[1], 1, 100, 9000);   /* 2 is read 8 times in place */
+    lms_price_learn(&p, FN, back, &ids[1], 1, 100, 1000);  /* 2 is written once, hidden */
+    CHECK(lms_price_of(&p, fwd, 2) > 79);
+    CHECK(lms_price_of(&p, back, 2) == 0);
+    CHECK(lms_price_of(&p, fwd, 1) < 0);
+    lms_price_destroy(&p);
+}
+
+/* ---- the planner with prices --------------------------------------------- */
+
+typedef struct fake {
+    uint64_t room, used;
+    double price[3];          /* per chunk; negative: unknown */
+    double fetch_cost;        /* ns per byte a demand fetch holds a launch; negative: unknown */
+    bool priced;              /* ops.price is given */
+    int evictions;
+    lms_plan_chunk chunks[3];
+} fake;
+
+static bool f_reserve(void *ctx, uint64_t bytes)
+{
+    fake *f = ctx;
+    if (f->used + bytes > f->room)
+        return false;
+    f->used += bytes;
+    return true;
+}
+static uint64_t f_budget(void *ctx) { return ((fake *)ctx)->room; }
+static void f_evict(void *ctx, lms_plan_chunk *c)
+{
+    fake *f = ctx;
+    f->used -= c->charge;
+    f->evictions++;
+}
+static bool f_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
+{
+    (void)ctx, (void)c, (void)ahead;
+    return true;
+}
+static lms_plan_chunk *f_lookup(void *ctx, uint32_t id) { return id < 3 ? &((fake *)ctx)->chunks[id] : NULL; }
+static double f_price(void *ctx, lms_plan_chunk *c) { return ((fake *)ctx)->price[c->id]; }
+
+static double f_fetch_cost(void *ctx) { return ((fake *)ctx)->fetch_cost; }
+
+static const lms_policy lru_like = {.name = "lru-like", .on_demand = true};
+
+/* Runs launch `seq` over chunks ids[0..n) of f. */
+static void launch(lms_plan *plan, fake *f, uint64_t seq, const uint32_t *ids, int n)
+{
+    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
+                        .lookup = f_lookup, .price = f->priced ? f_price : NULL,
+                        .fetch_cost = f->priced ? f_fetch_cost : NULL};
+    lms_plan_chunk *mine[3];
+    for (int i = 0; i < n; i++) {
+        mine[i] = &f->chunks[ids[i]];
+        lms_plan_pin(plan, mine[i]);
+    }
+    lms_plan_launch(plan, &ops, f, seq, FN, ids, n, mine, n);
+    for (int i = 0; i < n; i++)
+        lms_plan_used(plan, mine[i], seq);
+}
+
+/* A fake with room for two of three chunks of one unit, with prices. */
+static fake make(double p0, double p1, double p2)
+{
+    fake f = {.room = 2, .price = {p0, p1, p2}, .priced = true, .fetch_cost = -1};
+    for (uint32_t i = 0; i < 3; i++)
+        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    return f;
+}
+
+/* Room for two of a launch's three chunks: the two dearest to read in
+ * place are fetched, the cheapest is read where it is (in id order
+ * without prices: chunk 2 would be read in place). */
+static void dearest_fetched_first(void)
+{
+    fake f = make(0.5, 5, 3);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &lru_like));
+    launch(&plan, &f, 1, (uint32_t[]){0, 1, 2}, 3);
+    CHECK(!f.chunks[0].resident);
+    CHECK(f.chunks[1].resident);
+    CHECK(f.chunks[2].resident);
+    lms_plan_destroy(&plan);
+}
+
+/* Chunks 0 and 1 are resident from an earlier launch; the next launch
+ * also needs chunk 2, whose reads in place cost 10 per byte: chunk 0
+ * (1 per byte) is sent back and read in place, chunk 1 (8, more than
+ * half of 10) stays. */
+static void cheap_own_chunk_sent_back(void)
+{
+    fake f = make(1, 8, 10);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &lru_like));
+    launch(&plan, &f, 1, (uint32_t[]){0, 1}, 2);
+    CHECK(f.chunks[0].resident && f.chunks[1].resident);
+    launch(&plan, &f, 2, (uint32_t[]){0, 1, 2}, 3);
+    CHECK(!f.chunks[0].resident);
+    CHECK(f.chunks[1].resident);
+    CHECK(f.chunks[2].resident);
+    CHECK_EQ_U(f.evictions, 1);
+    lms_plan_destroy(&plan);
+}
+
+/* Reading chunk 2 in place was measured to cost nothing (its reads hide
+ * behind the kernel's compute): nothing is sent back for it. */
+static void hidden_reads_stay(void)
+{
+    fake f = make(1, 8, 0);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &lru_like));
+    launch(&plan, &f, 1, (uint32_t[]){0, 1}, 2);
+    launch(&plan, &f, 2, (uint32_t[]){0, 1, 2}, 3);
+    CHECK(f.chunks[0].resident && f.chunks[1].resident);
+    CHECK(!f.chunks[2].resident);
+    CHECK_EQ_U(f.evictions, 0);
+    lms_plan_destroy(&plan);
+}
+
+/* A demand fetch was measured to hold a launch 2 ns per byte: chunk 0
+ * (1 per byte in place) is read where it is, though it fits; chunk 1 (3)
+ * is fetched. Before the fetch cost is known both are fetched. */
+static void cheap_reads_stay_in_place(void)
+{
+    fake f = make(1, 3, -1);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &lru_like));
+    launch(&plan, &f, 1, (uint32_t[]){0, 1}, 2);
+    CHECK(f.chunks[0].resident && f.chunks[1].resident);
+    fake g = make(1, 3, -1);
+    g.fetch_cost = 2;
+    lms_plan plan2;
+    CHECK(lms_plan_init(&plan2, &lru_like));
+    launch(&plan2, &g, 1, (uint32_t[]){0, 1}, 2);
+    CHECK(!g.chunks[0].resident);
+    CHECK(g.chunks[1].resident);
+    lms_plan_destroy(&plan);
+    lms_plan_destroy(&plan2);
+}
+
+/* The table never holds more than half its slots: many signatures clear
+ * it and it keeps learning. */
+static void bounded_table(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 64));
+    uint32_t id = 3;
+    for (uint64_t s = 1; s < 1000; s++) {
+        lms_price_learn(&p, FN, s * 7919, &id, 1, 10, 100);
+        CHECK(p.used <= p.cap / 2);
+    }
+    CHECK(lms_price_seen(&p, 999 * 7919) == 1);
+    CHECK(lms_price_of(&p, 999 * 7919, 3) >= 0);
+    lms_price_destroy(&p);
+}
+
+static const test_case cases[] = {
+    {"learn_slowdown", learn_slowdown},
+    {"roles_apart", roles_apart},
+    {"dearest_fetched_first", dearest_fetched_first},
+    {"cheap_own_chunk_sent_back", cheap_own_chunk_sent_back},
+    {"hidden_reads_stay", hidden_reads_stay},
+    {"cheap_reads_stay_in_place", cheap_reads_stay_in_place},
+    {"bounded_table", bounded_table},
+};
+
+TEST_MAIN(cases)
