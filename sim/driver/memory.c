@@ -117,7 +117,7 @@ CUresult sim_alloc_device(CUdeviceptr *dptr, size_t bytes, bool low32, CUmemoryP
     a->charged = charged;
     a->kind = SIM_MEM_DEVICE;
     a->device = device;
-    a->ctx = &sim_devices[device].primary;
+    a->ctx = sim_alloc_ctx(device);
     a->owns_memory = true;
     a->pool = pool;
     a->id = sim_next_buffer_id();
@@ -297,7 +297,7 @@ SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsign
     a->size = bytesize;
     a->kind = SIM_MEM_MANAGED;
     a->device = d;
-    a->ctx = &sim_devices[d].primary;
+    a->ctx = sim_alloc_ctx(d);
     a->owns_memory = true;
     if (sim_managed_init(a) != CUDA_SUCCESS) {
         sim_host_release(mem, bytesize, a->from_mmap);
@@ -333,7 +333,7 @@ SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flag
     a->size = bytesize;
     a->kind = SIM_MEM_HOST;
     a->device = d;
-    a->ctx = &sim_devices[d].primary;
+    a->ctx = sim_alloc_ctx(d);
     a->mapped = true;   /* unified addressing: pinned memory is always mapped */
     a->owns_memory = true;
     a->host_flags = flags;

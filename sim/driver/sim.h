@@ -171,6 +171,13 @@ CUresult sim_check_init(void);
 CUresult sim_current_ctx(CUcontext *out);          /* INVALID_CONTEXT if none */
 CUresult sim_current_device(int *out);
 bool sim_ctx_valid(CUcontext ctx);
+/* The context a new allocation on `device` belongs to: the calling thread's
+ * current one when it is on that device, else the device's primary. */
+CUcontext sim_alloc_ctx(int device);
+/* Destroying a context frees what it owns (context.c, takes sim_lock). */
+void sim_ctx_free_resources(CUcontext ctx);
+/* Streams of ctx go away with it (stream.c, under sim_lock). */
+void sim_streams_drop_ctx(CUcontext ctx);
 
 /* ---- registry (registry.c) ---------------------------------------------- */
 

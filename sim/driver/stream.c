@@ -120,6 +120,22 @@ CUresult sim_resolve_stream(CUstream s, bool ptds, CUstream *out)
     return CUDA_SUCCESS;
 }
 
+/* A context goes away: its streams are freed; their handles are invalid. */
+void sim_streams_drop_ctx(CUcontext ctx)
+{
+    for (size_t i = 0; i < nstreams;) {
+        CUstream s = streams[i];
+        if (s->ctx == ctx && s->kind == SIM_STREAM_USER) {
+            sim_capture_forget_stream(s);
+            streams[i] = streams[--nstreams];
+            s->magic = 0;
+            free(s);
+        } else {
+            i++;
+        }
+    }
+}
+
 /* Every stream taking part in capture c leaves it (under sim_lock). */
 void sim_stream_leave_capture(sim_capture *c)
 {
