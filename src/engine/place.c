@@ -205,6 +205,13 @@ static void finish_free(const lms_chunk *c, lms_res_chunk *res)
                 (unsigned long long)c->size, lms_place_names[c->place], (unsigned long long)c->key);
 }
 
+void lms_place_gone(const lms_chunk *c)
+{
+    lms_res_chunk *res = c->place == LMS_PLACE_MANAGED && !(c->flags & LMS_CHUNK_PROGRAM)
+                             ? lms_residency_take(c->key) : NULL;
+    finish_free(c, res);
+}
+
 CUresult lms_place_release(const lms_chunk *c)
 {
     /* Out of the residency map before the real free, as in lms_place_free. */
