@@ -67,10 +67,16 @@ static void context_gone(CUcontext ctx)
     for (size_t i = 0; i < k.n; i++) {
         lms_chunk c;
         /* Out of the map first: only one thread finishes a chunk. */
-        if (driver_forgot(k.v[i]) && lms_chunks_remove(k.v[i], &c)) {
-            lms_place_gone(&c);
-            dropped++;
-        }
+        if (!driver_forgot(k.v[i]) || !lms_chunks_remove(k.v[i], &c))
+            continue;
+        /* Another thread may have been given the address again meanwhile,
+         * and the chunk taken be its new one: asked again, a known address
+         * puts it back (a stale one is then replaced by the new chunk's
+         * insertion, place.c). */
+        if (!driver_forgot(k.v[i]) && lms_chunks_insert(&c))
+            continue;
+        lms_place_gone(&c);
+        dropped++;
     }
     free(k.v);
     if (k.incomplete)

@@ -35,6 +35,22 @@ static void log_decision(const lms_chunk *c, const lms_account *a, const char *w
 /* Allocates `size` bytes of LMS_MODE memory for `device`: managed memory
  * advised to stay on the host and be read by the device over the link, or
  * mapped pinned host memory. */
+/* Adds the chunk of a new allocation to the map. A chunk already at its
+ * address is stale: the driver hands out no address it still holds, so
+ * that memory went with its context (a destroy or reset whose sweep has
+ * not reached it yet, preload/context.c); its bookkeeping finishes first.
+ * False when the map has no memory for it. */
+static bool insert_new(const lms_chunk *c)
+{
+    if (lms_chunks_insert(c))
+        return true;
+    lms_chunk old;
+    if ((c->key & LMS_VMM_TAG) || !lms_chunks_remove(c->key, &old))
+        return false;
+    lms_place_gone(&old);
+    return lms_chunks_insert(c);
+}
+
 static CUresult alloc_off_device(uint64_t size, int device, lms_place place, CUdeviceptr *out)
 {
     if (place == LMS_PLACE_HOST) {
@@ -94,7 +110,7 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
     }
     lms_chunk c = {.key = p, .size = r->size, .device = (int16_t)r->device, .place = (uint8_t)place,
                    .flags = (uint8_t)((fallback ? LMS_CHUNK_FALLBACK : 0) | (r->async ? LMS_CHUNK_ASYNC : 0))};
-    if (!lms_chunks_insert(&c)) {
+    if (!insert_new(&c)) {
         /* Cannot track it, so cannot free it right later: give it back. */
         if (place == LMS_PLACE_HOST)
             lms_drv.cuMemFreeHost((void *)(uintptr_t)p);
@@ -156,7 +172,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
                            .place = LMS_PLACE_DEVICE, .flags = r->async ? LMS_CHUNK_ASYNC : 0};
             if (!r->async && !r->device_only)   /* only what can be answered settles it */
                 lms_arenas_placed(r->device, charge);
-            if (lms_chunks_insert(&c)) {
+            if (insert_new(&c)) {
                 lms_account_add_chunk(a, &c);
                 if (lms_trace_on)
                     lms_trace_alloc(r->device, *out, r->size, charge, "device", -1, false, r->site);
@@ -301,7 +317,7 @@ void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place)
     lms_account *a = lms_account_of(device < 0 ? 0 : device);
     lms_chunk c = {.key = ptr, .size = size, .device = (int16_t)(device < 0 ? 0 : device),
                    .place = (uint8_t)place, .flags = LMS_CHUNK_PROGRAM};
-    if (a && lms_chunks_insert(&c)) {
+    if (a && insert_new(&c)) {
         lms_account_add_chunk(a, &c);
         if (lms_trace_on)
             lms_trace_alloc(c.device, ptr, size, 0, lms_place_names[place], -1, false, -1);
