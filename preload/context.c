@@ -66,17 +66,11 @@ static void context_gone(CUcontext ctx)
     size_t dropped = 0;
     for (size_t i = 0; i < k.n; i++) {
         lms_chunk c;
-        /* Out of the map first: only one thread finishes a chunk. */
-        if (!driver_forgot(k.v[i]) || !lms_chunks_remove(k.v[i], &c))
-            continue;
-        /* Another thread may have been given the address again meanwhile,
-         * and the chunk taken be its new one: asked again, a known address
-         * puts it back (a stale one is then replaced by the new chunk's
-         * insertion, place.c). */
-        if (!driver_forgot(k.v[i]) && lms_chunks_insert(&c))
-            continue;
-        lms_place_gone(&c);
-        dropped++;
+        /* Out of the map first: a free racing with it finds no chunk. */
+        if (driver_forgot(k.v[i]) && lms_chunks_remove(k.v[i], &c)) {
+            lms_place_gone(&c);
+            dropped++;
+        }
     }
     free(k.v);
     if (k.incomplete)
@@ -116,9 +110,11 @@ static bool primary_inactive(CUdevice dev)
     {                                                      \
         if (!lms_hook_enter() || !REAL(sym))               \
             return PASS(sym, ctx);                         \
+        lms_place_context_begin();                         \
         CUresult r = REAL(sym)(ctx);                       \
         if (r == CUDA_SUCCESS)                             \
             context_gone(ctx);                             \
+        lms_place_context_end();                           \
         lms_hook_leave();                                  \
         return r;                                          \
     }
@@ -132,10 +128,12 @@ DESTROY_HOOK(cuCtxDestroy)
     {                                                      \
         if (!lms_hook_enter() || !REAL(sym))               \
             return PASS(sym, dev);                         \
+        lms_place_context_begin();                         \
         CUcontext ctx = active_primary(dev);               \
         CUresult r = REAL(sym)(dev);                       \
         if (r == CUDA_SUCCESS && ctx)                      \
             context_gone(ctx);                             \
+        lms_place_context_end();                           \
         lms_hook_leave();                                  \
         return r;                                          \
     }
@@ -149,10 +147,12 @@ RESET_HOOK(cuDevicePrimaryCtxReset)
     {                                                      \
         if (!lms_hook_enter() || !REAL(sym))               \
             return PASS(sym, dev);                         \
+        lms_place_context_begin();                         \
         CUcontext ctx = active_primary(dev);               \
         CUresult r = REAL(sym)(dev);                       \
         if (r == CUDA_SUCCESS && ctx && primary_inactive(dev)) \
             context_gone(ctx);                             \
+        lms_place_context_end();                           \
         lms_hook_leave();                                  \
         return r;                                          \
     }

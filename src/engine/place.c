@@ -4,6 +4,8 @@
  */
 #include "place.h"
 
+#include <pthread.h>
+
 #include "account.h"
 #include "arenas.h"
 #include "capture.h"
@@ -141,7 +143,30 @@ static bool answer_oom(const lms_alloc_request *r, lms_account *a, uint64_t char
     return true;
 }
 
+/* Held shared by each placement, from the real allocation to its chunk's
+ * insertion, and exclusively by a context's end, from the driver's call to
+ * its last dropped chunk: a sweep never meets an address the driver has
+ * handed out again before lmshim knows of it. */
+static pthread_rwlock_t ctx_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+void lms_place_context_begin(void) { pthread_rwlock_wrlock(&ctx_lock); }
+void lms_place_context_end(void) { pthread_rwlock_unlock(&ctx_lock); }
+void lms_place_fork_prepare(void) { pthread_rwlock_wrlock(&ctx_lock); }
+void lms_place_fork_parent(void) { pthread_rwlock_unlock(&ctx_lock); }
+void lms_place_fork_child(void) { pthread_rwlock_init(&ctx_lock, NULL); }
+
+static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out);
+
 CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
+{
+    pthread_rwlock_rdlock(&ctx_lock);
+    CUresult res = place_alloc(r, out);
+    pthread_rwlock_unlock(&ctx_lock);
+    return res;
+}
+
+/* lms_place_alloc under the context lock. */
+static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
 {
     lms_account *a = lms_account_of(r->device);
     if (!a)

@@ -55,6 +55,15 @@ CUresult lms_place_release(const lms_chunk *c);
  * and pieces, its charge and its trace free event go, without a real free. */
 void lms_place_gone(const lms_chunk *c);
 
+/* Around a context's destruction or reset and the dropping of its chunks:
+ * no placement runs meanwhile (the same address could be handed out again
+ * before its chunk is known). fork: the lock is held across it. */
+void lms_place_context_begin(void);
+void lms_place_context_end(void);
+void lms_place_fork_prepare(void);
+void lms_place_fork_parent(void);
+void lms_place_fork_child(void);
+
 /* Records memory the program allocated itself in a non-device kind
  * (LMS_PLACE_MANAGED / LMS_PLACE_PINNED): tracked, never charged. */
 void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place);

@@ -264,11 +264,19 @@ static void check_fresh_budget(void)
     CUdeviceptr again[NCHUNKS];
     alloc_chunks(again, NCHUNKS);
     CHECK(is_managed(again[NCHUNKS - 1]) == 1);
-    uint64_t fetched = stats().prefetches;
+    lms_device_stats s0 = stats();
+    simgpu_counters c0, c1;
+    OK(simgpu_get_counters(0, &c0));
     CUstream st;
     OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
     run_over(again, NCHUNKS, 3, st);
-    CHECK(stats().prefetches > fetched);   /* the residency engine works again */
+    /* The residency engine works again: its fetches and evictions (on the
+     * streams it made again) reached the device. */
+    lms_device_stats s1 = stats();
+    OK(simgpu_get_counters(0, &c1));
+    CHECK(s1.prefetches > s0.prefetches && s1.evictions > s0.evictions);
+    CHECK(c1.bytes_to_host - c0.bytes_to_host >= s1.evicted_bytes - s0.evicted_bytes);
+    CHECK(c1.bytes_to_device - c0.bytes_to_device >= s1.prefetched_bytes - s0.prefetched_bytes);
     for (int i = 0; i < NCHUNKS; i++)
         OK(cuMemFree(again[i]));
     OK(cuStreamDestroy(st));
