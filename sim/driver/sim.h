@@ -119,6 +119,8 @@ struct CUstream_st {
 
 struct CUevent_st {
     uint32_t magic;
+    struct CUevent_st *prev, *next;   /* list of live events, or of dead ones (stream.c) */
+    CUcontext ctx;            /* context it was made in */
     unsigned flags;
     bool recorded;
     int device;
@@ -176,7 +178,7 @@ bool sim_ctx_valid(CUcontext ctx);
 CUcontext sim_alloc_ctx(int device);
 /* Destroying a context frees what it owns (context.c, takes sim_lock). */
 void sim_ctx_free_resources(CUcontext ctx);
-/* Streams of ctx go away with it (stream.c, under sim_lock). */
+/* Streams and events of ctx go away with it (stream.c, under sim_lock). */
 void sim_streams_drop_ctx(CUcontext ctx);
 
 /* ---- registry (registry.c) ---------------------------------------------- */

@@ -56,11 +56,13 @@ static CUdeviceptr resident_managed(size_t bytes)
     return m;
 }
 
-/* Every kind a context owns: device, pool, managed, pinned memory, a stream. */
+/* Every kind a context owns: device, pool, managed, pinned memory, a
+ * stream, an event. */
 typedef struct owned {
     CUdeviceptr dev, pooled, managed;
     void *pinned;
     CUstream stream;
+    CUevent event;
 } owned;
 
 static owned allocate_all(void)
@@ -72,6 +74,8 @@ static owned allocate_all(void)
     OK(cuStreamSynchronize(o.stream));
     o.managed = resident_managed(128 * MiB);
     OK(cuMemHostAlloc(&o.pinned, 4 * MiB, 0));
+    OK(cuEventCreate(&o.event, 0));
+    OK(cuEventRecord(o.event, o.stream));
     return o;
 }
 
@@ -83,6 +87,8 @@ static void check_all_gone(const owned *o)
     CHECK(!known(o->managed));
     CHECK(!known((CUdeviceptr)(uintptr_t)o->pinned));
     CHECK_IS(cuStreamSynchronize(o->stream), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_IS(cuEventQuery(o->event), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_IS(cuEventDestroy(o->event), CUDA_ERROR_INVALID_HANDLE);
 }
 
 /* cuDevicePrimaryCtxReset frees the primary context's memory; the context
