@@ -341,6 +341,32 @@ static void shim_ctx_destroy(void)
     check_fresh_budget();
 }
 
+/* The release that takes the primary context's count to zero ends it:
+ * its chunks go; a release before that keeps them. */
+static void shim_last_release(void)
+{
+    CUcontext prim = primary_context(0), again;
+    setup_kernel();
+    OK(cuDevicePrimaryCtxRetain(&again, 0));
+    CUdeviceptr chunks[NCHUNKS];
+    alloc_chunks(chunks, NCHUNKS);
+    run_over(chunks, NCHUNKS, 1, NULL);
+    uint64_t used = stats().used;
+    CHECK(used > 0);
+    OK(cuDevicePrimaryCtxRelease(0));   /* one retain left */
+    lms_device_stats s = stats();
+    CHECK_EQ_U(s.used, used);
+    CHECK_EQ_U(live_chunks(&s), NCHUNKS);
+    OK(cuDevicePrimaryCtxRelease(0));   /* the last one */
+    CHECK_EQ_U(stats().used, 0);
+    OK(cuDevicePrimaryCtxRetain(&again, 0));
+    CHECK(again == prim);
+    OK(cuCtxSetCurrent(prim));
+    OK(cuModuleLoadData(&module, "x"));
+    OK(cuModuleGetFunction(&f_touch, module, "touch"));
+    check_fresh_budget();
+}
+
 /* Four threads, each with its own context past its share of the budget,
  * launch and destroy it, three times over. */
 static void *ctx_worker(void *arg)
@@ -386,6 +412,7 @@ static const test_case cases[] = {
     {"shim_primary_reset", shim_primary_reset},
     {"shim_device_reset", shim_device_reset},
     {"shim_ctx_destroy", shim_ctx_destroy},
+    {"shim_last_release", shim_last_release},
     {"shim_threads", shim_threads},
 };
 
