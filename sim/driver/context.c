@@ -30,6 +30,36 @@ bool sim_ctx_valid(CUcontext ctx)
     return found;
 }
 
+/* The context a new allocation on `device` belongs to (any lock state: it
+ * reads only the calling thread's stack). */
+CUcontext sim_alloc_ctx(int device)
+{
+    CUcontext top = ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
+    return top && top->device == device ? top : &sim_devices[device].primary;
+}
+
+/* Frees what a context owns as CUDA does when it is destroyed or reset:
+ * every allocation made in it (device, stream-ordered, managed and pinned
+ * host memory; host registrations are undone, the program's memory stays)
+ * and its streams. VMM allocations belong to the process and stay. Takes
+ * sim_lock; the allocations' records and memory are released here. */
+void sim_ctx_free_resources(CUcontext ctx)
+{
+    pthread_mutex_lock(&sim_lock);
+    size_t n;
+    sim_alloc *const *all = sim_registry_all(&n);
+    sim_alloc **mine = n ? malloc(n * sizeof *mine) : NULL;
+    size_t k = 0;
+    for (size_t i = 0; mine && i < n; i++)
+        if (all[i]->ctx == ctx && all[i]->kind != SIM_MEM_VMM)
+            mine[k++] = all[i];
+    for (size_t i = 0; i < k; i++)
+        sim_free_alloc(mine[i]);
+    free(mine);
+    sim_streams_drop_ctx(ctx);
+    pthread_mutex_unlock(&sim_lock);
+}
+
 /* The calling thread's current context; INVALID_CONTEXT when there is none. */
 CUresult sim_current_ctx(CUcontext *out)
 {
@@ -74,11 +104,14 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);
+    bool last = false;
     if (sim_devices[dev].primary.refs > 0)
-        sim_devices[dev].primary.refs--;
+        last = --sim_devices[dev].primary.refs == 0;
     else
         r = CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_unlock(&sim_lock);
+    if (last)   /* the last release destroys the primary context */
+        sim_ctx_free_resources(&sim_devices[dev].primary);
     return r;
 }
 
@@ -86,7 +119,16 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePri
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-    return sim_check_device(dev);
+    CUresult r = sim_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* Every allocation and stream of the primary context goes; the context
+     * stays usable (it is made again on its next use). */
+    pthread_mutex_lock(&sim_lock);
+    sim_host_wait(sim_device_idle_ns(dev));
+    pthread_mutex_unlock(&sim_lock);
+    sim_ctx_free_resources(&sim_devices[dev].primary);
+    return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
@@ -194,6 +236,7 @@ SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     pthread_mutex_unlock(&sim_lock);
     if (!found)
         return CUDA_ERROR_INVALID_CONTEXT;
+    sim_ctx_free_resources(ctx);
     for (int i = 0; i < ctx_depth; i++)
         if (ctx_stack[i] == ctx) {
             memmove(&ctx_stack[i], &ctx_stack[i + 1], (size_t)(ctx_depth - i - 1) * sizeof ctx);

@@ -117,7 +117,7 @@ CUresult sim_alloc_device(CUdeviceptr *dptr, size_t bytes, bool low32, CUmemoryP
     a->charged = charged;
     a->kind = SIM_MEM_DEVICE;
     a->device = device;
-    a->ctx = &sim_devices[device].primary;
+    a->ctx = sim_alloc_ctx(device);
     a->owns_memory = true;
     a->pool = pool;
     a->id = sim_next_buffer_id();
@@ -294,7 +294,7 @@ static sim_alloc *host_backed(size_t bytes, sim_kind kind, int d)
     a->size = bytes;
     a->kind = kind;
     a->device = d;
-    a->ctx = &sim_devices[d].primary;
+    a->ctx = sim_alloc_ctx(d);
     a->owns_memory = true;
     return a;
 }

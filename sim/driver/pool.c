@@ -211,7 +211,7 @@ static CUresult alloc_host_pool(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, 
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *a = (sim_alloc){.base = (uintptr_t)mem, .size = n, .kind = SIM_MEM_HOST, .device = st->device,
-                     .ctx = &sim_devices[st->device].primary, .mapped = true, .owns_memory = true,
+                     .ctx = sim_alloc_ctx(st->device), .mapped = true, .owns_memory = true,
                      .from_mmap = a->from_mmap, .pool = pool};
     pthread_mutex_lock(&sim_lock);
     a->id = sim_next_buffer_id();

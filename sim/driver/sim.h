@@ -119,6 +119,8 @@ struct CUstream_st {
 
 struct CUevent_st {
     uint32_t magic;
+    struct CUevent_st *prev, *next;   /* list of live events, or of dead ones (stream.c) */
+    CUcontext ctx;            /* context it was made in */
     unsigned flags;
     bool recorded;
     int device;
@@ -172,6 +174,13 @@ CUresult sim_check_device(CUdevice dev);         /* init, then the ordinal */
 CUresult sim_current_ctx(CUcontext *out);          /* INVALID_CONTEXT if none */
 CUresult sim_current_device(int *out);
 bool sim_ctx_valid(CUcontext ctx);
+/* The context a new allocation on `device` belongs to: the calling thread's
+ * current one when it is on that device, else the device's primary. */
+CUcontext sim_alloc_ctx(int device);
+/* Destroying a context frees what it owns (context.c, takes sim_lock). */
+void sim_ctx_free_resources(CUcontext ctx);
+/* Streams and events of ctx go away with it (stream.c, under sim_lock). */
+void sim_streams_drop_ctx(CUcontext ctx);
 
 /* ---- registry (registry.c) ---------------------------------------------- */
 

@@ -120,6 +120,52 @@ CUresult sim_resolve_stream(CUstream s, bool ptds, CUstream *out)
     return CUDA_SUCCESS;
 }
 
+/* Live events (sentinel), and those of destroyed contexts: kept allocated
+ * so that a stale handle still reads its (cleared) magic. */
+static struct CUevent_st live_events = {.prev = &live_events, .next = &live_events};
+static struct CUevent_st dead_events = {.prev = &dead_events, .next = &dead_events};
+
+/* Moves an event to the front of a list (under sim_lock). */
+static void event_link(CUevent e, CUevent list)
+{
+    e->next = list->next;
+    e->prev = list;
+    list->next->prev = e;
+    list->next = e;
+}
+
+/* Takes an event out of its list (under sim_lock). */
+static void event_unlink(CUevent e)
+{
+    e->prev->next = e->next;
+    e->next->prev = e->prev;
+}
+
+/* A context goes away: its streams are freed and its events die; their
+ * handles answer INVALID_HANDLE. */
+void sim_streams_drop_ctx(CUcontext ctx)
+{
+    for (CUevent e = live_events.next, next; e != &live_events; e = next) {
+        next = e->next;
+        if (e->ctx == ctx) {
+            event_unlink(e);
+            e->magic = 0;
+            event_link(e, &dead_events);
+        }
+    }
+    for (size_t i = 0; i < nstreams;) {
+        CUstream s = streams[i];
+        if (s->ctx == ctx && s->kind == SIM_STREAM_USER) {
+            sim_capture_forget_stream(s);
+            streams[i] = streams[--nstreams];
+            s->magic = 0;
+            free(s);
+        } else {
+            i++;
+        }
+    }
+}
+
 /* Every stream taking part in capture c leaves it (under sim_lock). */
 void sim_stream_leave_capture(sim_capture *c)
 {
@@ -455,7 +501,10 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int flags)
     CUevent e = calloc(1, sizeof *e);
     if (!e)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *e = (struct CUevent_st){.magic = SIM_MAGIC_EVENT, .flags = flags, .device = ctx->device};
+    *e = (struct CUevent_st){.magic = SIM_MAGIC_EVENT, .flags = flags, .device = ctx->device, .ctx = ctx};
+    pthread_mutex_lock(&sim_lock);
+    event_link(e, &live_events);
+    pthread_mutex_unlock(&sim_lock);
     *phEvent = e;
     return CUDA_SUCCESS;
 }
@@ -465,9 +514,15 @@ SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e)
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!event_valid(e))
+    pthread_mutex_lock(&sim_lock);
+    bool valid = event_valid(e);
+    if (valid) {
+        e->magic = 0;
+        event_unlink(e);
+    }
+    pthread_mutex_unlock(&sim_lock);
+    if (!valid)
         return CUDA_ERROR_INVALID_HANDLE;
-    e->magic = 0;
     free(e);
     return CUDA_SUCCESS;
 }

@@ -217,9 +217,12 @@ RT_EXPORT cudaError_t cudaDeviceSynchronize(void)
     return e != cudaSuccess ? e : rt_result(rt_drv.cuCtxSynchronize());
 }
 
+/* As cudart: waits for the device, then resets its primary context, which
+ * frees every allocation made in it. */
 RT_EXPORT cudaError_t cudaDeviceReset(void)
 {
-    return cudaDeviceSynchronize();
+    cudaError_t e = cudaDeviceSynchronize();
+    return e != cudaSuccess ? e : rt_result(rt_drv.cuDevicePrimaryCtxReset(rt_device()));
 }
 
 RT_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)

@@ -21,6 +21,7 @@
     X(cuInit, 2000) X(cuDriverGetVersion, 2020) X(cuDeviceGetCount, 2000) \
     X(cuDeviceGet, 2000) X(cuDeviceGetName, 2000) X(cuDeviceTotalMem, 3020) \
     X(cuDeviceGetAttribute, 2000) X(cuDevicePrimaryCtxRetain, 7000) \
+    X(cuDevicePrimaryCtxReset, 11000) \
     X(cuCtxSetCurrent, 4000) X(cuCtxSynchronize, 2000) \
     X(cuMemAlloc, 3020) X(cuMemAllocPitch, 3020) X(cuMemFree, 3020) X(cuMemGetInfo, 3020) \
     X(cuMemAllocManaged, 6000) X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000) \

@@ -14,6 +14,7 @@
 #include "group.h"
 #include "launch.h"
 #include "log.h"
+#include "place.h"
 #include "residency.h"
 #include "stats.h"
 #include "status.h"
@@ -67,6 +68,7 @@ bool lms_engine_init(void)
 void lms_engine_fork_prepare(void)
 {
     lms_capture_fork_prepare();
+    lms_place_fork_prepare();   /* first: placements take the other locks under it */
     lms_graph_fork_prepare();
     lms_residency_fork_prepare();
     lms_launch_fork_prepare();   /* after the device locks: launches take it under them */
@@ -90,6 +92,7 @@ void lms_engine_fork_parent(void)
     lms_residency_fork_parent();
     lms_graph_fork_parent();
     lms_capture_fork_parent();
+    lms_place_fork_parent();
 }
 
 void lms_engine_fork_child(void)
@@ -106,4 +109,5 @@ void lms_engine_fork_child(void)
     lms_graph_fork_child();
     lms_capture_fork_child();
     lms_group_fork_child();
+    lms_place_fork_child();
 }

@@ -4,6 +4,8 @@
  */
 #include "place.h"
 
+#include <pthread.h>
+
 #include "account.h"
 #include "arenas.h"
 #include "capture.h"
@@ -35,6 +37,22 @@ static void log_decision(const lms_chunk *c, const lms_account *a, const char *w
 /* Allocates `size` bytes of LMS_MODE memory for `device`: managed memory
  * advised to stay on the host and be read by the device over the link, or
  * mapped pinned host memory. */
+/* Adds the chunk of a new allocation to the map. A chunk already at its
+ * address is stale: the driver hands out no address it still holds, so
+ * that memory went with its context (a destroy or reset whose sweep has
+ * not reached it yet, preload/context.c); its bookkeeping finishes first.
+ * False when the map has no memory for it. */
+static bool insert_new(const lms_chunk *c)
+{
+    if (lms_chunks_insert(c))
+        return true;
+    lms_chunk old;
+    if ((c->key & LMS_VMM_TAG) || !lms_chunks_remove(c->key, &old))
+        return false;
+    lms_place_gone(&old);
+    return lms_chunks_insert(c);
+}
+
 static CUresult alloc_off_device(uint64_t size, int device, lms_place place, CUdeviceptr *out)
 {
     if (place == LMS_PLACE_HOST) {
@@ -94,7 +112,7 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
     }
     lms_chunk c = {.key = p, .size = r->size, .device = (int16_t)r->device, .place = (uint8_t)place,
                    .flags = (uint8_t)((fallback ? LMS_CHUNK_FALLBACK : 0) | (r->async ? LMS_CHUNK_ASYNC : 0))};
-    if (!lms_chunks_insert(&c)) {
+    if (!insert_new(&c)) {
         /* Cannot track it, so cannot free it right later: give it back. */
         if (place == LMS_PLACE_HOST)
             lms_drv.cuMemFreeHost((void *)(uintptr_t)p);
@@ -125,7 +143,30 @@ static bool answer_oom(const lms_alloc_request *r, lms_account *a, uint64_t char
     return true;
 }
 
+/* Held shared by each placement, from the real allocation to its chunk's
+ * insertion, and exclusively by a context's end, from the driver's call to
+ * its last dropped chunk: a sweep never meets an address the driver has
+ * handed out again before lmshim knows of it. */
+static pthread_rwlock_t ctx_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+void lms_place_context_begin(void) { pthread_rwlock_wrlock(&ctx_lock); }
+void lms_place_context_end(void) { pthread_rwlock_unlock(&ctx_lock); }
+void lms_place_fork_prepare(void) { pthread_rwlock_wrlock(&ctx_lock); }
+void lms_place_fork_parent(void) { pthread_rwlock_unlock(&ctx_lock); }
+void lms_place_fork_child(void) { pthread_rwlock_init(&ctx_lock, NULL); }
+
+static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out);
+
 CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
+{
+    pthread_rwlock_rdlock(&ctx_lock);
+    CUresult res = place_alloc(r, out);
+    pthread_rwlock_unlock(&ctx_lock);
+    return res;
+}
+
+/* lms_place_alloc under the context lock. */
+static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
 {
     lms_account *a = lms_account_of(r->device);
     if (!a)
@@ -156,7 +197,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
                            .place = LMS_PLACE_DEVICE, .flags = r->async ? LMS_CHUNK_ASYNC : 0};
             if (!r->async && !r->device_only)   /* only what can be answered settles it */
                 lms_arenas_placed(r->device, charge);
-            if (lms_chunks_insert(&c)) {
+            if (insert_new(&c)) {
                 lms_account_add_chunk(a, &c);
                 if (lms_trace_on)
                     lms_trace_alloc(r->device, *out, r->size, charge, "device", -1, false, r->site);
@@ -203,6 +244,13 @@ static void finish_free(const lms_chunk *c, lms_res_chunk *res)
     if (LMS_LOG_ON(LMS_LEVEL_DEBUG))
         lms_log(LMS_LEVEL_DEBUG, "free dev=%d size=%llu place=%s ptr=0x%llx", c->device,
                 (unsigned long long)c->size, lms_place_names[c->place], (unsigned long long)c->key);
+}
+
+void lms_place_gone(const lms_chunk *c)
+{
+    lms_res_chunk *res = c->place == LMS_PLACE_MANAGED && !(c->flags & LMS_CHUNK_PROGRAM)
+                             ? lms_residency_take(c->key) : NULL;
+    finish_free(c, res);
 }
 
 CUresult lms_place_release(const lms_chunk *c)
@@ -294,7 +342,7 @@ void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place)
     lms_account *a = lms_account_of(device < 0 ? 0 : device);
     lms_chunk c = {.key = ptr, .size = size, .device = (int16_t)(device < 0 ? 0 : device),
                    .place = (uint8_t)place, .flags = LMS_CHUNK_PROGRAM};
-    if (a && lms_chunks_insert(&c)) {
+    if (a && insert_new(&c)) {
         lms_account_add_chunk(a, &c);
         if (lms_trace_on)
             lms_trace_alloc(c.device, ptr, size, 0, lms_place_names[place], -1, false, -1);

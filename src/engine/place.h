@@ -50,6 +50,20 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op);
  * and charge. On an error they stay and the error is returned. */
 CUresult lms_place_release(const lms_chunk *c);
 
+/* The bookkeeping of a chunk the driver freed itself (its context was
+ * destroyed or reset; already out of the chunk map): its residency entry
+ * and pieces, its charge and its trace free event go, without a real free. */
+void lms_place_gone(const lms_chunk *c);
+
+/* Around a context's destruction or reset and the dropping of its chunks:
+ * no placement runs meanwhile (the same address could be handed out again
+ * before its chunk is known). fork: the lock is held across it. */
+void lms_place_context_begin(void);
+void lms_place_context_end(void);
+void lms_place_fork_prepare(void);
+void lms_place_fork_parent(void);
+void lms_place_fork_child(void);
+
 /* Records memory the program allocated itself in a non-device kind
  * (LMS_PLACE_MANAGED / LMS_PLACE_PINNED): tracked, never charged. */
 void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place);

@@ -72,6 +72,7 @@ typedef struct res_slot {
     uint32_t epoch;           /* bumped when the slot goes to another stream */
     uint64_t count;           /* records made; record k is ring[k % RING] */
     uint64_t tick;            /* last use, for recycling */
+    CUcontext made_in;        /* context current when its ring was made */
     CUevent ring[RING];
 } res_slot;
 
@@ -105,6 +106,8 @@ typedef struct res_device {
     bool evict_pending;       /* evict_ev was recorded: fetches wait on it */
     bool evict_dirty;         /* evictions issued since evict_ev was recorded */
     int side_slot;            /* the side stream's slot */
+    CUcontext made_in;        /* context current when side, evict and evict_ev were made */
+    bool remake;              /* that context went away: make them again before the next launch */
     res_slot slots[SLOTS];
     uint64_t tick;
 } res_device;
@@ -447,7 +450,11 @@ static int slot_of(res_device *d, CUstream stream)
                 return -1;
             }
         res_slot *s = &d->slots[free_s];
-        *s = (res_slot){.stream = stream, .owner = me, .ctx = ctx, .used = true, .tick = ++d->tick};
+        CUcontext cur = NULL;
+        if (lms_drv.cuCtxGetCurrent && lms_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
+            cur = NULL;
+        *s = (res_slot){.stream = stream, .owner = me, .ctx = ctx, .used = true, .tick = ++d->tick,
+                        .made_in = cur};
         memcpy(s->ring, ring, sizeof ring);
         return free_s;
     }
@@ -487,11 +494,46 @@ static void wait_ref(res_device *d, CUstream stream, res_ref r)
     lms_drv.cuStreamWaitEvent(stream, d->slots[r.slot].ring[r.count % RING], 0);
 }
 
+/* The context current now, or NULL. */
+static CUcontext current_context(void)
+{
+    CUcontext cur = NULL;
+    if (!lms_drv.cuCtxGetCurrent || lms_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
+        return NULL;
+    return cur;
+}
+
+/* Makes the side and eviction streams and the eviction event again after
+ * the context they were made in went away (lms_residency_context_gone).
+ * Without them fetches and evictions go on the legacy stream, unordered
+ * events replaced by synchronizations. Under the device's lock. */
+static void remake_streams(res_device *d)
+{
+    d->remake = false;
+    d->made_in = current_context();
+    if (lms_drv.cuStreamCreate(&d->side, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        d->side = NULL;
+    if (lms_drv.cuStreamCreate(&d->evict, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        d->evict = NULL;
+    if (lms_drv.cuEventCreate(&d->evict_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        d->evict_ev = NULL;
+    d->side_slot = slot_of(d, d->side);
+    if (d->side_slot >= 0)
+        d->slots[d->side_slot].keep = true;
+    if (!d->side || !d->evict || !d->evict_ev || d->side_slot < 0)
+        lms_log(LMS_LEVEL_WARN, "residency: cannot make streams or events again after a context reset; "
+                                "fetches and evictions go on the default stream");
+}
+
 /* Sets a device up on its first launch: the planner and two streams. */
 static bool ready_device(res_device *d)
 {
-    if (d->ready)
+    if (d->ready) {
+        if (d->remake)
+            remake_streams(d);
         return true;
+    }
+    d->made_in = current_context();
     const lms_policy *policy = lms_opt.policy ? lms_opt.policy : lms_policy_find("none");
     if (policy->on_demand &&
         (!lms_drv.cuMemPrefetchAsync || !lms_drv.cuStreamCreate || !lms_drv.cuEventCreate ||
@@ -847,6 +889,48 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
     }
     pthread_mutex_unlock(&d->lock);
     return ok;
+}
+
+void lms_residency_context_gone(CUcontext ctx)
+{
+    for (int dev = 0; dev < LMS_MAX_DEVICES; dev++) {
+        res_device *d = &devices[dev];
+        pthread_mutex_lock(&d->lock);
+        if (!d->ready) {
+            pthread_mutex_unlock(&d->lock);
+            continue;
+        }
+        uint32_t gone = 0;   /* bit s: slot s's events went with ctx */
+        for (int i = 0; i < SLOTS; i++) {
+            res_slot *s = &d->slots[i];
+            if (s->used && s->made_in == ctx) {
+                gone |= 1u << i;
+                s->used = s->keep = false;   /* free for the next stream; its ring is made anew */
+            }
+        }
+        if (d->made_in == ctx && (d->side || d->evict || d->evict_ev)) {
+            d->side = d->evict = NULL;
+            d->evict_ev = NULL;
+            d->evict_pending = d->evict_dirty = false;
+            d->remake = true;
+        }
+        if (gone) {   /* no chunk may wait on those events any more */
+            pthread_rwlock_rdlock(&map_lock);
+            for (int i = 0; i < naddr; i++) {
+                res_chunk *c = by_addr[i];
+                if (c->device != dev)
+                    continue;
+                c->fetch_seen &= ~gone;
+                if (c->fetch.slot >= 0 && (gone >> c->fetch.slot & 1u))
+                    c->fetch.slot = -1;
+                for (int u = 0; u < USERS; u++)
+                    if (c->users[u].slot >= 0 && (gone >> c->users[u].slot & 1u))
+                        c->users[u].slot = -1;
+            }
+            pthread_rwlock_unlock(&map_lock);
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
 }
 
 /* Remembers that c was used up to point r on r's stream (with

@@ -77,6 +77,13 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream);
  * never chosen for eviction (graph launches in flight, graph.c). */
 void lms_residency_pin(int device, const uint32_t *ids, int n, int delta);
 
+/* Context ctx was destroyed or reset: the streams and events the engine
+ * made in it are gone (the driver freed them), so they are forgotten, and
+ * made again, in the context current then, before the next launch of their
+ * device. Chunks keep their places; the caller drops the chunks the driver
+ * freed (lms_residency_take and lms_residency_drop). */
+void lms_residency_context_gone(CUcontext ctx);
+
 /* fork: hold every lock across fork; the child gets fresh locks. */
 void lms_residency_fork_prepare(void);
 void lms_residency_fork_parent(void);

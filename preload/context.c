@@ -1,0 +1,161 @@
+/*
+ * context.c — the hooks of a context's end: cuCtxDestroy, the reset of a
+ * primary context (cuDevicePrimaryCtxReset, what cudaDeviceReset calls) and
+ * its last cuDevicePrimaryCtxRelease. CUDA then frees every allocation made
+ * in the context and its streams and events. After the driver succeeded,
+ * lmshim asks it which chunks it no longer knows and drops those through
+ * the free bookkeeping (charge, residency entry, trace) without a real free,
+ * and the residency engine forgets the streams and events it made there.
+ */
+#include <stdlib.h>
+
+#include "chunks.h"
+#include "hooks.h"
+#include "log.h"
+#include "place.h"
+#include "residency.h"
+
+#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
+
+/* The keys of the live chunks, copied out of the map (malloc'd v). */
+typedef struct key_list {
+    uint64_t *v;
+    size_t n, cap;
+    bool incomplete;   /* memory ran out: some chunks were left out */
+} key_list;
+
+/* Adds a chunk's key to the list; VMM handles belong to no context. */
+static void collect(const lms_chunk *c, void *arg)
+{
+    key_list *k = arg;
+    if (c->key & LMS_VMM_TAG)
+        return;
+    if (k->n == k->cap) {
+        size_t ncap = k->cap ? k->cap * 2 : 256;
+        uint64_t *n = realloc(k->v, ncap * sizeof *n);
+        if (!n) {
+            k->incomplete = true;
+            return;
+        }
+        k->v = n;
+        k->cap = ncap;
+    }
+    k->v[k->n++] = c->key;
+}
+
+/* True when the driver no longer has an allocation starting at key. */
+static bool driver_forgot(uint64_t key)
+{
+    CUdeviceptr start = 0;
+    CUresult r = lms_drv.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                               (CUdeviceptr)key);
+    return r == CUDA_ERROR_INVALID_VALUE || (r == CUDA_SUCCESS && start != (CUdeviceptr)key);
+}
+
+/* A context went away: forgets the residency engine's streams and events
+ * made in it (ctx may be NULL when unknown), then drops every chunk whose
+ * memory the driver freed with it. */
+static void context_gone(CUcontext ctx)
+{
+    if (ctx)
+        lms_residency_context_gone(ctx);
+    if (!lms_drv.cuPointerGetAttribute)
+        return;
+    key_list k = {0};
+    lms_chunks_foreach(collect, &k);
+    size_t dropped = 0;
+    for (size_t i = 0; i < k.n; i++) {
+        lms_chunk c;
+        /* Out of the map first: a free racing with it finds no chunk. */
+        if (driver_forgot(k.v[i]) && lms_chunks_remove(k.v[i], &c)) {
+            lms_place_gone(&c);
+            dropped++;
+        }
+    }
+    free(k.v);
+    if (k.incomplete)
+        lms_log(LMS_LEVEL_WARN, "context destroyed: out of memory while listing chunks; "
+                                "some freed chunks stay charged");
+    lms_log(LMS_LEVEL_INFO, "context destroyed: %zu chunks freed with it", dropped);
+}
+
+/* The primary context of dev while it is active, or NULL; its retain count
+ * is left as it was. */
+static CUcontext active_primary(CUdevice dev)
+{
+    unsigned flags;
+    int active = 0;
+    CUcontext ctx = NULL;
+    if (!lms_drv.cuDevicePrimaryCtxGetState || !lms_drv.cuDevicePrimaryCtxRetain ||
+        !lms_drv.cuDevicePrimaryCtxRelease ||
+        lms_drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active)
+        return NULL;
+    if (lms_drv.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS)
+        return NULL;
+    lms_drv.cuDevicePrimaryCtxRelease(dev);
+    return ctx;
+}
+
+/* True when dev's primary context is no longer active. */
+static bool primary_inactive(CUdevice dev)
+{
+    unsigned flags;
+    int active = 1;
+    return lms_drv.cuDevicePrimaryCtxGetState &&
+           lms_drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active;
+}
+
+#define DESTROY_HOOK(sym)                                  \
+    LMS_EXPORT CUresult sym(CUcontext ctx)                 \
+    {                                                      \
+        if (!LMS_ENTER(sym))               \
+            return PASS(sym, ctx);                         \
+        lms_place_context_begin();                         \
+        CUresult r = REAL(sym)(ctx);                       \
+        if (r == CUDA_SUCCESS)                             \
+            context_gone(ctx);                             \
+        lms_place_context_end();                           \
+        lms_hook_leave();                                  \
+        return r;                                          \
+    }
+
+DESTROY_HOOK(cuCtxDestroy_v2)
+DESTROY_HOOK(cuCtxDestroy)
+
+/* A reset destroys the primary context's allocations whatever its count. */
+#define RESET_HOOK(sym)                                    \
+    LMS_EXPORT CUresult sym(CUdevice dev)                  \
+    {                                                      \
+        if (!LMS_ENTER(sym))               \
+            return PASS(sym, dev);                         \
+        lms_place_context_begin();                         \
+        CUcontext ctx = active_primary(dev);               \
+        CUresult r = REAL(sym)(dev);                       \
+        if (r == CUDA_SUCCESS && ctx)                      \
+            context_gone(ctx);                             \
+        lms_place_context_end();                           \
+        lms_hook_leave();                                  \
+        return r;                                          \
+    }
+
+RESET_HOOK(cuDevicePrimaryCtxReset_v2)
+RESET_HOOK(cuDevicePrimaryCtxReset)
+
+/* Only the release that takes the count to zero destroys the context. */
+#define RELEASE_HOOK(sym)                                  \
+    LMS_EXPORT CUresult sym(CUdevice dev)                  \
+    {                                                      \
+        if (!LMS_ENTER(sym))               \
+            return PASS(sym, dev);                         \
+        lms_place_context_begin();                         \
+        CUcontext ctx = active_primary(dev);               \
+        CUresult r = REAL(sym)(dev);                       \
+        if (r == CUDA_SUCCESS && ctx && primary_inactive(dev)) \
+            context_gone(ctx);                             \
+        lms_place_context_end();                           \
+        lms_hook_leave();                                  \
+        return r;                                          \
+    }
+
+RELEASE_HOOK(cuDevicePrimaryCtxRelease_v2)
+RELEASE_HOOK(cuDevicePrimaryCtxRelease)
