@@ -137,7 +137,7 @@ static void odd_pieces(void)
                 size_t off = (size_t)(rand_r(&seed) % (unsigned)(sz / PIECE + 1)) * PIECE + (size_t)k;
                 if (off >= sz)
                     off = sz - 1;
-                size_t len = (off + PIECE <= sz) ? PIECE : sz - off;
+                size_t len = (off + PIECE - 8 <= sz) ? PIECE - 8 : sz - off;
                 OK(launch_span(c[i] + off, len, NULL));
                 want[i][off]++;
                 want[i][off + len - 1]++;
@@ -188,6 +188,7 @@ typedef struct job {
     CUdeviceptr *c;
     size_t *sizes;
     int n;
+    int dev;                  /* the device its chunks are on */
     CUresult fail;
     int line;
 } job;
@@ -201,8 +202,8 @@ typedef struct job {
         }                                                     \
     } while (0)
 
-static atomic_int counts[64][2];
-static CUcontext ctx0;
+static atomic_int counts[16][2];
+static CUcontext ctxs[2];
 
 /* 8 threads x 4 streams over pieced chunks: pointers at piece boundaries
  * and ends; counts kept per chunk (first byte of each launch's range is
@@ -210,7 +211,7 @@ static CUcontext ctx0;
 static void *worker(void *arg)
 {
     job *j = arg;
-    TRY(j, cuCtxSetCurrent(ctx0));
+    TRY(j, cuCtxSetCurrent(ctxs[j->dev]));
     CUstream s[4];
     for (int i = 0; i < 4; i++)
         TRY(j, cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
@@ -223,10 +224,10 @@ static void *worker(void *arg)
             TRY(j, launch_span(j->c[k] + (size_t)j->id, 1, s[it % 4]));
         else
             TRY(j, launch_span(j->c[k] + sz - 1 - (size_t)j->id, 1, s[it % 4]));
-        atomic_fetch_add(&counts[k][0], 1);
+        atomic_fetch_add(&counts[k + 8 * j->dev][0], 1);
         if (it % 16 == 0) {
             lms_device_stats st;
-            if (get_stats(0, &st) != 0 || st.budget_violations != 0 || st.used > st.budget) {
+            if (get_stats(j->dev, &st) != 0 || st.budget_violations != 0 || st.used > st.budget) {
                 j->fail = 999;
                 j->line = __LINE__;
             }
@@ -239,42 +240,62 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void threads_pieces(void)
+/* The workers over chunks of odd sizes on `ndev` devices (8 threads each). */
+static void run_threads(int ndev)
 {
     setup(0);
-    ctx0 = primary_context(0);
     enum { N = 6 };
     size_t sizes[N] = {9 * PIECE + 1, 40 * PIECE + 3, 3 * PIECE, 5 * PIECE + 1, 70 * PIECE, 2 * PIECE + 1};
-    CUdeviceptr c[N];
-    for (int i = 0; i < N; i++)
-        c[i] = zeroed(sizes[i]);
-    /* give the chunks tensor starts so that pieces are cut at them */
-    for (int i = 0; i < N; i++)
-        for (size_t off = PIECE / 2; off + 64 < sizes[i]; off += 3 * PIECE)
-            OK(launch_span(c[i] + off + 64, 1, NULL));   /* byte off+64: counted below */
-    pthread_t t[8];
-    job jobs[8];
-    for (int i = 0; i < 8; i++) {
-        jobs[i] = (job){.id = i, .c = c, .sizes = sizes, .n = N};
+    CUdeviceptr c[2][N];
+    for (int d = 0; d < ndev; d++) {
+        ctxs[d] = primary_context(d);
+        for (int i = 0; i < N; i++)
+            c[d][i] = zeroed(sizes[i]);
+        /* tensor starts inside the chunks, so that pieces are cut at them */
+        for (int i = 0; i < N; i++)
+            for (size_t off = PIECE / 2; off + 64 < sizes[i]; off += 3 * PIECE)
+                OK(launch_span(c[d][i] + off + 64, 1, NULL));
+    }
+    pthread_t t[16];
+    job jobs[16];
+    for (int i = 0; i < 8 * ndev; i++) {
+        jobs[i] = (job){.id = i % 8, .c = c[i / 8], .sizes = sizes, .n = N, .dev = i / 8};
         CHECK(pthread_create(&t[i], NULL, worker, &jobs[i]) == 0);
     }
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 8 * ndev; i++) {
         CHECK(pthread_join(t[i], NULL) == 0);
         if (jobs[i].fail)
             fprintf(stderr, "thread %d: %d at line %d\n", i, jobs[i].fail, jobs[i].line);
         CHECK(jobs[i].fail == 0);
     }
-    OK(cuCtxSynchronize());
-    check_budget(0);
-    for (int i = 0; i < N; i++) {
-        uint64_t sum = 0;
-        for (int b = 0; b < 8; b++)
-            sum += (uint64_t)byte_at(c[i] + (size_t)b) + byte_at(c[i] + sizes[i] - 1 - (size_t)b);
-        /* each launch adds 2 to one byte (its first and last are the same) */
-        CHECK_EQ_U(sum, 2ull * (uint64_t)atomic_load(&counts[i][0]));
-        OK(cuMemFree(c[i]));
+    for (int d = 0; d < ndev; d++) {
+        OK(cuCtxSetCurrent(ctxs[d]));
+        OK(cuCtxSynchronize());
+        check_budget(d);
+        for (int i = 0; i < N; i++) {
+            uint64_t sum = 0;
+            for (int b = 0; b < 8; b++)
+                sum += (uint64_t)byte_at(c[d][i] + (size_t)b) + byte_at(c[d][i] + sizes[i] - 1 - (size_t)b);
+            /* each launch adds 2 to one byte (its first and last are the same) */
+            CHECK_EQ_U(sum, 2ull * (uint64_t)atomic_load(&counts[i + 8 * d][0]));
+            OK(cuMemFree(c[d][i]));
+        }
+        check_budget(d);
     }
-    check_budget(0);
+}
+
+static void threads_pieces(void)
+{
+    run_threads(1);
+}
+
+static void threads_two_devices(void)
+{
+    int n = 0;
+    OK(cuInit(0));
+    OK(cuDeviceGetCount(&n));
+    CHECK(n >= 2);
+    run_threads(2);
 }
 
 /* Frees of pieced chunks (cuMemFree and cuMemFreeAsync) while other
@@ -459,6 +480,7 @@ static const test_case cases[] = {
     {"random_steps", random_steps},
     {"fork_graphs", fork_graphs},
     {"two_devices", two_devices},
+    {"threads_two_devices", threads_two_devices},
 };
 
 TEST_MAIN(cases)
