@@ -551,7 +551,7 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
     atomic_fetch_add(&l->a->evicted_bytes, c->size);
     atomic_fetch_add(&l->a->evictions, 1);
     if (lms_trace_on)
-        lms_trace_move("evict", l->device, pc->id, c->size, false);
+        lms_trace_move("evict", l->device, c->group ? c->group->pc.id : pc->id, c->size, false);
 }
 
 /* Fetches a chunk to the device on the launch stream, or ahead on the side
@@ -606,7 +606,7 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     atomic_fetch_add(&l->a->prefetches, 1);
     check_budget(l->a);
     if (lms_trace_on)
-        lms_trace_move("prefetch", l->device, pc->id, c->size, ahead);
+        lms_trace_move("prefetch", l->device, c->group ? c->group->pc.id : pc->id, c->size, ahead);
     return true;
 }
 

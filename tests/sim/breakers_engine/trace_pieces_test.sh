@@ -1,0 +1,35 @@
+#!/bin/bash
+# trace_pieces_test.sh LMSHIM PROG — a run whose chunks move in pieces
+# (PROG two_devices, traced): every prefetch and evict line names a chunk
+# the trace allocated, and `lmshim report` shows each device's peak at
+# most its budget (a piece's fetch makes only its bytes resident).
+set -u
+lmshim=$1 prog=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+LMS_TRACE=$tmp/t.jsonl "$prog" two_devices || fail "the program failed"
+"$lmshim" report "$tmp/t.jsonl" > "$tmp/out" || fail "report failed"
+cat "$tmp/out" | head -5
+python3 - "$tmp/t.jsonl" "$tmp/out" <<'PY' || fail "trace or report wrong"
+import json, re, sys
+ids, moved = set(), 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["type"] == "alloc" and e["place"] == "managed":
+        ids.add((e["dev"], e["id"]))
+    if e["type"] in ("prefetch", "evict"):
+        moved += 1
+        assert (e["dev"], e["id"]) in ids, "a move of chunk %d, never allocated" % e["id"]
+assert moved > 0, "nothing moved"
+unit = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+def size(s):
+    m = re.fullmatch(r"([0-9.]+)([KMGT]?)", s)
+    return float(m.group(1)) * unit[m.group(2)]
+peaks = re.findall(r"device (\d+): peak used (\S+) of budget (\S+)", open(sys.argv[2]).read())
+assert len(peaks) == 2, peaks
+for dev, peak, budget in peaks:
+    assert size(peak) <= size(budget), "device %s: peak %s above budget %s" % (dev, peak, budget)
+    assert size(peak) > 0, "device %s: nothing resident" % dev
+print("ok:", moved, "moves", peaks)
+PY
