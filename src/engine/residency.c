@@ -184,7 +184,7 @@ static uint64_t piece_size(uint64_t size, int device)
     uint64_t room = a->budget > dev ? a->budget - dev : 0;
     if (size <= room / 2)
         return 0;
-    uint64_t p = (size / MAX_PIECES + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
+    uint64_t p = ((size - 1) / MAX_PIECES + PIECE_ALIGN) / PIECE_ALIGN * PIECE_ALIGN;   /* ceil, so k <= MAX_PIECES */
     return p > PIECE_ALIGN ? p : PIECE_ALIGN;
 }
 

@@ -473,6 +473,22 @@ static void two_devices(void)
     check_budget(1);
 }
 
+/* A chunk of 2^31+1 bytes launched through its base (for a traced run:
+ * its pieces' sizes show in the prefetch lines). */
+static void one_big(void)
+{
+    setup(0);
+    size_t sz = (1ull << 31) + 1;
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, sz));
+    OK(cuMemsetD8(p, 0, 1));
+    OK(launch_span(p, 1, NULL));
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(byte_at(p), 2);
+    check_budget(0);
+    OK(cuMemFree(p));
+}
+
 static const test_case cases[] = {
     {"odd_pieces", odd_pieces},
     {"threads_pieces", threads_pieces},
@@ -481,6 +497,7 @@ static const test_case cases[] = {
     {"fork_graphs", fork_graphs},
     {"two_devices", two_devices},
     {"threads_two_devices", threads_two_devices},
+    {"one_big", one_big},
 };
 
 TEST_MAIN(cases)

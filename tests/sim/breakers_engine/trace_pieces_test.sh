@@ -33,3 +33,18 @@ for dev, peak, budget in peaks:
     assert size(peak) > 0, "device %s: nothing resident" % dev
 print("ok:", moved, "moves", peaks)
 PY
+# A chunk of 2^31+1 bytes: at most 256 pieces (the largest move is a
+# whole piece: the launch needs them all).
+LMS_TRACE=$tmp/big.jsonl "$prog" one_big || fail "one_big failed"
+python3 - "$tmp/big.jsonl" <<'PY' || fail "too many pieces"
+import json, sys
+size, piece = 2**31 + 1, 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["type"] == "prefetch":
+        piece = max(piece, e["bytes"])
+assert piece > 0, "nothing moved"
+n = -(-size // piece)
+assert piece % (2 << 20) == 0 and n <= 256, "pieces of %d bytes: %d of them" % (piece, n)
+print("pieces of", piece, "bytes:", n)
+PY
