@@ -489,6 +489,51 @@ static void one_big(void)
     OK(cuMemFree(p));
 }
 
+/* Two steps of 60,000 launches each in the same order (the learned
+ * history must grow past its first size), on three streams, over 300
+ * chunks (some in pieces); between the steps the module is unloaded and
+ * loaded again (new function handles for the same kernels). */
+static void long_steps(void)
+{
+    setup(0);
+    enum { N = 300, L = 60000 };
+    static CUdeviceptr c[N];
+    static size_t sz[N];
+    static uint32_t cnt[N];
+    for (int i = 0; i < N; i++) {
+        sz[i] = i % 60 == 0 ? 20 * PIECE + 1 : (size_t)(1 + i % 3) * MiB + 5;
+        c[i] = zeroed(sz[i]);
+    }
+    CUstream s[3];
+    for (int i = 0; i < 3; i++)
+        OK(cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+    for (int step = 0; step < 2; step++) {
+        unsigned seed = 11;   /* the same order each step */
+        for (int l = 0; l < L; l++) {
+            int k = rand_r(&seed) % N;
+            int st = k % 3;   /* a chunk stays on one stream: the program orders nothing across them */
+            OK(launch_span(c[k] + (k % 60 == 0 ? (size_t)(l % 20) * PIECE : 0), k % 60 == 0 ? PIECE : sz[k], s[st]));
+            cnt[k] += k % 60 == 0 ? (l % 20 == 0) : 1;
+            if (l % 10000 == 0)
+                check_budget(0);
+        }
+        OK(cuCtxSynchronize());
+        check_budget(0);
+        if (step == 0) {   /* the module goes and comes back: new handles */
+            OK(cuModuleUnload(mod));
+            OK(cuModuleLoadData(&mod, "x"));
+            OK(cuModuleGetFunction(&f_span, mod, "span"));
+        }
+    }
+    for (int i = 0; i < N; i++)
+        CHECK_EQ_U(byte_at(c[i]), cnt[i] & 0xff);   /* the first byte: once per launch that began there */
+    for (int i = 0; i < 3; i++)
+        OK(cuStreamDestroy(s[i]));
+    for (int i = 0; i < N; i++)
+        OK(cuMemFree(c[i]));
+    check_budget(0);
+}
+
 static const test_case cases[] = {
     {"odd_pieces", odd_pieces},
     {"threads_pieces", threads_pieces},
@@ -498,6 +543,7 @@ static const test_case cases[] = {
     {"two_devices", two_devices},
     {"threads_two_devices", threads_two_devices},
     {"one_big", one_big},
+    {"long_steps", long_steps},
 };
 
 TEST_MAIN(cases)
