@@ -535,6 +535,31 @@ static void long_steps(void)
     check_budget(0);
 }
 
+/* Chunks exactly at half the room (whole) and a byte over (pieces), each
+ * launched whole, then through its last byte (for a traced run with
+ * LMS_LIMIT=40M: the prefetch lines show which moved whole). */
+static void threshold(void)
+{
+    setup(0);
+    size_t half = 20 * MiB;
+    CUdeviceptr a = zeroed(half), b = zeroed(half + 1);
+    for (int r = 0; r < 3; r++) {
+        OK(launch_span(a, half, NULL));
+        OK(launch_span(b, half + 1, NULL));
+        OK(launch_span(a + half - 1, 1, NULL));
+        OK(launch_span(b + half, 1, NULL));
+        check_budget(0);
+    }
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(byte_at(a), 3);
+    CHECK_EQ_U(byte_at(a + half - 1), 9);   /* the whole range ends there too */
+    CHECK_EQ_U(byte_at(b), 3);
+    CHECK_EQ_U(byte_at(b + half), 9);
+    OK(cuMemFree(a));
+    OK(cuMemFree(b));
+    check_budget(0);
+}
+
 static const test_case cases[] = {
     {"odd_pieces", odd_pieces},
     {"threads_pieces", threads_pieces},
@@ -545,6 +570,7 @@ static const test_case cases[] = {
     {"threads_two_devices", threads_two_devices},
     {"one_big", one_big},
     {"long_steps", long_steps},
+    {"threshold", threshold},
 };
 
 TEST_MAIN(cases)

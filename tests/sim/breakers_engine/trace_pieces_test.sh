@@ -48,3 +48,21 @@ n = -(-size // piece)
 assert piece % (2 << 20) == 0 and n <= 256, "pieces of %d bytes: %d of them" % (piece, n)
 print("pieces of", piece, "bytes:", n)
 PY
+# Half the room (40 MiB) moves whole; a byte more moves in 2 MiB pieces.
+LMS_TRACE=$tmp/half.jsonl "$prog" threshold || fail "threshold failed"
+python3 - "$tmp/half.jsonl" <<'PY' || fail "wrong pieces at the threshold"
+import json, sys
+size, moves = {}, {}
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["type"] == "alloc" and e["place"] == "managed":
+        size[e["id"]] = e["size"]
+    if e["type"] == "prefetch":
+        moves.setdefault(e["id"], set()).add(e["bytes"])
+half = 20 << 20
+whole = [i for i in size if size[i] == half][0]
+cut = [i for i in size if size[i] == half + 1][0]
+assert moves.get(whole) == {half}, moves.get(whole)
+assert moves.get(cut) and max(moves[cut]) == 2 << 20, moves.get(cut)
+print("at the threshold:", sorted(moves[whole]), sorted(moves[cut]))
+PY
