@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,7 +51,19 @@ static void many(simgpu_launch *l, void **p)
     }
 }
 
-static CUfunction f_span, f_many;
+/* hold(p, bytes): like span, then holds the launching thread until the
+ * test opens the gate (the launch sits between lmshim's decision and its
+ * record after the launch). */
+static atomic_int hold_entered, hold_open;
+static void hold(simgpu_launch *l, void **p)
+{
+    span(l, p);
+    atomic_store(&hold_entered, 1);
+    while (!atomic_load(&hold_open))
+        sched_yield();
+}
+
+static CUfunction f_span, f_many, f_hold;
 static CUmodule mod;
 static int (*get_stats)(int, lms_device_stats *);
 
@@ -64,6 +77,9 @@ static void setup(int dev)
     OK(cuModuleLoadData(&mod, "x"));
     OK(cuModuleGetFunction(&f_span, mod, "span"));
     OK(cuModuleGetFunction(&f_many, mod, "many"));
+    simgpu_kernel k3 = {"hold", hold, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k3));
+    OK(cuModuleGetFunction(&f_hold, mod, "hold"));
     get_stats = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
     CHECK(get_stats != NULL);
 }
@@ -560,6 +576,67 @@ static void threshold(void)
     check_budget(0);
 }
 
+typedef struct hold_job {
+    CUdeviceptr p;
+    size_t bytes;
+    CUstream s;
+    CUresult r;
+} hold_job;
+
+static void *hold_work(void *arg)
+{
+    hold_job *j = arg;
+    j->r = cuCtxSetCurrent(ctxs[0]);
+    void *args[] = {&j->p, &j->bytes};
+    if (j->r == CUDA_SUCCESS)
+        j->r = cuLaunchKernel(f_hold, 1, 1, 1, 32, 1, 1, 0, j->s, args, NULL);
+    return NULL;
+}
+
+/* A pieced chunk freed (and another allocated in its place, launched on)
+ * while a launch on it, on another stream, is between lmshim's decision
+ * and its record; the launch then ends. */
+static void free_mid_launch(void)
+{
+    setup(0);
+    ctxs[0] = primary_context(0);
+    size_t sz = 30 * PIECE + 1;
+    for (int round = 0; round < 4; round++) {
+        CUdeviceptr x = zeroed(sz), y = zeroed(sz);
+        OK(launch_span(x, sz, NULL));
+        OK(launch_span(y + PIECE, PIECE, NULL));
+        hold_job j = {.p = x + (size_t)round * PIECE, .bytes = PIECE};
+        OK(cuStreamCreate(&j.s, CU_STREAM_NON_BLOCKING));
+        atomic_store(&hold_entered, 0);
+        atomic_store(&hold_open, 0);
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, hold_work, &j) == 0);
+        while (!atomic_load(&hold_entered))
+            sched_yield();
+        if (round % 2)
+            OK(cuMemFreeAsync(x, NULL));
+        else
+            OK(cuMemFree(x));
+        CUdeviceptr z = zeroed(sz);   /* perhaps where x was */
+        OK(launch_span(z, sz, NULL));
+        OK(launch_span(y, sz, NULL));
+        atomic_store(&hold_open, 1);
+        CHECK(pthread_join(t, NULL) == 0);
+        OK(j.r);
+        OK(cuCtxSynchronize());
+        CHECK_EQ_U(byte_at(z), 1);
+        CHECK_EQ_U(byte_at(y + PIECE), 1);
+        check_budget(0);
+        OK(cuStreamDestroy(j.s));
+        OK(cuMemFree(y));
+        OK(cuMemFree(z));
+    }
+    lms_device_stats st;
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.used, 0);
+    check_budget(0);
+}
+
 static const test_case cases[] = {
     {"odd_pieces", odd_pieces},
     {"threads_pieces", threads_pieces},
@@ -571,6 +648,7 @@ static const test_case cases[] = {
     {"one_big", one_big},
     {"long_steps", long_steps},
     {"threshold", threshold},
+    {"free_mid_launch", free_mid_launch},
 };
 
 TEST_MAIN(cases)
