@@ -489,7 +489,11 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         p->epoch = p->policy->epoch(p->pstate);
         reguess(p);
     }
-    if (p->policy->on_demand && fetch_pays(p, ops, ctx)) {
+    if (p->policy->on_demand) {
+        /* A resident chunk is waited for (its fetch may still be under
+         * way on another stream) whether or not the missing ones are
+         * fetched. */
+        bool fetch = fetch_pays(p, ops, ctx);
         int nb = 0;
         uint64_t budget = ops->budget(ctx);
         for (int i = 0; i < m; i++) {
@@ -497,7 +501,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
             if (c->resident) {
                 if (ops->wait_ready)
                     ops->wait_ready(ctx, c);
-            } else if (c->charge <= budget) {
+            } else if (fetch && c->charge <= budget) {
                 p->batch[nb++] = c;
             }
         }

@@ -193,7 +193,7 @@ static uint64_t piece_size(uint64_t size, int device)
     uint64_t room = a->budget > dev ? a->budget - dev : 0;
     if (size <= room / 2)
         return 0;
-    uint64_t p = (size / MAX_PIECES + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
+    uint64_t p = ((size - 1) / MAX_PIECES + PIECE_ALIGN) / PIECE_ALIGN * PIECE_ALIGN;   /* ceil, so k <= MAX_PIECES */
     return p > PIECE_ALIGN ? p : PIECE_ALIGN;
 }
 
@@ -614,7 +614,7 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
     atomic_fetch_add(&l->a->evicted_bytes, c->size);
     atomic_fetch_add(&l->a->evictions, 1);
     if (lms_trace_on)
-        lms_trace_move("evict", l->device, pc->id, c->size, false);
+        lms_trace_move("evict", l->device, c->group ? c->group->pc.id : pc->id, c->size, false);
 }
 
 /* Fetches a chunk to the device on the launch stream, or ahead on the side
@@ -675,7 +675,7 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
     atomic_fetch_add(&l->a->prefetches, 1);
     check_budget(l->a);
     if (lms_trace_on)
-        lms_trace_move("prefetch", l->device, pc->id, c->size, ahead);
+        lms_trace_move("prefetch", l->device, c->group ? c->group->pc.id : pc->id, c->size, ahead);
     return true;
 }
 

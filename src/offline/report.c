@@ -77,7 +77,7 @@ typedef struct alloc_rec {          /* a live allocation of the file */
     uint64_t ptr, size, charge;
     int dev, place, site;
     int64_t id;                     /* managed chunk id, or -1 */
-    bool resident;
+    uint64_t resident;              /* bytes of it on the device (a chunk moved in pieces: part of it) */
 } alloc_rec;
 
 typedef struct file_state {
@@ -476,10 +476,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
                 ad->charged -= a.charge;
                 track_interval(ad, a.ptr, a.size, false);
             }
-        } else if (a.resident) {
-            ad->resident -= a.size;
         } else {
-            ad->host -= a.size;
+            ad->resident -= a.resident;
+            ad->host -= a.size - a.resident;
         }
         site *st = a.site >= 0 ? site_of(f, a.site, false) : NULL;
         if (st)
@@ -496,14 +495,18 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         alloc_rec *a = managed_by_id(f, (int64_t)id);
         if (a && a->dev != (int)dv)
             return "prefetch/evict of a chunk of another device";   /* its bytes are counted there */
-        if (a && a->resident == evict) {
-            a->resident = !evict;
+        if (a) {   /* a piece of a chunk moves its bytes only */
+            uint64_t n = evict ? a->resident : a->size - a->resident;
+            if ((uint64_t)bytes < n)
+                n = (uint64_t)bytes;
             if (evict) {
-                d->resident -= a->size;
-                d->host += a->size;
+                a->resident -= n;
+                d->resident -= n;
+                d->host += n;
             } else {
-                d->resident += a->size;
-                d->host -= a->size;
+                a->resident += n;
+                d->resident += n;
+                d->host -= n;
             }
         }
         site *from = a && a->site >= 0 ? site_of(f, a->site, false) : NULL;
