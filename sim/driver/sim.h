@@ -115,6 +115,7 @@ struct CUstream_st {
     sim_capture *cap;         /* capture it takes part in (capture.c), or NULL */
     CUgraphNode deps[SIM_MAX_DEPS];   /* capture: nodes its next node depends on */
     int ndeps;
+    CUstream next_free;       /* destroyed: the next one whose handle comes back later */
 };
 
 struct CUevent_st {
@@ -237,7 +238,9 @@ int sim_driver_version(void);   /* SIMGPU_DRIVER_VERSION, default SIM_DRIVER_VER
 /* One node to add to a graph; the graph copies what it needs. */
 typedef struct sim_node_desc {
     CUgraphNodeType type;      /* KERNEL, MEMCPY, MEMSET, HOST or EMPTY */
-    CUfunction func;           /* kernel */
+    CUfunction func;           /* kernel: a CUfunction, or a CUkernel cast to one */
+    bool by_kernel;            /* kernel: func is a CUkernel; the node reports it as kern */
+    CUcontext ctx;             /* kernel by CUkernel: the context it runs in (NULL: unknown) */
     unsigned grid[3], block[3], shmem;
     void **params;             /* kernel: one pointer per parameter */
     CUdeviceptr dst, src;      /* memcpy: bytes; memset: count elements of width */

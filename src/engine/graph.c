@@ -5,7 +5,7 @@
  * At instantiation the source graph's kernel nodes are read with
  * cuGraphGetNodes and cuGraphKernelNodeGetParams (the driver API has no
  * reader for an executable graph), and their parameters are scanned like a
- * launch's. A graph launch is then one launch for the residency engine over
+ * launch's, with the layout of the node's CUfunction or CUkernel. A graph launch is then one launch for the residency engine over
  * the union of those chunks; after it is issued the chunks stay pinned
  * until an event recorded behind it has completed, so no eviction is
  * decided while the graph may still use them.
@@ -108,10 +108,15 @@ void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
             CUDA_KERNEL_NODE_PARAMS_v2 p;
             if (lms_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS ||
                 t != CU_GRAPH_NODE_TYPE_KERNEL ||
-                lms_drv.cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS || !p.func)
+                lms_drv.cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS)
+                continue;
+            /* The kernel is func, or kern when func is NULL (a node made from
+             * a CUkernel); the layout cache takes either kind of handle. */
+            CUfunction f = p.func ? p.func : (CUfunction)(void *)p.kern;
+            if (!f)
                 continue;
             const uint32_t *ids;
-            int n = lms_launch_chunks(p.func, p.kernelParams, p.extra, &ids);
+            int n = lms_launch_chunks(f, p.kernelParams, p.extra, &ids);
             if (!merge_ids(&found.ids, &found.n, &cap, ids, n))
                 break;   /* out of memory: the rest is read over the link */
         }

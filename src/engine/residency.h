@@ -76,6 +76,10 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream);
  * never chosen for eviction (graph launches in flight, graph.c). */
 void lms_residency_pin(int device, const uint32_t *ids, int n, int delta);
 
+/* cuStreamDestroy of `stream` (before the real call): a new stream that
+ * gets the same handle starts with nothing of the old one's order. */
+void lms_residency_stream_gone(CUstream stream);
+
 /* fork: hold every lock across fork; the child gets fresh locks. */
 void lms_residency_fork_prepare(void);
 void lms_residency_fork_parent(void);
