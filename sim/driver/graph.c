@@ -216,6 +216,11 @@ static bool graph_valid(CUgraph g)
     return live_has(g) && g->magic == SIM_MAGIC_GRAPH;
 }
 
+bool sim_graph_valid(CUgraph g)
+{
+    return graph_valid(g);
+}
+
 /* True when n is a live node (under sim_lock). */
 static bool node_valid(CUgraphNode n)
 {
@@ -547,6 +552,9 @@ static CUresult run_node(CUgraphNode n, CUstream st)
     case CU_GRAPH_NODE_TYPE_HOST:
         d->fn(d->user);
         return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return sim_graphmem_run(d);
     default:
         return CUDA_SUCCESS;
     }

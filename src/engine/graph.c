@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "account.h"
 #include "launch.h"
 #include "log.h"
 #include "residency.h"
@@ -203,6 +204,32 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
         lms_residency_pin(device, ids, n, -1);
         lms_drv.cuEventDestroy(ev);
         free(copy);
+    }
+}
+
+/* Bytes of each device's graph memory pool charged to its account. */
+static _Atomic uint64_t pool_charged[LMS_MAX_DEVICES];
+
+void lms_graph_mem_sync(int device)
+{
+    cuuint64_t reserved = 0;
+    if (device < 0 || device >= LMS_MAX_DEVICES || !lms_drv.cuDeviceGetGraphMemAttribute ||
+        lms_drv.cuDeviceGetGraphMemAttribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
+                                             &reserved) != CUDA_SUCCESS)
+        return;
+    if (reserved == atomic_load_explicit(&pool_charged[device], memory_order_relaxed))
+        return;   /* the common case: one driver call, nothing changed */
+    lms_account *a = lms_account_of(device);
+    if (!a)
+        return;
+    /* Concurrent readings each move the charge by their own difference, so
+     * it ends at the last value exchanged. */
+    uint64_t old = atomic_exchange(&pool_charged[device], (uint64_t)reserved);
+    if (reserved > old) {
+        lms_residency_reclaim(device, reserved - old);   /* room first, as for a device request */
+        lms_account_force(a, reserved - old);
+    } else if (reserved < old) {
+        lms_account_release(a, old - reserved);
     }
 }
 

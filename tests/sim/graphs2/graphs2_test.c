@@ -15,6 +15,11 @@
  *                       the chunk: it must wait for the fetch (the
  *                       simulator counts a kernel touching a block still
  *                       being copied in).
+ *   graph_mem_sim       the simulator alone: graph allocation and free
+ *                       nodes, the graph pool's attributes and trim.
+ *   graph_mem           under liblmshim.so: what the graph pool reserves is
+ *                       charged (lms_get_stats, cuMemGetInfo) and returned
+ *                       after cuDeviceGraphMemTrim.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -256,7 +261,148 @@ static void stream_reuse(void)
     OK(cuLibraryUnload(lib));
 }
 
+/* ---- graph memory --------------------------------------------------------- */
+
+/* A graph allocating `bytes` on device 0, bumping its first word, freeing
+ * it (free_node) or not; *dptr gets the allocation's address. */
+static CUgraph mem_graph(size_t bytes, bool free_node, CUdeviceptr *dptr)
+{
+    CUgraph g;
+    OK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = bytes;
+    CUgraphNode an, kn, fn;
+    OK(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap));
+    CHECK(ap.dptr != 0);
+    *dptr = ap.dptr;
+    static size_t word = 8;
+    static CUdeviceptr where;
+    where = ap.dptr;
+    void *args[] = {&where, &word};
+    CUDA_KERNEL_NODE_PARAMS kp = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                  .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
+                                  .kernelParams = args};
+    OK(cuGraphAddKernelNode(&kn, g, &an, 1, &kp));
+    if (free_node)
+        OK(cuGraphAddMemFreeNode(&fn, g, &kn, 1, ap.dptr));
+    return g;
+}
+
+static uint64_t graph_attr(CUgraphMem_attribute attr)
+{
+    cuuint64_t v = 0;
+    OK(cuDeviceGetGraphMemAttribute(0, attr, &v));
+    return v;
+}
+
+static void graph_mem_sim(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t f0, t0, f1, t1;
+    OK(cuMemGetInfo(&f0, &t0));
+    CUdeviceptr p, q;
+    CUgraph g = mem_graph(100 * MiB, true, &p);
+    CUgraphExec e;
+    OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);   /* nothing before a launch */
+    OK(cuGraphLaunch(e, s));
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    CHECK_EQ_U(*(uint64_t *)(uintptr_t)p, 2);
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 100 * MiB);   /* kept for reuse */
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0);
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), 100 * MiB);
+    OK(cuMemGetInfo(&f1, &t1));
+    CHECK_EQ_U(f0 - f1, 100 * MiB);   /* the device holds the pool's bytes */
+    /* Without a free node the allocation stays in use: no second launch. */
+    CUgraph h = mem_graph(50 * MiB, false, &q);
+    CUgraphExec eh;
+    OK(cuGraphInstantiateWithFlags(&eh, h, 0));
+    OK(cuGraphLaunch(eh, s));
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 50 * MiB);
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 100 * MiB);   /* reused */
+    CHECK_IS(cuGraphLaunch(eh, s), CUDA_ERROR_INVALID_VALUE);
+    OK(cuDeviceGraphMemTrim(0));   /* gives back what no allocation holds */
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 50 * MiB);
+    cuuint64_t zero = 0, one = 1;
+    OK(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero));
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), 0);
+    CHECK_IS(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &one),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &zero),
+             CUDA_ERROR_INVALID_VALUE);
+    cuuint64_t v;
+    CHECK_IS(cuDeviceGetGraphMemAttribute(99, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v),
+             CUDA_ERROR_INVALID_DEVICE);
+    CUgraphNode bad;
+    CHECK_IS(cuGraphAddMemFreeNode(&bad, g, NULL, 0, (CUdeviceptr)0x1000), CUDA_ERROR_INVALID_VALUE);
+    CUgraphNode nodes[4];
+    size_t n = 4;
+    OK(cuGraphGetNodes(g, nodes, &n));
+    CUgraphNodeType t;
+    OK(cuGraphNodeGetType(nodes[0], &t));
+    CHECK(t == CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+    OK(cuGraphNodeGetType(nodes[2], &t));
+    CHECK(t == CU_GRAPH_NODE_TYPE_MEM_FREE);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphExecDestroy(eh));
+    OK(cuGraphDestroy(g));
+    OK(cuGraphDestroy(h));
+    OK(cuStreamDestroy(s));
+    OK(cuLibraryUnload(lib));
+}
+
+/* Under lmshim: the graph pool's bytes are charged (stats, cuMemGetInfo)
+ * after the launch that reserved them, and returned after a trim. */
+static void graph_mem(void)
+{
+    setup();
+    int (*get_stats)(int, lms_device_stats *) =
+        (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get_stats != NULL);
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr dev;
+    OK(cuMemAlloc(&dev, 4 * MiB));   /* sets the account up */
+    size_t f0, t0, f1, t1, f2, t2;
+    lms_device_stats s0, s1, s2;
+    OK(cuMemGetInfo(&f0, &t0));
+    CHECK(get_stats(0, &s0) == 0);
+    CUdeviceptr p;
+    CUgraph g = mem_graph(128 * MiB, true, &p);
+    CUgraphExec e;
+    OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    OK(cuGraphLaunch(e, s));
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    CHECK(get_stats(0, &s1) == 0);
+    OK(cuMemGetInfo(&f1, &t1));
+    printf("used %llu -> %llu, free %zu -> %zu\n", (unsigned long long)s0.used,
+           (unsigned long long)s1.used, f0, f1);
+    CHECK_EQ_U(s1.used - s0.used, 128 * MiB);
+    CHECK_EQ_U(f0 - f1, 128 * MiB);
+    CHECK_EQ_U(t1, t0);
+    OK(cuDeviceGraphMemTrim(0));
+    CHECK(get_stats(0, &s2) == 0);
+    OK(cuMemGetInfo(&f2, &t2));
+    CHECK_EQ_U(s2.used, s0.used);
+    CHECK_EQ_U(f2, f0);
+    CHECK_EQ_U(s2.budget_violations, 0);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    OK(cuStreamDestroy(s));
+    OK(cuMemFree(dev));
+    OK(cuLibraryUnload(lib));
+}
+
 static const test_case cases[] = {
+    {"graph_mem_sim", graph_mem_sim},
+    {"graph_mem", graph_mem},
     {"kern_nodes_sim", kern_nodes_sim},
     {"kern_graph", kern_graph},
     {"stream_reuse_sim", stream_reuse_sim},
