@@ -17,7 +17,8 @@
 #include <stdlib.h>
 
 /* One graph allocation: its address, made at the node's creation, lives as
- * long as the process (the record owns its backing host bytes). */
+ * long as the process (the record owns its backing host bytes; the
+ * registry's entry for it owns none). */
 typedef struct gmem {
     uintptr_t base;
     size_t size;              /* bytes requested */
@@ -89,6 +90,39 @@ CUresult sim_graphmem_run(const sim_node_desc *d)
     return r;
 }
 
+/* A new graph allocation of `size` bytes on `device`, its address taken
+ * for the process's lifetime (listed; takes sim_lock); NULL when out of memory. */
+static gmem *gmem_new(size_t size, int device)
+{
+    gmem *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    void *mem = sim_host_memory(size, &m->from_mmap, false);
+    if (!mem) {
+        free(m);
+        return NULL;
+    }
+    m->base = (uintptr_t)mem;
+    m->size = size;
+    m->charge = sim_round_charge(size);
+    m->device = device;
+    /* Known to pointer queries and copies as device memory of its device;
+     * the record owns the bytes, and nothing is charged until a launch. */
+    sim_alloc *a = calloc(1, sizeof *a);
+    if (a)
+        *a = (sim_alloc){.base = m->base, .size = size, .kind = SIM_MEM_DEVICE, .device = device,
+                         .ctx = &sim_devices[device].primary};
+    pthread_mutex_lock(&sim_lock);
+    m->next = gmems;
+    gmems = m;
+    if (a) {
+        a->id = sim_next_buffer_id();
+        sim_registry_add(a);
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return m;
+}
+
 SIM_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
                                            size_t nd, CUDA_MEM_ALLOC_NODE_PARAMS *p)
 {
@@ -101,26 +135,27 @@ SIM_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *out, CUgraph g, const CU
         p->poolProps.location.id < 0 || p->poolProps.location.id >= sim_cfg.devices ||
         p->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE || (p->accessDescCount && !p->accessDescs))
         return CUDA_ERROR_INVALID_VALUE;
-    gmem *m = calloc(1, sizeof *m);
+    gmem *m = gmem_new(p->bytesize, p->poolProps.location.id);
     if (!m)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    void *mem = sim_host_memory(p->bytesize, &m->from_mmap, false);
-    if (!mem) {
-        free(m);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    m->base = (uintptr_t)mem;
-    m->size = p->bytesize;
-    m->charge = sim_round_charge(p->bytesize);
-    m->device = p->poolProps.location.id;
     sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC, .dst = m->base, .bytes = m->size};
     pthread_mutex_lock(&sim_lock);
-    m->next = gmems;   /* the address stays taken even if the node cannot be added */
-    gmems = m;
     r = sim_graph_valid(g) ? sim_graph_add(g, deps, nd, &d, out) : CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&sim_lock);
     if (r == CUDA_SUCCESS)
         p->dptr = m->base;
+    return r;
+}
+
+CUresult sim_graphmem_capture_alloc(CUstream st, size_t size, int device, CUdeviceptr *dptr)
+{
+    gmem *m = gmem_new(size, device);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC, .dst = m->base, .bytes = m->size};
+    CUresult r = sim_capture_add(st, &d);
+    if (r == CUDA_SUCCESS)
+        *dptr = m->base;
     return r;
 }
 

@@ -293,6 +293,9 @@ bool sim_graph_valid(CUgraph g);                       /* a live graph */
  * launch (takes sim_lock); whether p is a graph allocation (under sim_lock). */
 CUresult sim_graphmem_run(const sim_node_desc *d);
 bool sim_graphmem_is_alloc(CUdeviceptr p);
+/* A stream-ordered allocation captured on st: a new graph allocation and
+ * its allocation node (takes sim_lock). */
+CUresult sim_graphmem_capture_alloc(CUstream st, size_t size, int device, CUdeviceptr *dptr);
 
 /* Kernels (kernel.c): validity, layout and execution outside any capture. */
 bool sim_kernel_valid(CUfunction f);

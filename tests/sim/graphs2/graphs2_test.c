@@ -298,6 +298,23 @@ static uint64_t graph_attr(CUgraphMem_attribute attr)
     return v;
 }
 
+/* A graph captured from cuMemAllocAsync, a bump of the memory and
+ * cuMemFreeAsync on s; *e gets it instantiated. */
+static CUgraph captured_mem_graph(CUstream s, size_t bytes, CUgraphExec *e)
+{
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUdeviceptr p;
+    OK(cuMemAllocAsync(&p, bytes, s));
+    size_t word = 8;
+    void *args[] = {&p, &word};
+    OK(cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    OK(cuMemFreeAsync(p, s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    OK(cuGraphInstantiateWithFlags(e, g, 0));
+    return g;
+}
+
 static void graph_mem_sim(void)
 {
     setup();
@@ -349,6 +366,30 @@ static void graph_mem_sim(void)
     CHECK(t == CU_GRAPH_NODE_TYPE_MEM_ALLOC);
     OK(cuGraphNodeGetType(nodes[2], &t));
     CHECK(t == CU_GRAPH_NODE_TYPE_MEM_FREE);
+    /* Stream-ordered allocation and free captured: memory nodes. */
+    CUgraphExec ec;
+    CUgraph c = captured_mem_graph(s, 64 * MiB, &ec);
+    n = 4;
+    OK(cuGraphGetNodes(c, nodes, &n));
+    CHECK_EQ_U(n, 3);
+    OK(cuGraphNodeGetType(nodes[0], &t));
+    CHECK(t == CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+    OK(cuGraphNodeGetType(nodes[2], &t));
+    CHECK(t == CU_GRAPH_NODE_TYPE_MEM_FREE);
+    OK(cuGraphLaunch(ec, s));
+    OK(cuGraphLaunch(ec, s));
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 114 * MiB);   /* 50 live + 64 */
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 50 * MiB);
+    /* A free of memory from outside any graph still cannot be captured. */
+    CUdeviceptr plain;
+    OK(cuMemAlloc(&plain, MiB));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK_IS(cuMemFreeAsync(plain, s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph dead;
+    CHECK_IS(cuStreamEndCapture(s, &dead), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuMemFree(plain));
+    OK(cuGraphExecDestroy(ec));
+    OK(cuGraphDestroy(c));
     OK(cuGraphExecDestroy(e));
     OK(cuGraphExecDestroy(eh));
     OK(cuGraphDestroy(g));
@@ -393,6 +434,17 @@ static void graph_mem(void)
     CHECK_EQ_U(s2.used, s0.used);
     CHECK_EQ_U(f2, f0);
     CHECK_EQ_U(s2.budget_violations, 0);
+    /* Captured stream-ordered allocations are graph memory too. */
+    CUgraphExec ec;
+    CUgraph c = captured_mem_graph(s, 32 * MiB, &ec);
+    OK(cuGraphLaunch(ec, s));
+    CHECK(get_stats(0, &s2) == 0);
+    CHECK_EQ_U(s2.used - s0.used, 32 * MiB);
+    OK(cuGraphExecDestroy(ec));
+    OK(cuGraphDestroy(c));
+    OK(cuDeviceGraphMemTrim(0));
+    CHECK(get_stats(0, &s2) == 0);
+    CHECK_EQ_U(s2.used, s0.used);
     OK(cuGraphExecDestroy(e));
     OK(cuGraphDestroy(g));
     OK(cuStreamDestroy(s));
