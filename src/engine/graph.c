@@ -43,6 +43,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static exec_entry execs[EXECS];      /* under lock */
 static flight flights[IN_FLIGHT];    /* under lock */
 static atomic_int nflights;
+static atomic_flag polling = ATOMIC_FLAG_INIT;   /* a poll runs: others skip theirs */
 
 /* The slot of exec, or (insert) a free one; NULL when full or absent. */
 static exec_entry *slot_of(CUgraphExec exec, bool insert)
@@ -235,11 +236,20 @@ void lms_graph_mem_sync(int device)
 
 void lms_graph_fork_prepare(void) { pthread_mutex_lock(&lock); }
 void lms_graph_fork_parent(void) { pthread_mutex_unlock(&lock); }
-void lms_graph_fork_child(void) { pthread_mutex_init(&lock, NULL); }
+void lms_graph_fork_child(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    atomic_flag_clear(&polling);   /* a poll of another thread does not go on in the child */
+}
 
 void lms_graph_poll(void)
 {
     if (atomic_load_explicit(&nflights, memory_order_relaxed) == 0 || !lms_drv.cuEventQuery)
+        return;
+    /* One poll at a time: another one could destroy an event this one is
+     * still querying. A poll is a chance, not a duty: a launch that finds
+     * one running skips its own (the next launch polls). */
+    if (atomic_flag_test_and_set_explicit(&polling, memory_order_acquire))
         return;
     /* One pass under the lock takes the events, the queries run with no
      * lock held (the driver has its own), one more pass takes the flights
@@ -257,8 +267,10 @@ void lms_graph_poll(void)
     for (int j = 0; j < k; j++)
         if (lms_drv.cuEventQuery(evs[j]) != CUDA_ERROR_NOT_READY)
             idx[ndone] = idx[j], evs[ndone++] = evs[j];
-    if (ndone == 0)
+    if (ndone == 0) {
+        atomic_flag_clear_explicit(&polling, memory_order_release);
         return;
+    }
     flight done[IN_FLIGHT];
     int n = 0;
     pthread_mutex_lock(&lock);
@@ -276,4 +288,5 @@ void lms_graph_poll(void)
         lms_drv.cuEventDestroy(done[j].ev);
         free(done[j].ids);
     }
+    atomic_flag_clear_explicit(&polling, memory_order_release);
 }
