@@ -50,8 +50,8 @@ INSTANTIATE_HOOK(cuGraphInstantiateWithParams_ptsz,
         if (n == 0) {                                                              \
             lms_capture_idle();                                                    \
             CUresult r0 = REAL(sym)(e, s);                                         \
-            if (r0 == CUDA_SUCCESS)                                                \
-                lms_graph_mem_sync(lms_driver_stream_device(es));                  \
+            if (r0 == CUDA_SUCCESS && lms_graph_mem_any())                         \
+                lms_graph_mem_sync(lms_driver_stream_device(es), false);           \
             lms_hook_leave();                                                      \
             return r0;                                                             \
         }                                                                          \
@@ -62,8 +62,8 @@ INSTANTIATE_HOOK(cuGraphInstantiateWithParams_ptsz,
         lms_residency_after(&tok, es);                                             \
         if (r == CUDA_SUCCESS && tok.device >= 0)                                  \
             lms_graph_launched(tok.device, ids, n, es);                            \
-        if (r == CUDA_SUCCESS)                                                     \
-            lms_graph_mem_sync(lms_driver_stream_device(es));                      \
+        if (r == CUDA_SUCCESS && lms_graph_mem_any())                              \
+            lms_graph_mem_sync(lms_driver_stream_device(es), false);               \
         free(ids);                                                                 \
         lms_hook_leave();                                                          \
         return r;                                                                  \
@@ -90,7 +90,7 @@ LMS_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice dev)
         return PASS(cuDeviceGraphMemTrim, dev);
     CUresult r = REAL(cuDeviceGraphMemTrim)(dev);
     if (r == CUDA_SUCCESS)
-        lms_graph_mem_sync(dev);
+        lms_graph_mem_sync(dev, true);
     lms_hook_leave();
     return r;
 }

@@ -91,25 +91,37 @@ static bool merge_ids(uint32_t **a, int *na, int *cap, const uint32_t *b, int nb
     return true;
 }
 
+/* Set once a graph that may allocate graph memory was instantiated (an
+ * allocation node, or a child graph, which is not looked into): until then
+ * graph launches and cuMemGetInfo skip the pool's reading. */
+static atomic_bool mem_nodes_seen;
+
 void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
 {
-    if (!exec || !lms_residency_any() || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType ||
-        !lms_drv.cuGraphKernelNodeGetParams)
+    if (!exec || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType)
         return;
+    bool scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
+    if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
+        return;   /* nothing more to learn */
     size_t count = 0;
     if (lms_drv.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
         return;
     CUgraphNode *nodes = malloc(count * sizeof *nodes);
-    if (!nodes)
-        return;   /* not scanned: its chunks are read over the link */
+    if (!nodes) {   /* not scanned: its chunks are read over the link */
+        atomic_store(&mem_nodes_seen, true);   /* and it may allocate */
+        return;
+    }
     exec_entry found = {.exec = exec};
     int cap = 0;
     if (lms_drv.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS) {
         for (size_t i = 0; i < count; i++) {
             CUgraphNodeType t;
             CUDA_KERNEL_NODE_PARAMS_v2 p;
-            if (lms_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS ||
-                t != CU_GRAPH_NODE_TYPE_KERNEL ||
+            if (lms_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
+                continue;
+            if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC || t == CU_GRAPH_NODE_TYPE_GRAPH)
+                atomic_store(&mem_nodes_seen, true);
+            if (!scan || t != CU_GRAPH_NODE_TYPE_KERNEL ||
                 lms_drv.cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS)
                 continue;
             /* The kernel is func, or kern when func is NULL (a node made from
@@ -211,9 +223,16 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
 /* Bytes of each device's graph memory pool charged to its account. */
 static _Atomic uint64_t pool_charged[LMS_MAX_DEVICES];
 
-void lms_graph_mem_sync(int device)
+bool lms_graph_mem_any(void)
+{
+    return atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed);
+}
+
+void lms_graph_mem_sync(int device, bool always)
 {
     cuuint64_t reserved = 0;
+    if (!always && !atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
+        return;   /* no graph memory can exist: no driver call */
     if (device < 0 || device >= LMS_MAX_DEVICES || !lms_drv.cuDeviceGetGraphMemAttribute ||
         lms_drv.cuDeviceGetGraphMemAttribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
                                              &reserved) != CUDA_SUCCESS)

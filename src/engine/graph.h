@@ -31,8 +31,11 @@ void lms_graph_poll(void);
  * memory behind graph allocation nodes, kept until cuDeviceGraphMemTrim)
  * and charges or returns the change since the last reading, evicting
  * managed chunks first for room. After graph launches, at cuMemGetInfo and
- * after a trim. */
-void lms_graph_mem_sync(int device);
+ * after a trim; unless `always`, only once a graph with allocation nodes
+ * was instantiated. */
+void lms_graph_mem_sync(int device, bool always);
+/* True once a graph with allocation nodes (or a child graph) was instantiated. */
+bool lms_graph_mem_any(void);
 
 /* fork: the tables' lock is held across fork; the child gets a fresh one. */
 void lms_graph_fork_prepare(void);
