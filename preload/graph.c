@@ -3,6 +3,8 @@
  * chunks the graph's kernels use; a launch of the graph makes them resident
  * on the launch stream first (one residency decision for the whole graph)
  * and keeps them pinned until the graph's work on that stream is done.
+ * Graph memory (allocation nodes) lives in the driver's graph pool: what it
+ * reserves is charged after each launch and after cuDeviceGraphMemTrim.
  */
 #include "capture.h"
 #include "graph.h"
@@ -44,12 +46,15 @@ INSTANTIATE_HOOK(cuGraphInstantiateWithParams_ptsz,
             return PASS(sym, e, s);                                                \
         uint32_t *ids = NULL;                                                      \
         int n = lms_residency_any() ? lms_graph_chunks(e, &ids) : 0;              \
+        CUstream es = !s && (ptds) ? CU_STREAM_PER_THREAD : s;                     \
         if (n == 0) {                                                              \
             lms_capture_idle();                                                    \
+            CUresult r0 = REAL(sym)(e, s);                                         \
+            if (r0 == CUDA_SUCCESS && lms_graph_mem_any())                         \
+                lms_graph_mem_sync(lms_driver_stream_device(es), false);           \
             lms_hook_leave();                                                      \
-            return REAL(sym)(e, s);                                                \
+            return r0;                                                             \
         }                                                                          \
-        CUstream es = !s && (ptds) ? CU_STREAM_PER_THREAD : s;                     \
         lms_launch_token tok;                                                      \
         /* fn 0: a graph is no CUfunction the driver could be asked about */     \
         lms_residency_before(lms_driver_stream_device(es), es, 0, ids, n, &tok);  \
@@ -57,6 +62,8 @@ INSTANTIATE_HOOK(cuGraphInstantiateWithParams_ptsz,
         lms_residency_after(&tok, es);                                             \
         if (r == CUDA_SUCCESS && tok.device >= 0)                                  \
             lms_graph_launched(tok.device, ids, n, es);                            \
+        if (r == CUDA_SUCCESS && lms_graph_mem_any())                              \
+            lms_graph_mem_sync(lms_driver_stream_device(es), false);               \
         free(ids);                                                                 \
         lms_hook_leave();                                                          \
         return r;                                                                  \
@@ -72,6 +79,18 @@ LMS_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
     CUresult r = REAL(cuGraphExecDestroy)(e);
     if (r == CUDA_SUCCESS)
         lms_graph_forget(e);
+    lms_hook_leave();
+    return r;
+}
+
+/* The pool gives back what no graph allocation holds: its charge goes too. */
+LMS_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice dev)
+{
+    if (!LMS_ENTER(cuDeviceGraphMemTrim))
+        return PASS(cuDeviceGraphMemTrim, dev);
+    CUresult r = REAL(cuDeviceGraphMemTrim)(dev);
+    if (r == CUDA_SUCCESS)
+        lms_graph_mem_sync(dev, true);
     lms_hook_leave();
     return r;
 }

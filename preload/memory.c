@@ -4,6 +4,7 @@
  * (src/engine/place.c) and returns the CUresult; no policy lives here.
  */
 #include "chunks.h"
+#include "graph.h"
 #include "hooks.h"
 #include "ipc.h"
 #include "place.h"
@@ -352,6 +353,7 @@ LMS_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
     if (!LMS_ENTER(cuMemGetInfo_v2))
         return PASS(cuMemGetInfo_v2, free_bytes, total);
+    lms_graph_mem_sync(lms_driver_current_device(), false);   /* the graph pool, as it is now */
     CUresult r = lms_place_mem_info(free_bytes, total, REAL(cuMemGetInfo_v2));
     lms_hook_leave();
     return r;
@@ -361,6 +363,7 @@ LMS_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
 {
     if (!LMS_ENTER(cuMemGetInfo_v2))
         return PASS(cuMemGetInfo, free_bytes, total);
+    lms_graph_mem_sync(lms_driver_current_device(), false);
     size_t f, t;
     CUresult r = free_bytes && total ? lms_place_mem_info(&f, &t, REAL(cuMemGetInfo_v2))
                                      : CUDA_ERROR_INVALID_VALUE;

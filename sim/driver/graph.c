@@ -216,6 +216,11 @@ static bool graph_valid(CUgraph g)
     return live_has(g) && g->magic == SIM_MAGIC_GRAPH;
 }
 
+bool sim_graph_valid(CUgraph g)
+{
+    return graph_valid(g);
+}
+
 /* True when n is a live node (under sim_lock). */
 static bool node_valid(CUgraphNode n)
 {
@@ -260,20 +265,34 @@ SIM_EXPORT CUresult cuGraphCreate(CUgraph *out, unsigned int flags)
     return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* Shared body of both cuGraphAddKernelNode ABIs. */
+/* Shared body of both cuGraphAddKernelNode ABIs: the kernel is p->func or,
+ * with by_kernel (the v2 form with func NULL), the CUkernel `kern`, run in
+ * context ctx (NULL: the current one). */
 static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
-                           const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+                           const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern, CUcontext ctx)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
     if (!out || !p || (nd && !deps) || (p->kernelParams && p->extra))
         return CUDA_ERROR_INVALID_VALUE;
-    if (!sim_kernel_valid(p->func))
+    bool by_kernel = !p->func && kern;
+    CUfunction f = by_kernel ? (CUfunction)(void *)kern : p->func;
+    if (by_kernel) {
+        pthread_mutex_lock(&sim_lock);
+        bool ok = sim_handle_check(f, SIM_MAGIC_KERNEL) != NULL;
+        pthread_mutex_unlock(&sim_lock);
+        if (!ok)
+            return CUDA_ERROR_INVALID_HANDLE;
+        if (!ctx && sim_current_ctx(&ctx) != CUDA_SUCCESS)
+            ctx = NULL;
+    } else if (!sim_kernel_valid(f)) {
         return CUDA_ERROR_INVALID_HANDLE;
+    }
     if (p->extra)
         return CUDA_ERROR_NOT_SUPPORTED;   /* not modeled: see docs/SIMULATOR.md */
-    sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = p->func,
+    sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .by_kernel = by_kernel,
+                       .ctx = by_kernel ? ctx : NULL,
                        .grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
                        .block = {p->blockDimX, p->blockDimY, p->blockDimZ},
                        .shmem = p->sharedMemBytes, .params = p->kernelParams};
@@ -286,20 +305,21 @@ static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 SIM_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
                                          size_t nd, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
 {
-    return add_kernel(out, g, deps, nd, p);
+    return add_kernel(out, g, deps, nd, p, NULL, NULL);
 }
 
+/* The v2 form may name a CUkernel (kern, with func NULL) and its context. */
 SIM_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
                                             size_t nd, const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
-    if (p && !p->func && p->kern)
-        return sim_check_init() ? sim_check_init() : CUDA_ERROR_NOT_SUPPORTED;
-    return add_kernel(out, g, deps, nd, (const CUDA_KERNEL_NODE_PARAMS_v1 *)p);
+    return add_kernel(out, g, deps, nd, (const CUDA_KERNEL_NODE_PARAMS_v1 *)p, p ? p->kern : NULL,
+                      p ? p->ctx : NULL);
 }
 
 /* Shared body of both cuGraphKernelNodeGetParams ABIs: kernelParams points
  * at the node's own copy of the values, valid while the node lives. */
-static CUresult kernel_params(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v1 *p)
+static CUresult kernel_params(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v1 *p, bool *by_kernel,
+                              CUcontext *ctx)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
@@ -315,22 +335,36 @@ static CUresult kernel_params(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v1 *p)
             .gridDimZ = n->d.grid[2], .blockDimX = n->d.block[0], .blockDimY = n->d.block[1],
             .blockDimZ = n->d.block[2], .sharedMemBytes = n->d.shmem,
             .kernelParams = n->d.params, .extra = NULL};
+        *by_kernel = n->d.by_kernel;
+        *ctx = n->d.ctx;
     }
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
 
+/* The v1 form has no kern field: a node that names a CUkernel reports it
+ * cast to CUfunction in func (the launch entry points accept that). */
 SIM_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v1 *p)
 {
-    return kernel_params(n, p);
+    bool by_kernel;
+    CUcontext ctx;
+    return kernel_params(n, p, &by_kernel, &ctx);
 }
 
+/* The v2 form reports a node made from a CUkernel (added with kern, or
+ * captured from a launch of a CUkernel handle) with func NULL and the
+ * kernel in kern, as the field's documentation reads ("referenced if func
+ * is NULL"); other nodes with func set and kern, ctx NULL. */
 SIM_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
-    CUresult r = kernel_params(n, (CUDA_KERNEL_NODE_PARAMS_v1 *)p);
+    bool by_kernel = false;
+    CUcontext ctx = NULL;
+    CUresult r = kernel_params(n, (CUDA_KERNEL_NODE_PARAMS_v1 *)p, &by_kernel, &ctx);
     if (r == CUDA_SUCCESS) {
-        p->kern = NULL;
-        p->ctx = NULL;
+        p->kern = by_kernel ? (CUkernel)(void *)p->func : NULL;
+        p->ctx = by_kernel ? ctx : NULL;
+        if (by_kernel)
+            p->func = NULL;
     }
     return r;
 }
@@ -518,6 +552,9 @@ static CUresult run_node(CUgraphNode n, CUstream st)
     case CU_GRAPH_NODE_TYPE_HOST:
         d->fn(d->user);
         return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return sim_graphmem_run(d);
     default:
         return CUDA_SUCCESS;
     }

@@ -472,6 +472,7 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
         return r;
     pthread_mutex_lock(&sim_lock);
     CUfunction h = sim_handle_check(f, 0);   /* a CUfunction, or a CUkernel cast to one */
+    bool by_kernel = h && h->magic == SIM_MAGIC_KERNEL;
     pthread_mutex_unlock(&sim_lock);
     if (!h)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -493,7 +494,10 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     bool record = false;
     r = sim_capture_gate(st, true, &record);
     if (r != CUDA_SUCCESS || record) {
-        sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .params = params};
+        /* A CUkernel launch becomes a node that names the kernel (kern), in
+         * the capturing stream's context. */
+        sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .params = params,
+                           .by_kernel = by_kernel, .ctx = st->ctx};
         memcpy(d.grid, grid, sizeof d.grid);
         memcpy(d.block, block, sizeof d.block);
         return r != CUDA_SUCCESS ? r : sim_capture_add(st, &d);

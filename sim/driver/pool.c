@@ -235,17 +235,22 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUst
         return r;
     if (!dptr || n == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    bool record;
-    r = sim_capture_gate(st, false, &record);   /* memory nodes are not modeled */
-    if (r != CUDA_SUCCESS)
-        return r;
     pthread_mutex_lock(&sim_lock);
     if (!pool)
         pool = sim_devices[st->device].current_pool;
     bool ok = pool_valid(pool);
+    int device = ok ? pool->device : -1;
     pthread_mutex_unlock(&sim_lock);
+    /* Captured, an allocation from a device pool becomes an allocation
+     * node of the graph (graphmem.c); one from a host pool cannot be. */
+    bool record;
+    r = sim_capture_gate(st, !ok || device >= 0, &record);
+    if (r != CUDA_SUCCESS)
+        return r;
     if (!ok)
         return CUDA_ERROR_INVALID_VALUE;
+    if (record)
+        return sim_graphmem_capture_alloc(st, n, device, dptr);
     if (pool->device < 0)
         return alloc_host_pool(dptr, n, pool, st);
     return sim_alloc_device(dptr, n, false, pool, pool->device);
@@ -269,11 +274,21 @@ static CUresult free_async(CUdeviceptr p, CUstream s, bool ptds)
 {
     CUstream st;
     CUresult r = sim_resolve_stream(s, ptds, &st);
-    bool record;
-    if (r == CUDA_SUCCESS)
-        r = sim_capture_gate(st, false, &record);   /* memory nodes are not modeled */
     if (r != CUDA_SUCCESS)
         return r;
+    /* Captured, the free of a graph allocation becomes a free node; other
+     * frees cannot be captured here. */
+    pthread_mutex_lock(&sim_lock);
+    bool graph_alloc = sim_graphmem_is_alloc(p);
+    pthread_mutex_unlock(&sim_lock);
+    bool record;
+    r = sim_capture_gate(st, graph_alloc, &record);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (record) {
+        sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_MEM_FREE, .dst = p};
+        return sim_capture_add(st, &d);
+    }
     pthread_mutex_lock(&sim_lock);
     sim_alloc *a = sim_registry_find_base((uintptr_t)p);
     r = a && (a->kind == SIM_MEM_DEVICE || (a->kind == SIM_MEM_HOST && a->pool))

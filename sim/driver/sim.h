@@ -115,6 +115,7 @@ struct CUstream_st {
     sim_capture *cap;         /* capture it takes part in (capture.c), or NULL */
     CUgraphNode deps[SIM_MAX_DEPS];   /* capture: nodes its next node depends on */
     int ndeps;
+    CUstream next_free;       /* destroyed: the next one whose handle comes back later */
 };
 
 struct CUevent_st {
@@ -246,11 +247,14 @@ int sim_driver_version(void);   /* SIMGPU_DRIVER_VERSION, default SIM_DRIVER_VER
 
 /* One node to add to a graph; the graph copies what it needs. */
 typedef struct sim_node_desc {
-    CUgraphNodeType type;      /* KERNEL, MEMCPY, MEMSET, HOST or EMPTY */
-    CUfunction func;           /* kernel */
+    CUgraphNodeType type;      /* KERNEL, MEMCPY, MEMSET, HOST, MEM_ALLOC, MEM_FREE or EMPTY */
+    CUfunction func;           /* kernel: a CUfunction, or a CUkernel cast to one */
+    bool by_kernel;            /* kernel: func is a CUkernel; the node reports it as kern */
+    CUcontext ctx;             /* kernel by CUkernel: the context it runs in (NULL: unknown) */
     unsigned grid[3], block[3], shmem;
     void **params;             /* kernel: one pointer per parameter */
-    CUdeviceptr dst, src;      /* memcpy: bytes; memset: count elements of width */
+    CUdeviceptr dst, src;      /* memcpy: bytes; memset: count elements of width;
+                                  mem alloc/free: dst is the graph allocation */
     size_t bytes;
     unsigned value, width;
     size_t count;
@@ -293,6 +297,15 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
 CUgraphNode *sim_graph_nodes(CUgraph g, size_t *n);   /* the graph's own array */
 bool sim_graph_has_dependents(CUgraphNode n);
 void sim_graph_free(CUgraph g);
+bool sim_graph_valid(CUgraph g);                       /* a live graph */
+
+/* Graph memory (graphmem.c): an allocation or free node run by a graph
+ * launch (takes sim_lock); whether p is a graph allocation (under sim_lock). */
+CUresult sim_graphmem_run(const sim_node_desc *d);
+bool sim_graphmem_is_alloc(CUdeviceptr p);
+/* A stream-ordered allocation captured on st: a new graph allocation and
+ * its allocation node (takes sim_lock). */
+CUresult sim_graphmem_capture_alloc(CUstream st, size_t size, int device, CUdeviceptr *dptr);
 
 /* Kernels (kernel.c): validity, layout and execution outside any capture. */
 bool sim_kernel_valid(CUfunction f);

@@ -18,6 +18,8 @@ double sim_host_ns;
 static CUstream *streams;        /* live user and per-thread streams (sim_lock) */
 static size_t nstreams, capstreams;
 static uint64_t next_stream_id = 16;
+static CUstream free_streams;    /* destroyed user streams, most recent first (sim_lock):
+                                    their handle values come back, as the driver's do */
 static __thread CUstream per_thread[SIM_MAX_DEVICES];
 static pthread_key_t per_thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -258,21 +260,30 @@ SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int 
         return r;
     if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
         return CUDA_ERROR_INVALID_VALUE;
-    CUstream s = calloc(1, sizeof *s);
-    if (!s)
+    pthread_mutex_lock(&sim_lock);
+    CUstream s = free_streams;   /* the handle of the stream destroyed last, if any */
+    if (s)
+        free_streams = s->next_free;
+    else
+        s = malloc(sizeof *s);
+    if (!s) {
+        pthread_mutex_unlock(&sim_lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     *s = (struct CUstream_st){.magic = SIM_MAGIC_STREAM, .device = ctx->device, .ctx = ctx,
                               .kind = SIM_STREAM_USER, .flags = flags,
                               .priority = priority < -5 ? -5 : priority > 0 ? 0 : priority};
-    pthread_mutex_lock(&sim_lock);
     s->id = next_stream_id++;
     s->t_ns = sim_host_ns;
     bool ok = list_add(s);
-    pthread_mutex_unlock(&sim_lock);
     if (!ok) {
-        free(s);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        s->magic = 0;
+        s->next_free = free_streams;
+        free_streams = s;
     }
+    pthread_mutex_unlock(&sim_lock);
+    if (!ok)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     *phStream = s;
     return CUDA_SUCCESS;
 }
@@ -296,13 +307,12 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
     if (found) {
         sim_capture_forget_stream(s);
         list_remove(s);
+        s->magic = 0;
+        s->next_free = free_streams;   /* kept: a later stream gets this handle */
+        free_streams = s;
     }
     pthread_mutex_unlock(&sim_lock);
-    if (!found)
-        return CUDA_ERROR_INVALID_HANDLE;
-    s->magic = 0;
-    free(s);
-    return CUDA_SUCCESS;
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 SIM_EXPORT CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }

@@ -5,7 +5,7 @@
  * At instantiation the source graph's kernel nodes are read with
  * cuGraphGetNodes and cuGraphKernelNodeGetParams (the driver API has no
  * reader for an executable graph), and their parameters are scanned like a
- * launch's. A graph launch is then one launch for the residency engine over
+ * launch's, with the layout of the node's CUfunction or CUkernel. A graph launch is then one launch for the residency engine over
  * the union of those chunks; after it is issued the chunks stay pinned
  * until an event recorded behind it has completed, so no eviction is
  * decided while the graph may still use them.
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "account.h"
 #include "launch.h"
 #include "log.h"
 #include "residency.h"
@@ -42,6 +43,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static exec_entry execs[EXECS];      /* under lock */
 static flight flights[IN_FLIGHT];    /* under lock */
 static atomic_int nflights;
+static atomic_flag polling = ATOMIC_FLAG_INIT;   /* a poll runs: others skip theirs */
 
 /* The slot of exec, or (insert) a free one; NULL when full or absent. */
 static exec_entry *slot_of(CUgraphExec exec, bool insert)
@@ -89,29 +91,46 @@ static bool merge_ids(uint32_t **a, int *na, int *cap, const uint32_t *b, int nb
     return true;
 }
 
+/* Set once a graph that may allocate graph memory was instantiated (an
+ * allocation node, or a child graph, which is not looked into): until then
+ * graph launches and cuMemGetInfo skip the pool's reading. */
+static atomic_bool mem_nodes_seen;
+
 void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
 {
-    if (!exec || !lms_residency_any() || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType ||
-        !lms_drv.cuGraphKernelNodeGetParams)
+    if (!exec || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType)
         return;
+    bool scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
+    if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
+        return;   /* nothing more to learn */
     size_t count = 0;
     if (lms_drv.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
         return;
     CUgraphNode *nodes = malloc(count * sizeof *nodes);
-    if (!nodes)
-        return;   /* not scanned: its chunks are read over the link */
+    if (!nodes) {   /* not scanned: its chunks are read over the link */
+        atomic_store(&mem_nodes_seen, true);   /* and it may allocate */
+        return;
+    }
     exec_entry found = {.exec = exec};
     int cap = 0;
     if (lms_drv.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS) {
         for (size_t i = 0; i < count; i++) {
             CUgraphNodeType t;
             CUDA_KERNEL_NODE_PARAMS_v2 p;
-            if (lms_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS ||
-                t != CU_GRAPH_NODE_TYPE_KERNEL ||
-                lms_drv.cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS || !p.func)
+            if (lms_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
+                continue;
+            if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC || t == CU_GRAPH_NODE_TYPE_GRAPH)
+                atomic_store(&mem_nodes_seen, true);
+            if (!scan || t != CU_GRAPH_NODE_TYPE_KERNEL ||
+                lms_drv.cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS)
+                continue;
+            /* The kernel is func, or kern when func is NULL (a node made from
+             * a CUkernel); the layout cache takes either kind of handle. */
+            CUfunction f = p.func ? p.func : (CUfunction)(void *)p.kern;
+            if (!f)
                 continue;
             const uint32_t *ids;
-            int n = lms_launch_chunks(p.func, p.kernelParams, p.extra, &ids);
+            int n = lms_launch_chunks(f, p.kernelParams, p.extra, &ids);
             if (!merge_ids(&found.ids, &found.n, &cap, ids, n))
                 break;   /* out of memory: the rest is read over the link */
         }
@@ -201,13 +220,55 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
     }
 }
 
+/* Bytes of each device's graph memory pool charged to its account. */
+static _Atomic uint64_t pool_charged[LMS_MAX_DEVICES];
+
+bool lms_graph_mem_any(void)
+{
+    return atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed);
+}
+
+void lms_graph_mem_sync(int device, bool always)
+{
+    cuuint64_t reserved = 0;
+    if (!always && !atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
+        return;   /* no graph memory can exist: no driver call */
+    if (device < 0 || device >= LMS_MAX_DEVICES || !lms_drv.cuDeviceGetGraphMemAttribute ||
+        lms_drv.cuDeviceGetGraphMemAttribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
+                                             &reserved) != CUDA_SUCCESS)
+        return;
+    if (reserved == atomic_load_explicit(&pool_charged[device], memory_order_relaxed))
+        return;   /* the common case: one driver call, nothing changed */
+    lms_account *a = lms_account_of(device);
+    if (!a)
+        return;
+    /* Concurrent readings each move the charge by their own difference, so
+     * it ends at the last value exchanged. */
+    uint64_t old = atomic_exchange(&pool_charged[device], (uint64_t)reserved);
+    if (reserved > old) {
+        lms_residency_reclaim(device, reserved - old);   /* room first, as for a device request */
+        lms_account_force(a, reserved - old);
+    } else if (reserved < old) {
+        lms_account_release(a, old - reserved);
+    }
+}
+
 void lms_graph_fork_prepare(void) { pthread_mutex_lock(&lock); }
 void lms_graph_fork_parent(void) { pthread_mutex_unlock(&lock); }
-void lms_graph_fork_child(void) { pthread_mutex_init(&lock, NULL); }
+void lms_graph_fork_child(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    atomic_flag_clear(&polling);   /* a poll of another thread does not go on in the child */
+}
 
 void lms_graph_poll(void)
 {
     if (atomic_load_explicit(&nflights, memory_order_relaxed) == 0 || !lms_drv.cuEventQuery)
+        return;
+    /* One poll at a time: another one could destroy an event this one is
+     * still querying. A poll is a chance, not a duty: a launch that finds
+     * one running skips its own (the next launch polls). */
+    if (atomic_flag_test_and_set_explicit(&polling, memory_order_acquire))
         return;
     /* One pass under the lock takes the events, the queries run with no
      * lock held (the driver has its own), one more pass takes the flights
@@ -225,8 +286,10 @@ void lms_graph_poll(void)
     for (int j = 0; j < k; j++)
         if (lms_drv.cuEventQuery(evs[j]) != CUDA_ERROR_NOT_READY)
             idx[ndone] = idx[j], evs[ndone++] = evs[j];
-    if (ndone == 0)
+    if (ndone == 0) {
+        atomic_flag_clear_explicit(&polling, memory_order_release);
         return;
+    }
     flight done[IN_FLIGHT];
     int n = 0;
     pthread_mutex_lock(&lock);
@@ -244,4 +307,5 @@ void lms_graph_poll(void)
         lms_drv.cuEventDestroy(done[j].ev);
         free(done[j].ids);
     }
+    atomic_flag_clear_explicit(&polling, memory_order_release);
 }

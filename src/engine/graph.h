@@ -26,6 +26,17 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
 /* Unpins the chunks of graph launches that have completed. */
 void lms_graph_poll(void);
 
+/* Charges the device's graph memory pool to its account: reads what the
+ * driver's pool reserves (CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: the
+ * memory behind graph allocation nodes, kept until cuDeviceGraphMemTrim)
+ * and charges or returns the change since the last reading, evicting
+ * managed chunks first for room. After graph launches, at cuMemGetInfo and
+ * after a trim; unless `always`, only once a graph with allocation nodes
+ * was instantiated. */
+void lms_graph_mem_sync(int device, bool always);
+/* True once a graph with allocation nodes (or a child graph) was instantiated. */
+bool lms_graph_mem_any(void);
+
 /* fork: the tables' lock is held across fork; the child gets a fresh one. */
 void lms_graph_fork_prepare(void);
 void lms_graph_fork_parent(void);

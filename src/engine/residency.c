@@ -475,6 +475,31 @@ static int slot_of(res_device *d, CUstream stream)
     return old;
 }
 
+/* A stream the program destroyed: the driver may hand its handle to a new
+ * stream, which must not inherit its slot (and the fetches the old stream
+ * waited for). Each of its slots stops matching any handle and becomes the
+ * first to be taken over; until then its ring stays, as the records made on
+ * the destroyed stream still complete and chunks may wait for them. Nothing
+ * is waited for on the host here. */
+void lms_residency_stream_gone(CUstream stream)
+{
+    static const char gone_mark;   /* a handle no stream has */
+    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+        return;
+    for (int i = 0; i < LMS_MAX_DEVICES; i++) {
+        res_device *d = &devices[i];
+        pthread_mutex_lock(&d->lock);
+        for (int k = 0; d->ready && k < SLOTS; k++) {
+            res_slot *s = &d->slots[k];
+            if (s->used && !s->keep && s->stream == stream) {
+                s->stream = (CUstream)(uintptr_t)&gone_mark;
+                s->tick = 0;
+            }
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
 /* Records the next event of slot i on its stream; returns the point. When
  * it cannot, it finishes the stream's work now (the point is then done). */
 static res_ref record(res_device *d, int i)

@@ -83,6 +83,9 @@ void lms_residency_pin(int device, const uint32_t *ids, int n, int delta);
  * device. Chunks keep their places; the caller drops the chunks the driver
  * freed (lms_residency_take and lms_residency_drop). */
 void lms_residency_context_gone(CUcontext ctx);
+/* cuStreamDestroy of `stream` (before the real call): a new stream that
+ * gets the same handle starts with nothing of the old one's order. */
+void lms_residency_stream_gone(CUstream stream);
 
 /* fork: hold every lock across fork; the child gets fresh locks. */
 void lms_residency_fork_prepare(void);

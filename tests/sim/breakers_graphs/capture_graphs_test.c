@@ -88,8 +88,8 @@ static void capture_vs_async_thread(void)
  * graph: each launch of the graph has its own memory, freed by the graph's
  * free node. lmshim must not hand out memory of its own there (one
  * allocation made at capture, released after the first launch, then used
- * by every later launch). The simulator does not model memory nodes, so it
- * refuses the allocation; what lmshim may not do is succeed with a chunk
+ * by every later launch). The simulator makes it an allocation node (an
+ * older one refused it); what lmshim may not do is succeed with a chunk
  * off the device. */
 static void alloc_in_capture(void)
 {

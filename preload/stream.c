@@ -1,0 +1,28 @@
+/*
+ * stream.c — the stream destroy hooks. The driver hands a destroyed
+ * stream's handle to streams created later; the residency engine keys its
+ * per-stream order (slots, event rings) by the handle, so it forgets the
+ * stream first (src/engine/residency.c, lms_residency_stream_gone). Events
+ * recorded on the stream stay valid, so nothing is waited for.
+ */
+#include "hooks.h"
+#include "residency.h"
+
+#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
+
+/* Forgets the stream before the real destroy: once that returns, another
+ * thread may already get the handle for a new stream. A destroy that fails
+ * (a bad handle) has cost the stream its slot: it waits for fetches again. */
+#define STREAM_DESTROY_HOOK(sym)                                                   \
+    LMS_EXPORT CUresult sym(CUstream s)                                            \
+    {                                                                              \
+        if (!LMS_ENTER(sym))                                       \
+            return PASS(sym, s);                                                   \
+        lms_residency_stream_gone(s);                                              \
+        CUresult r = REAL(sym)(s);                                                 \
+        lms_hook_leave();                                                          \
+        return r;                                                                  \
+    }
+
+STREAM_DESTROY_HOOK(cuStreamDestroy_v2)
+STREAM_DESTROY_HOOK(cuStreamDestroy)

@@ -1,0 +1,464 @@
+/*
+ * graphs2_test.c — graph kernel nodes that name a CUkernel, and stream
+ * handles the driver hands out again after cuStreamDestroy.
+ *   kern_nodes_sim      the simulator alone: a CUkernel launch captured
+ *                       into a graph, and a node added with `kern`, are
+ *                       reported with func NULL and kern set; they run.
+ *   kern_graph          under liblmshim.so (each policy, meson.build): a
+ *                       graph of captured CUkernel launches over managed
+ *                       chunks gets its chunks fetched at its launch, with
+ *                       the right results.
+ *   stream_reuse_sim    the simulator alone: a stream created after a
+ *                       destroy gets the destroyed one's handle.
+ *   stream_reuse        under liblmshim.so: a chunk fetched on stream A, A
+ *                       destroyed, a new stream gets A's handle and uses
+ *                       the chunk: it must wait for the fetch (the
+ *                       simulator counts a kernel touching a block still
+ *                       being copied in).
+ *   graph_mem_sim       the simulator alone: graph allocation and free
+ *                       nodes, the graph pool's attributes and trim.
+ *   graph_mem           under liblmshim.so: what the graph pool reserves is
+ *                       charged (lms_get_stats, cuMemGetInfo) and returned
+ *                       after cuDeviceGraphMemTrim.
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "lmshim.h"
+#include "simgpu.h"
+
+#define MiB (1ull << 20)
+#define CHUNK (64 * MiB)
+#define NCHUNKS 8
+
+/* bump(p, bytes): p[0] += 1 (a 64-bit counter); touches the whole range. */
+static void bump(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    size_t bytes = *(size_t *)p[1];
+    l->access(l, a, bytes, SIMGPU_READ_WRITE);
+    (*(uint64_t *)(uintptr_t)a)++;
+    l->compute(l, 1e4);
+}
+
+static CUlibrary lib;
+static CUkernel k_bump;     /* the library's kernel */
+static CUfunction f_bump;   /* the same kernel through a module */
+
+/* The context, the kernel registered, a library kernel and a module function. */
+static void setup(void)
+{
+    primary_context(0);
+    simgpu_kernel k = {"bump", bump, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k));
+    OK(cuLibraryLoadData(&lib, "x", NULL, NULL, 0, NULL, NULL, 0));
+    OK(cuLibraryGetKernel(&k_bump, lib, "bump"));
+    CUmodule m;
+    OK(cuModuleLoadData(&m, "x"));
+    OK(cuModuleGetFunction(&f_bump, m, "bump"));
+}
+
+/* Launches bump over p on s through handle f (a CUkernel cast, or a CUfunction). */
+static CUresult launch_bump(CUfunction f, CUdeviceptr p, CUstream s)
+{
+    size_t bytes = CHUNK;
+    void *args[] = {&p, &bytes};
+    return cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL);
+}
+
+static uint64_t counter(CUdeviceptr p)
+{
+    uint64_t v = 0;
+    OK(cuMemcpyDtoH(&v, p, sizeof v));
+    return v;
+}
+
+/* ---- kernel nodes that name a CUkernel ---------------------------------- */
+
+static void kern_nodes_sim(void)
+{
+    setup();
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, CHUNK));
+    OK(cuMemsetD8(p, 0, 64));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(launch_bump((CUfunction)(void *)k_bump, p, s));
+    OK(launch_bump(f_bump, p, s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphNode nodes[4];
+    size_t n = 4;
+    OK(cuGraphGetNodes(g, nodes, &n));
+    CHECK_EQ_U(n, 2);
+    CUDA_KERNEL_NODE_PARAMS_v2 kp;
+    OK(cuGraphKernelNodeGetParams_v2(nodes[0], &kp));
+    CHECK(kp.func == NULL);                /* named by its CUkernel */
+    CHECK(kp.kern == k_bump);
+    CUcontext cur;
+    OK(cuCtxGetCurrent(&cur));
+    CHECK(kp.ctx == cur);
+    CHECK(kp.kernelParams != NULL && *(CUdeviceptr *)kp.kernelParams[0] == p);
+    OK(cuGraphKernelNodeGetParams_v2(nodes[1], &kp));
+    CHECK(kp.func == f_bump);              /* named by its CUfunction */
+    CHECK(kp.kern == NULL && kp.ctx == NULL);
+    CUresult (*get_v1)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v1 *) = NULL;
+    CUdriverProcAddressQueryResult q;
+    OK(cuGetProcAddress("cuGraphKernelNodeGetParams", (void **)&get_v1, 11000, 0, &q));
+    CUDA_KERNEL_NODE_PARAMS_v1 k1;         /* the v1 form has no kern: func carries it */
+    OK(get_v1(nodes[0], &k1));
+    CHECK(k1.func == (CUfunction)(void *)k_bump);
+
+    /* Added by hand with kern (func NULL) into the same graph. */
+    size_t bytes = CHUNK;
+    void *args[] = {&p, &bytes};
+    CUDA_KERNEL_NODE_PARAMS_v2 add = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                      .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
+                                      .kernelParams = args, .kern = k_bump};
+    CUgraphNode added;
+    OK(cuGraphAddKernelNode_v2(&added, g, &nodes[1], 1, &add));
+    OK(cuGraphKernelNodeGetParams_v2(added, &kp));
+    CHECK(kp.func == NULL && kp.kern == k_bump && kp.ctx == cur);
+    add.kern = (CUkernel)(void *)f_bump;   /* a CUfunction is no CUkernel */
+    CHECK_IS(cuGraphAddKernelNode_v2(&added, g, NULL, 0, &add), CUDA_ERROR_INVALID_HANDLE);
+    add.kern = NULL;                       /* neither */
+    CHECK_IS(cuGraphAddKernelNode_v2(&added, g, NULL, 0, &add), CUDA_ERROR_INVALID_HANDLE);
+
+    CUgraphExec e;
+    OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    OK(cuGraphLaunch(e, s));
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    CHECK_EQ_U(counter(p), 6);             /* three nodes, two launches */
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    OK(cuStreamDestroy(s));
+    OK(cuMemFree(p));
+    OK(cuLibraryUnload(lib));
+}
+
+static void kern_graph(void)
+{
+    setup();
+    int (*get_stats)(int, lms_device_stats *) =
+        (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get_stats != NULL);
+    CUdeviceptr c[NCHUNKS];
+    int managed = 0;
+    for (int i = 0; i < NCHUNKS; i++) {
+        OK(cuMemAlloc(&c[i], CHUNK));
+        OK(cuMemsetD8(c[i], 0, 64));
+        int m = 0;
+        OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, c[i]));
+        managed += m != 0;
+    }
+    CHECK(managed >= NCHUNKS / 2);
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < NCHUNKS; i++)
+        OK(launch_bump((CUfunction)(void *)k_bump, c[i], s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    OK(cuGraphDestroy(g));
+    lms_device_stats before, after;
+    simgpu_counters c0, c1;
+    CHECK(get_stats(0, &before) == 0);
+    OK(simgpu_get_counters(0, &c0));
+    for (int rep = 0; rep < 3; rep++)
+        OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    CHECK(get_stats(0, &after) == 0);
+    OK(simgpu_get_counters(0, &c1));
+    CHECK_EQ_U(c1.launches - c0.launches, 3 * NCHUNKS);
+    for (int i = 0; i < NCHUNKS; i++)
+        CHECK_EQ_U(counter(c[i]), 3);
+    CHECK(after.used <= after.budget);
+    CHECK_EQ_U(after.budget_violations, 0);
+    const char *policy = getenv("LMS_POLICY");
+    printf("prefetches %llu -> %llu, prefetch_bytes %llu -> %llu, remote_bytes %llu -> %llu\n",
+           (unsigned long long)before.prefetches, (unsigned long long)after.prefetches,
+           (unsigned long long)c0.prefetch_bytes, (unsigned long long)c1.prefetch_bytes,
+           (unsigned long long)c0.remote_bytes, (unsigned long long)c1.remote_bytes);
+    if (policy && strcmp(policy, "none") == 0) {
+        CHECK_EQ_U(after.prefetches, before.prefetches);
+    } else {
+        CHECK(after.prefetches > before.prefetches);   /* the graph's chunks were fetched */
+        CHECK(c1.prefetch_bytes > c0.prefetch_bytes);
+    }
+    OK(cuGraphExecDestroy(e));
+    OK(cuStreamDestroy(s));
+    for (int i = 0; i < NCHUNKS; i++)
+        OK(cuMemFree(c[i]));
+    OK(cuLibraryUnload(lib));
+}
+
+/* ---- stream handles after cuStreamDestroy -------------------------------- */
+
+static void stream_reuse_sim(void)
+{
+    setup();
+    CUstream a, b, c;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&b, 0));
+    OK(cuStreamDestroy(a));
+    CHECK_IS(cuStreamQuery(a), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuStreamCreate(&c, 0));
+    CHECK(c == a);                          /* the destroyed handle comes back */
+    unsigned flags = 1;
+    OK(cuStreamGetFlags(c, &flags));
+    CHECK_EQ_U(flags, 0);                   /* a new stream, not the old one */
+    OK(cuStreamQuery(c));
+    OK(cuStreamDestroy(c));
+    OK(cuStreamDestroy(b));
+    CHECK_IS(cuStreamDestroy(b), CUDA_ERROR_INVALID_HANDLE);
+}
+
+static void stream_reuse(void)
+{
+    setup();
+    CUdeviceptr x;
+    OK(cuMemAlloc(&x, CHUNK));
+    OK(cuMemsetD8(x, 0, CHUNK));
+    int m = 0;
+    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, x));
+    CHECK(m != 0);
+    CUstream a, b;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(simgpu_reset_counters());
+    OK(launch_bump(f_bump, x, a));          /* x fetched on a, then used there */
+    OK(cuStreamDestroy(a));                 /* its work goes on */
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    CHECK(b == a);                          /* same handle, a new stream */
+    OK(launch_bump(f_bump, x, b));          /* must wait for x's fetch */
+    OK(cuCtxSynchronize());
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    printf("prefetch_bytes = %llu, inflight_waits = %llu\n", (unsigned long long)c.prefetch_bytes,
+           (unsigned long long)c.inflight_waits);
+    CHECK(c.prefetch_bytes >= CHUNK / 2);
+    CHECK_EQ_U(c.inflight_waits, 0);
+    CHECK_EQ_U(counter(x), 2);
+    /* Later launches on the new stream and on others still order. */
+    CUstream d;
+    OK(cuStreamCreate(&d, CU_STREAM_NON_BLOCKING));
+    OK(launch_bump(f_bump, x, d));
+    OK(launch_bump(f_bump, x, b));
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(counter(x), 4);
+    OK(cuStreamDestroy(b));
+    OK(cuStreamDestroy(d));
+    OK(cuMemFree(x));
+    OK(cuLibraryUnload(lib));
+}
+
+/* ---- graph memory --------------------------------------------------------- */
+
+/* A graph allocating `bytes` on device 0, bumping its first word, freeing
+ * it (free_node) or not; *dptr gets the allocation's address. */
+static CUgraph mem_graph(size_t bytes, bool free_node, CUdeviceptr *dptr)
+{
+    CUgraph g;
+    OK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = bytes;
+    CUgraphNode an, kn, fn;
+    OK(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap));
+    CHECK(ap.dptr != 0);
+    *dptr = ap.dptr;
+    static size_t word = 8;
+    static CUdeviceptr where;
+    where = ap.dptr;
+    void *args[] = {&where, &word};
+    CUDA_KERNEL_NODE_PARAMS kp = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                  .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
+                                  .kernelParams = args};
+    OK(cuGraphAddKernelNode(&kn, g, &an, 1, &kp));
+    if (free_node)
+        OK(cuGraphAddMemFreeNode(&fn, g, &kn, 1, ap.dptr));
+    return g;
+}
+
+static uint64_t graph_attr(CUgraphMem_attribute attr)
+{
+    cuuint64_t v = 0;
+    OK(cuDeviceGetGraphMemAttribute(0, attr, &v));
+    return v;
+}
+
+/* A graph captured from cuMemAllocAsync, a bump of the memory and
+ * cuMemFreeAsync on s; *e gets it instantiated. */
+static CUgraph captured_mem_graph(CUstream s, size_t bytes, CUgraphExec *e)
+{
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUdeviceptr p;
+    OK(cuMemAllocAsync(&p, bytes, s));
+    size_t word = 8;
+    void *args[] = {&p, &word};
+    OK(cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    OK(cuMemFreeAsync(p, s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    OK(cuGraphInstantiateWithFlags(e, g, 0));
+    return g;
+}
+
+static void graph_mem_sim(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t f0, t0, f1, t1;
+    OK(cuMemGetInfo(&f0, &t0));
+    CUdeviceptr p, q;
+    CUgraph g = mem_graph(100 * MiB, true, &p);
+    CUgraphExec e;
+    OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);   /* nothing before a launch */
+    OK(cuGraphLaunch(e, s));
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    CHECK_EQ_U(*(uint64_t *)(uintptr_t)p, 2);
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 100 * MiB);   /* kept for reuse */
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0);
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), 100 * MiB);
+    OK(cuMemGetInfo(&f1, &t1));
+    CHECK_EQ_U(f0 - f1, 100 * MiB);   /* the device holds the pool's bytes */
+    /* Without a free node the allocation stays in use: no second launch. */
+    CUgraph h = mem_graph(50 * MiB, false, &q);
+    CUgraphExec eh;
+    OK(cuGraphInstantiateWithFlags(&eh, h, 0));
+    OK(cuGraphLaunch(eh, s));
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 50 * MiB);
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 100 * MiB);   /* reused */
+    CHECK_IS(cuGraphLaunch(eh, s), CUDA_ERROR_INVALID_VALUE);
+    OK(cuDeviceGraphMemTrim(0));   /* gives back what no allocation holds */
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 50 * MiB);
+    cuuint64_t zero = 0, one = 1;
+    OK(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero));
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), 0);
+    CHECK_IS(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &one),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &zero),
+             CUDA_ERROR_INVALID_VALUE);
+    cuuint64_t v;
+    CHECK_IS(cuDeviceGetGraphMemAttribute(99, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v),
+             CUDA_ERROR_INVALID_DEVICE);
+    CUgraphNode bad;
+    CHECK_IS(cuGraphAddMemFreeNode(&bad, g, NULL, 0, (CUdeviceptr)0x1000), CUDA_ERROR_INVALID_VALUE);
+    CUgraphNode nodes[4];
+    size_t n = 4;
+    OK(cuGraphGetNodes(g, nodes, &n));
+    CUgraphNodeType t;
+    OK(cuGraphNodeGetType(nodes[0], &t));
+    CHECK(t == CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+    OK(cuGraphNodeGetType(nodes[2], &t));
+    CHECK(t == CU_GRAPH_NODE_TYPE_MEM_FREE);
+    /* Stream-ordered allocation and free captured: memory nodes. */
+    CUgraphExec ec;
+    CUgraph c = captured_mem_graph(s, 64 * MiB, &ec);
+    n = 4;
+    OK(cuGraphGetNodes(c, nodes, &n));
+    CHECK_EQ_U(n, 3);
+    OK(cuGraphNodeGetType(nodes[0], &t));
+    CHECK(t == CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+    OK(cuGraphNodeGetType(nodes[2], &t));
+    CHECK(t == CU_GRAPH_NODE_TYPE_MEM_FREE);
+    OK(cuGraphLaunch(ec, s));
+    OK(cuGraphLaunch(ec, s));
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 114 * MiB);   /* 50 live + 64 */
+    CHECK_EQ_U(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 50 * MiB);
+    /* A free of memory from outside any graph still cannot be captured. */
+    CUdeviceptr plain;
+    OK(cuMemAlloc(&plain, MiB));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK_IS(cuMemFreeAsync(plain, s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph dead;
+    CHECK_IS(cuStreamEndCapture(s, &dead), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuMemFree(plain));
+    OK(cuGraphExecDestroy(ec));
+    OK(cuGraphDestroy(c));
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphExecDestroy(eh));
+    OK(cuGraphDestroy(g));
+    OK(cuGraphDestroy(h));
+    OK(cuStreamDestroy(s));
+    OK(cuLibraryUnload(lib));
+}
+
+/* Under lmshim: the graph pool's bytes are charged (stats, cuMemGetInfo)
+ * after the launch that reserved them, and returned after a trim. */
+static void graph_mem(void)
+{
+    setup();
+    int (*get_stats)(int, lms_device_stats *) =
+        (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get_stats != NULL);
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr dev;
+    OK(cuMemAlloc(&dev, 4 * MiB));   /* sets the account up */
+    size_t f0, t0, f1, t1, f2, t2;
+    lms_device_stats s0, s1, s2;
+    OK(cuMemGetInfo(&f0, &t0));
+    CHECK(get_stats(0, &s0) == 0);
+    CUdeviceptr p;
+    CUgraph g = mem_graph(128 * MiB, true, &p);
+    CUgraphExec e;
+    OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    OK(cuGraphLaunch(e, s));
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    CHECK(get_stats(0, &s1) == 0);
+    OK(cuMemGetInfo(&f1, &t1));
+    printf("used %llu -> %llu, free %zu -> %zu\n", (unsigned long long)s0.used,
+           (unsigned long long)s1.used, f0, f1);
+    CHECK_EQ_U(s1.used - s0.used, 128 * MiB);
+    CHECK_EQ_U(f0 - f1, 128 * MiB);
+    CHECK_EQ_U(t1, t0);
+    OK(cuDeviceGraphMemTrim(0));
+    CHECK(get_stats(0, &s2) == 0);
+    OK(cuMemGetInfo(&f2, &t2));
+    CHECK_EQ_U(s2.used, s0.used);
+    CHECK_EQ_U(f2, f0);
+    CHECK_EQ_U(s2.budget_violations, 0);
+    /* Captured stream-ordered allocations are graph memory too. */
+    CUgraphExec ec;
+    CUgraph c = captured_mem_graph(s, 32 * MiB, &ec);
+    OK(cuGraphLaunch(ec, s));
+    CHECK(get_stats(0, &s2) == 0);
+    CHECK_EQ_U(s2.used - s0.used, 32 * MiB);
+    OK(cuGraphExecDestroy(ec));
+    OK(cuGraphDestroy(c));
+    OK(cuDeviceGraphMemTrim(0));
+    CHECK(get_stats(0, &s2) == 0);
+    CHECK_EQ_U(s2.used, s0.used);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    OK(cuStreamDestroy(s));
+    OK(cuMemFree(dev));
+    OK(cuLibraryUnload(lib));
+}
+
+static const test_case cases[] = {
+    {"graph_mem_sim", graph_mem_sim},
+    {"graph_mem", graph_mem},
+    {"kern_nodes_sim", kern_nodes_sim},
+    {"kern_graph", kern_graph},
+    {"stream_reuse_sim", stream_reuse_sim},
+    {"stream_reuse", stream_reuse},
+};
+
+TEST_MAIN(cases)
