@@ -822,6 +822,37 @@ static void trace_launch(int device, uint64_t seq, uintptr_t fn, CUstream stream
     free(chunk_ids);
 }
 
+/* The first piece of the next chunk managed in pieces among ids[*i..n)
+ * (a token's ids, sorted: a chunk's pieces have consecutive ids, so each
+ * chunk comes once), advancing *i past it; NULL when none is left. Under
+ * map_lock. */
+static res_chunk *next_group(const uint32_t *ids, int n, int *i, int device)
+{
+    res_chunk *last = *i > 0 ? chunk_of(ids[*i - 1] & ~REMOTE_BIT) : NULL;
+    last = last ? last->group : NULL;
+    for (; *i < n; (*i)++) {
+        res_chunk *c = chunk_of(ids[*i] & ~REMOTE_BIT);
+        if (c && c->group && c->group != last && c->device == device) {
+            (*i)++;
+            return c->group;
+        }
+    }
+    return NULL;
+}
+
+/* A kernel given a pointer into a chunk managed in pieces may reach every
+ * byte of it, not only the pieces judged needed: the launch's stream waits
+ * for the fetch of every resident piece of such a chunk (once per stream,
+ * as for any use). Under the device lock and map_lock. */
+static void wait_groups(live *l, const uint32_t *ids, int n)
+{
+    int i = 0;
+    for (res_chunk *g; (g = next_group(ids, n, &i, l->device));)
+        for (uint32_t k = 0; k < g->pieces; k++)
+            if (g[k].pc.resident)
+                op_wait_ready(l, &g[k].pc);
+}
+
 void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
                           lms_launch_token *tok)
 {
@@ -876,6 +907,7 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     tok->n = nmine < tok->n ? nmine : tok->n;
     lms_plan_launch(&d->plan, &live_ops, &l, tok->seq, fn, tids, tok->n, mine, m);
     if (d->plan.policy->on_demand) {
+        wait_groups(&l, tids, tok->n);   /* after fetch-ahead: it may bring pieces this kernel reaches */
         /* The chunks left off the device are read over the link: no copy
          * of them starts until after() has recorded this launch. */
         for (int i = 0; i < tok->n; i++) {
@@ -1018,6 +1050,24 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
         }
         if (r.slot >= 0)
             note_use(c, r);
+    }
+    /* The resident pieces of its chunks the launch may reach beyond those
+     * judged needed are used too: their evictions wait for this kernel. */
+    int gi = 0;
+    for (res_chunk *g; d->plan.policy->on_demand && (g = next_group(ids, tok->n, &gi, tok->device));) {
+        for (uint32_t k = 0; k < g->pieces; k++) {
+            if (!g[k].pc.resident)
+                continue;
+            if (!recorded) {
+                recorded = true;
+                if (slot >= 0)
+                    r = record(d, slot);
+                else
+                    lms_drv.cuStreamSynchronize(stream);
+            }
+            if (r.slot >= 0)
+                note_use(&g[k], r);
+        }
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
