@@ -1,0 +1,137 @@
+/*
+ * piece_order_test.c — lmshim tracks a chunk larger than half the room as
+ * 2 MiB pieces and judges which pieces a launch needs from its pointers;
+ * a kernel may still reach any byte of the allocation. Here a kernel given
+ * a pointer into the chunk reads pieces before it, which a launch on
+ * another stream has just had fetched: the simulator counts a block read
+ * before its copy ended (inflight_waits) unless lmshim ordered the kernel
+ * after that fetch. Settings in meson.build (64 MiB budget, lru, streams
+ * side by side).
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "lmshim.h"
+#include "simgpu.h"
+
+#define MiB (1ull << 20)
+#define PIECE (2 * MiB)
+#define SIZE (20 * PIECE + 1)   /* 21 pieces: more than half the room */
+
+/* span(p, bytes): touches [p, p+bytes), adds 1 to its first byte. */
+static void span(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    size_t bytes = *(size_t *)p[1];
+    l->access(l, a, bytes, SIMGPU_READ_WRITE);
+    __atomic_fetch_add((uint8_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+}
+
+/* back(p, bytes): touches [p - bytes, p), adds 1 to its first byte (a
+ * pointer into an allocation reaches all of it). */
+static void back(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0] - *(size_t *)p[1];
+    l->access(l, a, *(size_t *)p[1], SIMGPU_READ_WRITE);
+    __atomic_fetch_add((uint8_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+}
+
+static CUfunction f_span, f_back;
+static CUmodule mod;
+
+static void setup(void)
+{
+    primary_context(0);
+    simgpu_kernel k = {"span", span, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k));
+    simgpu_kernel k2 = {"back", back, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k2));
+    OK(cuModuleLoadData(&mod, "x"));
+    OK(cuModuleGetFunction(&f_span, mod, "span"));
+    OK(cuModuleGetFunction(&f_back, mod, "back"));
+}
+
+static CUresult launch(CUfunction f, CUdeviceptr p, size_t bytes, CUstream s)
+{
+    void *args[] = {&p, &bytes};
+    return cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL);
+}
+
+/* The checks every case ends with: no block read mid-copy, none faulted
+ * in, none evicted in use, the budget kept, the kernels' counts. */
+static void check_end(CUdeviceptr c)
+{
+    OK(cuCtxSynchronize());
+    simgpu_counters k;
+    OK(simgpu_get_counters(0, &k));
+    CHECK_EQ_U(k.inflight_waits, 0);
+    CHECK_EQ_U(k.busy_evictions, 0);
+    CHECK_EQ_U(k.faults, 0);
+    int (*get_stats)(int, lms_device_stats *) =
+        (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+    CHECK(get_stats != NULL);
+    lms_device_stats st;
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.budget_violations, 0);
+    uint8_t v = 0;
+    OK(cuMemcpyDtoH(&v, c + 5 * PIECE, 1));
+    CHECK_EQ_U(v, 2);   /* the fetching launch and the one reaching back */
+    OK(cuMemFree(c));
+}
+
+/* Pieces 10.. are fetched on the legacy stream and finished; a launch on
+ * stream s given piece 5 fetches 5..9 there; then a launch on the legacy
+ * stream given piece 10 (its pieces all resident: it fetches nothing)
+ * reads 5..9 back from its pointer. */
+static void reach_back(void)
+{
+    setup();
+    CUdeviceptr c;
+    OK(cuMemAlloc(&c, SIZE));
+    OK(cuMemsetD8(c, 0, SIZE));
+    OK(launch(f_span, c + 10 * PIECE, PIECE, NULL));
+    OK(cuCtxSynchronize());
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(launch(f_span, c + 5 * PIECE, PIECE, s));
+    OK(launch(f_back, c + 10 * PIECE, 5 * PIECE, NULL));
+    check_end(c);
+    OK(cuStreamDestroy(s));
+}
+
+/* The same with the fetch made for a graph's launch on stream s. */
+static void reach_back_graph(void)
+{
+    setup();
+    CUdeviceptr c;
+    OK(cuMemAlloc(&c, SIZE));
+    OK(cuMemsetD8(c, 0, SIZE));
+    OK(launch(f_span, c + 10 * PIECE, PIECE, NULL));
+    OK(cuCtxSynchronize());
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    OK(launch(f_span, c + 5 * PIECE, PIECE, s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphLaunch(e, s));
+    OK(launch(f_back, c + 10 * PIECE, 5 * PIECE, NULL));
+    OK(cuStreamSynchronize(s));
+    check_end(c);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    OK(cuStreamDestroy(s));
+}
+
+static const test_case cases[] = {
+    {"reach_back", reach_back},
+    {"reach_back_graph", reach_back_graph},
+};
+
+TEST_MAIN(cases)
