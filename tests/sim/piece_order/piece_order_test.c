@@ -38,6 +38,7 @@ static void back(simgpu_launch *l, void **p)
     CUdeviceptr a = *(CUdeviceptr *)p[0] - *(size_t *)p[1];
     l->access(l, a, *(size_t *)p[1], SIMGPU_READ_WRITE);
     __atomic_fetch_add((uint8_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+    l->compute(l, 1e9);   /* long: what follows on other streams runs meanwhile */
 }
 
 static CUfunction f_span, f_back;
@@ -103,6 +104,31 @@ static void reach_back(void)
     OK(cuStreamDestroy(s));
 }
 
+/* As reach_back, then a launch on stream s of another chunk needs the
+ * room: the least recently used pieces, 5..9, go while the kernel reaching
+ * back may still read them, unless their eviction waits for it. */
+static void reach_back_evict(void)
+{
+    setup();
+    CUdeviceptr c, d;
+    OK(cuMemAlloc(&c, SIZE));
+    OK(cuMemsetD8(c, 0, SIZE));
+    OK(cuMemAlloc(&d, SIZE));
+    OK(cuMemsetD8(d, 0, SIZE));
+    OK(launch(f_span, c + 10 * PIECE, PIECE, NULL));
+    OK(cuCtxSynchronize());
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(launch(f_span, c + 5 * PIECE, PIECE, s));
+    OK(cuStreamSynchronize(s));
+    OK(launch(f_back, c + 10 * PIECE, 5 * PIECE, NULL));
+    OK(launch(f_span, d, SIZE, s));
+    OK(cuStreamSynchronize(s));
+    check_end(c);
+    OK(cuMemFree(d));
+    OK(cuStreamDestroy(s));
+}
+
 /* The same with the fetch made for a graph's launch on stream s. */
 static void reach_back_graph(void)
 {
@@ -132,6 +158,7 @@ static void reach_back_graph(void)
 static const test_case cases[] = {
     {"reach_back", reach_back},
     {"reach_back_graph", reach_back_graph},
+    {"reach_back_evict", reach_back_evict},
 };
 
 TEST_MAIN(cases)
