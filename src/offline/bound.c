@@ -151,7 +151,8 @@ static void warm_start(bd_heap *h, uint32_t nch, uint64_t room, uint64_t *used)
     for (uint32_t x = 0; x < nch; x++)
         if (h->ch[x].alive && h->ch[x].next != NEVER && h->ch[x].charge > 0)
             order[n++] = (bd_need){h->ch[x].next, x};
-    qsort(order, n, sizeof *order, by_next);
+    if (n > 1)   /* order may be NULL when there is nothing */
+        qsort(order, n, sizeof *order, by_next);
     *used = 0;
     for (uint32_t i = 0; i < n && *used < room; i++) {
         bd_chunk *c = &h->ch[order[i].id];
@@ -229,7 +230,8 @@ void lms_replay_bound(const lms_trace_data *t, int dev, uint64_t budget, uint64_
             }
             /* Then what was missing stays, nearest next use first, in room
              * that is free or held by chunks needed later. */
-            qsort(miss, nm, sizeof *miss, by_next);
+            if (nm > 1)
+                qsort(miss, nm, sizeof *miss, by_next);
             for (uint32_t k = 0; k < nm; k++) {
                 c = &ch[miss[k].id];
                 uint64_t missing = c->charge - c->amount;

@@ -160,7 +160,8 @@ static bool lru_one_pass(const lms_trace_data *t, int dev, uint64_t skip, const 
                 set[k++] = id;
                 sum += ch[id].charge;
             }
-            qsort(set, k, sizeof *set, by_id_desc);
+            if (k > 1)   /* set may be NULL when nothing is named */
+                qsort(set, k, sizeof *set, by_id_desc);
             for (size_t i = 0; i < k; i++)
                 cum[i] = ch[set[i]].stamp ? total - fw_sum(&f, ch[set[i]].stamp - 1) : UINT64_MAX;
             for (int b = 0; b < n; b++) {

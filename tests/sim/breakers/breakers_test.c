@@ -272,6 +272,7 @@ typedef struct forker {
     CUcontext ctx;
     CUmemoryPool pool;
     volatile int stop;
+    int rounds;            /* loops the pool threads finished (atomic) */
 } forker;
 
 static void *pool_loop(void *p)
@@ -286,6 +287,7 @@ static void *pool_loop(void *p)
         OK(cuMemAlloc(&b, 96 * MiB));
         OK(cuMemFreeAsync(a, s));
         OK(cuMemFree(b));
+        __atomic_add_fetch(&f->rounds, 1, __ATOMIC_RELAXED);
     }
     OK(cuStreamSynchronize(s));
     OK(cuStreamDestroy(s));
@@ -325,7 +327,9 @@ static void fork_in_flight(void)
     /* AddressSanitizer's allocator is not fork-safe while other threads
      * allocate (a child can inherit its lock held and hang, with or without
      * lmshim): under it the children fork after the threads have stopped;
-     * the plain build forks them in flight. */
+     * the plain build forks them in flight. They run a few rounds first. */
+    while (__atomic_load_n(&f.rounds, __ATOMIC_RELAXED) < 8)
+        usleep(1000);
     f.stop = 1;
     for (int i = 0; i < 3; i++)
         CHECK(pthread_join(t[i], NULL) == 0);
