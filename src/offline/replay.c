@@ -429,7 +429,7 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
                 mine[m++] = pc;
             }
             if (policy) {
-                lms_plan_launch(&plan, &replay_ops, &c, seq, ev->fn, t->ids + ev->first, (int)ev->n, mine, m);
+                lms_plan_launch(&plan, &replay_ops, &c, seq, ev->fn, ev->n ? t->ids + ev->first : NULL, (int)ev->n, mine, m);
             } else {
                 for (int i = 0; i < m; i++)
                     if (!mine[i]->resident && mine[i]->charge <= rp_budget(&c) &&
