@@ -293,22 +293,6 @@ static void member_fork_in_init(const char *arg)
     CHECK(pthread_join(t, NULL) == 0);
 }
 
-/* This process's budget violations on device 0 (lmshim's public API). */
-static uint64_t violations(void)
-{
-    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get != NULL);
-    lms_device_stats st;
-    CHECK(get(0, &st) == 0);
-    return st.budget_violations;
-}
-
-static void touch2(simgpu_launch *l, void **p)
-{
-    l->access(l, *(CUdeviceptr *)p[0], *(size_t *)p[2], SIMGPU_READ);
-    l->access(l, *(CUdeviceptr *)p[1], *(size_t *)p[2], SIMGPU_READ);
-}
-
 /* Four managed chunks of 32 MiB used two at a time by launches until fd 4
  * closes: its residency engine fetches and evicts within what the group
  * leaves; it never counts a budget violation. */
@@ -323,24 +307,8 @@ static void member_fetcher(const char *arg)
     OK(cuModuleLoadData(&m, "x"));
     OK(cuModuleGetFunction(&f, m, "touch2"));
     CUdeviceptr c[4];
-    size_t bytes = 32 * MiB;
-    for (int i = 0; i < 4; i++) {
-        OK(cuMemAlloc(&c[i], bytes));
-        CHECK(is_managed(c[i]) == 1);
-    }
-    int fl = fcntl(4, F_GETFL);
-    CHECK(fcntl(4, F_SETFL, fl | O_NONBLOCK) == 0);
-    CHECK(write(3, "r", 1) == 1);
-    for (int n = 0;; n++) {
-        void *args[] = {&c[n % 4], &c[(n + 1) % 4], &bytes};
-        OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
-        char ch;
-        if (n % 16 == 0 && read(4, &ch, 1) == 0)
-            break;
-        usleep(500);
-    }
-    OK(cuCtxSynchronize());
-    CHECK_EQ_U(violations(), 0);
+    fetch_until_released(f, 500, c);
+    CHECK_EQ_U(stats(0).budget_violations, 0);
     for (int i = 0; i < 4; i++)
         OK(cuMemFree(c[i]));
 }
@@ -369,7 +337,7 @@ static void member_edge(const char *arg)
         for (int i = 0; i < n; i++)
             OK(cuMemFree(p[i]));
     }
-    CHECK_EQ_U(violations(), 0);
+    CHECK_EQ_U(stats(0).budget_violations, 0);
 }
 
 /* Sets its device up outside the group (the test keeps every slot taken:

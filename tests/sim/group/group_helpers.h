@@ -3,7 +3,8 @@
  * breakers_group_test) share: the group file as the test maps and locks
  * it, its invariant, member processes (the program again, `PROGRAM member
  * KIND ARG`, started in a group of this test's directory), a fresh group
- * directory per case, and the main that runs a member or a case.
+ * directory per case, a fetching member's launches, and the main that
+ * runs a member or a case.
  *
  * The including file defines GROUP_DIR_TEMPLATE (a mkdtemp template under
  * /tmp) before including this header.
@@ -11,6 +12,7 @@
 #ifndef TEST_GROUP_HELPERS_H
 #define TEST_GROUP_HELPERS_H
 
+#include <cuda.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -25,7 +27,9 @@
 #include <unistd.h>
 
 #include "../../common/check.h"
+#include "../../common/shim.h"
 #include "groupfile.h"
+#include "simgpu.h"
 
 static char self[4096];     /* this program */
 static char dir[64];        /* the group directory of this case */
@@ -169,6 +173,38 @@ static inline void wait_release(void)
     char c;
     while (read(4, &c, 1) > 0)
         ;
+}
+
+/* touch2(a, b, bytes): the kernel of fetching members; reads both ranges. */
+static inline void touch2(simgpu_launch *l, void **p)
+{
+    l->access(l, *(CUdeviceptr *)p[0], *(size_t *)p[2], SIMGPU_READ);
+    l->access(l, *(CUdeviceptr *)p[1], *(size_t *)p[2], SIMGPU_READ);
+}
+
+/* In a member: allocates c[0..4), managed chunks of 32 MiB (the LMS rule
+ * sends them off the device), says so on fd 3, and launches f (touch2) on
+ * two of them at a time, `pause_us` apart, until fd 4 closes; then waits
+ * for the launches. The caller frees the chunks. */
+static inline void fetch_until_released(CUfunction f, unsigned pause_us, CUdeviceptr c[4])
+{
+    size_t bytes = 32 * MiB;
+    for (int i = 0; i < 4; i++) {
+        OK(cuMemAlloc(&c[i], bytes));
+        CHECK(is_managed(c[i]) == 1);
+    }
+    int fl = fcntl(4, F_GETFL);
+    CHECK(fcntl(4, F_SETFL, fl | O_NONBLOCK) == 0);
+    CHECK(write(3, "r", 1) == 1);
+    for (int n = 0;; n++) {
+        void *args[] = {&c[n % 4], &c[(n + 1) % 4], &bytes};
+        OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+        char ch;
+        if (n % 16 == 0 && read(4, &ch, 1) == 0)
+            break;   /* fd 4 closed */
+        usleep(pause_us);
+    }
+    OK(cuCtxSynchronize());
 }
 
 /* A step of the xorshift64 generator on state *s (never 0). */

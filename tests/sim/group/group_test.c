@@ -182,13 +182,6 @@ static void member_fork_then_die(const char *arg)
     raise(SIGKILL);
 }
 
-/* touch2(a, b, bytes): the kernel of member_fetcher; reads both ranges. */
-static void touch2(simgpu_launch *l, void **p)
-{
-    l->access(l, *(CUdeviceptr *)p[0], *(size_t *)p[2], SIMGPU_READ);
-    l->access(l, *(CUdeviceptr *)p[1], *(size_t *)p[2], SIMGPU_READ);
-}
-
 /* Four managed chunks of 32 MiB (the LMS rule sends them off the device)
  * used two at a time by launches until fd 4 closes: the residency engine
  * fetches and evicts them within what the group leaves. */
@@ -198,23 +191,7 @@ static void member_fetcher(const char *arg)
     primary_context(0);
     CUfunction f = sim_function(&(simgpu_kernel){"touch2", touch2, 3, {8, 8, 8}});
     CUdeviceptr c[4];
-    size_t bytes = 32 * MiB;
-    for (int i = 0; i < 4; i++) {
-        OK(cuMemAlloc(&c[i], bytes));
-        CHECK(is_managed(c[i]) == 1);
-    }
-    int fl = fcntl(4, F_GETFL);
-    CHECK(fcntl(4, F_SETFL, fl | O_NONBLOCK) == 0);
-    CHECK(write(3, "r", 1) == 1);
-    for (int n = 0;; n++) {
-        void *args[] = {&c[n % 4], &c[(n + 1) % 4], &bytes};
-        OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
-        char ch;
-        if (n % 16 == 0 && read(4, &ch, 1) == 0)
-            break;   /* fd 4 closed */
-        usleep(1000);
-    }
-    OK(cuCtxSynchronize());
+    fetch_until_released(f, 1000, c);
     for (int i = 0; i < 4; i++)
         OK(cuMemFree(c[i]));
 }
