@@ -105,57 +105,32 @@ static bool primary_inactive(CUdevice dev)
            lms_drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active;
 }
 
-#define DESTROY_HOOK(sym)                                  \
-    LMS_EXPORT CUresult sym(CUcontext ctx)                 \
-    {                                                      \
-        if (!LMS_ENTER(sym))               \
-            return PASS(sym, ctx);                         \
-        lms_place_context_begin();                         \
-        CUresult r = REAL(sym)(ctx);                       \
-        if (r == CUDA_SUCCESS)                             \
-            context_gone(ctx);                             \
-        lms_place_context_end();                           \
-        lms_hook_leave();                                  \
-        return r;                                          \
+/* A hook whose call may end a context: `ctx` is found from the argument
+ * `arg` (of `type`) before the real call, by the expression `find`; when
+ * the call succeeds and the expression `gone` (of arg, ctx) holds, the
+ * context's allocations are forgotten. Both expressions name arg and ctx. */
+#define CONTEXT_END_HOOK(sym, type, find, gone)                                   \
+    LMS_EXPORT CUresult sym(type arg)                                             \
+    {                                                                             \
+        if (!LMS_ENTER(sym))                                                      \
+            return PASS(sym, arg);                                                \
+        lms_place_context_begin();                                                \
+        CUcontext ctx = (find);                                                   \
+        CUresult r = REAL(sym)(arg);                                              \
+        if (r == CUDA_SUCCESS && (gone))                                          \
+            context_gone(ctx);                                                    \
+        lms_place_context_end();                                                  \
+        lms_hook_leave();                                                         \
+        return r;                                                                 \
     }
 
-DESTROY_HOOK(cuCtxDestroy_v2)
-DESTROY_HOOK(cuCtxDestroy)
+CONTEXT_END_HOOK(cuCtxDestroy_v2, CUcontext, arg, true)
+CONTEXT_END_HOOK(cuCtxDestroy, CUcontext, arg, true)
 
 /* A reset destroys the primary context's allocations whatever its count. */
-#define RESET_HOOK(sym)                                    \
-    LMS_EXPORT CUresult sym(CUdevice dev)                  \
-    {                                                      \
-        if (!LMS_ENTER(sym))               \
-            return PASS(sym, dev);                         \
-        lms_place_context_begin();                         \
-        CUcontext ctx = active_primary(dev);               \
-        CUresult r = REAL(sym)(dev);                       \
-        if (r == CUDA_SUCCESS && ctx)                      \
-            context_gone(ctx);                             \
-        lms_place_context_end();                           \
-        lms_hook_leave();                                  \
-        return r;                                          \
-    }
-
-RESET_HOOK(cuDevicePrimaryCtxReset_v2)
-RESET_HOOK(cuDevicePrimaryCtxReset)
+CONTEXT_END_HOOK(cuDevicePrimaryCtxReset_v2, CUdevice, active_primary(arg), ctx != NULL)
+CONTEXT_END_HOOK(cuDevicePrimaryCtxReset, CUdevice, active_primary(arg), ctx != NULL)
 
 /* Only the release that takes the count to zero destroys the context. */
-#define RELEASE_HOOK(sym)                                  \
-    LMS_EXPORT CUresult sym(CUdevice dev)                  \
-    {                                                      \
-        if (!LMS_ENTER(sym))               \
-            return PASS(sym, dev);                         \
-        lms_place_context_begin();                         \
-        CUcontext ctx = active_primary(dev);               \
-        CUresult r = REAL(sym)(dev);                       \
-        if (r == CUDA_SUCCESS && ctx && primary_inactive(dev)) \
-            context_gone(ctx);                             \
-        lms_place_context_end();                           \
-        lms_hook_leave();                                  \
-        return r;                                          \
-    }
-
-RELEASE_HOOK(cuDevicePrimaryCtxRelease_v2)
-RELEASE_HOOK(cuDevicePrimaryCtxRelease)
+CONTEXT_END_HOOK(cuDevicePrimaryCtxRelease_v2, CUdevice, active_primary(arg), ctx && primary_inactive(arg))
+CONTEXT_END_HOOK(cuDevicePrimaryCtxRelease, CUdevice, active_primary(arg), ctx && primary_inactive(arg))

@@ -28,145 +28,17 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "groupfile.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
-#define MiB (1ull << 20)
-
 extern char **environ;
 
-static char self[4096];     /* this program */
-static char dir[64];        /* the group directory of this case */
-
-/* ---- the group file, as the test reads it ---- */
-
-/* Maps group `name` of this case's directory (waiting up to 5 s for it). */
-static lms_group_header *map_group(const char *name)
-{
-    char path[256];
-    CHECK(lms_groupfile_path(dir, name, path, sizeof path) == 0);
-    for (int i = 0; i < 500; i++) {
-        int fd = open(path, O_RDWR);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size == LMS_GROUP_FILE_BYTES) {
-            void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            close(fd);
-            CHECK(m != MAP_FAILED);
-            if (lms_groupfile_check(m, LMS_GROUP_FILE_BYTES) == NULL)
-                return m;
-            munmap(m, LMS_GROUP_FILE_BYTES);
-        } else if (fd >= 0) {
-            close(fd);
-        }
-        usleep(10000);
-    }
-    fprintf(stderr, "group %s never appeared in %s\n", name, dir);
-    exit(1);
-}
-
-static int live_slots(lms_group_header *h)
-{
-    int n = 0;
-    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
-        n += atomic_load(&lms_groupfile_slot(h, i)->state) == LMS_SLOT_LIVE;
-    return n;
-}
-
-/* The live slot of process `pid`, or NULL. */
-static lms_group_slot *slot_of(lms_group_header *h, pid_t pid)
-{
-    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
-        lms_group_slot *s = lms_groupfile_slot(h, i);
-        if (atomic_load(&s->state) == LMS_SLOT_LIVE && s->pid == pid)
-            return s;
-    }
-    return NULL;
-}
-
-/* The group's lock, taken as a member does (the slots are the truth after
- * a dead owner); fails if it cannot be had within 5 s (a wedged group). */
-static void lock_group(lms_group_header *h)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 5;
-    int r = pthread_mutex_timedlock(&h->lock, &until);
-    if (r == EOWNERDEAD) {
-        for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
-            uint64_t sum = 0;
-            for (int i = 0; i < LMS_GROUP_SLOTS; i++)
-                sum += atomic_load(&lms_groupfile_slot(h, i)->charged[d]);
-            atomic_store(&h->charged[d], sum);
-        }
-        r = pthread_mutex_consistent(&h->lock);
-    }
-    CHECK_EQ_U(r, 0);
-}
-
-/* Under the group's lock: its charge is the sum of the slots' and within
- * the budget. */
-static void check_invariant(lms_group_header *h)
-{
-    lock_group(h);
-    uint64_t sum = 0, charged = atomic_load(&h->charged[0]), budget = atomic_load(&h->budget[0]);
-    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
-        sum += atomic_load(&lms_groupfile_slot(h, i)->charged[0]);
-    pthread_mutex_unlock(&h->lock);
-    if (sum != charged || (budget && charged > budget)) {
-        fprintf(stderr, "group invariant broken: charged %llu, slots %llu, budget %llu\n",
-                (unsigned long long)charged, (unsigned long long)sum, (unsigned long long)budget);
-        exit(1);
-    }
-}
+#define GROUP_DIR_TEMPLATE "/tmp/lmshim-breakers-XXXXXX"
+#include "../group/group_helpers.h"
 
 /* ---- members ---- */
-
-/* In a child: becomes `breakers_group_test member kind arg` in group
- * `group` with budget `limit`; its stderr goes to `err` when given. */
-static void member_exec(const char *group, const char *limit, const char *kind, const char *arg, const char *err)
-{
-    setenv("LMS_GROUP", group, 1);
-    setenv("LMS_GROUP_DIR", dir, 1);
-    if (limit)
-        setenv("LMS_LIMIT", limit, 1);
-    else
-        unsetenv("LMS_LIMIT");
-    bool lms = strcmp(kind, "fetcher") == 0;   /* managed chunks, fetched by the residency engine */
-    setenv("LMS_THRESHOLD", lms ? "16M" : "1T", 1);   /* else the LMS rule out of the way: the budget decides */
-    setenv("LMS_FRAC", lms ? "0" : "1", 1);
-    setenv("LMS_POLICY", "lru", 1);
-    setenv("GROUP_TEST_DIR", dir, 1);
-    if (err) {
-        int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        if (fd < 0 || dup2(fd, 2) < 0)
-            _exit(126);
-        close(fd);
-    }
-    execl(self, self, "member", kind, arg ? arg : "", (char *)NULL);
-    _exit(127);
-}
-
-static pid_t spawn(const char *group, const char *limit, const char *kind, const char *arg, const char *err)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0)
-        member_exec(group, limit, kind, arg, err);
-    return pid;
-}
-
-/* Waits for a member; checks it exited with 0. */
-static void reap(pid_t pid)
-{
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "member %d ended with status 0x%x\n", (int)pid, st);
-        exit(1);
-    }
-}
 
 /* Starts a member of kind `kind` with fd 3 (it writes a byte when ready)
  * and fd 4 (closed by the test to let it go); waits until it is ready.
@@ -197,21 +69,6 @@ static pid_t start_member_err(const char *group, const char *limit, const char *
 static pid_t start_member(const char *group, const char *limit, const char *kind, const char *arg, int *release)
 {
     return start_member_err(group, limit, kind, arg, release, NULL);
-}
-
-static int is_managed(CUdeviceptr p)
-{
-    int m = -1;
-    OK(cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
-    return m;
-}
-
-/* Waits until fd 4 is closed. */
-static void wait_release(void)
-{
-    char c;
-    while (read(4, &c, 1) > 0)
-        ;
 }
 
 /* Holds `arg` MiB on the device, says so on fd 3, frees once released. */
@@ -339,14 +196,6 @@ static void member_spawner(const char *arg)
     OK(cuMemFree(p));
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 /* One thread of a churning member: allocates and frees 1-8 MiB at random
  * and reads the group's usage, for ever. */
 static void *churn_thread(void *arg)
@@ -444,22 +293,6 @@ static void member_fork_in_init(const char *arg)
     CHECK(pthread_join(t, NULL) == 0);
 }
 
-/* This process's budget violations on device 0 (lmshim's public API). */
-static uint64_t violations(void)
-{
-    int (*get)(int, lms_device_stats *) = (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get != NULL);
-    lms_device_stats st;
-    CHECK(get(0, &st) == 0);
-    return st.budget_violations;
-}
-
-static void touch2(simgpu_launch *l, void **p)
-{
-    l->access(l, *(CUdeviceptr *)p[0], *(size_t *)p[2], SIMGPU_READ);
-    l->access(l, *(CUdeviceptr *)p[1], *(size_t *)p[2], SIMGPU_READ);
-}
-
 /* Four managed chunks of 32 MiB used two at a time by launches until fd 4
  * closes: its residency engine fetches and evicts within what the group
  * leaves; it never counts a budget violation. */
@@ -474,24 +307,8 @@ static void member_fetcher(const char *arg)
     OK(cuModuleLoadData(&m, "x"));
     OK(cuModuleGetFunction(&f, m, "touch2"));
     CUdeviceptr c[4];
-    size_t bytes = 32 * MiB;
-    for (int i = 0; i < 4; i++) {
-        OK(cuMemAlloc(&c[i], bytes));
-        CHECK(is_managed(c[i]) == 1);
-    }
-    int fl = fcntl(4, F_GETFL);
-    CHECK(fcntl(4, F_SETFL, fl | O_NONBLOCK) == 0);
-    CHECK(write(3, "r", 1) == 1);
-    for (int n = 0;; n++) {
-        void *args[] = {&c[n % 4], &c[(n + 1) % 4], &bytes};
-        OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
-        char ch;
-        if (n % 16 == 0 && read(4, &ch, 1) == 0)
-            break;
-        usleep(500);
-    }
-    OK(cuCtxSynchronize());
-    CHECK_EQ_U(violations(), 0);
+    fetch_until_released(f, 500, c);
+    CHECK_EQ_U(stats(0).budget_violations, 0);
     for (int i = 0; i < 4; i++)
         OK(cuMemFree(c[i]));
 }
@@ -520,7 +337,7 @@ static void member_edge(const char *arg)
         for (int i = 0; i < n; i++)
             OK(cuMemFree(p[i]));
     }
-    CHECK_EQ_U(violations(), 0);
+    CHECK_EQ_U(stats(0).budget_violations, 0);
 }
 
 /* Sets its device up outside the group (the test keeps every slot taken:
@@ -591,10 +408,7 @@ static void member_dev1(const char *arg)
     OK(cuMemFree(p));
 }
 
-static const struct {
-    const char *kind;
-    void (*fn)(const char *);
-} members[] = {
+static const member_kind members[] = {
     {"hold", member_hold}, {"full_budget", member_full_budget}, {"sees", member_sees},
     {"fd_reuse", member_fd_reuse}, {"named", member_named}, {"exec_hold", member_exec_hold},
     {"spawner", member_spawner}, {"churn", member_churn},
@@ -603,21 +417,6 @@ static const struct {
 };
 
 /* ---- cases ---- */
-
-static void cleanup(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", dir);
-}
-
-static void fresh_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/lmshim-breakers-XXXXXX");
-    CHECK(mkdtemp(dir) != NULL);
-    atexit(cleanup);
-}
 
 /* Runs `cmd` through the shell; on failure shows `file` and fails with `what`. */
 static void expect(const char *cmd, const char *file, const char *what)
@@ -1289,17 +1088,5 @@ static const test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    CHECK(n > 0);
-    self[n] = 0;
-    if (argc >= 3 && strcmp(argv[1], "member") == 0) {
-        snprintf(dir, sizeof dir, "%s", getenv("GROUP_TEST_DIR"));
-        for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
-            if (strcmp(members[i].kind, argv[2]) == 0) {
-                members[i].fn(argc > 3 ? argv[3] : "");
-                return 0;
-            }
-        return 2;
-    }
-    return run_case(cases, sizeof cases / sizeof cases[0], argc, argv);
+    return group_main(argc, argv, members, sizeof members / sizeof members[0], cases, sizeof cases / sizeof cases[0]);
 }

@@ -29,139 +29,10 @@
 #include "groupfile.h"
 #include "simgpu.h"
 
-static char self[4096];     /* this program */
-static char dir[64];        /* the group directory of this test */
-
-/* ---- the group file, as the test reads it ---- */
-
-/* Maps group `name` of this test's directory (waiting up to 5 s for it). */
-static lms_group_header *map_group(const char *name)
-{
-    char path[256];
-    CHECK(lms_groupfile_path(dir, name, path, sizeof path) == 0);
-    for (int i = 0; i < 500; i++) {
-        int fd = open(path, O_RDWR);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size == LMS_GROUP_FILE_BYTES) {
-            void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            close(fd);
-            CHECK(m != MAP_FAILED);
-            if (lms_groupfile_check(m, LMS_GROUP_FILE_BYTES) == NULL)
-                return m;
-            munmap(m, LMS_GROUP_FILE_BYTES);
-        } else if (fd >= 0) {
-            close(fd);
-        }
-        usleep(10000);
-    }
-    fprintf(stderr, "group %s never appeared in %s\n", name, dir);
-    exit(1);
-}
-
-static void lock(lms_group_header *h)
-{
-    int r = pthread_mutex_lock(&h->lock);
-    if (r == EOWNERDEAD) {   /* what lmshim does: the slots are the truth */
-        for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
-            uint64_t sum = 0;
-            for (int i = 0; i < LMS_GROUP_SLOTS; i++)
-                sum += atomic_load(&lms_groupfile_slot(h, i)->charged[d]);
-            atomic_store(&h->charged[d], sum);
-        }
-        r = pthread_mutex_consistent(&h->lock);
-    }
-    CHECK(r == 0);
-}
-
-/* The budget invariant, group-wide, under the group's lock: the charge is
- * within the budget and is the sum of the members' charges. */
-static void check_invariant(lms_group_header *h)
-{
-    lock(h);
-    uint64_t sum = 0, charged = atomic_load(&h->charged[0]), budget = atomic_load(&h->budget[0]);
-    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
-        sum += atomic_load(&lms_groupfile_slot(h, i)->charged[0]);
-    pthread_mutex_unlock(&h->lock);
-    if (sum != charged || (budget && charged > budget)) {
-        fprintf(stderr, "group invariant broken: charged %llu, slots %llu, budget %llu\n",
-                (unsigned long long)charged, (unsigned long long)sum, (unsigned long long)budget);
-        exit(1);
-    }
-}
-
-/* Live slots (their members may be dead, not yet reclaimed). */
-static int live_slots(lms_group_header *h)
-{
-    int n = 0;
-    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
-        n += atomic_load(&lms_groupfile_slot(h, i)->state) == LMS_SLOT_LIVE;
-    return n;
-}
-
-/* This process's slot, or NULL. */
-static lms_group_slot *my_slot(lms_group_header *h)
-{
-    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
-        lms_group_slot *s = lms_groupfile_slot(h, i);
-        if (atomic_load(&s->state) == LMS_SLOT_LIVE && s->pid == getpid())
-            return s;
-    }
-    return NULL;
-}
+#define GROUP_DIR_TEMPLATE "/tmp/lmshim-group-test-XXXXXX"
+#include "group_helpers.h"
 
 /* ---- members ---- */
-
-/* In a child: becomes `group_test member kind arg` with the group's
- * environment; its stderr goes to `err` when given. */
-static void member_exec(const char *group, const char *limit, const char *kind, const char *arg, const char *err)
-{
-    setenv("LMS_GROUP", group, 1);
-    setenv("LMS_GROUP_DIR", dir, 1);
-    setenv("LMS_LIMIT", limit, 1);
-    bool lms = strcmp(kind, "fetcher") == 0;   /* large chunks managed, fetched by the residency engine */
-    setenv("LMS_THRESHOLD", lms ? "16M" : "1T", 1);   /* else the LMS rule out of the way: the budget decides */
-    setenv("LMS_FRAC", lms ? "0" : "1", 1);
-    setenv("LMS_POLICY", "lru", 1);
-    setenv("GROUP_TEST_DIR", dir, 1);
-    if (err) {
-        int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        if (fd < 0 || dup2(fd, 2) < 0)
-            _exit(126);
-        close(fd);
-    }
-    execl(self, self, "member", kind, arg ? arg : "", (char *)NULL);
-    _exit(127);
-}
-
-/* Starts a member process (see member_exec). */
-static pid_t spawn(const char *group, const char *limit, const char *kind, const char *arg, const char *err)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0)
-        member_exec(group, limit, kind, arg, err);
-    return pid;
-}
-
-/* Waits for a member; checks it exited with 0. */
-static void reap(pid_t pid)
-{
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "member %d ended with status 0x%x\n", (int)pid, st);
-        exit(1);
-    }
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
 
 /* Allocates and frees at random for `arg` seconds, checking after every
  * operation its own charge in its slot, what cuMemGetInfo says and the
@@ -196,7 +67,7 @@ static void member_random(const char *arg)
             mine += charge[i];
         }
         if (!s)
-            s = my_slot(h);
+            s = slot_of(h, getpid());
         CHECK(s != NULL);
         CHECK_EQ_U(atomic_load(&s->charged[0]), mine);
         OK(cuMemGetInfo(&f, &total));
@@ -232,9 +103,7 @@ static void member_hold(const char *arg)
         CHECK(is_managed(q) == 1);
     }
     CHECK(write(3, "r", 1) == 1);
-    char c;
-    while (read(4, &c, 1) > 0)
-        ;
+    wait_release();
     if (p)
         OK(cuMemFree(p));
     if (q)
@@ -276,9 +145,7 @@ static void member_close_fds(const char *arg)
             close(fd);
     }
     CHECK(write(3, "r", 1) == 1);
-    char c;
-    while (read(4, &c, 1) > 0)
-        ;
+    wait_release();
     lms_group_header *h = map_group(getenv("LMS_GROUP"));
     CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
     OK(cuMemFree(p));
@@ -305,9 +172,7 @@ static void member_fork_then_die(const char *arg)
         CUdeviceptr q;
         OK(cuMemAlloc(&q, 8 * MiB));
         CHECK(write(in[1], "r", 1) == 1);
-        char c;
-        while (read(4, &c, 1) > 0)
-            ;
+        wait_release();
         OK(cuMemFree(q));
         exit(0);
     }
@@ -315,13 +180,6 @@ static void member_fork_then_die(const char *arg)
     CHECK(read(in[0], &c, 1) == 1);
     CHECK(write(3, "r", 1) == 1);
     raise(SIGKILL);
-}
-
-/* touch2(a, b, bytes): the kernel of member_fetcher; reads both ranges. */
-static void touch2(simgpu_launch *l, void **p)
-{
-    l->access(l, *(CUdeviceptr *)p[0], *(size_t *)p[2], SIMGPU_READ);
-    l->access(l, *(CUdeviceptr *)p[1], *(size_t *)p[2], SIMGPU_READ);
 }
 
 /* Four managed chunks of 32 MiB (the LMS rule sends them off the device)
@@ -333,23 +191,7 @@ static void member_fetcher(const char *arg)
     primary_context(0);
     CUfunction f = sim_function(&(simgpu_kernel){"touch2", touch2, 3, {8, 8, 8}});
     CUdeviceptr c[4];
-    size_t bytes = 32 * MiB;
-    for (int i = 0; i < 4; i++) {
-        OK(cuMemAlloc(&c[i], bytes));
-        CHECK(is_managed(c[i]) == 1);
-    }
-    int fl = fcntl(4, F_GETFL);
-    CHECK(fcntl(4, F_SETFL, fl | O_NONBLOCK) == 0);
-    CHECK(write(3, "r", 1) == 1);
-    for (int n = 0;; n++) {
-        void *args[] = {&c[n % 4], &c[(n + 1) % 4], &bytes};
-        OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
-        char ch;
-        if (n % 16 == 0 && read(4, &ch, 1) == 0)
-            break;   /* fd 4 closed */
-        usleep(1000);
-    }
-    OK(cuCtxSynchronize());
+    fetch_until_released(f, 1000, c);
     for (int i = 0; i < 4; i++)
         OK(cuMemFree(c[i]));
 }
@@ -439,22 +281,6 @@ static void member_sees(const char *arg)
 }
 
 /* ---- cases ---- */
-
-/* A fresh group directory for this test, removed at exit. */
-static void cleanup(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", dir);
-}
-
-static void fresh_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/lmshim-group-test-XXXXXX");
-    CHECK(mkdtemp(dir) != NULL);
-    atexit(cleanup);
-}
 
 /* Starts a member of `kind` with fd 3 the pipe it writes a byte to when
  * ready, and waits for that byte. With release, fd 4 is a pipe whose
@@ -569,7 +395,7 @@ static void sigkill_reclaimed(void)
     int go;
     pid = start_gated("killed", "256M", "close_fds", "", &go);
     reap(spawn("killed", "256M", "sees", "256,100", NULL));
-    lock(h);
+    lock_group(h);
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
         lms_group_slot *s = lms_groupfile_slot(h, i);
         if (atomic_load(&s->state) == LMS_SLOT_LIVE && s->pid == pid) {
@@ -610,7 +436,7 @@ static void member_sequential(const char *arg)
     CUdeviceptr keep;
     OK(cuMemAlloc(&keep, 32 * MiB));
     lms_group_header *h = map_group("seq");
-    lms_group_slot *parent = my_slot(h);
+    lms_group_slot *parent = slot_of(h, getpid());
     CHECK(parent != NULL);
     int n = getenv("GROUP_TEST_MEMBERS") ? atoi(getenv("GROUP_TEST_MEMBERS")) : 1000;
     for (int i = 0; i < n; i++) {
@@ -621,7 +447,7 @@ static void member_sequential(const char *arg)
             CUdeviceptr p;
             size_t f, t;
             int bad = cuMemAlloc(&p, 8 * MiB) != CUDA_SUCCESS || is_managed(p);
-            lms_group_slot *s = my_slot(h);
+            lms_group_slot *s = slot_of(h, getpid());
             bad |= (s == NULL || s == parent || atomic_load(&s->charged[0]) != 8 * MiB) << 1;
             bad |= (atomic_load(&parent->charged[0]) != 32 * MiB) << 2;
             bad |= (cuMemGetInfo(&f, &t) != CUDA_SUCCESS || t != 128 * MiB || f != 88 * MiB) << 3;
@@ -779,10 +605,7 @@ static void unreadable_file(void)
     }
 }
 
-static const struct {
-    const char *kind;
-    void (*fn)(const char *);
-} members[] = {
+static const member_kind members[] = {
     {"random", member_random}, {"hold", member_hold}, {"die_charging", member_die_charging},
     {"hammer", member_hammer}, {"full_budget", member_full_budget}, {"sees", member_sees},
     {"sequential", member_sequential}, {"close_fds", member_close_fds},
@@ -915,17 +738,5 @@ static const test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    CHECK(n > 0);
-    self[n] = 0;
-    if (argc >= 3 && strcmp(argv[1], "member") == 0) {
-        snprintf(dir, sizeof dir, "%s", getenv("GROUP_TEST_DIR"));
-        for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
-            if (strcmp(members[i].kind, argv[2]) == 0) {
-                members[i].fn(argc > 3 ? argv[3] : "");
-                return 0;
-            }
-        return 2;
-    }
-    return run_case(cases, sizeof cases / sizeof cases[0], argc, argv);
+    return group_main(argc, argv, members, sizeof members / sizeof members[0], cases, sizeof cases / sizeof cases[0]);
 }

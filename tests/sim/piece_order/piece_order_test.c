@@ -84,6 +84,27 @@ static void check_end(CUdeviceptr c)
     OK(cuMemFree(c));
 }
 
+/* A chunk of SIZE bytes, zeroed; the caller frees it. */
+static CUdeviceptr zeroed_chunk(void)
+{
+    CUdeviceptr c;
+    OK(cuMemAlloc(&c, SIZE));
+    OK(cuMemsetD8(c, 0, SIZE));
+    return c;
+}
+
+/* A zeroed chunk whose pieces 10.. were fetched by a launch on the legacy
+ * stream, finished; *s is a new non-blocking stream (the caller destroys
+ * both). */
+static CUdeviceptr tail_fetched(CUstream *s)
+{
+    CUdeviceptr c = zeroed_chunk();
+    OK(launch(f_span, c + 10 * PIECE, PIECE, NULL));
+    OK(cuCtxSynchronize());
+    OK(cuStreamCreate(s, CU_STREAM_NON_BLOCKING));
+    return c;
+}
+
 /* Pieces 10.. are fetched on the legacy stream and finished; a launch on
  * stream s given piece 5 fetches 5..9 there; then a launch on the legacy
  * stream given piece 10 (its pieces all resident: it fetches nothing)
@@ -91,13 +112,8 @@ static void check_end(CUdeviceptr c)
 static void reach_back(void)
 {
     setup();
-    CUdeviceptr c;
-    OK(cuMemAlloc(&c, SIZE));
-    OK(cuMemsetD8(c, 0, SIZE));
-    OK(launch(f_span, c + 10 * PIECE, PIECE, NULL));
-    OK(cuCtxSynchronize());
     CUstream s;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr c = tail_fetched(&s);
     OK(launch(f_span, c + 5 * PIECE, PIECE, s));
     OK(launch(f_back, c + 10 * PIECE, 5 * PIECE, NULL));
     check_end(c);
@@ -110,11 +126,7 @@ static void reach_back(void)
 static void reach_back_evict(void)
 {
     setup();
-    CUdeviceptr c, d;
-    OK(cuMemAlloc(&c, SIZE));
-    OK(cuMemsetD8(c, 0, SIZE));
-    OK(cuMemAlloc(&d, SIZE));
-    OK(cuMemsetD8(d, 0, SIZE));
+    CUdeviceptr c = zeroed_chunk(), d = zeroed_chunk();
     OK(launch(f_span, c + 10 * PIECE, PIECE, NULL));
     OK(cuCtxSynchronize());
     CUstream s;
@@ -133,13 +145,8 @@ static void reach_back_evict(void)
 static void reach_back_graph(void)
 {
     setup();
-    CUdeviceptr c;
-    OK(cuMemAlloc(&c, SIZE));
-    OK(cuMemsetD8(c, 0, SIZE));
-    OK(launch(f_span, c + 10 * PIECE, PIECE, NULL));
-    OK(cuCtxSynchronize());
     CUstream s;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr c = tail_fetched(&s);
     OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     OK(launch(f_span, c + 5 * PIECE, PIECE, s));
     CUgraph g;

@@ -7,71 +7,18 @@
  * stays at most MIN and every policy; the one-pass curves equal a replay
  * per budget.
  */
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../../common/check.h"
-#include "replay.h"
-
-#define MiB 1048576ull
-
-typedef struct tb {
-    char *s;
-    size_t n, cap;
-    uint64_t seq;
-} tb;
-
-static void put(tb *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char line[4096];
-    int len = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    CHECK(len > 0 && (size_t)len < sizeof line);
-    if (b->n + (size_t)len + 1 > b->cap) {
-        b->cap = (b->n + (size_t)len + 1) * 2;
-        b->s = realloc(b->s, b->cap);
-        CHECK(b->s);
-    }
-    memcpy(b->s + b->n, line, (size_t)len + 1);
-    b->n += (size_t)len;
-}
+#include "../replay/trace_build.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 static uint64_t rnd(uint64_t n)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state % n;
+    return xorshift_below(&rng_state, n);
 }
 
-/* A managed chunk event at the pointer slot `slot` (a pointer may carry
- * different ids over time, and an id different pointers). */
-static void managed(tb *b, bool alloc, int slot, int id, uint64_t size)
-{
-    unsigned long long ptr = 0x7f0000000000ull + ((unsigned long long)slot << 32);
-    if (alloc)
-        put(b, "{\"type\":\"alloc\",\"t\":3,\"dev\":0,\"ptr\":\"0x%llx\",\"size\":%llu,\"charge\":0,"
-               "\"place\":\"managed\",\"id\":%d,\"fallback\":false,\"site\":-1}\n", ptr, (unsigned long long)size, id);
-    else
-        put(b, "{\"type\":\"free\",\"t\":3,\"dev\":0,\"ptr\":\"0x%llx\",\"size\":%llu,\"place\":\"managed\"}\n", ptr,
-            (unsigned long long)size);
-}
-
+/* A launch of the chunks ids[0..n), its function one of eight. */
 static void launch(tb *b, const int *ids, int n)
 {
-    char list[2048] = "";
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", i ? "," : "", ids[i]);
-    b->seq++;
-    put(b, "{\"type\":\"launch\",\"t\":4,\"dev\":0,\"seq\":%llu,\"fn\":\"0x%llx\",\"name\":\"k\",\"stream\":\"0x0\","
-           "\"chunks\":[%s]}\n", (unsigned long long)b->seq, 0x100ull + (unsigned long long)(n ? ids[0] & 7 : 0), list);
+    launch_fn(b, 0x100ull + (uint64_t)(n ? ids[0] & 7 : 0), ids, n);
 }
 
 /* A hostile trace of `launches` launches over `slots` pointer slots. */
@@ -79,9 +26,7 @@ static void hostile_trace(tb *b, uint64_t budget, int slots, int launches)
 {
     static const uint64_t sizes[] = {0, 1, 512, 2 * MiB - 1, 2 * MiB, 2 * MiB + 1, 4 * MiB + 1, 6 * MiB + 1, 9 * MiB};
     enum { NS = sizeof sizes / sizeof sizes[0] };
-    put(b, "{\"type\":\"header\",\"format\":1,\"lmshim\":\"0.1.0\",\"pid\":1,\"rank\":0,\"t\":1}\n");
-    put(b, "{\"type\":\"device\",\"t\":2,\"dev\":0,\"physical\":%llu,\"budget\":%llu}\n", 1ull << 40,
-        (unsigned long long)budget);
+    trace_header(b, 1ull << 40, budget);
     int next_id = 0;
     int *id_of = calloc((size_t)slots, sizeof *id_of);
     uint64_t *sz = calloc((size_t)slots, sizeof *sz);
@@ -89,23 +34,23 @@ static void hostile_trace(tb *b, uint64_t budget, int slots, int launches)
     for (int s = 0; s < slots; s++) {
         sz[s] = sizes[rnd(NS)];
         id_of[s] = next_id++;
-        managed(b, true, s, id_of[s], sz[s]);
+        managed_at(b, true, s, id_of[s], sz[s]);
     }
-    managed(b, true, slots, next_id++, 40 * MiB + 1);   /* larger than most budgets */
+    managed_at(b, true, slots, next_id++, 40 * MiB + 1);   /* larger than most budgets */
     for (int l = 0; l < launches; l++) {
         int r = (int)rnd(100);
         int s = (int)rnd((uint64_t)slots);
         if (r < 3) {           /* freed, and its id made again elsewhere without a free */
-            managed(b, false, s, id_of[s], sz[s]);
-            managed(b, true, s, id_of[(s + 1) % slots], sizes[rnd(NS)]);
+            managed_at(b, false, s, id_of[s], sz[s]);
+            managed_at(b, true, s, id_of[(s + 1) % slots], sizes[rnd(NS)]);
         } else if (r < 5) {    /* a free of a chunk never made */
-            managed(b, false, slots + 1 + (int)rnd(50), 0, 2 * MiB);
+            managed_at(b, false, slots + 1 + (int)rnd(50), 0, 2 * MiB);
         } else if (r < 8) {    /* freed, then launched on anyway */
-            managed(b, false, s, id_of[s], sz[s]);
+            managed_at(b, false, s, id_of[s], sz[s]);
         } else if (r < 10) {   /* the same pointer made again with a new id */
             sz[s] = sizes[rnd(NS)];
             id_of[s] = next_id++;
-            managed(b, true, s, id_of[s], sz[s]);
+            managed_at(b, true, s, id_of[s], sz[s]);
         }
         int ids[40], n = (int)rnd(6);
         for (int i = 0; i < n; i++)
@@ -130,11 +75,6 @@ static void load(tb *b, lms_trace_data *t)
     CHECK(devnull);
     lms_trace_load_text("test", b->s, b->n, t, devnull);
     fclose(devnull);
-}
-
-static uint64_t link_of(const lms_replay_result *r)
-{
-    return r->fetched_bytes + r->remote_bytes;
 }
 
 /* The bound is at most MIN and every policy, at budgets from 1 byte to 2^63. */
@@ -177,22 +117,6 @@ static void bound_below(void)
     }
 }
 
-static void same(const lms_replay_result *a, const lms_replay_result *b, uint64_t budget)
-{
-    if (memcmp(a, b, sizeof *a) != 0)
-        fprintf(stderr, "at %llu: one pass %llu %llu %llu %llu, replay %llu %llu %llu %llu\n",
-                (unsigned long long)budget, (unsigned long long)a->fetched_bytes,
-                (unsigned long long)a->evicted_bytes, (unsigned long long)a->misses,
-                (unsigned long long)a->remote_bytes, (unsigned long long)b->fetched_bytes,
-                (unsigned long long)b->evicted_bytes, (unsigned long long)b->misses,
-                (unsigned long long)b->remote_bytes);
-    CHECK_EQ_U(a->fetched_bytes, b->fetched_bytes);
-    CHECK_EQ_U(a->evicted_bytes, b->evicted_bytes);
-    CHECK_EQ_U(a->misses, b->misses);
-    CHECK_EQ_U(a->remote_bytes, b->remote_bytes);
-    CHECK_EQ_U(a->launches, b->launches);
-}
-
 /* The one-pass curves (lru, none) equal a replay at each budget. */
 static void curve_equal(void)
 {
@@ -214,7 +138,7 @@ static void curve_equal(void)
             lms_replay_curve(&t, 0, LMS_SERIES_POLICY, pols[p], skip, budgets, NB, curve);
             for (int i = 0; i < NB; i++) {
                 lms_replay(&t, 0, budgets[i], pols[p], skip, &one);
-                same(&curve[i], &one, budgets[i]);
+                same_result(&curve[i], &one, budgets[i]);
             }
         }
         lms_trace_data_free(&t);

@@ -17,60 +17,20 @@
  *   curve_one_pass     the curve's one pass equals a replay at every budget
  *                      (lru and none), and covers most budgets
  */
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../../common/check.h"
-#include "replay.h"
-
-#define MiB 1048576ull
+#include "trace_build.h"
 
 /* ---- building traces ---------------------------------------------------------- */
 
-typedef struct tb {
-    char *s;
-    size_t n, cap;
-    uint64_t seq;
-} tb;
-
-static void put(tb *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char line[4096];
-    int len = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    CHECK(len > 0 && (size_t)len < sizeof line);
-    if (b->n + (size_t)len + 1 > b->cap) {
-        b->cap = (b->n + (size_t)len + 1) * 2;
-        b->s = realloc(b->s, b->cap);
-        CHECK(b->s);
-    }
-    memcpy(b->s + b->n, line, (size_t)len + 1);
-    b->n += (size_t)len;
-}
-
 static void header(tb *b, uint64_t budget)
 {
-    put(b, "{\"type\":\"header\",\"format\":1,\"lmshim\":\"0.1.0\",\"pid\":1,\"rank\":0,\"t\":1}\n");
-    put(b, "{\"type\":\"device\",\"t\":2,\"dev\":0,\"physical\":%llu,\"budget\":%llu}\n",
-        (unsigned long long)(64 * budget), (unsigned long long)budget);
+    trace_header(b, 64 * budget, budget);
 }
 
 /* A managed chunk `id` of `size` bytes allocated or freed (callers never
  * reuse an id, so the pointer follows from it). */
 static void managed(tb *b, bool alloc, int id, uint64_t size)
 {
-    unsigned long long ptr = 0x7f0000000000ull + ((unsigned long long)id << 32);
-    if (alloc)
-        put(b, "{\"type\":\"alloc\",\"t\":3,\"dev\":0,\"ptr\":\"0x%llx\",\"size\":%llu,\"charge\":0,"
-               "\"place\":\"managed\",\"id\":%d,\"fallback\":false,\"site\":-1}\n", ptr, (unsigned long long)size, id);
-    else
-        put(b, "{\"type\":\"free\",\"t\":3,\"dev\":0,\"ptr\":\"0x%llx\",\"size\":%llu,\"place\":\"managed\"}\n", ptr,
-            (unsigned long long)size);
+    managed_at(b, alloc, id, id, size);
 }
 
 /* A device allocation k that the engine does not move. */
@@ -86,15 +46,10 @@ static void device(tb *b, bool alloc, int k, uint64_t bytes)
             (unsigned long long)bytes);
 }
 
+/* A launch of the chunks ids[0..n), its function named by the first. */
 static void launch(tb *b, const int *ids, int n)
 {
-    char list[1024] = "";
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", i ? "," : "", ids[i]);
-    b->seq++;
-    put(b, "{\"type\":\"launch\",\"t\":4,\"dev\":0,\"seq\":%llu,\"fn\":\"0x%llx\",\"name\":\"k\",\"stream\":\"0x0\","
-           "\"chunks\":[%s]}\n", (unsigned long long)b->seq, 0x100ull + (unsigned long long)(n ? ids[0] : 0), list);
+    launch_fn(b, 0x100ull + (uint64_t)(n ? ids[0] : 0), ids, n);
 }
 
 static void load(tb *b, lms_trace_data *t)
@@ -104,19 +59,11 @@ static void load(tb *b, lms_trace_data *t)
     CHECK(t->bad_lines == 0);
 }
 
-static uint64_t link_of(const lms_replay_result *r)
-{
-    return r->fetched_bytes + r->remote_bytes;
-}
-
 /* A small deterministic generator. */
 static uint64_t rng_state = 88172645463325252ull;
 static uint64_t rnd(uint64_t n)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state % n;
+    return xorshift_below(&rng_state, n);
 }
 
 /* ---- hand-computed traces ------------------------------------------------------- */
@@ -414,23 +361,6 @@ static void below_policies(void)
 }
 
 /* ---- curves ------------------------------------------------------------------------- */
-
-static void same_result(const lms_replay_result *a, const lms_replay_result *b, uint64_t budget)
-{
-    if (memcmp(a, b, sizeof *a) != 0)
-        fprintf(stderr,
-                "at %llu: one pass fetched %llu evicted %llu misses %llu remote %llu, replay %llu %llu %llu %llu\n",
-                (unsigned long long)budget, (unsigned long long)a->fetched_bytes,
-                (unsigned long long)a->evicted_bytes, (unsigned long long)a->misses,
-                (unsigned long long)a->remote_bytes, (unsigned long long)b->fetched_bytes,
-                (unsigned long long)b->evicted_bytes, (unsigned long long)b->misses,
-                (unsigned long long)b->remote_bytes);
-    CHECK_EQ_U(a->fetched_bytes, b->fetched_bytes);
-    CHECK_EQ_U(a->evicted_bytes, b->evicted_bytes);
-    CHECK_EQ_U(a->misses, b->misses);
-    CHECK_EQ_U(a->remote_bytes, b->remote_bytes);
-    CHECK_EQ_U(a->launches, b->launches);
-}
 
 static void curve_one_pass(void)
 {
