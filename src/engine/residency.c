@@ -1028,6 +1028,12 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     /* The stream's slot (before() made it) is looked up before map_lock is
      * taken: a takeover walks the chunks. */
     int slot = d->plan.policy->on_demand && tok->n > 0 ? slot_of(d, stream) : -1;
+    if (tok->n == 0) {   /* no chunk to note: the chunk map is not read */
+        pthread_mutex_unlock(&d->lock);
+        free(tok->more);
+        tok->more = NULL;
+        return;
+    }
     pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < tok->n; i++) {
         bool remote = ids[i] & REMOTE_BIT;
