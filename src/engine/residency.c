@@ -351,7 +351,7 @@ static void add_pieces(int i, uint64_t v, uint32_t *ids, int *found, int max)
 /* The order in which the latest find on this thread met its chunks: a
  * hash of (parameter word, chunk) pairs. Sorted ids alone do not tell
  * conv(a -> b) from conv(b -> a); the launch's price signature needs to. */
-static _Thread_local uint64_t find_roles;
+static _Thread_local uint64_t find_roles __attribute__((tls_model("initial-exec")));
 
 /* Mixes a value into a hash. */
 static uint64_t mix_role(uint64_t h, uint64_t v)
@@ -399,7 +399,7 @@ static res_chunk *chunk_of(uint32_t id)
 static uint64_t thread_id(void)
 {
     static atomic_uint_fast64_t next;
-    static _Thread_local uint64_t id;
+    static _Thread_local uint64_t id __attribute__((tls_model("initial-exec")));
     if (!id)
         id = atomic_fetch_add(&next, 1) + 1;
     return id;
