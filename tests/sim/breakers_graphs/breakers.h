@@ -173,6 +173,16 @@ static inline uint64_t counters_sum(const CUdeviceptr *c, int n)
     return sum;
 }
 
+/* Makes n zeroed chunks into c (see chunks), runs fn on `threads` threads
+ * over them (job ids from 0, see run_jobs) and returns the sum of their
+ * counters. The chunks stay allocated for the caller. */
+static inline uint64_t jobs_on_new_chunks(void *(*fn)(void *), int threads, CUdeviceptr *c, int n)
+{
+    chunks(c, n);
+    run_jobs(fn, threads, 0, c, n);
+    return counters_sum(c, n);
+}
+
 typedef struct gate_job {
     CUstream s;
     CUdeviceptr x;

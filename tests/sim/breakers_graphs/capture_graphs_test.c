@@ -563,9 +563,7 @@ static void threads_graphs(void)
     setup();
     enum { THREADS = 6, CHUNKS = 9 };
     CUdeviceptr c[CHUNKS];
-    chunks(c, CHUNKS);
-    run_jobs(graph_work, THREADS, 0, c, CHUNKS);
-    CHECK_EQ_U(counters_sum(c, CHUNKS), THREADS * 50 * 4);
+    CHECK_EQ_U(jobs_on_new_chunks(graph_work, THREADS, c, CHUNKS), THREADS * 50 * 4);
     check_invariants();
 }
 
