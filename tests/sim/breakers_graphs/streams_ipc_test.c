@@ -231,12 +231,9 @@ static void eight_threads(void)
  * goes on. Both see their own results, and neither hangs. */
 static void fork_after_launches(void)
 {
-    setup();
     CUstream s;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUdeviceptr c[8];
-    for (int i = 0; i < 8; i++)
-        c[i] = chunk();
+    setup_stream_chunks(&s, c, 8);
     CUgraphExec e = capture_bumps(s, c, 4);
     for (int k = 0; k < 10; k++) {
         OK(cuGraphLaunch(e, s));
