@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "svg.h"
+
 #define W 760
 #define H 440
 #define LEFT 70
@@ -23,17 +25,6 @@ static double tick_step(double span)
     double raw = span / 5, mag = pow(10, floor(log10(raw)));
     double f = raw / mag;
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
-
-/* Writes text with XML's special characters escaped. */
-static void text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '&') fputs("&amp;", f);
-        else fputc(*s, f);
-    }
 }
 
 int chart_write_svg(const char *path, const char *title, const char *xlabel, const char *ylabel,
@@ -58,27 +49,14 @@ int chart_write_svg(const char *path, const char *title, const char *xlabel, con
     const double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
 #define PX(v) (LEFT + (v) / xmax * pw)
 #define PY(v) (TOP + ph - (v) / ymax * ph)
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
-    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
-    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\">", LEFT);
-    text(f, title);
-    fputs("</text>\n", f);
-    for (double v = 0; v <= xmax + xs / 2; v += xs)
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-                PX(v), TOP, PX(v), TOP + ph, PX(v), TOP + ph + 16, v);
-    for (double v = 0; v <= ymax + ys / 2; v += ys)
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                LEFT, PY(v), LEFT + pw, PY(v), LEFT - 6, PY(v) + 4, v);
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n", LEFT,
-            TOP, pw, ph);
+    lms_svg_frame fr = {.w = W, .h = H, .left = LEFT, .right = RIGHT, .top = TOP, .bottom = BOTTOM,
+                        .title_y = 22, .xmax = xmax, .ymax = ymax, .xs = xs, .ys = ys};
+    lms_svg_frame_write(f, &fr, title);
     fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", LEFT + pw / 2, H - 18);
-    text(f, xlabel);
+    lms_svg_text(f, xlabel);
     fprintf(f, "</text>\n<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">",
             TOP + ph / 2);
-    text(f, ylabel);
+    lms_svg_text(f, ylabel);
     fputs("</text>\n", f);
     for (int s = 0; s < nseries; s++) {
         const char *c = colors[s % (int)(sizeof colors / sizeof colors[0])];
@@ -94,7 +72,7 @@ int chart_write_svg(const char *path, const char *title, const char *xlabel, con
         double ly = TOP + 10 + s * 20;
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
                    "<text x=\"%d\" y=\"%.1f\">", W - RIGHT + 15, ly, W - RIGHT + 40, ly, c, W - RIGHT + 46, ly + 4);
-        text(f, series[s].name);
+        lms_svg_text(f, series[s].name);
         fputs("</text>\n", f);
     }
     fputs("</svg>\n", f);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "replay.h"
+#include "svg.h"
 
 #define W 820
 #define H 460
@@ -36,23 +37,6 @@ static double round_up(double v, double step)
 {
     double k = (double)(uint64_t)(v / step);
     return k * step < v ? (k + 1) * step : k * step;
-}
-
-/* Writes text with XML's special characters escaped. */
-static void text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '<')
-            fputs("&lt;", f);
-        else if (*s == '>')
-            fputs("&gt;", f);
-        else if (*s == '&')
-            fputs("&amp;", f);
-        else if (*s == '"')
-            fputs("&quot;", f);
-        else
-            fputc(*s, f);
-    }
 }
 
 /* The unit that keeps a largest value of `max` bytes readable. */
@@ -86,22 +70,9 @@ int lms_curve_svg(const char *path, const char *title, const uint64_t *budgets, 
     const double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
 #define PX(v) (LEFT + (v) / xmax * pw)
 #define PY(v) (TOP + ph - (v) / ymax * ph)
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
-    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
-    fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"15\">", LEFT);
-    text(f, title);
-    fputs("</text>\n", f);
-    for (double v = 0; v <= xmax + xs / 2; v += xs)
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-                PX(v), TOP, PX(v), TOP + ph, PX(v), TOP + ph + 16, v);
-    for (double v = 0; v <= ymax + ys / 2; v += ys)
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                LEFT, PY(v), LEFT + pw, PY(v), LEFT - 6, PY(v) + 4, v);
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n", LEFT,
-            TOP, pw, ph);
+    lms_svg_frame fr = {.w = W, .h = H, .left = LEFT, .right = RIGHT, .top = TOP, .bottom = BOTTOM,
+                        .title_y = 24, .xmax = xmax, .ymax = ymax, .xs = xs, .ys = ys};
+    lms_svg_frame_write(f, &fr, title);
     if (mark)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"5 4\"/>"
                    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">budget</text>\n",
@@ -125,7 +96,7 @@ int lms_curve_svg(const char *path, const char *title, const uint64_t *budgets, 
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"%s/>"
                    "<text x=\"%d\" y=\"%.1f\">", W - RIGHT + 15, ly, W - RIGHT + 40, ly, c, dash, W - RIGHT + 46,
                 ly + 4);
-        text(f, names[s]);
+        lms_svg_text(f, names[s]);
         fputs("</text>\n", f);
     }
     fputs("</svg>\n", f);

@@ -151,6 +151,15 @@ losses_case() {
     row "$name" $st "$(places "$name-with")" "$(seconds_of "$name-with" seconds)" "$(seconds_of "$name-without" seconds)"
 }
 
+# losses_pair NAME LIMIT SECONDS NEED_MANAGED SCRIPT.py: the script without
+# lmshim, then with it under LMS_LIMIT=LIMIT, each in SECONDS; then losses_case.
+losses_pair() {
+    local name=$1 limit=$2 secs=$3 need_managed=$4 script=$5
+    run_case "$name-without" "$secs" python3 "$script"
+    LMS_LIMIT=$limit with_shim "$name-with" "$secs" python3 "$script"
+    losses_case "$name" "$need_managed"
+}
+
 # ---- dry: what needs no GPU ---------------------------------------------
 if [ $dry -eq 1 ]; then
     echo "== dry: Python scripts compile, compare.py self-test"
@@ -213,18 +222,14 @@ echo "== torch-step: ~6 GiB under LMS_LIMIT=3G"
 if [ $torch_ok -eq 0 ]; then
     row torch-step "skipped (no torch)" - - -
 elif in_time torch-step 260; then
-    run_case torch-step-without 120 python3 "$here/torch_step.py"
-    LMS_LIMIT=3G with_shim torch-step-with 120 python3 "$here/torch_step.py"
-    losses_case torch-step 1
+    losses_pair torch-step 3G 120 1 "$here/torch_step.py"
 fi
 
 echo "== torch-graph: the step captured in a CUDA graph, replayed under LMS_LIMIT=1536M"
 if [ $torch_ok -eq 0 ]; then
     row torch-graph "skipped (no torch)" - - -
 elif in_time torch-graph 200; then
-    run_case torch-graph-without 90 python3 "$here/torch_graph.py"
-    LMS_LIMIT=1536M with_shim torch-graph-with 90 python3 "$here/torch_graph.py"
-    losses_case torch-graph 1
+    losses_pair torch-graph 1536M 90 1 "$here/torch_graph.py"
 fi
 
 echo "== jax-step: under lmshim run --limit 8G"
@@ -240,9 +245,7 @@ echo "== cupy-pool: 8 x 512 MiB through CuPy's pool under LMS_LIMIT=2G"
 if ! py_has cupy; then
     row cupy-pool "skipped (no cupy)" - - -
 elif in_time cupy-pool 140; then
-    run_case cupy-pool-without 60 python3 "$here/cupy_pool.py"
-    LMS_LIMIT=2G with_shim cupy-pool-with 60 python3 "$here/cupy_pool.py"
-    losses_case cupy-pool 1
+    losses_pair cupy-pool 2G 60 1 "$here/cupy_pool.py"
 fi
 
 echo "== torch-ipc: a CUDA tensor shared with a spawned child"

@@ -173,6 +173,26 @@ static inline uint64_t counters_sum(const CUdeviceptr *c, int n)
     return sum;
 }
 
+/* setup(), then a non-blocking stream into *s and n fresh chunks into c
+ * (counters not reset); the caller destroys the stream if it wants to. */
+static inline void setup_stream_chunks(CUstream *s, CUdeviceptr *c, int n)
+{
+    setup();
+    OK(cuStreamCreate(s, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < n; i++)
+        c[i] = chunk();
+}
+
+/* Makes n zeroed chunks into c (see chunks), runs fn on `threads` threads
+ * over them (job ids from 0, see run_jobs) and returns the sum of their
+ * counters. The chunks stay allocated for the caller. */
+static inline uint64_t jobs_on_new_chunks(void *(*fn)(void *), int threads, CUdeviceptr *c, int n)
+{
+    chunks(c, n);
+    run_jobs(fn, threads, 0, c, n);
+    return counters_sum(c, n);
+}
+
 typedef struct gate_job {
     CUstream s;
     CUdeviceptr x;

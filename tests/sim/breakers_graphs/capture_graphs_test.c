@@ -155,12 +155,9 @@ static void graph_before_chunks(void)
  * graphs made meanwhile may get the same handles. */
 static void exec_destroyed_in_flight(void)
 {
-    setup();
     CUstream s;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUdeviceptr c[8];
-    for (int i = 0; i < 8; i++)
-        c[i] = chunk();
+    setup_stream_chunks(&s, c, 8);
     for (int round = 0; round < 20; round++) {
         CUgraphExec e = capture_bumps(s, &c[round % 4], 4);
         OK(cuGraphLaunch(e, s));
@@ -189,12 +186,9 @@ static void exec_destroyed_in_flight(void)
  * lmshim keeps), over twice the budget of chunks. */
 static void thousand_launches(void)
 {
-    setup();
     CUstream s;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUdeviceptr c[8];
-    for (int i = 0; i < 8; i++)
-        c[i] = chunk();
+    setup_stream_chunks(&s, c, 8);
     CUgraphExec e[2] = {capture_bumps(s, &c[0], 4), capture_bumps(s, &c[4], 4)};
     for (int k = 0; k < 1000; k++)
         OK(cuGraphLaunch(e[k % 2], s));
@@ -563,9 +557,7 @@ static void threads_graphs(void)
     setup();
     enum { THREADS = 6, CHUNKS = 9 };
     CUdeviceptr c[CHUNKS];
-    chunks(c, CHUNKS);
-    run_jobs(graph_work, THREADS, 0, c, CHUNKS);
-    CHECK_EQ_U(counters_sum(c, CHUNKS), THREADS * 50 * 4);
+    CHECK_EQ_U(jobs_on_new_chunks(graph_work, THREADS, c, CHUNKS), THREADS * 50 * 4);
     check_invariants();
 }
 

@@ -97,9 +97,7 @@ static void threads_many_streams(void)
     setup();
     enum { THREADS = 8, CHUNKS = 10 };
     CUdeviceptr c[CHUNKS];
-    chunks(c, CHUNKS);
-    run_jobs(many_work, THREADS, 0, c, CHUNKS);
-    CHECK_EQ_U(counters_sum(c, CHUNKS), THREADS * 600);
+    CHECK_EQ_U(jobs_on_new_chunks(many_work, THREADS, c, CHUNKS), THREADS * 600);
     simgpu_counters sc;
     OK(simgpu_get_counters(0, &sc));
     printf("inflight_waits=%llu busy_evictions=%llu\n", (unsigned long long)sc.inflight_waits,
@@ -216,9 +214,7 @@ static void eight_threads(void)
     setup();
     enum { THREADS = 8, CHUNKS = 12 };
     CUdeviceptr c[CHUNKS];
-    chunks(c, CHUNKS);
-    run_jobs(mt_work, THREADS, 0, c, CHUNKS);
-    CHECK_EQ_U(counters_sum(c, CHUNKS), THREADS * 300);
+    CHECK_EQ_U(jobs_on_new_chunks(mt_work, THREADS, c, CHUNKS), THREADS * 300);
     check_invariants();
     /* 64 threads at once, each on its own per-thread default stream (more
      * streams than lmshim's slots; threads end while chunks remember them). */
@@ -235,12 +231,9 @@ static void eight_threads(void)
  * goes on. Both see their own results, and neither hangs. */
 static void fork_after_launches(void)
 {
-    setup();
     CUstream s;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUdeviceptr c[8];
-    for (int i = 0; i < 8; i++)
-        c[i] = chunk();
+    setup_stream_chunks(&s, c, 8);
     CUgraphExec e = capture_bumps(s, c, 4);
     for (int k = 0; k < 10; k++) {
         OK(cuGraphLaunch(e, s));

@@ -74,48 +74,10 @@ for l in lines:
     assert len(pts) == 6, pts
 print("svg ok:", len(lines), "lines")
 PY
-  browser=$(command -v chromium || command -v chromium-browser || true)
-  [ -n "$browser" ] || { echo "no chromium: render skipped"; exit 77; }
-  timeout 120 env -u LD_PRELOAD "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
-      --window-size=820,460 --screenshot="$tmp/c.png" "file://$tmp/c.svg" >/dev/null 2>&1
-  [ -s "$tmp/c.png" ] || fail "no screenshot"
-  env -u LD_PRELOAD python3 - "$tmp/c.png" <<'PY' || fail "blank render"
-import struct, sys, zlib
-data = open(sys.argv[1], "rb").read()
-pos, idat = 8, b""
-while pos < len(data):
-    n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b"IHDR":
-        w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
-        ch = {2: 3, 6: 4}[ctype]
-    elif kind == b"IDAT":
-        idat += body
-    pos += 12 + n
-raw, stride = zlib.decompress(idat), w * ch
-prev, colored, colors = bytearray(stride), 0, set()
-for y in range(h):
-    f = raw[y * (stride + 1)]
-    line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-    for i in range(stride):
-        a = line[i - ch] if i >= ch else 0
-        b, c = prev[i], (prev[i - ch] if i >= ch else 0)
-        if f == 1: line[i] = (line[i] + a) & 255
-        elif f == 2: line[i] = (line[i] + b) & 255
-        elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c
-            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    for x in range(0, stride, ch):
-        px = tuple(line[x:x + 3])
-        colors.add(px)
-        colored += px != (255, 255, 255)
-    prev = line
-red = any(r > 180 and g < 90 and b < 90 for r, g, b in colors)   # the bound's line
-print(f"render {w}x{h}: {colored} non-white pixels, {len(colors)} colors")
-assert colored > 3000 and len(colors) > 6 and red
-PY
+  "$(dirname "$0")/../render_svg.sh" "$tmp/c.svg" 820 460 3000 6 red
+  rc=$?
+  case $rc in 0|77) exit $rc ;; esac
+  fail "blank render"
   ;;
 bad_flags)
   bad() {   # bad EXPECTED-MESSAGE ARGS...

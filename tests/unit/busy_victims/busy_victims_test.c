@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "../../common/check.h"
+#include "../../common/fake_room.h"
 #include "plan.h"
 #include "policy.h"
 
@@ -21,47 +22,19 @@ static uint64_t told_next(void *state, const lms_policy_memo *memo, uint64_t las
 
 static const lms_policy told = {.name = "told", .on_demand = true, .next_use = told_next};
 
-typedef struct fake {
-    uint64_t room, used;
-    int evicted;
-    lms_plan_chunk chunks[3];
-} fake;
-static bool f_reserve(void *ctx, uint64_t bytes)
-{
-    fake *f = ctx;
-    if (f->used + bytes > f->room)
-        return false;
-    f->used += bytes;
-    return true;
-}
-static uint64_t f_budget(void *ctx) { return ((fake *)ctx)->room; }
-static void f_evict(void *ctx, lms_plan_chunk *c)
-{
-    fake *f = ctx;
-    f->used -= c->charge;
-    f->evicted = (int)c->id;
-}
-static bool f_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
-{
-    (void)ctx, (void)c, (void)ahead;
-    return true;
-}
-static lms_plan_chunk *f_lookup(void *ctx, uint32_t id) { return &((fake *)ctx)->chunks[id]; }
 
 /* Launches 1 and 2 use chunks 0 and 1 (room for two); chunk 0 is next
  * needed at launch `next0`, chunk 1 at launch 150; launch 3 uses chunk 2.
  * Returns the chunk evicted for it. */
 static int victim_for_third(uint64_t next0)
 {
-    fake f = {.room = 2, .evicted = -1};
-    for (uint32_t i = 0; i < 3; i++)
-        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    fake_room f;
+    fake_room_init(&f, 2, 3);
     f.chunks[0].memo.w[0] = next0;
     f.chunks[1].memo.w[0] = 150;
     lms_plan plan;
     CHECK(lms_plan_init(&plan, &told));
-    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
-                        .lookup = f_lookup};
+    lms_plan_ops ops = fake_room_ops();
     for (uint64_t seq = 1; seq <= 3; seq++) {
         uint32_t id = (uint32_t)(seq - 1);
         lms_plan_chunk *c = &f.chunks[id];
@@ -71,7 +44,7 @@ static int victim_for_third(uint64_t next0)
         lms_plan_used(&plan, c, seq);
     }
     lms_plan_destroy(&plan);
-    return f.evicted;
+    return f.last_evicted;
 }
 
 /* Chunk 1 is farther (150) but launch 2 used it; chunk 0 (100, idle, at

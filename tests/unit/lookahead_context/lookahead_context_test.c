@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "../../common/check.h"
+#include "../../common/fake_room.h"
 #include "plan.h"
 #include "policy.h"
 
@@ -174,45 +175,19 @@ static void late_chunk_soon(void)
     p->destroy(st);
 }
 
-/* Mechanics with counters for the planner: 64 chunks of charge 1, room
- * for `room` of them. */
-typedef struct fake {
-    uint64_t room, used, fetches;
-    lms_plan_chunk chunks[64];
-} fake;
-static bool f_reserve(void *ctx, uint64_t bytes)
-{
-    fake *f = ctx;
-    if (f->used + bytes > f->room)
-        return false;
-    f->used += bytes;
-    return true;
-}
-static uint64_t f_budget(void *ctx) { return ((fake *)ctx)->room; }
-static void f_evict(void *ctx, lms_plan_chunk *c) { ((fake *)ctx)->used -= c->charge; }
-static bool f_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
-{
-    (void)c, (void)ahead;
-    ((fake *)ctx)->fetches++;
-    return true;
-}
-static lms_plan_chunk *f_lookup(void *ctx, uint32_t id) { return &((fake *)ctx)->chunks[id]; }
-static uint64_t f_room(void *ctx) { return ((fake *)ctx)->room; }
-static uint64_t f_managed(void *ctx) { (void)ctx; return 64; }
 
 /* Fetches in the second half of 4000 random launches (3 of 64 chunks
  * each) through the planner with lookahead, with room for `room` chunks. */
 static uint64_t random_fetches(uint64_t room)
 {
-    fake *f = calloc(1, sizeof *f);
+    fake_room *f = calloc(1, sizeof *f);
     CHECK(f != NULL);
-    f->room = room;
-    for (uint32_t i = 0; i < 64; i++)
-        f->chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    fake_room_init(f, room, 64);
     lms_plan plan;
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
-    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
-                        .lookup = f_lookup, .room = f_room, .managed = f_managed};
+    lms_plan_ops ops = fake_room_ops();
+    ops.room = fake_room_budget;
+    ops.managed = fake_room_managed;
     uint64_t x = 7, before = 0;
     for (uint64_t seq = 1; seq <= 4000; seq++) {
         uint32_t ids[3];

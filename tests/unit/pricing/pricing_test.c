@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "../../common/check.h"
+#include "../../common/fake_room.h"
 #include "plan.h"
 #include "policy.h"
 #include "price.h"
@@ -57,36 +58,14 @@ static void roles_apart(void)
 
 /* ---- the planner with prices --------------------------------------------- */
 
+/* The fake device with prices: fake_room's ops get a fake. */
 typedef struct fake {
-    uint64_t room, used;
+    fake_room dev;            /* first: the ops' ctx is the fake */
     double price[3];          /* per chunk; negative: unknown */
     double fetch_cost;        /* ns per byte a demand fetch holds a launch; negative: unknown */
     bool priced;              /* ops.price is given */
-    int evictions;
-    lms_plan_chunk chunks[3];
 } fake;
 
-static bool f_reserve(void *ctx, uint64_t bytes)
-{
-    fake *f = ctx;
-    if (f->used + bytes > f->room)
-        return false;
-    f->used += bytes;
-    return true;
-}
-static uint64_t f_budget(void *ctx) { return ((fake *)ctx)->room; }
-static void f_evict(void *ctx, lms_plan_chunk *c)
-{
-    fake *f = ctx;
-    f->used -= c->charge;
-    f->evictions++;
-}
-static bool f_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
-{
-    (void)ctx, (void)c, (void)ahead;
-    return true;
-}
-static lms_plan_chunk *f_lookup(void *ctx, uint32_t id) { return id < 3 ? &((fake *)ctx)->chunks[id] : NULL; }
 static double f_price(void *ctx, lms_plan_chunk *c) { return ((fake *)ctx)->price[c->id]; }
 
 static double f_fetch_cost(void *ctx) { return ((fake *)ctx)->fetch_cost; }
@@ -96,12 +75,12 @@ static const lms_policy lru_like = {.name = "lru-like", .on_demand = true};
 /* Runs launch `seq` over chunks ids[0..n) of f. */
 static void launch(lms_plan *plan, fake *f, uint64_t seq, const uint32_t *ids, int n)
 {
-    lms_plan_ops ops = {.reserve = f_reserve, .budget = f_budget, .evict = f_evict, .fetch = f_fetch,
-                        .lookup = f_lookup, .price = f->priced ? f_price : NULL,
-                        .fetch_cost = f->priced ? f_fetch_cost : NULL};
+    lms_plan_ops ops = fake_room_ops();
+    ops.price = f->priced ? f_price : NULL;
+    ops.fetch_cost = f->priced ? f_fetch_cost : NULL;
     lms_plan_chunk *mine[3];
     for (int i = 0; i < n; i++) {
-        mine[i] = &f->chunks[ids[i]];
+        mine[i] = &f->dev.chunks[ids[i]];
         lms_plan_pin(plan, mine[i]);
     }
     lms_plan_launch(plan, &ops, f, seq, FN, ids, n, mine, n);
@@ -112,9 +91,8 @@ static void launch(lms_plan *plan, fake *f, uint64_t seq, const uint32_t *ids, i
 /* A fake with room for two of three chunks of one unit, with prices. */
 static fake make(double p0, double p1, double p2)
 {
-    fake f = {.room = 2, .price = {p0, p1, p2}, .priced = true, .fetch_cost = -1};
-    for (uint32_t i = 0; i < 3; i++)
-        f.chunks[i] = (lms_plan_chunk){.id = i, .charge = 1};
+    fake f = {.price = {p0, p1, p2}, .priced = true, .fetch_cost = -1};
+    fake_room_init(&f.dev, 2, 3);
     return f;
 }
 
@@ -127,9 +105,9 @@ static void dearest_fetched_first(void)
     lms_plan plan;
     CHECK(lms_plan_init(&plan, &lru_like));
     launch(&plan, &f, 1, (uint32_t[]){0, 1, 2}, 3);
-    CHECK(!f.chunks[0].resident);
-    CHECK(f.chunks[1].resident);
-    CHECK(f.chunks[2].resident);
+    CHECK(!f.dev.chunks[0].resident);
+    CHECK(f.dev.chunks[1].resident);
+    CHECK(f.dev.chunks[2].resident);
     lms_plan_destroy(&plan);
 }
 
@@ -143,12 +121,12 @@ static void cheap_own_chunk_sent_back(void)
     lms_plan plan;
     CHECK(lms_plan_init(&plan, &lru_like));
     launch(&plan, &f, 1, (uint32_t[]){0, 1}, 2);
-    CHECK(f.chunks[0].resident && f.chunks[1].resident);
+    CHECK(f.dev.chunks[0].resident && f.dev.chunks[1].resident);
     launch(&plan, &f, 2, (uint32_t[]){0, 1, 2}, 3);
-    CHECK(!f.chunks[0].resident);
-    CHECK(f.chunks[1].resident);
-    CHECK(f.chunks[2].resident);
-    CHECK_EQ_U(f.evictions, 1);
+    CHECK(!f.dev.chunks[0].resident);
+    CHECK(f.dev.chunks[1].resident);
+    CHECK(f.dev.chunks[2].resident);
+    CHECK_EQ_U(f.dev.evictions, 1);
     lms_plan_destroy(&plan);
 }
 
@@ -161,9 +139,9 @@ static void hidden_reads_stay(void)
     CHECK(lms_plan_init(&plan, &lru_like));
     launch(&plan, &f, 1, (uint32_t[]){0, 1}, 2);
     launch(&plan, &f, 2, (uint32_t[]){0, 1, 2}, 3);
-    CHECK(f.chunks[0].resident && f.chunks[1].resident);
-    CHECK(!f.chunks[2].resident);
-    CHECK_EQ_U(f.evictions, 0);
+    CHECK(f.dev.chunks[0].resident && f.dev.chunks[1].resident);
+    CHECK(!f.dev.chunks[2].resident);
+    CHECK_EQ_U(f.dev.evictions, 0);
     lms_plan_destroy(&plan);
 }
 
@@ -176,14 +154,14 @@ static void cheap_reads_stay_in_place(void)
     lms_plan plan;
     CHECK(lms_plan_init(&plan, &lru_like));
     launch(&plan, &f, 1, (uint32_t[]){0, 1}, 2);
-    CHECK(f.chunks[0].resident && f.chunks[1].resident);
+    CHECK(f.dev.chunks[0].resident && f.dev.chunks[1].resident);
     fake g = make(1, 3, -1);
     g.fetch_cost = 2;
     lms_plan plan2;
     CHECK(lms_plan_init(&plan2, &lru_like));
     launch(&plan2, &g, 1, (uint32_t[]){0, 1}, 2);
-    CHECK(!g.chunks[0].resident);
-    CHECK(g.chunks[1].resident);
+    CHECK(!g.dev.chunks[0].resident);
+    CHECK(g.dev.chunks[1].resident);
     lms_plan_destroy(&plan);
     lms_plan_destroy(&plan2);
 }
