@@ -299,8 +299,30 @@ static void ipc_current_pool(void)
     check_invariants();
 }
 
+/* The lines of this process's log (LMS_LOG_FILE=BREAKERS_LOG_DIR/
+ * breakers_<pid>.log) that name the pointer at; the count of lines with
+ * `what` in *refusals. Returns how many lines name `at`. */
+static int log_lines_naming(CUdeviceptr at, const char *what, int *refusals)
+{
+    char path[512], line[1024], addr[32];
+    snprintf(path, sizeof path, "%s/breakers_%d.log", getenv("BREAKERS_LOG_DIR"), (int)getpid());
+    snprintf(addr, sizeof addr, "0x%llx ", (unsigned long long)at);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    *refusals = 0;
+    if (!f)
+        return 0;   /* nothing logged at all */
+    while (fgets(line, sizeof line, f)) {
+        n += strstr(line, addr) != NULL;
+        *refusals += strstr(line, what) != NULL;
+    }
+    fclose(f);
+    return n;
+}
+
 /* IPC on an interior pointer, a freed pointer and a plain pool's memory:
- * CUDA's answers, no crash, no log about chunks that are not lmshim's. */
+ * CUDA's answers, no crash, no log about chunks that are not lmshim's
+ * (checked where the log goes to BREAKERS_LOG_DIR, meson.build). */
 static void ipc_odd_pointers(void)
 {
     setup();
@@ -324,6 +346,16 @@ static void ipc_odd_pointers(void)
     CUmemPoolPtrExportData data;
     CHECK_IS(cuMemPoolExportPointer(&data, p), CUDA_ERROR_INVALID_VALUE);
     CHECK_IS(cuMemPoolExportPointer(&data, 0), CUDA_ERROR_INVALID_VALUE);
+    if (getenv("BREAKERS_LOG_DIR")) {
+        fflush(NULL);
+        int refusals;
+        CHECK_EQ_U(log_lines_naming(small, "was placed in", &refusals), 0);
+        CHECK_EQ_U(log_lines_naming(p, "cuMemPoolExportPointer", &refusals), 0);
+        CHECK_EQ_U(refusals, 0);
+        /* the one refusal of lmshim's own chunk, before its free */
+        log_lines_naming(big, "was placed in", &refusals);
+        CHECK_EQ_U(refusals, 1);
+    }
     OK(cuMemFreeAsync(p, NULL));
     OK(cuCtxSynchronize());
     OK(cuMemPoolDestroy(plain));
