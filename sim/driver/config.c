@@ -8,6 +8,7 @@
 #include "units.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,10 @@ void sim_config_load(void)
         complain("SIMGPU_CONCURRENT_MANAGED", s, "not 0 or 1", "the default 1");
     s = getenv("SIMGPU_CONCURRENT");
     sim_cfg.concurrent = s && *s && strcmp(s, "0") != 0;
+    s = getenv("SIMGPU_TIMELINE");
+    sim_cfg.timeline_fd = s && *s ? open(s, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644) : -1;
+    if (s && *s && sim_cfg.timeline_fd < 0)
+        complain("SIMGPU_TIMELINE", s, "cannot be opened", "no timeline");
 }
 
 static int driver_version;

@@ -70,6 +70,7 @@ static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, bool dst_dev, bool 
         end = sim_schedule(st, SIM_ENGINE_D2H, sim_link_ns(n));
     else
         end = sim_schedule(st, SIM_ENGINE_COMPUTE, 0.0);
+    sim_timeline(st, -1, end, end, n, "copy (ends)");
     if (sync)
         sim_host_wait(end);
     pthread_mutex_unlock(&sim_lock);

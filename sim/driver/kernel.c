@@ -13,6 +13,7 @@
  */
 #include "sim.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -530,7 +531,14 @@ CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned blo
     /* A block still being copied in holds the kernel until it arrives. */
     double start = sim_start_ns(st, SIM_ENGINE_COMPUTE);
     double wait = state.arrive_ns > start ? state.arrive_ns - start : 0;
-    double end = sim_schedule(st, SIM_ENGINE_COMPUTE, sim_cfg.launch_us * 1e3 + wait + state.stall_ns + busy);
+    double dur = sim_cfg.launch_us * 1e3 + wait + state.stall_ns + busy;
+    double end = sim_schedule(st, SIM_ENGINE_COMPUTE, dur);
+    if (sim_cfg.timeline_fd >= 0) {
+        char what[160];
+        snprintf(what, sizeof what, "kernel %s wait=%.1f stall=%.1f compute=%.1f remote=%.1f", f->desc.name,
+                 wait / 1e3, state.stall_ns / 1e3, state.compute_ns / 1e3, state.remote_ns / 1e3);
+        sim_timeline(st, SIM_ENGINE_COMPUTE, end - dur, end, 0, what);
+    }
     for (size_t i = 0; i < state.nranges; i++)
         sim_mark_busy(st->device, (uintptr_t)state.ranges[i].ptr, state.ranges[i].bytes, end);
     pthread_mutex_unlock(&sim_lock);

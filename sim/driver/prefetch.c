@@ -58,6 +58,7 @@ static CUresult prefetch(CUdeviceptr p, size_t n, int loc, CUstream s, bool ptds
     r = sim_prefetch((uintptr_t)p, n, loc, sim_start_ns(st, engine), &ns);
     if (r == CUDA_SUCCESS) {
         double end = sim_schedule(st, engine, ns);
+        sim_timeline(st, engine, end - ns, end, n, loc == SIM_LOC_HOST ? "prefetch to host" : "prefetch to device");
         if (loc != SIM_LOC_HOST)
             sim_arrive((uintptr_t)p, n, end);   /* the blocks are there when the copy ends */
     }

@@ -44,6 +44,7 @@ typedef struct sim_config {
     bool concurrent_managed;  /* SIMGPU_CONCURRENT_MANAGED (default 1): the device
                                  attribute CONCURRENT_MANAGED_ACCESS */
     bool concurrent;          /* SIMGPU_CONCURRENT=1: kernels of different streams overlap */
+    int timeline_fd;          /* SIMGPU_TIMELINE=path: one line per modeled operation (-1: off) */
 } sim_config;
 
 extern sim_config sim_cfg;
@@ -226,6 +227,7 @@ CUresult sim_resolve_stream(CUstream s, bool per_thread, CUstream *out);
 double sim_start_ns(CUstream s, int engine);
 double sim_schedule(CUstream s, int engine, double duration_ns);
 void sim_host_wait(double t_ns);
+void sim_timeline(CUstream s, int engine, double start_ns, double end_ns, uint64_t bytes, const char *what);
 double sim_device_idle_ns(int device);
 
 /* ---- kernels, modules, libraries (kernel.c, library.c) ------------------ */

@@ -10,6 +10,8 @@
  */
 #include "sim.h"
 
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,6 +228,22 @@ double sim_schedule(CUstream s, int engine, double duration_ns)
     if (end > e->busy_ns)
         e->busy_ns = end;
     return end;
+}
+
+/* Writes one line of the SIMGPU_TIMELINE file: device, engine, stream,
+ * modeled start and end (µs), bytes and what it was (under sim_lock; a
+ * debugging aid: the file is written with one write per line). */
+void sim_timeline(CUstream s, int engine, double start_ns, double end_ns, uint64_t bytes, const char *what)
+{
+    if (sim_cfg.timeline_fd < 0)
+        return;
+    static const char *names[] = {"compute", "h2d", "d2h"};
+    char line[256];
+    int n = snprintf(line, sizeof line, "%d %s %p %.3f %.3f %llu %s\n", s->device,
+                     engine >= 0 && engine < 3 ? names[engine] : "?", (void *)s, start_ns / 1e3, end_ns / 1e3,
+                     (unsigned long long)bytes, what);
+    if (n > 0)
+        (void)!write(sim_cfg.timeline_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 /* The host waits until t_ns (a synchronize). */
