@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""step_bound.py — a lower bound on the step time any residency schedule
+can reach, for one workload under one budget.
+
+Inputs: an lmshim trace (LMS_TRACE) of the workload run under lmshim, which
+gives each launch's managed chunks, their charges and the room (the budget
+less the device chunks), and a simulator timeline (SIMGPU_TIMELINE) of the
+same workload run in memory, which gives each kernel's compute time; the
+k-th kernel of the timeline is the k-th launch of the trace.
+
+For a step of launches s..e-1 and each i in it: at the moment launch i
+starts, at most `room` bytes of managed chunks are on the device, so at
+least U(i) - room bytes of the chunks that launches i..e-1 use (U(i): their
+distinct charges) must still cross the link, after launches s..i-1 have
+computed and before the last launch that needs them runs:
+
+    step >= C(s..i-1) + max(0, U(i) - room) / link + min compute of a launch in i..e-1 that uses a managed chunk
+
+and step >= C(s..e-1). The bound is the largest of these over i (copies
+to the host, and the link's latency, only make a real schedule slower).
+
+Usage: step_bound.py TRACE TIMELINE --steps N [--link-gbps 55]
+Prints, per step after the first: the bound in ms, the i that gives it,
+the compute of the step and the bytes that must cross in it.
+"""
+import argparse
+import json
+import sys
+
+PAGE = 2 << 20
+
+
+def read_trace(path):
+    """Returns (launches as lists of chunk ids, charge per chunk id, room in bytes)."""
+    charge, launches, budget, device_bytes = {}, [], None, 0
+    live = {}
+    with open(path) as f:
+        for line in f:
+            e = json.loads(line)
+            t = e.get("type")
+            if t == "device" and e.get("dev") == 0:
+                budget = e["budget"]
+            elif t == "alloc" and e.get("dev") == 0:
+                if e["place"] == "managed" and e["id"] >= 0:
+                    charge[e["id"]] = -(-e["size"] // PAGE) * PAGE   # charged in 2 MiB pages while resident
+                elif e["place"] == "device":
+                    live[e["ptr"]] = e["charge"]
+                    device_bytes = max(device_bytes, sum(live.values()))
+            elif t == "free" and e.get("dev") == 0 and e.get("place") == "device":
+                live.pop(e["ptr"], None)
+            elif t == "launch" and e.get("dev") == 0:
+                launches.append([c for c in e["chunks"] if c in charge])
+    if budget is None:
+        sys.exit("step_bound: no device line in the trace")
+    return launches, charge, budget - device_bytes
+
+
+def read_compute(path):
+    """Returns each kernel's compute time in ns, in issue order."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 7 and parts[1] == "compute" and parts[6] == "kernel":
+                fields = dict(p.split("=", 1) for p in parts[8:] if "=" in p)
+                out.append(float(fields.get("compute", 0)) * 1e3)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("timeline")
+    ap.add_argument("--steps", type=int, required=True, help="steps the run made (the first is a warm-up)")
+    ap.add_argument("--link-gbps", type=float, default=55.0)
+    a = ap.parse_args()
+    launches, charge, room = read_trace(a.trace)
+    compute = read_compute(a.timeline)
+    if len(compute) != len(launches) or len(launches) % a.steps:
+        sys.exit("step_bound: %d kernels in the timeline, %d launches in the trace, %d steps: they must agree"
+                 % (len(compute), len(launches), a.steps))
+    per = len(launches) // a.steps
+    link = a.link_gbps  # bytes per ns
+    print("room %.1f MiB, %d launches per step" % (room / 2**20, per))
+    for step in range(1, a.steps):
+        s, e = step * per, (step + 1) * per
+        total = sum(compute[s:e])
+        best, at, crossing = total, None, 0
+        seen, u, cmin = set(), 0, float("inf")
+        prefix = [0.0]
+        for k in range(s, e):
+            prefix.append(prefix[-1] + compute[k])
+        for i in range(e - 1, s - 1, -1):   # U(i) grows as i goes back
+            for c in launches[i]:
+                if c not in seen:
+                    seen.add(c)
+                    u += charge[c]
+            if launches[i]:
+                cmin = min(cmin, compute[i])
+            must = max(0, u - room)
+            if must == 0:
+                continue
+            b = prefix[i - s] + must / link + cmin
+            if b > best:
+                best, at, crossing = b, i - s, must
+        print("step %d: bound %.3f ms (compute %.3f ms; from launch %s of the step, %.1f MiB must cross)"
+              % (step, best / 1e6, total / 1e6, at, crossing / 2**20))
+
+
+if __name__ == "__main__":
+    main()
