@@ -18,6 +18,12 @@ computed and before the last launch that needs them runs:
 
 and step >= C(s..e-1). The bound is the largest of these over i (copies
 to the host, and the link's latency, only make a real schedule slower).
+A byte read in place crosses the link as a fetched one does; the bound
+counts one link for both, as on a GPU. The simulator gives a kernel's
+reads over the link their own bandwidth beside the copy engine's
+(docs/SIMULATOR.md, "Not modeled"), so a schedule there that reads in
+place while copying can come in under it. Every step must launch the same
+kernels in the same order (checked).
 
 Usage: step_bound.py TRACE TIMELINE --steps N [--link-gbps 55]
 Prints, per step after the first: the bound in ms, the i that gives it,
@@ -56,15 +62,16 @@ def read_trace(path):
 
 
 def read_compute(path):
-    """Returns each kernel's compute time in ns, in issue order."""
-    out = []
+    """Returns each kernel's compute time in ns and its name, in issue order."""
+    out, names = [], []
     with open(path) as f:
         for line in f:
             parts = line.split()
             if len(parts) > 7 and parts[1] == "compute" and parts[6] == "kernel":
                 fields = dict(p.split("=", 1) for p in parts[8:] if "=" in p)
                 out.append(float(fields.get("compute", 0)) * 1e3)
-    return out
+                names.append(parts[7])
+    return out, names
 
 
 def main():
@@ -75,11 +82,14 @@ def main():
     ap.add_argument("--link-gbps", type=float, default=55.0)
     a = ap.parse_args()
     launches, charge, room = read_trace(a.trace)
-    compute = read_compute(a.timeline)
+    compute, names = read_compute(a.timeline)
     if len(compute) != len(launches) or len(launches) % a.steps:
         sys.exit("step_bound: %d kernels in the timeline, %d launches in the trace, %d steps: they must agree"
                  % (len(compute), len(launches), a.steps))
     per = len(launches) // a.steps
+    if any(names[k] != names[k % per] for k in range(len(names))):
+        sys.exit("step_bound: the steps do not launch the same kernels in the same order (a step that varies "
+                 "has no single bound here)")
     link = a.link_gbps  # bytes per ns
     print("room %.1f MiB, %d launches per step" % (room / 2**20, per))
     for step in range(1, a.steps):

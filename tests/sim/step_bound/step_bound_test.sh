@@ -34,4 +34,7 @@ echo "$out" | grep -q '^step 1: bound 11.486 ms (compute 2.000 ms; from launch 0
 # A timeline that does not match the trace is refused.
 head -3 "$dir/tl.txt" > "$dir/short.txt"
 if python3 "$script" "$dir/t.jsonl" "$dir/short.txt" --steps 2 2>/dev/null; then echo "FAIL: mismatch accepted"; exit 1; fi
+# Steps that launch different kernels are refused.
+sed '4s/ k2 / k3 /' "$dir/tl.txt" > "$dir/differ.txt"
+if python3 "$script" "$dir/t.jsonl" "$dir/differ.txt" --steps 2 2>/dev/null; then echo "FAIL: varying steps accepted"; exit 1; fi
 echo PASS
