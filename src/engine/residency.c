@@ -12,9 +12,10 @@
  * Budget: a fetch is charged to the device's account before it is issued
  * (a compare-and-swap against the budget, so device chunks + resident
  * managed chunks never pass it); an eviction returns its charge when it is
- * issued, and every later fetch on the device is ordered after the eviction
- * on the GPU (it waits on the eviction's event), so the device never holds
- * both.
+ * issued, and a later fetch on the device waits on the GPU until enough of
+ * the evictions' bytes left for its own to fit (the ledger of freed bytes),
+ * so the device never holds more than the budget. Chunks larger than a
+ * slice move in slices, so fetches and evictions overlap.
  *
  * Order across streams: each stream a launch runs on has a slot with a ring
  * of events; one event is recorded per launch (after it), one after a
@@ -518,12 +519,18 @@ static res_ref record(res_device *d, int i)
     return (res_ref){.slot = i, .epoch = s->epoch, .count = s->count};
 }
 
-/* Makes `stream` wait for point r (nothing when r is none or forgotten). */
+/* Makes `stream` wait for point r (nothing when r is none or forgotten).
+ * A point RING or more records back has had its event recorded again
+ * later: the wait is then for the oldest record still in the ring (the
+ * first after r that can be waited for), not for the one that took r's
+ * event, which may be a kernel issued just now. */
 static void wait_ref(res_device *d, CUstream stream, res_ref r)
 {
     if (r.slot < 0 || d->slots[r.slot].epoch != r.epoch || r.count == 0)
         return;
-    lms_drv.cuStreamWaitEvent(stream, d->slots[r.slot].ring[r.count % RING], 0);
+    const res_slot *s = &d->slots[r.slot];
+    uint64_t k = s->count - r.count >= RING ? s->count - RING + 1 : r.count;
+    lms_drv.cuStreamWaitEvent(stream, s->ring[k % RING], 0);
 }
 
 /* The context current now, or NULL. */

@@ -33,7 +33,14 @@ static void span(simgpu_launch *l, void **p)
     __atomic_fetch_add((uint8_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
 }
 
-static CUfunction f_span;
+/* slow(p, bytes): as span, then 10 ms of compute. */
+static void slow(simgpu_launch *l, void **p)
+{
+    span(l, p);
+    l->compute(l, 10e6);
+}
+
+static CUfunction f_span, f_slow;
 static CUmodule mod;
 
 static void setup(void)
@@ -43,6 +50,9 @@ static void setup(void)
     OK(simgpu_register_kernel(&k));
     OK(cuModuleLoadData(&mod, "x"));
     OK(cuModuleGetFunction(&f_span, mod, "span"));
+    simgpu_kernel k2 = {"slow", slow, 2, {8, 8}};
+    OK(simgpu_register_kernel(&k2));
+    OK(cuModuleGetFunction(&f_slow, mod, "slow"));
 }
 
 /* A managed chunk (LMS_FRAC=0) used whole by one launch, finished: it is
@@ -233,9 +243,62 @@ static void fetch_in_slices(void)
     OK(cuMemFree(b));
 }
 
+/* V (48 MiB) used once on stream s, then 70 slow launches on W (40 MiB,
+ * resident) there: more records than the stream's ring of 64 events, so
+ * V's use has had its event recorded again by a later launch. A launch on
+ * B (56 MiB) on another stream needs 16 MiB: V goes, and its eviction waits
+ * for no later launch than the first records still in the ring (the 7th
+ * slow kernel), not for the one that took its event (the 64th). */
+static void evict_old_use(void)
+{
+    setup();
+    CUstream s, s2;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr w = used_chunk(40 * MiB), v, b;
+    OK(cuMemAlloc(&v, 48 * MiB));
+    OK(cuMemAlloc(&b, 56 * MiB));
+    size_t vb = 48 * MiB, wb = 40 * MiB, bb = 56 * MiB;
+    void *va[] = {&v, &vb}, *wa[] = {&w, &wb}, *ba[] = {&b, &bb};
+    OK(cuLaunchKernel(f_span, 1, 1, 1, 32, 1, 1, 0, s, va, NULL));
+    OK(cuStreamSynchronize(s));
+    long mark = timeline_mark();
+    for (int i = 0; i < 70; i++)
+        OK(cuLaunchKernel(f_slow, 1, 1, 1, 32, 1, 1, 0, s, wa, NULL));
+    OK(cuLaunchKernel(f_span, 1, 1, 1, 32, 1, 1, 0, s2, ba, NULL));
+    OK(cuCtxSynchronize());
+    static op ops[MAXOPS];
+    int n = read_ops(mark, ops);
+    double t0, t1;
+    uint64_t out;
+    eviction_span(ops, n, &t0, &t1, &out);
+    CHECK_EQ_U(out, 48 * MiB);   /* V went */
+    /* The slow kernels run back to back from about the mark on: the 20th
+     * ends 200 ms after the first starts. */
+    FILE *f = fopen(getenv("SIMGPU_TIMELINE"), "r");
+    CHECK(f != NULL);
+    CHECK(fseek(f, mark, SEEK_SET) == 0);
+    char line[512];
+    double first = -1;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "kernel slow") && first < 0)
+            CHECK(sscanf(line, "%*d %*s %*s %lf", &first) == 1);
+    fclose(f);
+    CHECK(first >= 0);
+    fprintf(stderr, "slow kernels from %.1f us, V's eviction starts at %.1f us\n", first, t0);
+    CHECK(t0 < first + 20 * 10e3);
+    check_end();
+    OK(cuMemFree(v));
+    OK(cuMemFree(w));
+    OK(cuMemFree(b));
+    OK(cuStreamDestroy(s));
+    OK(cuStreamDestroy(s2));
+}
+
 static const test_case cases[] = {
     {"room_from_first_slice", room_from_first_slice},
     {"fetch_in_slices", fetch_in_slices},
+    {"evict_old_use", evict_old_use},
 };
 
 TEST_MAIN(cases)
