@@ -27,9 +27,9 @@
  * and for every stream that used the chunk. A launch that reads a chunk
  * over the link is recorded as a use too, and a fetch waits for those reads
  * (none may be between its decision and its record: a count per chunk). A
- * slot taken over by another stream is forgotten by every chunk. A ring
- * event recorded again later on the same stream still orders correctly (it
- * only waits longer).
+ * slot taken over by another stream is forgotten by every chunk. A point
+ * whose ring event was recorded again later is waited for through the
+ * oldest record still in the ring (wait_ref).
  */
 #include "residency.h"
 
