@@ -12,9 +12,10 @@
  * Budget: a fetch is charged to the device's account before it is issued
  * (a compare-and-swap against the budget, so device chunks + resident
  * managed chunks never pass it); an eviction returns its charge when it is
- * issued, and every later fetch on the device is ordered after the eviction
- * on the GPU (it waits on the eviction's event), so the device never holds
- * both.
+ * issued, and a later fetch on the device waits on the GPU until enough of
+ * the evictions' bytes left for its own to fit (the ledger of freed bytes),
+ * so the device never holds more than the budget. Chunks larger than a
+ * slice move in slices, so fetches and evictions overlap.
  *
  * Order across streams: each stream a launch runs on has a slot with a ring
  * of events; one event is recorded per launch (after it), one after a
@@ -26,9 +27,9 @@
  * and for every stream that used the chunk. A launch that reads a chunk
  * over the link is recorded as a use too, and a fetch waits for those reads
  * (none may be between its decision and its record: a count per chunk). A
- * slot taken over by another stream is forgotten by every chunk. A ring
- * event recorded again later on the same stream still orders correctly (it
- * only waits longer).
+ * slot taken over by another stream is forgotten by every chunk. A point
+ * whose ring event was recorded again later is waited for through the
+ * oldest record still in the ring (wait_ref).
  */
 #include "residency.h"
 
@@ -53,6 +54,8 @@ atomic_uint lms_residency_live;
 #define USERS 4      /* streams a chunk remembers its uses on */
 #define PIECE_ALIGN (2ull << 20)   /* pieces are 2 MiB-aligned ranges */
 #define MAX_PIECES 256             /* pieces of one chunk at most (larger pieces beyond) */
+#define SLICE (16ull << 20)        /* bytes: larger chunks move in 2 MiB-aligned slices of at most this */
+#define LEDGER 64                  /* points of the eviction stream a fetch may wait for */
 
 /* A point on a stream: record number `count` of slot `slot` in its epoch. */
 typedef struct res_ref {
@@ -102,11 +105,16 @@ typedef struct res_device {
     bool ready;               /* plan, streams and event set up */
     uint64_t seq;             /* launches seen */
     CUstream side, evict;     /* fetch-ahead and eviction streams */
-    CUevent evict_ev;         /* recorded after the evictions before a fetch */
-    bool evict_pending;       /* evict_ev was recorded: fetches wait on it */
-    bool evict_dirty;         /* evictions issued since evict_ev was recorded */
+    /* The ledger of freed bytes: points on the eviction stream, each the
+     * eviction bytes (charge units) issued before it; a fetch waits for
+     * the first point that frees the room it needs (ledger_wait). */
+    CUevent ledger[LEDGER];   /* point k is ledger[k % LEDGER] (NULL: not made) */
+    uint64_t ledger_at[LEDGER]; /* bytes: `evicted` when that point was recorded */
+    uint64_t points;          /* points recorded */
+    uint64_t evicted;         /* bytes: eviction charges issued on the eviction stream */
+    uint64_t freed;           /* bytes: of those, known to be off the device (the stream was finished) */
     int side_slot;            /* the side stream's slot */
-    CUcontext made_in;        /* context current when side, evict and evict_ev were made */
+    CUcontext made_in;        /* context current when side, evict and the ledger were made */
     bool remake;              /* that context went away: make them again before the next launch */
     res_slot slots[SLOTS];
     uint64_t tick;
@@ -511,12 +519,18 @@ static res_ref record(res_device *d, int i)
     return (res_ref){.slot = i, .epoch = s->epoch, .count = s->count};
 }
 
-/* Makes `stream` wait for point r (nothing when r is none or forgotten). */
+/* Makes `stream` wait for point r (nothing when r is none or forgotten).
+ * A point RING or more records back has had its event recorded again
+ * later: the wait is then for the oldest record still in the ring (the
+ * first after r that can be waited for), not for the one that took r's
+ * event, which may be a kernel issued just now. */
 static void wait_ref(res_device *d, CUstream stream, res_ref r)
 {
     if (r.slot < 0 || d->slots[r.slot].epoch != r.epoch || r.count == 0)
         return;
-    lms_drv.cuStreamWaitEvent(stream, d->slots[r.slot].ring[r.count % RING], 0);
+    const res_slot *s = &d->slots[r.slot];
+    uint64_t k = s->count - r.count >= RING ? s->count - RING + 1 : r.count;
+    lms_drv.cuStreamWaitEvent(stream, s->ring[k % RING], 0);
 }
 
 /* The context current now, or NULL. */
@@ -528,7 +542,23 @@ static CUcontext current_context(void)
     return cur;
 }
 
-/* Makes the side and eviction streams and the eviction event again after
+/* Makes the ledger's events (in the current context); false when one
+ * cannot be made (none is kept then). The ledger starts empty. */
+static bool make_ledger(res_device *d)
+{
+    d->points = 0;
+    d->freed = d->evicted;
+    for (int k = 0; k < LEDGER; k++)
+        if (lms_drv.cuEventCreate(&d->ledger[k], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+            while (k-- > 0)
+                lms_drv.cuEventDestroy(d->ledger[k]);
+            memset(d->ledger, 0, sizeof d->ledger);
+            return false;
+        }
+    return true;
+}
+
+/* Makes the side and eviction streams and the ledger's events again after
  * the context they were made in went away (lms_residency_context_gone).
  * Without them fetches and evictions go on the legacy stream, unordered
  * events replaced by synchronizations. Under the device's lock. */
@@ -540,12 +570,11 @@ static void remake_streams(res_device *d)
         d->side = NULL;
     if (lms_drv.cuStreamCreate(&d->evict, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
         d->evict = NULL;
-    if (lms_drv.cuEventCreate(&d->evict_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-        d->evict_ev = NULL;
+    bool ledger = make_ledger(d);
     d->side_slot = slot_of(d, d->side);
     if (d->side_slot >= 0)
         d->slots[d->side_slot].keep = true;
-    if (!d->side || !d->evict || !d->evict_ev || d->side_slot < 0)
+    if (!d->side || !d->evict || !ledger || d->side_slot < 0)
         lms_log(LMS_LEVEL_WARN, "residency: cannot make streams or events again after a context reset; "
                                 "fetches and evictions go on the default stream");
 }
@@ -566,8 +595,7 @@ static bool ready_device(res_device *d)
          !lms_drv.cuStreamSynchronize || !lms_drv.cuEventDestroy ||
          lms_drv.cuStreamCreate(&d->side, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
          lms_drv.cuStreamCreate(&d->evict, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
-         lms_drv.cuEventCreate(&d->evict_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
-         (d->side_slot = slot_of(d, d->side)) < 0)) {
+         !make_ledger(d) || (d->side_slot = slot_of(d, d->side)) < 0)) {
         lms_log(LMS_LEVEL_WARN, "residency: cannot create streams or events; chunks stay where they are");
         policy = lms_policy_find("none");
     }
@@ -608,8 +636,79 @@ static void forget_refs(res_chunk *c)
     c->users_all = false;
 }
 
+/* ---- the ledger of freed bytes ----------------------------------------------
+ *
+ * An eviction returns its charge when it is issued; its bytes leave the
+ * device when the copy runs. `evicted` counts the charges issued on the
+ * eviction stream, in its order, and a point recorded on that stream says
+ * how many of them are off the device once it completes. A fetch may start
+ * when the bytes still leaving fit beside what is charged: with `slack`
+ * the budget less the charged bytes (its own reservation included), it
+ * waits for the first point at or past `evicted - slack`, not for every
+ * eviction issued (most of a large victim's bytes are not its room). A
+ * large victim is evicted in slices with a point after each, so the fetch
+ * that needs its first slice waits for that slice only; a large fetch goes
+ * in slices too, each waiting for its own room. Every bytes count is in
+ * charge units. */
+
+/* The charged bytes' distance below the budget now (0 when at or past it). */
+static uint64_t slack_of(const lms_account *a)
+{
+    uint64_t used = lms_account_used(a);
+    return a->budget > used ? a->budget - used : 0;
+}
+
+/* Records a point after the evictions issued so far, unless the latest
+ * point is there already or they are known done. When it cannot, it
+ * finishes the eviction stream now. Under the device's lock. */
+static void ledger_record(res_device *d)
+{
+    if (d->evicted == d->freed ||
+        (d->points > 0 && d->ledger_at[(d->points - 1) % LEDGER] == d->evicted))
+        return;
+    uint64_t k = d->points % LEDGER;
+    if (!d->ledger[k] || lms_drv.cuEventRecord(d->ledger[k], d->evict) != CUDA_SUCCESS) {
+        lms_drv.cuStreamSynchronize(d->evict);   /* cannot order it: finish it now */
+        d->freed = d->evicted;
+        return;
+    }
+    d->ledger_at[k] = d->evicted;
+    d->points++;
+}
+
+/* Makes stream s wait until the eviction stream has freed `upto` bytes
+ * (of `evicted`): for the earliest point still in the ring at or past it,
+ * recording one at the end when none is. Under the device's lock. */
+static void ledger_wait(res_device *d, CUstream s, uint64_t upto)
+{
+    if (upto <= d->freed)
+        return;
+    if (d->points == 0 || d->ledger_at[(d->points - 1) % LEDGER] < upto) {
+        ledger_record(d);
+        if (upto <= d->freed)
+            return;
+    }
+    uint64_t first = d->points > LEDGER ? d->points - LEDGER : 0, k = d->points - 1;
+    while (k > first && d->ledger_at[(k - 1) % LEDGER] >= upto)
+        k--;   /* at most LEDGER steps; points are in the order of `evicted` */
+    lms_drv.cuStreamWaitEvent(s, d->ledger[k % LEDGER], 0);
+}
+
+/* Where (offset in c) slice j of a chunk's move ends: a chunk of at most
+ * SLICE bytes moves whole; a larger one in slices that end on 2 MiB-aligned
+ * addresses at most SLICE apart (the chunk's end for the last). */
+static uint64_t slice_end(const res_chunk *c, uint64_t j)
+{
+    if (c->size <= SLICE)
+        return c->size;
+    uint64_t e = c->ptr / PIECE_ALIGN * PIECE_ALIGN + (j + 1) * SLICE;
+    return e < c->ptr + c->size ? e - c->ptr : c->size;
+}
+
 /* Sends a chunk back to the host after its fetch and its uses on every
- * stream since; later fetches wait for this eviction. */
+ * stream since, in slices when it is larger than one, with a ledger point
+ * after each slice but the last: its charge returns as the slices are
+ * issued, and a fetch waits only for the slices its room needs. */
 static void op_evict(void *ctx, lms_plan_chunk *pc)
 {
     live *l = ctx;
@@ -625,25 +724,44 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
         if (d->slots[i].used)
             wait_ref(d, d->evict, (res_ref){i, d->slots[i].epoch, d->slots[i].count});
     forget_refs(c);
+    bool sliced = c->size > SLICE;
+    if (sliced)
+        ledger_record(d);   /* a fetch that needs only earlier evictions waits for none of these slices */
     CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST};
-    if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, host, 0, d->evict) != CUDA_SUCCESS) {
-        /* Still on the device: its bytes stay charged until it is fetched
-         * again or freed. */
-        static atomic_uint said;
-        c->kept += pc->charge;
-        lms_log_capped(LMS_LEVEL_WARN, &said, 1, "residency: an eviction failed; its bytes stay charged");
-        return;
+    uint64_t off = 0, back = 0;   /* bytes issued; charge returned */
+    for (uint64_t j = 0; off < c->size; j++) {
+        uint64_t end = slice_end(c, j);
+        if (lms_drv.cuMemPrefetchAsync(c->ptr + off, end - off, host, 0, d->evict) != CUDA_SUCCESS)
+            break;
+        /* The last slice returns what is left of the charge (it rounds the size up). */
+        uint64_t part = end == c->size ? pc->charge - back : end - off < pc->charge - back ? end - off
+                                                                                           : pc->charge - back;
+        off = end;
+        back += part;
+        d->evicted += part;
+        lms_account_release(l->a, part);
+        if (sliced && off < c->size)
+            ledger_record(d);
     }
-    d->evict_dirty = true;   /* the next fetch records evict_ev once for all */
-    lms_account_release(l->a, pc->charge);
-    atomic_fetch_add(&l->a->evicted_bytes, c->size);
+    if (off < c->size) {
+        /* Still on the device (what was not issued): its bytes stay charged
+         * until it is fetched again or freed. */
+        static atomic_uint said;
+        c->kept += pc->charge - back;
+        lms_log_capped(LMS_LEVEL_WARN, &said, 1, "residency: an eviction failed; its bytes stay charged");
+        if (off == 0)
+            return;
+    }
+    atomic_fetch_add(&l->a->evicted_bytes, off);
     atomic_fetch_add(&l->a->evictions, 1);
     if (lms_trace_on)
-        lms_trace_move("evict", l->device, c->group ? c->group->pc.id : pc->id, c->size, false);
+        lms_trace_move("evict", l->device, c->group ? c->group->pc.id : pc->id, off, false);
 }
 
 /* Fetches a chunk to the device on the launch stream, or ahead on the side
- * stream; the record after the batch (op_fetched) marks its end. */
+ * stream, in slices when it is larger than one, each after the evictions
+ * that free its room (the ledger); the record after the batch
+ * (op_fetched) marks its end. */
 static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
 {
     live *l = ctx;
@@ -668,19 +786,23 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
             if (d->slots[i].used)
                 wait_ref(d, s, (res_ref){i, d->slots[i].epoch, d->slots[i].count});
     }
-    if (d->evict_dirty) {
-        d->evict_dirty = false;
-        if (lms_drv.cuEventRecord(d->evict_ev, d->evict) == CUDA_SUCCESS)
-            d->evict_pending = true;
-        else
-            lms_drv.cuStreamSynchronize(d->evict);   /* cannot order it: finish it now */
-    }
-    if (d->evict_pending)
-        lms_drv.cuStreamWaitEvent(s, d->evict_ev, 0);
+    /* Before slice j lands, the part of the chunk after it is charged but
+     * not on the device: the evictions in flight may hold that much more. */
+    uint64_t slack = slack_of(l->a), off = 0;
     CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = c->device};
-    if (lms_drv.cuMemPrefetchAsync(c->ptr, c->size, dev, 0, s) != CUDA_SUCCESS) {
-        lms_account_release(l->a, pc->charge);
-        return false;
+    for (uint64_t j = 0; off < c->size; j++) {
+        uint64_t end = slice_end(c, j);
+        uint64_t after = end == c->size ? 0 : pc->charge - end;   /* charged bytes not landed yet */
+        uint64_t free_now = slack + after;
+        ledger_wait(d, s, d->evicted > free_now ? d->evicted - free_now : 0);
+        if (lms_drv.cuMemPrefetchAsync(c->ptr + off, end - off, dev, 0, s) != CUDA_SUCCESS) {
+            if (off == 0) {
+                lms_account_release(l->a, pc->charge);
+                return false;
+            }
+            break;   /* the rest stays on the host: the kernel reaches it over the link */
+        }
+        off = end;
     }
     if (c->kept) {   /* the charge of a failed eviction: now the new reservation's */
         lms_account_release(l->a, c->kept);
@@ -965,10 +1087,11 @@ void lms_residency_context_gone(CUcontext ctx)
                 s->used = s->keep = false;   /* free for the next stream; its ring is made anew */
             }
         }
-        if (d->made_in == ctx && (d->side || d->evict || d->evict_ev)) {
+        if (d->made_in == ctx && (d->side || d->evict || d->ledger[0])) {
             d->side = d->evict = NULL;
-            d->evict_ev = NULL;
-            d->evict_pending = d->evict_dirty = false;
+            memset(d->ledger, 0, sizeof d->ledger);   /* the events went with ctx, */
+            d->points = 0;
+            d->freed = d->evicted;                     /* and so did its evictions */
             d->remake = true;
         }
         if (gone) {   /* no chunk may wait on those events any more */

@@ -14,7 +14,8 @@
 
 #define MiB (1ull << 20)
 
-static int to_device, to_host_failed;
+static uint64_t to_device;   /* bytes prefetched to the device (large chunks move in slices) */
+static int to_host_failed;
 
 static CUresult fake_total(size_t *bytes, CUdevice d)
 {
@@ -25,12 +26,12 @@ static CUresult fake_total(size_t *bytes, CUdevice d)
 
 static CUresult fake_prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
 {
-    (void)p, (void)n, (void)flags, (void)s;
+    (void)p, (void)flags, (void)s;
     if (loc.type == CU_MEM_LOCATION_TYPE_HOST) {
         to_host_failed++;
         return CUDA_ERROR_INVALID_VALUE;
     }
-    to_device++;
+    to_device += n;
     return CUDA_SUCCESS;
 }
 
@@ -86,7 +87,7 @@ static void failed_eviction_keeps_charge(void)
         lms_residency_before(0, s, 0x10 + (uintptr_t)i, &ids[i], 1, &tok);
         lms_residency_after(&tok, s);
     }
-    CHECK_EQ_U(to_device, 2);              /* the third chunk found no room */
+    CHECK_EQ_U(to_device, 800 * MiB);      /* two chunks: the third found no room */
     CHECK(to_host_failed >= 1);
     CHECK_EQ_U(atomic_load(&a->used), 800 * MiB);   /* both still charged */
     CHECK_EQ_U(atomic_load(&a->evictions), 0);
