@@ -291,6 +291,49 @@ static void shim_array_budget(void)
     OK(cuCtxDestroy(ctx));
 }
 
+static CUcontext array_ctx;
+
+/* One thread's 64 MiB array in array_ctx, held until every thread has
+ * tried; returns the CUresult. */
+static void *array_64m(void *arg)
+{
+    (void)arg;
+    CUresult r = cuCtxSetCurrent(array_ctx);
+    CUarray a = NULL;
+    CUDA_ARRAY3D_DESCRIPTOR d = desc3d(2, 0);
+    if (r == CUDA_SUCCESS)
+        r = cuArray3DCreate(&a, &d);
+    pthread_barrier_wait(&thread_bar);
+    if (r == CUDA_SUCCESS && cuArrayDestroy(a) != CUDA_SUCCESS)
+        r = CUDA_ERROR_UNKNOWN;
+    return (void *)(intptr_t)r;
+}
+
+/* Ten threads create 64 MiB arrays against the 512 MiB budget with
+ * LMS_ON_OOM=fail: exactly eight fit, and every charge comes back. */
+static void shim_array_threads(void)
+{
+    array_ctx = setup();
+    enum { N = 10 };
+    pthread_t t[N];
+    pthread_barrier_init(&thread_bar, NULL, N);
+    for (int i = 0; i < N; i++)
+        CHECK(pthread_create(&t[i], NULL, array_64m, NULL) == 0);
+    int ok = 0, oom = 0;
+    for (int i = 0; i < N; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        ok += (intptr_t)r == CUDA_SUCCESS;
+        oom += (intptr_t)r == CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_barrier_destroy(&thread_bar);
+    CHECK_EQ_U(ok, 8);
+    CHECK_EQ_U(oom, 2);
+    CHECK_EQ_U(info_used(), 0);
+    CHECK_EQ_U(sim_used(), 0);
+    OK(cuCtxDestroy(array_ctx));
+}
+
 /* A context's end frees its arrays, and their charge comes back. */
 static void shim_array_context_end(void)
 {
@@ -317,6 +360,7 @@ static const test_case cases[] = {
     {"shim_array_charged", shim_array_charged},
     {"shim_array_budget", shim_array_budget},
     {"shim_array_context_end", shim_array_context_end},
+    {"shim_array_threads", shim_array_threads},
 };
 
 TEST_MAIN(cases)
