@@ -1,14 +1,15 @@
 /*
  * peer_test.c — the call patterns of another GPU-slicing interposer's test
  * programs (allocation sweeps, pitch, pinned and registered host memory,
- * managed memory, cuMemCreate from threads, CUDA arrays), each checked
- * against what the device really holds (the simulator's counters) and what
- * cuMemGetInfo says.
+ * managed memory, cuMemCreate from threads, CUDA arrays of the driver and
+ * the runtime), each checked against what the device really holds (the
+ * simulator's counters) and what cuMemGetInfo says.
  *
  * sim_* cases run over the simulated driver alone; shim_* cases under
  * liblmshim.so with LMS_LIMIT=512M over a 1 GiB device (meson.build).
  */
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -351,6 +352,45 @@ static void shim_array_context_end(void)
     OK(cuCtxDestroy(ctx));
 }
 
+/* cudaMemGetInfo's used bytes (total - free) for the current device. */
+static uint64_t rt_used(void)
+{
+    size_t f = 0, t = 0;
+    OK(cudaMemGetInfo(&f, &t));
+    return t - f;
+}
+
+/* The runtime's arrays (cudaMallocArray, cudaMalloc3DArray) are the
+ * driver's: what the device holds and cudaMemGetInfo agree, from creation
+ * to cudaFreeArray. Run bare and under lmshim. */
+static void runtime_arrays(void)
+{
+    OK(cudaSetDevice(0));
+    uint64_t base = rt_used();
+    struct cudaChannelFormatDesc f2 = {32, 32, 0, 0, cudaChannelFormatKindFloat};
+    cudaArray_t a, b;
+    OK(cudaMallocArray(&a, &f2, 2048, 2048, 0));
+    CHECK_EQ_U(rt_used() - base, 32 * MiB);
+    CHECK_EQ_U(sim_used(), rt_used());
+    OK(cudaMalloc3DArray(&b, &f2, (struct cudaExtent){2048, 2048, 4}, 0));
+    CHECK_EQ_U(rt_used() - base, 160 * MiB);
+    struct cudaChannelFormatDesc got;
+    struct cudaExtent ext;
+    unsigned flags = 1;
+    OK(cudaArrayGetInfo(&got, &ext, &flags, b));
+    CHECK(got.x == 32 && got.y == 32 && got.z == 0 && got.f == cudaChannelFormatKindFloat);
+    CHECK(ext.width == 2048 && ext.height == 2048 && ext.depth == 4 && flags == 0);
+    OK(cudaFreeArray(b));
+    OK(cudaFreeArray(a));
+    OK(cudaFreeArray(NULL));
+    CHECK_EQ_U(rt_used(), base);
+    struct cudaChannelFormatDesc three = {8, 8, 8, 0, cudaChannelFormatKindUnsigned};
+    CHECK_IS(cudaMallocArray(&a, &three, 64, 64, 0), cudaErrorInvalidValue);
+    struct cudaChannelFormatDesc mixed = {8, 16, 0, 0, cudaChannelFormatKindUnsigned};
+    CHECK_IS(cudaMallocArray(&a, &mixed, 64, 64, 0), cudaErrorInvalidValue);
+    CHECK_EQ_U(sim_used(), rt_used());
+}
+
 static const test_case cases[] = {
     {"sim_arrays", sim_arrays},
     {"shim_alloc_sweep", shim_alloc_sweep},
@@ -361,6 +401,8 @@ static const test_case cases[] = {
     {"shim_array_budget", shim_array_budget},
     {"shim_array_context_end", shim_array_context_end},
     {"shim_array_threads", shim_array_threads},
+    {"sim_runtime_arrays", runtime_arrays},
+    {"shim_runtime_arrays", runtime_arrays},
 };
 
 TEST_MAIN(cases)
