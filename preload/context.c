@@ -5,10 +5,12 @@
  * in the context and its streams and events. After the driver succeeded,
  * lmshim asks it which chunks it no longer knows and drops those through
  * the free bookkeeping (charge, residency entry, trace) without a real free,
- * and the residency engine forgets the streams and events it made there.
+ * the arrays made there give their charges back, and the residency engine
+ * forgets the streams and events it made there.
  */
 #include <stdlib.h>
 
+#include "arrays.h"
 #include "chunks.h"
 #include "hooks.h"
 #include "log.h"
@@ -57,8 +59,10 @@ static bool driver_forgot(uint64_t key)
  * memory the driver freed with it. */
 static void context_gone(CUcontext ctx)
 {
-    if (ctx)
+    if (ctx) {
         lms_residency_context_gone(ctx);
+        lms_arrays_context_gone(ctx);
+    }
     if (!lms_drv.cuPointerGetAttribute)
         return;
     key_list k = {0};

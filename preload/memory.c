@@ -3,6 +3,7 @@
  * guards, translates its arguments into a request, calls the engine
  * (src/engine/place.c) and returns the CUresult; no policy lives here.
  */
+#include "arrays.h"
 #include "chunks.h"
 #include "graph.h"
 #include "hooks.h"
@@ -343,6 +344,50 @@ LMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     if (!LMS_ENTER(cuMemUnmap))
         return PASS(cuMemUnmap, ptr, size);
     CUresult r = lms_vmm_unmap(ptr, size, REAL(cuMemUnmap));
+    lms_hook_leave();
+    return r;
+}
+
+/* ---- CUDA arrays --------------------------------------------------------- */
+
+/* The driver answers first (bad descriptors get CUDA's error); an array
+ * that LMS_ON_OOM=fail refuses is destroyed again. */
+static CUresult array_made(CUresult r, CUarray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    if (r == CUDA_SUCCESS && lms_array_created(*handle, desc) != CUDA_SUCCESS &&
+        REAL(cuArrayDestroy) && REAL(cuArrayDestroy)(*handle) == CUDA_SUCCESS)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    return r;
+}
+
+LMS_EXPORT CUresult cuArrayCreate_v2(CUarray *handle, const CUDA_ARRAY_DESCRIPTOR *desc)
+{
+    if (!LMS_ENTER(cuArrayCreate_v2))
+        return PASS(cuArrayCreate_v2, handle, desc);
+    CUresult r = REAL(cuArrayCreate_v2)(handle, desc);
+    if (r == CUDA_SUCCESS) {
+        CUDA_ARRAY3D_DESCRIPTOR d = {.Width = desc->Width, .Height = desc->Height,
+                                     .Format = desc->Format, .NumChannels = desc->NumChannels};
+        r = array_made(r, handle, &d);
+    }
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuArray3DCreate_v2(CUarray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    if (!LMS_ENTER(cuArray3DCreate_v2))
+        return PASS(cuArray3DCreate_v2, handle, desc);
+    CUresult r = array_made(REAL(cuArray3DCreate_v2)(handle, desc), handle, desc);
+    lms_hook_leave();
+    return r;
+}
+
+LMS_EXPORT CUresult cuArrayDestroy(CUarray handle)
+{
+    if (!LMS_ENTER(cuArrayDestroy))
+        return PASS(cuArrayDestroy, handle);
+    CUresult r = lms_array_destroy(handle, REAL(cuArrayDestroy));
     lms_hook_leave();
     return r;
 }

@@ -40,8 +40,8 @@ CUcontext sim_alloc_ctx(int device)
 
 /* Frees what a context owns as CUDA does when it is destroyed or reset:
  * every allocation made in it (device, stream-ordered, managed and pinned
- * host memory; host registrations are undone, the program's memory stays)
- * and its streams. VMM allocations belong to the process and stay. Takes
+ * host memory; host registrations are undone, the program's memory stays),
+ * its arrays and its streams. VMM allocations belong to the process and stay. Takes
  * sim_lock; the allocations' records and memory are released here. */
 void sim_ctx_free_resources(CUcontext ctx)
 {
@@ -57,6 +57,7 @@ void sim_ctx_free_resources(CUcontext ctx)
         sim_free_alloc(mine[i]);
     free(mine);
     sim_streams_drop_ctx(ctx);
+    sim_arrays_drop_ctx(ctx);
     pthread_mutex_unlock(&sim_lock);
 }
 

@@ -183,6 +183,8 @@ CUcontext sim_alloc_ctx(int device);
 void sim_ctx_free_resources(CUcontext ctx);
 /* Streams and events of ctx go away with it (stream.c, under sim_lock). */
 void sim_streams_drop_ctx(CUcontext ctx);
+/* Arrays of ctx go away with it (array.c, under sim_lock). */
+void sim_arrays_drop_ctx(CUcontext ctx);
 
 /* ---- registry (registry.c) ---------------------------------------------- */
 

@@ -262,3 +262,111 @@ RT_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, 
     a->hostPointer = a->type == cudaMemoryTypeUnregistered ? (void *)ptr : hptr;
     return cudaSuccess;
 }
+
+/* ---- CUDA arrays ---------------------------------------------------------- */
+
+/* The driver's format and channel count for a channel description: 1, 2
+ * or 4 channels of one width (8, 16 or 32 bits; 16 or 32 for floats);
+ * false for any other. */
+static bool array_format(const struct cudaChannelFormatDesc *d, CUarray_format *fmt, unsigned *channels)
+{
+    int bits[4] = {d->x, d->y, d->z, d->w};
+    unsigned n = 0;
+    while (n < 4 && bits[n] != 0)
+        n++;
+    if (n == 0 || n == 3)
+        return false;
+    for (unsigned i = 0; i < 4; i++)
+        if ((i < n && bits[i] != bits[0]) || (i >= n && bits[i] != 0))
+            return false;
+    switch (d->f) {
+    case cudaChannelFormatKindSigned:
+        *fmt = bits[0] == 8 ? CU_AD_FORMAT_SIGNED_INT8 : bits[0] == 16 ? CU_AD_FORMAT_SIGNED_INT16
+             : bits[0] == 32 ? CU_AD_FORMAT_SIGNED_INT32 : (CUarray_format)0;
+        break;
+    case cudaChannelFormatKindUnsigned:
+        *fmt = bits[0] == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : bits[0] == 16 ? CU_AD_FORMAT_UNSIGNED_INT16
+             : bits[0] == 32 ? CU_AD_FORMAT_UNSIGNED_INT32 : (CUarray_format)0;
+        break;
+    case cudaChannelFormatKindFloat:
+        *fmt = bits[0] == 16 ? CU_AD_FORMAT_HALF : bits[0] == 32 ? CU_AD_FORMAT_FLOAT : (CUarray_format)0;
+        break;
+    default:
+        return false;
+    }
+    *channels = n;
+    return *fmt != 0;
+}
+
+/* An array of width x height x depth elements through cuArray3DCreate (the
+ * cudaArray* flags have the values of the driver's CUDA_ARRAY3D_* flags). */
+static cudaError_t make_array(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                              size_t width, size_t height, size_t depth, unsigned flags)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = width, .Height = height, .Depth = depth, .Flags = flags};
+    if (!array || !desc || !array_format(desc, &d.Format, &d.NumChannels))
+        return rt_error(cudaErrorInvalidValue);
+    CUarray a;
+    CUresult r = rt_drv.cuArray3DCreate(&a, &d);
+    if (r == CUDA_SUCCESS)
+        *array = (cudaArray_t)a;
+    return rt_result(r);
+}
+
+RT_EXPORT cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                                      size_t width, size_t height, unsigned int flags)
+{
+    return make_array(array, desc, width, height, 0, flags);
+}
+
+RT_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                                        struct cudaExtent extent, unsigned int flags)
+{
+    return make_array(array, desc, extent.width, extent.height, extent.depth, flags);
+}
+
+RT_EXPORT cudaError_t cudaFreeArray(cudaArray_t array)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess || !array)   /* a NULL array is a no-op */
+        return e;
+    return rt_result(rt_drv.cuArrayDestroy((CUarray)array));
+}
+
+RT_EXPORT cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent,
+                                       unsigned int *flags, cudaArray_t array)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    CUresult r = rt_drv.cuArray3DGetDescriptor(&d, (CUarray)array);
+    if (r != CUDA_SUCCESS)
+        return rt_result(r);
+    if (desc) {
+        int bits = 0;
+        enum cudaChannelFormatKind kind = cudaChannelFormatKindUnsigned;
+        switch (d.Format) {
+        case CU_AD_FORMAT_UNSIGNED_INT8: bits = 8; break;
+        case CU_AD_FORMAT_UNSIGNED_INT16: bits = 16; break;
+        case CU_AD_FORMAT_UNSIGNED_INT32: bits = 32; break;
+        case CU_AD_FORMAT_SIGNED_INT8: bits = 8; kind = cudaChannelFormatKindSigned; break;
+        case CU_AD_FORMAT_SIGNED_INT16: bits = 16; kind = cudaChannelFormatKindSigned; break;
+        case CU_AD_FORMAT_SIGNED_INT32: bits = 32; kind = cudaChannelFormatKindSigned; break;
+        case CU_AD_FORMAT_HALF: bits = 16; kind = cudaChannelFormatKindFloat; break;
+        case CU_AD_FORMAT_FLOAT:
+        default: bits = 32; kind = cudaChannelFormatKindFloat; break;   /* the only other made */
+        }
+        *desc = (struct cudaChannelFormatDesc){.x = bits, .y = d.NumChannels > 1 ? bits : 0,
+                                               .z = d.NumChannels > 2 ? bits : 0,
+                                               .w = d.NumChannels > 2 ? bits : 0, .f = kind};
+    }
+    if (extent)
+        *extent = (struct cudaExtent){.width = d.Width, .height = d.Height, .depth = d.Depth};
+    if (flags)
+        *flags = d.Flags;
+    return cudaSuccess;
+}

@@ -22,6 +22,7 @@
 #include "trace.h"
 #include "pools.h"
 #include "vmm.h"
+#include "arrays.h"
 
 bool lms_active;
 static bool exit_registered;
@@ -73,6 +74,7 @@ void lms_engine_fork_prepare(void)
     lms_residency_fork_prepare();
     lms_launch_fork_prepare();   /* after the device locks: launches take it under them */
     lms_vmm_fork_prepare();
+    lms_arrays_fork_prepare();
     lms_pools_fork_prepare();
     lms_arenas_fork_prepare();
     lms_chunks_lock_all();
@@ -87,6 +89,7 @@ void lms_engine_fork_parent(void)
     lms_chunks_unlock_all();
     lms_arenas_fork_parent();
     lms_pools_fork_parent();
+    lms_arrays_fork_parent();
     lms_vmm_fork_parent();
     lms_launch_fork_parent();
     lms_residency_fork_parent();
@@ -103,6 +106,7 @@ void lms_engine_fork_child(void)
     lms_launch_fork_child();
     lms_residency_fork_child();
     lms_vmm_fork_child();
+    lms_arrays_fork_child();
     lms_pools_fork_child();
     lms_arenas_fork_child();
     lms_account_reset_setup();

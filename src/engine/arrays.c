@@ -1,0 +1,175 @@
+/*
+ * arrays.c — the device memory of CUDA arrays (see arrays.h and
+ * docs/ARCHITECTURE.md "Arrays are charged until destroyed").
+ *
+ * One record per array lmshim saw created, in a table sorted by handle
+ * under one lock. A record holds the charge, the device and the context
+ * the array was made in. cuArrayDestroy runs its real call under the lock,
+ * so that a destruction and a creation that gets the same handle value
+ * back are seen in the order the driver saw them.
+ */
+#include "arrays.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "account.h"
+#include "log.h"
+
+typedef struct array_rec {
+    CUarray handle;
+    CUcontext ctx;       /* the context it was made in */
+    uint64_t charge;     /* bytes charged to `device` */
+    int device;
+} array_rec;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static array_rec *recs;      /* sorted by handle */
+static size_t nrecs, caprecs;
+
+/* Index of the first record whose handle is >= h (under lock). */
+static size_t lower(CUarray h)
+{
+    size_t lo = 0, hi = nrecs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((uintptr_t)recs[mid].handle < (uintptr_t)h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Bytes of one channel of a format, 0 for the formats lmshim does not size
+ * (block-compressed, planar video and the packed normalized ones). */
+static uint64_t channel_bytes(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+        return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+        return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+/* Bytes of an array's elements (a 0 height or depth counts 1), or 0 when
+ * lmshim does not charge it. */
+static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    if (d->Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
+        return 0;   /* no memory until the program maps some */
+    uint64_t n = d->Width, h = d->Height ? d->Height : 1, z = d->Depth ? d->Depth : 1;
+    uint64_t per = channel_bytes(d->Format) * d->NumChannels;
+    if (__builtin_mul_overflow(n, h, &n) || __builtin_mul_overflow(n, z, &n) ||
+        __builtin_mul_overflow(n, per, &n))
+        return 0;
+    return n;
+}
+
+CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    uint64_t bytes = desc ? array_bytes(desc) : 0;
+    int device = lms_driver_current_device();
+    CUcontext ctx = NULL;
+    if (bytes == 0 || device < 0 || !lms_drv.cuCtxGetCurrent ||
+        lms_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+        return CUDA_SUCCESS;   /* untracked: never charged */
+    lms_account *a = lms_account_of(device);
+    if (!a)
+        return CUDA_SUCCESS;
+    uint64_t charge = lms_charge_of(bytes);
+    if (lms_opt.on_oom == LMS_ON_OOM_FAIL) {
+        if (!lms_account_reserve(a, charge, a->budget)) {
+            atomic_fetch_add(&a->oom_failures, 1);
+            lms_log(LMS_LEVEL_INFO, "oom dev=%d array of %llu bytes: failing as LMS_ON_OOM=fail asks",
+                    device, (unsigned long long)charge);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    } else {
+        lms_account_force(a, charge);
+    }
+    pthread_mutex_lock(&lock);
+    size_t i = lower(handle);
+    bool ok = i == nrecs || recs[i].handle != handle;
+    if (ok && nrecs == caprecs) {
+        size_t ncap = caprecs ? caprecs * 2 : 64;
+        array_rec *n = realloc(recs, ncap * sizeof *n);
+        ok = n != NULL;
+        if (ok) {
+            recs = n;
+            caprecs = ncap;
+        }
+    }
+    if (ok) {
+        memmove(&recs[i + 1], &recs[i], (nrecs - i) * sizeof *recs);
+        recs[i] = (array_rec){.handle = handle, .ctx = ctx, .charge = charge, .device = device};
+        nrecs++;
+    }
+    pthread_mutex_unlock(&lock);
+    if (!ok) {
+        lms_account_release(a, charge);   /* untracked: its destroy passes through */
+        return CUDA_SUCCESS;
+    }
+    static atomic_bool warned;   /* one line per process, however often */
+    if (lms_account_used(a) > a->budget && !atomic_exchange(&warned, true))
+        lms_log(LMS_LEVEL_WARN,
+                "a CUDA array of %llu bytes passes the budget of device %d, and arrays cannot "
+                "leave the device (LMS_ON_OOM=fail refuses it instead)",
+                (unsigned long long)charge, device);
+    return CUDA_SUCCESS;
+}
+
+/* Returns a record's charge (its memory is gone). */
+static void release(const array_rec *r)
+{
+    lms_account *a = lms_account_of(r->device);
+    if (a)
+        lms_account_release(a, r->charge);
+}
+
+CUresult lms_array_destroy(CUarray handle, CUresult (*real)(CUarray))
+{
+    pthread_mutex_lock(&lock);
+    CUresult res = real(handle);
+    size_t i = lower(handle);
+    if (res == CUDA_SUCCESS && i < nrecs && recs[i].handle == handle) {
+        release(&recs[i]);
+        memmove(&recs[i], &recs[i + 1], (nrecs - i - 1) * sizeof *recs);
+        nrecs--;
+    }
+    pthread_mutex_unlock(&lock);
+    return res;
+}
+
+void lms_arrays_context_gone(CUcontext ctx)
+{
+    pthread_mutex_lock(&lock);
+    size_t k = 0;
+    for (size_t i = 0; i < nrecs; i++) {
+        if (recs[i].ctx == ctx)
+            release(&recs[i]);
+        else
+            recs[k++] = recs[i];
+    }
+    size_t dropped = nrecs - k;
+    nrecs = k;
+    pthread_mutex_unlock(&lock);
+    if (dropped)
+        lms_log(LMS_LEVEL_INFO, "context destroyed: %zu arrays freed with it", dropped);
+}
+
+void lms_arrays_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void lms_arrays_fork_parent(void) { pthread_mutex_unlock(&lock); }
+void lms_arrays_fork_child(void) { pthread_mutex_init(&lock, NULL); }

@@ -1,0 +1,35 @@
+/*
+ * arrays.h — CUDA arrays (arrays.c): the device memory of a cuArrayCreate
+ * or cuArray3DCreate is charged to the device of the context that made it,
+ * from creation until cuArrayDestroy or the end of that context. An array
+ * cannot leave the device: past the budget it is refused only with
+ * LMS_ON_OOM=fail, otherwise charged with one warning. The hooks call
+ * these around the real calls.
+ */
+#ifndef LMS_ARRAYS_H
+#define LMS_ARRAYS_H
+
+#include <stdint.h>
+
+#include "driver.h"
+
+/* After the driver made array `handle` from `desc` in the current context
+ * (not yet recorded): charges it and records it. OUT_OF_MEMORY, nothing
+ * charged, when LMS_ON_OOM=fail and it does not fit the budget (the caller
+ * then destroys it). Arrays of no memory (sparse, deferred mapping) and of
+ * formats lmshim does not size are not charged. */
+CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc);
+
+/* cuArrayDestroy through its real function; the charge goes back when the
+ * driver destroyed an array lmshim recorded. */
+CUresult lms_array_destroy(CUarray handle, CUresult (*real)(CUarray));
+
+/* A context went away: its arrays went with it, and their charges back. */
+void lms_arrays_context_gone(CUcontext ctx);
+
+/* fork: the table's lock is held across fork; the child gets a fresh one. */
+void lms_arrays_fork_prepare(void);
+void lms_arrays_fork_parent(void);
+void lms_arrays_fork_child(void);
+
+#endif
