@@ -16,9 +16,12 @@
  * period earlier, else the pair (previous signature, signature); see
  * observe().
  *
- * Nothing to learn: the policy scores each prediction of the next
- * launch's signature; when fewer than 30% of recent ones came true it
- * makes no guess and names nothing ahead (LRU, on demand), until 60% do.
+ * Nothing to learn: the policy scores each launch as a hit when the
+ * signature it predicted for it came, or when its chunks came about when
+ * their predicted next uses said (a step that grows by a few launches
+ * shifts the signatures but keeps the order of next uses); when fewer
+ * than 30% of recent launches hit it makes no guess and names nothing
+ * ahead (LRU, on demand), until 60% do.
  * Doubt held longer than a period (and than half the launches before it)
  * tells the planner there is nothing to act on (guessing()): it then reads
  * in place when fetching would rarely hit (src/common/plan.c).
@@ -230,15 +233,16 @@ static uint64_t seen_at(const state *s, uint64_t key)
 }
 
 /* Scores whether the launch the latest match predicted is the one that
- * came (sig), and turns confidence on above 60% and off below 30% (the
+ * came (sig), or the launch's chunks came when predicted (chunks_came),
+ * and turns confidence on above 60% and off below 30% (the
  * gap keeps it from flapping). Without confidence the policy makes no
  * guess and fetches nothing ahead: the planner's order is then LRU, which
  * is what a workload with nothing to learn (random access) deserves. */
-static void score(state *s, uint64_t sig)
+static void score(state *s, uint64_t sig, bool chunks_came)
 {
     if (!s->predicted && !s->period)
         return;   /* nothing learned yet (the first step): nothing to score */
-    int64_t hit = s->predicted && s->predicted == sig ? 65536 : 0;
+    int64_t hit = (s->predicted && s->predicted == sig) || chunks_came ? 65536 : 0;
     s->score = (uint32_t)((int64_t)s->score + (hit - (int64_t)s->score) / 16);
     if (!s->confident && s->score > 65536u * 6 / 10) {
         s->confident = true;
@@ -247,6 +251,28 @@ static void score(state *s, uint64_t sig)
         s->confident = false;
         s->doubt_since = s->seq + 1;
     }
+}
+
+/* Whether the uses the launch's chunks had predicted came about when
+ * predicted: at least half of its chunks that had a prediction are used
+ * no earlier than an eighth of the predicted distance before it and no
+ * later than half of it after it (a step that grows by a few launches
+ * keeps its order of next uses, which is all eviction needs; a chunk used
+ * at random comes that close to a prediction made from its previous
+ * reuse distance about a third of the time, and a launch rarely has most
+ * of its chunks do so); false when none had one. O(n). */
+static bool chunks_came(lms_policy_memo *const *memos, int n, uint64_t seq)
+{
+    int predicted = 0, came = 0;
+    for (int i = 0; i < n; i++) {
+        const lms_policy_memo *m = memos[i];
+        if (!m || !m->w[M_NEXT] || m->w[M_NEXT] <= m->w[M_SEQ])
+            continue;
+        uint64_t p = m->w[M_NEXT], dist = p - m->w[M_SEQ];
+        predicted++;
+        came += seq + dist / 8 >= p && seq <= p + dist / 2;
+    }
+    return predicted > 0 && 2 * came >= predicted;
 }
 
 /* Learns launch seq: appends its ids to the pool, teaches each chunk's
@@ -268,7 +294,7 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         sig = mix(sig, ids[i]);
     sig |= 1;   /* 0 marks an empty slot */
     uint64_t ctx = mix(mix(0x6a09e667f3bcc909ull, s->sig1), sig) | 1;
-    score(s, sig);
+    score(s, sig, chunks_came(memos, n, seq));
     s->seq = seq;
     s->matched = false;
     uint64_t prev_sig = seen_at(s, sig), prev_ctx = seen_at(s, ctx);
