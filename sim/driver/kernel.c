@@ -391,6 +391,8 @@ typedef struct launch_state {
     double start_ns;      /* when the kernel would start, as issued */
     double stall_ns;      /* faults and evictions */
     double remote_ns;     /* streaming over the link */
+    double read_ns;       /* ... of it, reads: the host-to-device direction */
+    double write_ns;      /* ... of it, writes: the device-to-host direction */
     double compute_ns;    /* declared by the body */
     double arrive_ns;     /* latest end of a copy of a block it touched in flight */
     touched *ranges;      /* what it touched (to mark in use until it ends) */
@@ -402,7 +404,6 @@ typedef struct launch_state {
  * crosses the link as sim_pass_bytes says (the L2 holds part of it). */
 static void launch_access_passes(simgpu_launch *l, uint64_t ptr, size_t bytes, int mode, unsigned passes)
 {
-    (void)mode;
     launch_state *st = l->internal;
     if (bytes == 0 || passes == 0)
         return;
@@ -422,7 +423,12 @@ static void launch_access_passes(simgpu_launch *l, uint64_t ptr, size_t bytes, i
     uint64_t link = sim_pass_bytes(remote, bytes, passes);
     sim_devices[l->device].c.remote_bytes += link;
     pthread_mutex_unlock(&sim_lock);
-    st->remote_ns += sim_link_ns(link);
+    double ns = sim_link_ns(link);
+    st->remote_ns += ns;
+    if (mode & SIMGPU_WRITE)
+        st->write_ns += ns;
+    if (!(mode & SIMGPU_WRITE) || (mode & SIMGPU_READ))
+        st->read_ns += ns;
 }
 
 /* simgpu_launch.access: one pass over a device range. */
@@ -525,13 +531,30 @@ CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned blo
     f->desc.fn(&l, params);
     if (!sim_cfg.concurrent_managed)
         state.stall_ns += sim_legacy_um_launch(st->device, false);
-    double busy = state.compute_ns > state.remote_ns ? state.compute_ns : state.remote_ns;
     pthread_mutex_lock(&sim_lock);
-    sim_devices[st->device].c.launches++;
+    sim_device *dev = &sim_devices[st->device];
+    dev->c.launches++;
     /* A block still being copied in holds the kernel until it arrives. */
     double start = sim_start_ns(st, SIM_ENGINE_COMPUTE);
     double wait = state.arrive_ns > start ? state.arrive_ns - start : 0;
-    double dur = sim_cfg.launch_us * 1e3 + wait + state.stall_ns + busy;
+    double run = start + sim_cfg.launch_us * 1e3 + wait + state.stall_ns;
+    /* Reads over the link share the host-to-device direction with the
+     * copy engine, writes the other one: the streaming starts when the
+     * copies issued before it in that direction are done, and holds the
+     * direction while it runs (copies issued later wait for it). */
+    double stream = run;
+    if (state.read_ns > 0 && dev->h2d.busy_ns > stream)
+        stream = dev->h2d.busy_ns;
+    if (state.write_ns > 0 && dev->d2h.busy_ns > stream)
+        stream = dev->d2h.busy_ns;
+    double busy = state.compute_ns;
+    if (state.remote_ns > 0 && stream - run + state.remote_ns > busy)
+        busy = stream - run + state.remote_ns;
+    if (state.read_ns > 0)
+        dev->h2d.busy_ns = stream + state.read_ns;
+    if (state.write_ns > 0)
+        dev->d2h.busy_ns = stream + state.write_ns;
+    double dur = run - start + busy;
     double end = sim_schedule(st, SIM_ENGINE_COMPUTE, dur);
     if (sim_cfg.timeline_fd >= 0) {
         char what[160];

@@ -29,13 +29,20 @@ static void reread(simgpu_launch *l, void **p)
     l->compute(l, *(double *)p[3]);
 }
 
-static CUfunction f_reread;
+static CUfunction f_reread, f_rewrite;
+
+/* rewrite(ptr, bytes): one pass writing a range. */
+static void rewrite(simgpu_launch *l, void **p)
+{
+    l->access(l, *(CUdeviceptr *)p[0], *(size_t *)p[1], SIMGPU_WRITE);
+}
 
 /* Context on device 0 and the kernel registered. */
 static void setup(void)
 {
     primary_context(0);
     f_reread = sim_function(&(simgpu_kernel){"reread", reread, 4, {8, 8, 4, 8}});
+    f_rewrite = sim_function(&(simgpu_kernel){"rewrite", rewrite, 2, {8, 8}});
 }
 
 /* Runs reread on the legacy stream, waits, and returns the counters' growth. */
@@ -147,7 +154,49 @@ static void bad_l2_keeps_default(void)
     OK(cuMemFreeHost(h));
 }
 
+/* Reads over the link share the host-to-device direction with the copy
+ * engine: a kernel reading 100 MiB of pinned memory while a 100 MiB
+ * prefetch to the device is under way ends after both, 2 x 100 MiB of
+ * link time; a kernel writing 100 MiB over the link uses the other
+ * direction and ends with the prefetch, 1 x. */
+static void link_shared_with_copies(void)
+{
+    setup();
+    void *h;
+    OK(cuMemAllocHost(&h, 100 * MiB));
+    CUdeviceptr ph = (CUdeviceptr)(uintptr_t)h, m1, m2;
+    OK(cuMemAllocManaged(&m1, 100 * MiB, CU_MEM_ATTACH_GLOBAL));
+    OK(cuMemAllocManaged(&m2, 100 * MiB, CU_MEM_ATTACH_GLOBAL));
+    CUstream side;
+    OK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+    CUmemLocation gpu = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    simgpu_counters a, b;
+    size_t bytes = 100 * MiB;
+    unsigned passes = 1;
+    double compute = 0;
+    OK(cuCtxSynchronize());
+    OK(simgpu_get_counters(0, &a));
+    OK(cuMemPrefetchAsync(m1, bytes, gpu, 0, side));
+    void *rargs[] = {&ph, &bytes, &passes, &compute};
+    OK(cuLaunchKernel(f_reread, 1, 1, 1, 128, 1, 1, 0, NULL, rargs, NULL));
+    OK(cuCtxSynchronize());
+    OK(simgpu_get_counters(0, &b));
+    CHECK_NEAR(b.modeled_ns - a.modeled_ns, 2 * LINK_NS(100 * MiB), 1e-9);
+    OK(simgpu_get_counters(0, &a));
+    OK(cuMemPrefetchAsync(m2, bytes, gpu, 0, side));
+    void *wargs[] = {&ph, &bytes};
+    OK(cuLaunchKernel(f_rewrite, 1, 1, 1, 128, 1, 1, 0, NULL, wargs, NULL));
+    OK(cuCtxSynchronize());
+    OK(simgpu_get_counters(0, &b));
+    CHECK_NEAR(b.modeled_ns - a.modeled_ns, LINK_NS(100 * MiB), 1e-9);
+    OK(cuStreamDestroy(side));
+    OK(cuMemFree(m1));
+    OK(cuMemFree(m2));
+    OK(cuMemFreeHost(h));
+}
+
 static const test_case cases[] = {
+    {"link_shared_with_copies", link_shared_with_copies},
     {"bad_l2_keeps_default", bad_l2_keeps_default},
     {"zero_copy_passes", zero_copy_passes},
     {"managed_partly_resident", managed_partly_resident},
