@@ -101,15 +101,17 @@ static int worker(const opts *o)
 typedef struct mode {
     const char *name, *alloc;
     const char *policy;   /* NULL: no lmshim; "": lmshim at its defaults */
+    bool defaults;        /* the policy at lmshim's default settings (else LMS_FRAC=0.5 LMS_THRESHOLD=1M) */
 } mode;
 
 static const mode modes[] = {
-    {"in-memory", "device", NULL},       {"plain-um", "managed", NULL},
-    {"zero-copy", "host", NULL},         {"lmshim-none", "device", "none"},
-    {"lmshim-lru", "device", "lru"},     {"lmshim-lookahead", "device", "lookahead"},
-    {"lmshim-defaults", "device", ""},
+    {"in-memory", "device", NULL, false},          {"plain-um", "managed", NULL, false},
+    {"zero-copy", "host", NULL, false},            {"lmshim-none", "device", "none", false},
+    {"lmshim-lru", "device", "lru", false},        {"lmshim-lookahead", "device", "lookahead", false},
+    {"lmshim-none-dflt", "device", "none", true},  {"lmshim-lru-dflt", "device", "lru", true},
+    {"lmshim-defaults", "device", "", true},
 };
-enum { M_MEM, M_UM, M_ZC, M_NONE, M_LRU, M_LOOK, M_DEF, NMODES };
+enum { M_MEM, M_UM, M_ZC, M_NONE, M_LRU, M_LOOK, M_NONE_DEF, M_LRU_DEF, M_DEF, NMODES };
 
 typedef struct result {
     bool ok;
@@ -142,8 +144,9 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
     if (m->policy) {
         env[nenv++] = (worker_env){"LD_PRELOAD", p.shim};
         env[nenv++] = (worker_env){"LMS_LIMIT", limit};
-        if (*m->policy) {
+        if (*m->policy)
             env[nenv++] = (worker_env){"LMS_POLICY", m->policy};
+        if (!m->defaults) {
             env[nenv++] = (worker_env){"LMS_FRAC", "0.5"};
             env[nenv++] = (worker_env){"LMS_THRESHOLD", "1M"};
         }
@@ -189,10 +192,11 @@ static double moved(const result *r)
     return r->to_dev + r->to_host + r->remote;
 }
 
-/* vs the better of none and lru (0 when unknown). */
+/* vs the better of none and lru at the same settings (0 when unknown). */
 static double vs_best(const row *w, int m)
 {
-    const result *a = &w->r[M_NONE], *b = &w->r[M_LRU];
+    bool dflt = modes[m].defaults;
+    const result *a = &w->r[dflt ? M_NONE_DEF : M_NONE], *b = &w->r[dflt ? M_LRU_DEF : M_LRU];
     double best = a->ok && b->ok ? (a->step_ms < b->step_ms ? a->step_ms : b->step_ms) : a->ok ? a->step_ms : b->step_ms;
     return w->r[m].ok && best > 0 ? w->r[m].step_ms / best : 0;
 }
@@ -200,9 +204,11 @@ static double vs_best(const row *w, int m)
 /* The summary: one line per shape and ratio. */
 static void summary(const row *rows, int nrows)
 {
-    printf("\nsummary: step time / in-memory per mode; lookahead and defaults / best of none,lru; MiB moved per step\n");
-    printf("%-17s %5s %9s | %6s %6s %6s %6s %6s %6s | %5s %5s | %8s %8s %8s %8s\n", "shape", "ratio", "mem_ms",
-           "um", "zc", "none", "lru", "look", "dflt", "look", "dflt", "none", "lru", "look", "dflt");
+    printf("\nsummary: step time / in-memory per mode; lookahead and defaults / best of none,lru at the same "
+           "settings; MiB moved per step\n");
+    printf("%-17s %5s %9s | %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s | %8s %8s %8s %8s\n", "shape", "ratio",
+           "mem_ms", "um", "zc", "none", "lru", "look", "none9", "lru9", "dflt", "look", "dflt", "none", "lru",
+           "look", "dflt");
     for (int i = 0; i < nrows; i++) {
         const row *w = &rows[i];
         double mem = w->r[M_MEM].ok ? w->r[M_MEM].step_ms : 0;
@@ -214,7 +220,8 @@ static void summary(const row *rows, int nrows)
                 printf(" %6s", "fail");
         printf(" | %5.2f %5.2f |", vs_best(w, M_LOOK), vs_best(w, M_DEF));
         for (int m = M_NONE; m < NMODES; m++)
-            printf(" %8.0f", w->r[m].ok ? moved(&w->r[m]) : -1.0);
+            if (m != M_NONE_DEF && m != M_LRU_DEF)
+                printf(" %8.0f", w->r[m].ok ? moved(&w->r[m]) : -1.0);
         printf("\n");
     }
 }
