@@ -1,0 +1,131 @@
+/*
+ * launch_cost_test.c — what a scanned launch costs beyond its work, with
+ * liblmshim.so preloaded: in the steady state a launch of many chunks
+ * allocates no memory (every malloc, calloc and realloc of the launching
+ * thread is counted: wrappers of glibc's allocator here, the sanitizer's
+ * allocation hook under AddressSanitizer).
+ */
+#include <cuda.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "../../common/shim.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+static _Thread_local bool counting;   /* this thread's allocations are counted */
+static _Thread_local uint64_t allocations;
+
+#ifdef UNDER_ASAN
+#include <sanitizer/allocator_interface.h>
+
+/* The sanitizer calls this for every allocation. */
+static void on_malloc(const volatile void *p, size_t size)
+{
+    (void)p;
+    (void)size;
+    if (counting)
+        allocations++;
+}
+static void on_free(const volatile void *p) { (void)p; }
+
+static void count_setup(void) { __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free); }
+#else
+/* glibc's allocator under its other names: the wrappers below replace
+ * malloc, calloc and realloc for the whole process and count. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+
+void *malloc(size_t n)
+{
+    if (counting)
+        allocations++;
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    if (counting)
+        allocations++;
+    return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+    if (counting)
+        allocations++;
+    return __libc_realloc(p, n);
+}
+
+static void count_setup(void) {}
+#endif
+
+#define CHUNKS 64
+
+/* wide64(CUdeviceptr p[64]): does nothing (the launch's cost is the point). */
+static void wide64(simgpu_launch *l, void **p)
+{
+    (void)l;
+    (void)p;
+}
+
+/* Allocations of this thread during `launches` launches of f with args. */
+static uint64_t allocations_in(CUfunction f, void **args, int launches)
+{
+    allocations = 0;
+    counting = true;
+    for (int i = 0; i < launches; i++)
+        if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL) != CUDA_SUCCESS)
+            break;
+    counting = false;
+    return allocations;
+}
+
+/* 64 resident managed chunks in one launch: after a few launches (the
+ * layout cached, the chunks fetched, the stream's slot made), 1000 more
+ * launches allocate nothing more than 1000 launches of one chunk do. */
+static void steady_no_malloc(void)
+{
+    count_setup();
+    primary_context(0);
+    simgpu_kernel k = {"wide64", wide64, 1, {CHUNKS * sizeof(CUdeviceptr)}};
+    CUfunction f = sim_function(&k);
+    CUdeviceptr table[CHUNKS], one[CHUNKS] = {0};
+    for (int i = 0; i < CHUNKS; i++) {
+        OK(cuMemAlloc(&table[i], 2 * MiB));
+        CHECK(is_managed(table[i]) == 1);
+    }
+    one[0] = table[0];
+    void *args[] = {table}, *args1[] = {one};
+    uint64_t before = stats(0).prefetches;
+    CHECK(allocations_in(f, args, 20) < 1000000);   /* warm-up */
+    CHECK(allocations_in(f, args1, 20) < 1000000);
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(stats(0).prefetches - before, CHUNKS);   /* all found, fetched once */
+    uint64_t wide = allocations_in(f, args, 1000), narrow = allocations_in(f, args1, 1000);
+    OK(cuCtxSynchronize());
+    fprintf(stderr, "allocations in 1000 launches: %llu with 64 chunks, %llu with one\n",
+            (unsigned long long)wide, (unsigned long long)narrow);
+    CHECK(wide <= narrow + 10);
+    CHECK_EQ_U(stats(0).prefetches - before, CHUNKS);
+    for (int i = 0; i < CHUNKS; i++)
+        OK(cuMemFree(table[i]));
+}
+
+static const test_case cases[] = {
+    {"steady_no_malloc", steady_no_malloc},
+};
+
+TEST_MAIN(cases)
