@@ -348,11 +348,6 @@ static void add_pieces(int i, uint64_t v, uint32_t *ids, int *found, int max)
     }
 }
 
-/* The order in which the latest find on this thread met its chunks: a
- * hash of (parameter word, chunk) pairs. Sorted ids alone do not tell
- * conv(a -> b) from conv(b -> a); the launch's price signature needs to. */
-static _Thread_local uint64_t find_roles __attribute__((tls_model("initial-exec")));
-
 /* Mixes a value into a hash. */
 static uint64_t mix_role(uint64_t h, uint64_t v)
 {
@@ -360,11 +355,14 @@ static uint64_t mix_role(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
-int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
+/* lms_residency_find under map_lock; *roles gets the order in which the
+ * find met its chunks: a hash of (parameter word, chunk) pairs. Sorted ids
+ * alone do not tell conv(a -> b) from conv(b -> a); the launch's price
+ * signature needs to. */
+static int find_locked(const uint64_t *words, int n, uint32_t *ids, int max, uint64_t *roles_out)
 {
     int found = 0;
     uint64_t roles = 0;
-    pthread_rwlock_rdlock(&map_lock);
     if (naddr > 0) {
         uint64_t lo = by_addr[0]->ptr, hi = by_addr[naddr - 1]->ptr + by_addr[naddr - 1]->size;
         for (int w = 0; w < n && found < max; w++) {
@@ -381,8 +379,16 @@ int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
             roles = mix_role(roles, (uint64_t)w << 32 | by_addr[i]->pc.id);
         }
     }
+    *roles_out = roles;
+    return found;
+}
+
+int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
+{
+    uint64_t roles;
+    pthread_rwlock_rdlock(&map_lock);
+    int found = find_locked(words, n, ids, max, &roles);
     pthread_rwlock_unlock(&map_lock);
-    find_roles = roles;
     return found;
 }
 
@@ -857,17 +863,15 @@ static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces
  * by its first piece's id, the id its allocation was traced with);
- * chunk_ids (n entries, the caller's) is room for them. */
+ * chunk_ids (n entries, the caller's) is room for them. Under map_lock. */
 static void trace_launch(int device, uint64_t seq, uintptr_t fn, CUstream stream, const uint32_t *ids, int n,
                          uint32_t *chunk_ids)
 {
     int m = 0;
-    pthread_rwlock_rdlock(&map_lock);
     for (int i = 0; i < n; i++) {
         res_chunk *c = chunk_of(ids[i]);
         add_id(chunk_ids, &m, n, c && c->group ? c->group->pc.id : ids[i]);
     }
-    pthread_rwlock_unlock(&map_lock);
     lms_trace_launch(device, seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream, chunk_ids, m);
 }
 
@@ -902,12 +906,16 @@ static void wait_groups(live *l, const uint32_t *ids, int n)
                 op_wait_ready(l, &g[k].pc);
 }
 
-void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
-                          lms_launch_token *tok)
+/* Before a launch (lms_residency_before and _before_scan): its chunks are
+ * ids[0..n), or, with `scan`, those its words point into, found under the
+ * same hold of map_lock as the rest of the launch's decisions. */
+static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n, const lms_scan *scan,
+                   lms_launch_token *tok)
 {
     tok->device = -1;
     tok->more = NULL;
     tok->timed = 0;
+    tok->n = 0;
     if (lms_capture_before_work(stream))
         return;   /* captured, not run: the graph's launch does this work */
     lms_account *a = lms_account_of(device);
@@ -922,6 +930,17 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     atomic_fetch_add(&a->launches_scanned, 1);
     tok->device = device;
     tok->seq = ++d->seq;
+    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1};
+    if (d->plan.policy->on_demand) {
+        l.slot = slot_of(d, stream);   /* before map_lock: a takeover walks the chunks */
+        lms_timing_poll(device);
+    }
+    pthread_rwlock_rdlock(&map_lock);
+    uint64_t roles = 0;
+    if (scan) {
+        ids = scan->room;
+        n = scan->n > 0 ? find_locked(scan->words, scan->n, scan->room, scan->max, &roles) : 0;
+    }
     /* Every id is kept, beyond LMS_TOKEN_FEW in the thread's scratch; if
      * it cannot be had, the first LMS_TOKEN_FEW are (the rest are reached
      * over the link). */
@@ -934,15 +953,9 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
         memcpy(tids, ids, (size_t)tok->n * sizeof *ids);
     if (lms_trace_on)
         trace_launch(device, tok->seq, fn, stream, tids, tok->n, aux);
-    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1};
-    if (d->plan.policy->on_demand) {
-        l.slot = slot_of(d, stream);
-        l.sig = lms_price_sig(fn, tids, tok->n) ^ find_roles;   /* the roles of this thread's scan, just made */
-        find_roles = 0;   /* a launch scanned without find (no parameters) must not inherit them */
-        lms_timing_poll(device);
-    }
+    if (d->plan.policy->on_demand)
+        l.sig = lms_price_sig(fn, tids, tok->n) ^ roles;   /* the roles of this launch's scan */
     lms_plan_chunk *few[LMS_TOKEN_FEW], **mine = ws ? ws->mine : few;   /* tok->n entries */
-    pthread_rwlock_rdlock(&map_lock);
     int m = 0;
     for (int i = 0; i < tok->n; i++) {
         lms_plan_chunk *pc = op_lookup(&l, tids[i]);
@@ -968,6 +981,18 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
+}
+
+void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
+                          lms_launch_token *tok)
+{
+    before(device, stream, fn, ids, n, NULL, tok);
+}
+
+void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const lms_scan *scan,
+                               lms_launch_token *tok)
+{
+    before(device, stream, fn, NULL, 0, scan, tok);
 }
 
 bool lms_residency_reclaim(int device, uint64_t bytes)

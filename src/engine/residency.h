@@ -39,6 +39,15 @@ void lms_residency_put_back(lms_res_chunk *taken);
  * (sorted, unique) and returns how many (at most max). */
 int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max);
 
+/* A launch's parameter words to find chunks in (launch.c), and room for
+ * the ids found; both the caller's. */
+typedef struct lms_scan {
+    const uint64_t *words;
+    int n;                      /* words */
+    uint32_t *room;             /* max entries */
+    int max;
+} lms_scan;
+
 #define LMS_TOKEN_FEW 16   /* chunk ids a token holds without allocating */
 
 /* What before() handed to after() for one launch: every chunk id of the
@@ -66,6 +75,11 @@ static inline const uint32_t *lms_token_ids(const lms_launch_token *tok)
  * policy decides. */
 void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
                           lms_launch_token *tok);
+/* The same for a launch whose chunks are those scan->words point into:
+ * they are found (into scan->room) under the launch's one hold of the
+ * chunk map. */
+void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const lms_scan *scan,
+                               lms_launch_token *tok);
 /* Evicts resident managed chunks of `device` (the policy's victims) until
  * `bytes` more would fit in its budget, so that a device allocation need not
  * leave the device because fetched chunks fill it. False if it cannot. */

@@ -24,11 +24,13 @@
 #endif
 #endif
 
-static _Thread_local bool counting;   /* this thread's allocations are counted */
-static _Thread_local uint64_t allocations;
+static _Thread_local volatile bool counting;   /* this thread's allocations are counted */
+static _Thread_local volatile uint64_t allocations;
 
 #ifdef UNDER_ASAN
-#include <sanitizer/allocator_interface.h>
+/* The sanitizer runtime's (sanitizer/allocator_interface.h, not always installed). */
+int __sanitizer_install_malloc_and_free_hooks(void (*on_malloc)(const volatile void *, size_t),
+                                              void (*on_free)(const volatile void *));
 
 /* The sanitizer calls this for every allocation. */
 static void on_malloc(const volatile void *p, size_t size)
@@ -81,6 +83,18 @@ static void wide64(simgpu_launch *l, void **p)
     (void)p;
 }
 
+/* The count sees an allocation of this thread (and none of another). */
+static void count_works(void)
+{
+    count_setup();
+    allocations = 0;
+    counting = true;
+    void *volatile p = malloc(24);
+    counting = false;
+    free(p);
+    CHECK_EQ_U(allocations, 1);
+}
+
 /* Allocations of this thread during `launches` launches of f with args. */
 static uint64_t allocations_in(CUfunction f, void **args, int launches)
 {
@@ -98,7 +112,7 @@ static uint64_t allocations_in(CUfunction f, void **args, int launches)
  * launches allocate nothing more than 1000 launches of one chunk do. */
 static void steady_no_malloc(void)
 {
-    count_setup();
+    count_works();
     primary_context(0);
     simgpu_kernel k = {"wide64", wide64, 1, {CHUNKS * sizeof(CUdeviceptr)}};
     CUfunction f = sim_function(&k);
