@@ -3,7 +3,9 @@
  * liblmshim.so preloaded: in the steady state a launch of many chunks
  * allocates no memory (every malloc, calloc and realloc of the launching
  * thread is counted: wrappers of glibc's allocator here, the sanitizer's
- * allocation hook under AddressSanitizer).
+ * allocation hook under AddressSanitizer); a stream's device, which lmshim
+ * remembers, is asked again once the stream's handle names a stream of
+ * another device.
  */
 #include <cuda.h>
 #include <stdatomic.h>
@@ -138,8 +140,54 @@ static void steady_no_malloc(void)
         OK(cuMemFree(table[i]));
 }
 
+/* one_ptr(CUdeviceptr p): does nothing. */
+static void one_ptr(simgpu_launch *l, void **p)
+{
+    (void)l;
+    (void)p;
+}
+
+/* A launch on a stream of device 0, the stream destroyed, its handle handed
+ * to a stream of device 1 (the simulator reuses it): a launch there with a
+ * chunk of device 1 is that device's (its chunk fetched there), not the
+ * device the handle named before. */
+static void stream_device_reuse(void)
+{
+    CUcontext c0 = primary_context(0), c1;
+    OK(cuDevicePrimaryCtxRetain(&c1, 1));
+    simgpu_kernel k = {"one_ptr", one_ptr, 1, {sizeof(CUdeviceptr)}};
+    CUfunction f = sim_function(&k);
+    CUdeviceptr x0, x1;
+    OK(cuMemAlloc(&x0, 2 * MiB));
+    OK(cuCtxSetCurrent(c1));
+    OK(cuMemAlloc(&x1, 2 * MiB));
+    CHECK(is_managed(x0) == 1 && is_managed(x1) == 1);
+    CUstream a, b;
+    OK(cuCtxSetCurrent(c0));
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    void *args0[] = {&x0}, *args1[] = {&x1};
+    uint64_t p0 = stats(0).prefetches, p1 = stats(1).prefetches;
+    for (int i = 0; i < 3; i++)
+        OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, a, args0, NULL));
+    OK(cuStreamSynchronize(a));
+    CHECK_EQ_U(stats(0).prefetches - p0, 1);
+    OK(cuStreamDestroy(a));
+    OK(cuCtxSetCurrent(c1));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    CHECK(b == a);                                /* the same handle, now device 1's */
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, b, args1, NULL));
+    OK(cuStreamSynchronize(b));
+    CHECK_EQ_U(stats(1).prefetches - p1, 1);      /* x1 found: the launch is device 1's */
+    OK(cuStreamDestroy(b));
+    OK(cuCtxSetCurrent(c0));
+    OK(cuMemFree(x0));
+    OK(cuCtxSetCurrent(c1));
+    OK(cuMemFree(x1));
+}
+
 static const test_case cases[] = {
     {"steady_no_malloc", steady_no_malloc},
+    {"stream_device_reuse", stream_device_reuse},
 };
 
 TEST_MAIN(cases)
