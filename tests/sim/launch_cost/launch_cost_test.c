@@ -5,9 +5,13 @@
  * thread is counted: wrappers of glibc's allocator here, the sanitizer's
  * allocation hook under AddressSanitizer); a stream's device, which lmshim
  * remembers, is asked again once the stream's handle names a stream of
- * another device.
+ * another device; a launch on a capturing stream does no residency work
+ * whichever entry point began the capture (lmshim counts the captures
+ * begun and skips the driver's capture query while there is none).
  */
 #include <cuda.h>
+#include <cudaTypedefs.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -185,7 +189,129 @@ static void stream_device_reuse(void)
     OK(cuMemFree(x1));
 }
 
+/* ---- captures ------------------------------------------------------------ */
+
+typedef CUresult (*begin1_fn)(CUstream);
+typedef CUresult (*begin2_fn)(CUstream, CUstreamCaptureMode);
+
+/* The begin entry point of one ABI variant, as cudart would ask for it. */
+static void *begin_variant(int version, bool ptsz)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q;
+    OK(cuGetProcAddress("cuStreamBeginCapture", &fn, version,
+                        ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT, &q));
+    CHECK(fn != NULL && q == CU_GET_PROC_ADDRESS_SUCCESS);
+    return fn;
+}
+
+/* Launches f on x into the capture on s: lmshim fetches nothing; the
+ * capture ends valid, and its graph's launch fetches x. */
+static void captured_launch(CUfunction f, CUdeviceptr x, CUstream s)
+{
+    void *args[] = {&x};
+    uint64_t before = stats(0).prefetches;
+    CUstreamCaptureStatus st;
+    OK(cuStreamIsCapturing(s, &st));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    CHECK_EQ_U(stats(0).prefetches - before, 0);   /* nothing issued on the capturing stream */
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CHECK(g != NULL);
+    CUgraphExec e;
+    OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    CHECK_EQ_U(stats(0).prefetches - before, 1);   /* the graph's launch fetched x */
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+}
+
+typedef struct capture_job {
+    CUcontext ctx;
+    CUstream s;
+    pthread_barrier_t begun, launched;
+} capture_job;
+
+/* Another thread's capture: begins (relaxed), lets the main thread launch
+ * into it, and waits until it has. */
+static void *capture_elsewhere(void *arg)
+{
+    capture_job *j = arg;
+    if (cuCtxSetCurrent(j->ctx) != CUDA_SUCCESS ||
+        cuStreamBeginCapture(j->s, CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS)
+        return (void *)1;
+    pthread_barrier_wait(&j->begun);
+    pthread_barrier_wait(&j->launched);
+    return NULL;
+}
+
+/* Every begin variant (v1 and v2, legacy and per-thread, as cuGetProcAddress
+ * hands them out, and the exported name), a capture begun by another
+ * thread, a failed begin and a failed end around an open capture: launches
+ * into a capture issue nothing, launches after it work again. */
+static void capture_variants(void)
+{
+    CUcontext ctx = primary_context(0);
+    simgpu_kernel k = {"one_ptr", one_ptr, 1, {sizeof(CUdeviceptr)}};
+    CUfunction f = sim_function(&k);
+    CUstream s, t;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+    enum { N = 8 };
+    CUdeviceptr x[N];
+    for (int i = 0; i < N; i++) {
+        OK(cuMemAlloc(&x[i], 2 * MiB));
+        CHECK(is_managed(x[i]) == 1);
+    }
+    OK(((begin1_fn)begin_variant(10000, false))(s));
+    captured_launch(f, x[0], s);
+    OK(((begin1_fn)begin_variant(10000, true))(s));
+    captured_launch(f, x[1], s);
+    OK(((begin2_fn)begin_variant(10010, false))(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    captured_launch(f, x[2], s);
+    OK(((begin2_fn)begin_variant(10010, true))(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    captured_launch(f, x[3], s);
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    captured_launch(f, x[4], s);
+    /* A begin that fails, an end that fails: the open capture still counts. */
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS);
+    CUgraph none = NULL;
+    CHECK(cuStreamEndCapture(t, &none) != CUDA_SUCCESS);
+    captured_launch(f, x[5], s);
+    /* Begun by another thread. */
+    capture_job j = {.ctx = ctx, .s = s};
+    CHECK(pthread_barrier_init(&j.begun, NULL, 2) == 0 && pthread_barrier_init(&j.launched, NULL, 2) == 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, capture_elsewhere, &j) == 0);
+    pthread_barrier_wait(&j.begun);
+    void *args[] = {&x[6]};
+    uint64_t before = stats(0).prefetches;
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    CHECK_EQ_U(stats(0).prefetches - before, 0);
+    pthread_barrier_wait(&j.launched);
+    void *r;
+    CHECK(pthread_join(th, &r) == 0 && r == NULL);
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));   /* relaxed: any thread may end it */
+    OK(cuGraphDestroy(g));
+    /* No capture left: a launch works on its stream again. */
+    args[0] = &x[7];
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    OK(cuStreamSynchronize(s));
+    CHECK_EQ_U(stats(0).prefetches - before, 1);
+    pthread_barrier_destroy(&j.begun);
+    pthread_barrier_destroy(&j.launched);
+    for (int i = 0; i < N; i++)
+        OK(cuMemFree(x[i]));
+    OK(cuStreamDestroy(s));
+    OK(cuStreamDestroy(t));
+}
+
 static const test_case cases[] = {
+    {"capture_variants", capture_variants},
     {"steady_no_malloc", steady_no_malloc},
     {"stream_device_reuse", stream_device_reuse},
 };
