@@ -45,6 +45,7 @@ static atomic_int captures_open;
  * lms_capture_busy asks the driver. */
 static atomic_bool captures_unseen;
 
+void lms_capture_untracked(void) { atomic_store(&captures_unseen, true); }
 void lms_capture_begin_call(void) { atomic_fetch_add(&captures_open, 1); }
 void lms_capture_begin_failed(void) { atomic_fetch_sub(&captures_open, 1); }
 

@@ -29,6 +29,11 @@ bool lms_capture_busy(CUstream stream);
 void lms_capture_begin_call(void);
 void lms_capture_begin_failed(void);
 
+/* A begin entry point went to the program without a hook (a variant
+ * hooks.def lacks): captures may begin unseen, so lms_capture_busy asks
+ * the driver from now on. Only an atomic store: safe inside dlsym. */
+void lms_capture_untracked(void);
+
 /* True when `stream` captures (or its capture was invalidated), by the
  * driver; false on an error. */
 bool lms_capture_active(CUstream stream);
