@@ -916,6 +916,7 @@ static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *id
     tok->more = NULL;
     tok->timed = 0;
     tok->n = 0;
+    tok->pieces = false;
     if (lms_capture_before_work(stream))
         return;   /* captured, not run: the graph's launch does this work */
     lms_account *a = lms_account_of(device);
@@ -962,11 +963,13 @@ static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *id
         if (pc) {
             lms_plan_pin(&d->plan, pc);
             mine[m++] = pc;
+            tok->pieces |= ((res_chunk *)pc)->group != NULL;
         }
     }
     lms_plan_launch(&d->plan, &live_ops, &l, tok->seq, fn, tids, tok->n, mine, m);
     if (d->plan.policy->on_demand) {
-        wait_groups(&l, tids, tok->n);   /* after fetch-ahead: it may bring pieces this kernel reaches */
+        if (tok->pieces)
+            wait_groups(&l, tids, tok->n);   /* after fetch-ahead: it may bring pieces this kernel reaches */
         /* The chunks left off the device are read over the link: no copy
          * of them starts until after() has recorded this launch. */
         for (int i = 0; i < tok->n; i++) {
@@ -1128,7 +1131,8 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     /* The resident pieces of its chunks the launch may reach beyond those
      * judged needed are used too: their evictions wait for this kernel. */
     int gi = 0;
-    for (res_chunk *g; d->plan.policy->on_demand && (g = next_group(ids, tok->n, &gi, tok->device));) {
+    bool groups = d->plan.policy->on_demand && tok->pieces;
+    for (res_chunk *g; groups && (g = next_group(ids, tok->n, &gi, tok->device));) {
         for (uint32_t k = 0; k < g->pieces; k++) {
             if (!g[k].pc.resident)
                 continue;

@@ -60,6 +60,7 @@ typedef struct lms_launch_token {
     uint64_t seq;
     int n;
     int timed;                  /* the launch's timing handle (timing.h), 0: not timed */
+    bool pieces;                /* some chunk of the launch is managed in pieces */
     uint32_t *more;             /* the thread's scratch when n > LMS_TOKEN_FEW, else NULL */
     uint32_t few[LMS_TOKEN_FEW];
 } lms_launch_token;
