@@ -144,6 +144,54 @@ static void steady_no_malloc(void)
         OK(cuMemFree(table[i]));
 }
 
+typedef struct wide_job {
+    CUcontext ctx;
+    CUfunction f;
+    CUdeviceptr *table;
+} wide_job;
+
+/* A thread's wide launches: its scratch is made, then freed at its exit. */
+static void *wide_thread(void *arg)
+{
+    wide_job *j = arg;
+    void *args[] = {j->table};
+    if (cuCtxSetCurrent(j->ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    for (int i = 0; i < 50; i++)
+        if (cuLaunchKernel(j->f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL) != CUDA_SUCCESS)
+            return (void *)1;
+    return NULL;
+}
+
+/* Eight threads at once, twice over, launch 64 chunks each and exit: their
+ * scratches go with them (the sanitizer build reports a leak otherwise),
+ * and every chunk was found (fetched once). */
+static void threads_wide(void)
+{
+    CUcontext ctx = primary_context(0);
+    simgpu_kernel k = {"wide64", wide64, 1, {CHUNKS * sizeof(CUdeviceptr)}};
+    wide_job j = {.ctx = ctx, .f = sim_function(&k)};
+    CUdeviceptr table[CHUNKS];
+    for (int i = 0; i < CHUNKS; i++)
+        OK(cuMemAlloc(&table[i], 2 * MiB));
+    j.table = table;
+    uint64_t before = stats(0).prefetches;
+    for (int round = 0; round < 2; round++) {
+        pthread_t th[8];
+        for (int t = 0; t < 8; t++)
+            CHECK(pthread_create(&th[t], NULL, wide_thread, &j) == 0);
+        for (int t = 0; t < 8; t++) {
+            void *r;
+            CHECK(pthread_join(th[t], &r) == 0 && r == NULL);
+        }
+    }
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(stats(0).prefetches - before, CHUNKS);
+    check_budget(0);
+    for (int i = 0; i < CHUNKS; i++)
+        OK(cuMemFree(table[i]));
+}
+
 /* one_ptr(CUdeviceptr p): does nothing. */
 static void one_ptr(simgpu_launch *l, void **p)
 {
@@ -313,6 +361,7 @@ static void capture_variants(void)
 static const test_case cases[] = {
     {"capture_variants", capture_variants},
     {"steady_no_malloc", steady_no_malloc},
+    {"threads_wide", threads_wide},
     {"stream_device_reuse", stream_device_reuse},
 };
 
