@@ -237,6 +237,75 @@ static void stream_device_reuse(void)
     OK(cuMemFree(x1));
 }
 
+typedef struct unload_job {
+    CUcontext ctx;
+    CUfunction f;
+    CUdeviceptr x;
+    int failures;
+} unload_job;
+
+/* Launches of a kernel whose layout stays cached, while another thread
+ * loads and unloads modules. */
+static void *launch_loop(void *arg)
+{
+    unload_job *j = arg;
+    void *args[] = {&j->x};
+    if (cuCtxSetCurrent(j->ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    for (int i = 0; i < 20000; i++)
+        if (cuLaunchKernel(j->f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL) != CUDA_SUCCESS)
+            j->failures++;
+    return NULL;
+}
+
+/* Four threads scan launches (reading the layout cache together) while
+ * this one loads a module, launches its kernel and unloads it, 300 times:
+ * every unload empties the cache under the launches; nothing deadlocks
+ * (the lock prefers writers, and no thread holds it twice), every launch
+ * succeeds, and the new module's kernel (a reused handle) is scanned by
+ * its own layout each time (its chunk fetched once). */
+static void unload_while_launching(void)
+{
+    CUcontext ctx = primary_context(0);
+    simgpu_kernel k = {"one_ptr", one_ptr, 1, {sizeof(CUdeviceptr)}};
+    simgpu_kernel big = {"big16", one_ptr, 2, {8, 16}};
+    CUfunction f = sim_function(&k);
+    OK(simgpu_register_kernel(&big));
+    unload_job j[4];
+    CUdeviceptr y;
+    OK(cuMemAlloc(&y, 2 * MiB));
+    for (int t = 0; t < 4; t++) {
+        j[t] = (unload_job){.ctx = ctx, .f = f};
+        OK(cuMemAlloc(&j[t].x, 2 * MiB));
+    }
+    uint64_t before = stats(0).prefetches;
+    pthread_t th[4];
+    for (int t = 0; t < 4; t++)
+        CHECK(pthread_create(&th[t], NULL, launch_loop, &j[t]) == 0);
+    CUdeviceptr none = 0;
+    struct { CUdeviceptr p, q; } second = {y, 0};   /* the 16-byte parameter */
+    void *args[] = {&none, &second};
+    for (int i = 0; i < 300; i++) {
+        CUmodule m;
+        CUfunction g;
+        OK(cuModuleLoadData(&m, "again"));
+        OK(cuModuleGetFunction(&g, m, "big16"));
+        OK(cuLaunchKernel(g, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+        OK(cuCtxSynchronize());
+        OK(cuModuleUnload(m));
+    }
+    for (int t = 0; t < 4; t++) {
+        void *r;
+        CHECK(pthread_join(th[t], &r) == 0 && r == NULL);
+        CHECK_EQ_U(j[t].failures, 0);
+    }
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(stats(0).prefetches - before, 5);   /* each chunk found, fetched once */
+    for (int t = 0; t < 4; t++)
+        OK(cuMemFree(j[t].x));
+    OK(cuMemFree(y));
+}
+
 /* ---- captures ------------------------------------------------------------ */
 
 typedef CUresult (*begin1_fn)(CUstream);
@@ -363,6 +432,7 @@ static const test_case cases[] = {
     {"steady_no_malloc", steady_no_malloc},
     {"threads_wide", threads_wide},
     {"stream_device_reuse", stream_device_reuse},
+    {"unload_while_launching", unload_while_launching},
 };
 
 TEST_MAIN(cases)
