@@ -20,6 +20,9 @@
  * added time is the residency engine's decisions plus the driver calls it
  * makes (prefetches, events), with N = 10 and N = 10,000 live chunks.
  *
+ * "launch, 64 chunks" passes 64 resident managed chunks to one launch (more
+ * than a launch token holds inline).
+ *
  * usage: allocbench [rounds [iterations]]   (LD_LIBRARY_PATH must hold build/sim)
  */
 #include <cuda.h>
@@ -51,7 +54,7 @@ typedef struct api {
     launch_fn launch;
 } api;
 
-/* A kernel with ten pointer parameters that does nothing. */
+/* The body of the benchmark kernels: does nothing. */
 static void empty_kernel(simgpu_launch *l, void **p)
 {
     (void)l;
@@ -61,6 +64,14 @@ static void empty_kernel(simgpu_launch *l, void **p)
 static CUfunction kernel;
 static void *kernel_args[10];
 static CUdeviceptr kernel_ptrs[10];
+
+/* The wide launch: 32 parameters of 16 bytes, each two pointers, so one
+ * launch passes WIDE_CHUNKS managed chunks. */
+#define WIDE_PARAMS 32
+#define WIDE_CHUNKS (2 * WIDE_PARAMS)
+static CUfunction kernel_wide;
+static void *wide_args[WIDE_PARAMS];
+static CUdeviceptr wide_ptrs[WIDE_CHUNKS];
 
 #define EVICT_CHUNK (64 << 10)   /* bytes of each chunk of the eviction rows */
 
@@ -84,9 +95,11 @@ static int load(void *h, api *a)
     return a->alloc && a->free && a->attr && a->info && a->launch ? 0 : -1;
 }
 
-enum { CASE_PAIR_4K, CASE_PAIR_48K, CASE_QUERY, CASE_INFO, CASE_LAUNCH_FAST, CASE_LAUNCH_SCAN, CASES };
+enum { CASE_PAIR_4K, CASE_PAIR_48K, CASE_QUERY, CASE_INFO, CASE_LAUNCH_FAST, CASE_LAUNCH_SCAN, CASE_LAUNCH_WIDE,
+       CASES };
 static const char *const case_names[CASES] = {"alloc+free 4 KiB", "alloc+free 48 KiB", "pointer query",
-                                              "cuMemGetInfo", "launch, no managed", "launch, 10-param scan"};
+                                              "cuMemGetInfo", "launch, no managed", "launch, 10-param scan",
+                                              "launch, 64 chunks"};
 
 /* ns per operation of one case through one API; -1 on a CUDA error. */
 static double run(const api *a, int which, long iters, CUdeviceptr probe)
@@ -108,6 +121,10 @@ static double run(const api *a, int which, long iters, CUdeviceptr probe)
             break;
         case CASE_INFO:
             if (a->info(&f, &t) != CUDA_SUCCESS)
+                return -1;
+            break;
+        case CASE_LAUNCH_WIDE:
+            if (a->launch(kernel_wide, 1, 1, 1, 32, 1, 1, 0, NULL, wide_args, NULL) != CUDA_SUCCESS)
                 return -1;
             break;
         default:
@@ -311,8 +328,14 @@ int main(int argc, char **argv)
     CUresult (*load_module)(CUmodule *, const void *) = (CUresult(*)(CUmodule *, const void *))dlsym(drv, "cuModuleLoadData");
     CUresult (*get_function)(CUfunction *, CUmodule, const char *) =
         (CUresult(*)(CUfunction *, CUmodule, const char *))dlsym(drv, "cuModuleGetFunction");
+    simgpu_kernel kw = {"empty_wide", empty_kernel, WIDE_PARAMS, {0}};
+    for (int i = 0; i < WIDE_PARAMS; i++) {
+        kw.param_sizes[i] = 2 * sizeof(CUdeviceptr);
+        wide_args[i] = &wide_ptrs[2 * i];
+    }
     CUmodule mod;
-    if (simgpu_register_kernel(&k) || load_module(&mod, "bench") || get_function(&kernel, mod, "empty10"))
+    if (simgpu_register_kernel(&k) || simgpu_register_kernel(&kw) || load_module(&mod, "bench") ||
+        get_function(&kernel, mod, "empty10") || get_function(&kernel_wide, mod, "empty_wide"))
         return 1;
     for (int i = 0; i < 10; i++) {
         if (bare.alloc(&kernel_ptrs[i], 4096) != CUDA_SUCCESS)
@@ -369,6 +392,9 @@ int main(int argc, char **argv)
     for (int c = 0; c < CASES; c++) {
         if (c == CASE_LAUNCH_SCAN && hooked.alloc(&managed, 2 << 20) != CUDA_SUCCESS)
             return 1;   /* from now on a managed chunk exists: launches are scanned */
+        for (int i = 0; c == CASE_LAUNCH_WIDE && i < WIDE_CHUNKS; i++)
+            if (hooked.alloc(&wide_ptrs[i], 1 << 20) != CUDA_SUCCESS)
+                return 1;   /* managed, and all fit: fetched by the first launch, then resident */
         for (int r = 0; r < rounds; r++)
             for (int side = 0; side < 2; side++) {        /* bare, then hooked, each round */
                 t[side][c][r] = run(side ? &hooked : &bare, c, c < CASE_QUERY ? iters : iters * 4, probe);
@@ -385,6 +411,8 @@ int main(int argc, char **argv)
         return 1;
     }
     hooked.free(managed);
+    for (int i = 0; i < WIDE_CHUNKS; i++)
+        hooked.free(wide_ptrs[i]);
     printf("allocbench: %d rounds x %ld iterations, medians (ns per operation)\n", rounds, iters);
     printf("%-20s %10s %10s %8s %12s\n", "case", "bare", "lmshim", "ratio", "added (ns)");
     for (int c = 0; c < CASES; c++) {

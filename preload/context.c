@@ -120,7 +120,9 @@ static bool primary_inactive(CUdevice dev)
             return PASS(sym, arg);                                                \
         lms_place_context_begin();                                                \
         CUcontext ctx = (find);                                                   \
+        lms_driver_streams_end_begin();   /* its streams may go: handles reused */ \
         CUresult r = REAL(sym)(arg);                                              \
+        lms_driver_streams_end_done();                                            \
         if (r == CUDA_SUCCESS && (gone))                                          \
             context_gone(ctx);                                                    \
         lms_place_context_end();                                                  \

@@ -15,6 +15,10 @@
 CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *out, CUgraph g,
                                                    CUDA_GRAPH_INSTANTIATE_PARAMS *p);
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                  const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode);
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
 
 typedef enum {
 #define LMS_HOOK(sym, base, version, ptds, required) LMS_HOOK_##sym,

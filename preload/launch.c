@@ -17,12 +17,12 @@ static CUstream effective(CUstream s, bool ptds)
     return !s && ptds ? CU_STREAM_PER_THREAD : s;
 }
 
-/* Residency work before a launch; the token goes to after(). */
+/* Residency work before a launch; the token goes to after(). The
+ * parameters are read here, their chunks found by the residency engine. */
 static void before(CUfunction f, CUstream s, void **params, void **extra, lms_launch_token *tok)
 {
-    const uint32_t *ids;
-    int n = lms_launch_chunks(f, params, extra, &ids);
-    lms_residency_before(lms_driver_stream_device(s), s, (uintptr_t)f, ids, n, tok);
+    lms_scan scan = lms_launch_words(f, params, extra);
+    lms_residency_before_scan(lms_driver_stream_device(s), s, (uintptr_t)f, &scan, tok);
 }
 
 #define LAUNCH_HOOK(sym, ptds)                                                                     \

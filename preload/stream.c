@@ -12,14 +12,17 @@
 
 /* Forgets the stream before the real destroy: once that returns, another
  * thread may already get the handle for a new stream. A destroy that fails
- * (a bad handle) has cost the stream its slot: it waits for fetches again. */
+ * (a bad handle) has cost the stream its slot: it waits for fetches again.
+ * The cached devices of streams are dropped around the real call. */
 #define STREAM_DESTROY_HOOK(sym)                                                   \
     LMS_EXPORT CUresult sym(CUstream s)                                            \
     {                                                                              \
         if (!LMS_ENTER(sym))                                       \
             return PASS(sym, s);                                                   \
         lms_residency_stream_gone(s);                                              \
+        lms_driver_streams_end_begin();                                            \
         CUresult r = REAL(sym)(s);                                                 \
+        lms_driver_streams_end_done();                                             \
         lms_hook_leave();                                                          \
         return r;                                                                  \
     }

@@ -36,10 +36,46 @@ static deferred *list;        /* not yet released, under lock */
 static deferred *released;    /* released: kept (a graph may run their node again), never walked */
 static atomic_int due;        /* records in state 1 */
 
+/* Captures begun through the hooks and not seen ending: while there is
+ * none, no stream captures (a stream joins a capture only while its origin
+ * captures), and lms_capture_busy need not ask the driver. Counted before
+ * the real begin, so a launch the program orders after a begin sees it. */
+static atomic_int captures_open;
+/* A capture ended that was not seen beginning: from then on every
+ * lms_capture_busy asks the driver. */
+static atomic_bool captures_unseen;
+
+void lms_capture_untracked(void) { atomic_store(&captures_unseen, true); }
+void lms_capture_begin_call(void) { atomic_fetch_add(&captures_open, 1); }
+void lms_capture_begin_failed(void) { atomic_fetch_sub(&captures_open, 1); }
+
+bool lms_capture_active(CUstream stream)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    return lms_drv.cuStreamIsCapturing && lms_drv.cuStreamIsCapturing(stream, &st) == CUDA_SUCCESS &&
+           st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void lms_capture_end_call(CUstream stream, bool was)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (!was || !lms_drv.cuStreamIsCapturing || lms_drv.cuStreamIsCapturing(stream, &st) != CUDA_SUCCESS ||
+        st != CU_STREAM_CAPTURE_STATUS_NONE)
+        return;   /* not ended here (or cannot tell): the count stays, which only costs a query */
+    if (atomic_fetch_sub(&captures_open, 1) <= 0) {
+        atomic_fetch_add(&captures_open, 1);
+        if (!atomic_exchange(&captures_unseen, true))
+            lms_log(LMS_LEVEL_INFO, "a stream capture ended that began before lmshim saw it: every launch "
+                                    "now asks whether its stream captures");
+    }
+}
+
 bool lms_capture_busy(CUstream stream)
 {
     if (!lms_drv.cuStreamIsCapturing)
         return false;
+    if (atomic_load(&captures_open) <= 0 && !atomic_load_explicit(&captures_unseen, memory_order_relaxed))
+        return false;   /* no capture anywhere */
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult r = lms_drv.cuStreamIsCapturing(stream, &st);
     return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;

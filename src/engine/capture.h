@@ -18,8 +18,29 @@
  * the stream alone (it captures, or is the legacy stream tied to a capture). */
 bool lms_capture_before_work(CUstream stream);
 
-/* True when `stream` captures or cannot be asked (no residency work on it). */
+/* True when `stream` captures or cannot be asked (no residency work on it).
+ * Without a capture begun through the hooks and not yet ended, false at
+ * once: no stream captures then. */
 bool lms_capture_busy(CUstream stream);
+
+/* The hooks of cuStreamBeginCapture* (every variant, counted even when the
+ * hook passes through): begin_call before the real call, begin_failed
+ * after it when it failed. */
+void lms_capture_begin_call(void);
+void lms_capture_begin_failed(void);
+
+/* A begin entry point went to the program without a hook (a variant
+ * hooks.def lacks): captures may begin unseen, so lms_capture_busy asks
+ * the driver from now on. Only an atomic store: safe inside dlsym. */
+void lms_capture_untracked(void);
+
+/* True when `stream` captures (or its capture was invalidated), by the
+ * driver; false on an error. */
+bool lms_capture_active(CUstream stream);
+
+/* After a real cuStreamEndCapture* on `stream`, which captured before it
+ * when `was`: a capture that ended there is counted off. */
+void lms_capture_end_call(CUstream stream, bool was);
 
 /* A stream-ordered free of an off-device chunk `c` (managed or pinned host,
  * already out of the chunk map) on `stream`. Returns false when the stream

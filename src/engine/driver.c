@@ -1,11 +1,14 @@
 /*
  * driver.c — finding the real driver (see driver.h). The shim's own dlsym
- * filters lookups, so the real dlsym is called directly here.
+ * filters lookups, so the real dlsym is called directly here. Also the
+ * device of a stream, cached per thread.
  */
 #include "driver.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "elf_symbol.h"
 #include "log.h"
@@ -93,11 +96,53 @@ int lms_driver_current_device(void)
     return d;
 }
 
+/* The device of the streams a thread asked about lately, so that a launch
+ * need not ask the driver each time: a few entries per thread (direct
+ * mapped by handle), each valid while `streams_gen` has not moved since it
+ * was made. The driver hands a destroyed stream's handle to a later stream,
+ * perhaps of another device, so every stream destroy and every context end
+ * (which destroys the context's streams) moves it, before and after the
+ * real call; while one is under way (`streams_ending`) the cache is neither
+ * read nor filled. The default streams are not cached: they name the
+ * current context's stream, and the thread's current context changes
+ * without a call lmshim sees each time (cuCtxGetDevice answers it). */
+#define STREAM_CACHE 4   /* entries per thread (96 bytes of static TLS) */
+
+typedef struct stream_device {
+    CUstream stream;
+    uint64_t gen;             /* streams_gen when it was asked; 0: empty */
+    int device;
+} stream_device;
+
+static __thread stream_device stream_cache[STREAM_CACHE] __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t streams_gen = 1;
+static atomic_int streams_ending;   /* stream destroys and context ends under way */
+
+void lms_driver_streams_end_begin(void)
+{
+    atomic_fetch_add(&streams_ending, 1);
+    atomic_fetch_add(&streams_gen, 1);
+}
+
+void lms_driver_streams_end_done(void)
+{
+    atomic_fetch_add(&streams_gen, 1);
+    atomic_fetch_sub(&streams_ending, 1);
+}
+
 int lms_driver_stream_device(CUstream stream)
 {
     CUdevice d;
-    if (stream && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD &&
-        lms_drv.cuStreamGetDevice && lms_drv.cuStreamGetDevice(stream, &d) == CUDA_SUCCESS)
-        return d;
-    return lms_driver_current_device();
+    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD || !lms_drv.cuStreamGetDevice)
+        return lms_driver_current_device();
+    uint64_t gen = atomic_load(&streams_gen);
+    bool quiet = atomic_load(&streams_ending) == 0;
+    stream_device *e = &stream_cache[((uintptr_t)stream >> 4) % STREAM_CACHE];
+    if (quiet && e->stream == stream && e->gen == gen)
+        return e->device;
+    if (lms_drv.cuStreamGetDevice(stream, &d) != CUDA_SUCCESS)
+        return lms_driver_current_device();
+    if (quiet)
+        *e = (stream_device){.stream = stream, .gen = gen, .device = d};
+    return d;
 }

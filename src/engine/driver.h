@@ -48,7 +48,17 @@ bool lms_driver_is_own(const void *p);
 /* The device of the current context, or -1 (no context or no driver). */
 int lms_driver_current_device(void);
 
-/* The device of a stream (NULL: the current context's), or -1. */
+/* The device of a stream (NULL: the current context's), or -1. An
+ * explicit stream's answer is cached per thread until a stream or context
+ * ends (the calls below). */
 int lms_driver_stream_device(CUstream stream);
+
+/* Around a real call that may destroy streams (cuStreamDestroy, the end of
+ * a context): the driver may hand their handles to new streams, so the
+ * cached answers of lms_driver_stream_device are dropped, and none is
+ * cached or used while such a call is under way. begin before the real
+ * call, done after it, whatever it returned. */
+void lms_driver_streams_end_begin(void);
+void lms_driver_streams_end_done(void);
 
 #endif

@@ -7,8 +7,12 @@
  * Layouts are cached per handle value, a CUfunction or a CUkernel alike,
  * and only when the driver gave a definite answer. The driver reuses handle
  * values after cuModuleUnload/cuLibraryUnload, so an unload empties the
- * cache; the unload and the scans are serialised by `layout_lock`, so no
- * scan reads parameters with the layout of an unloaded kernel.
+ * cache. `layout_lock` is a read-write lock: scans that find their layout
+ * cached read it together (a read hold); a miss, which fills the cache, and
+ * an unload, which runs the real call and empties the cache, hold it
+ * alone, so no scan reads parameters with the layout of an unloaded kernel.
+ * Writers are preferred (a stream of scans from many threads cannot starve
+ * an unload); no thread takes a read hold twice, which that would forbid.
  */
 #include "launch.h"
 
@@ -38,7 +42,7 @@ typedef struct layout {
 
 static layout layouts[LAYOUTS];
 static int nlayouts;
-static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t layout_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static atomic_bool said_no_info;
 static atomic_uint said_unsure;
 
@@ -183,9 +187,32 @@ static bool read_layout(uintptr_t h, layout *l)
     return false;
 }
 
+/* The first slot to probe for h. */
+static size_t home_of(uintptr_t h)
+{
+    return ((h >> 4) * 0x9e3779b97f4a7c15ull >> 52) % LAYOUTS;   /* 12 bits */
+}
+
+/* The cached layout of h, or NULL (a miss, or no layout can be had). Under
+ * a read or write hold of layout_lock; valid until it is released. */
+static const layout *cached(uintptr_t h)
+{
+    if (!h || (!lms_drv.cuFuncGetParamInfo && !lms_drv.cuKernelGetParamInfo))
+        return NULL;
+    size_t at = home_of(h);
+    for (size_t k = 0; k < LAYOUTS; k++) {
+        layout *s = &layouts[(at + k) % LAYOUTS];
+        if (s->h == h)
+            return s;
+        if (!s->h)
+            break;
+    }
+    return NULL;
+}
+
 /* The cached layout of h, read from the driver on a miss; NULL when the
  * driver cannot say (then nothing is cached, and the next launch asks
- * again). Under layout_lock; valid until it is released. */
+ * again). Under a write hold of layout_lock; valid until it is released. */
 static const layout *layout_of(uintptr_t h)
 {
     if (!lms_drv.cuFuncGetParamInfo && !lms_drv.cuKernelGetParamInfo) {
@@ -196,14 +223,10 @@ static const layout *layout_of(uintptr_t h)
     }
     if (!h)
         return NULL;
-    size_t at = ((h >> 4) * 0x9e3779b97f4a7c15ull >> 52) % LAYOUTS;   /* 12 bits */
-    for (size_t k = 0; k < LAYOUTS; k++) {
-        layout *s = &layouts[(at + k) % LAYOUTS];
-        if (s->h == h)
-            return s;
-        if (!s->h)
-            break;
-    }
+    const layout *hit = cached(h);
+    if (hit)
+        return hit;
+    size_t at = home_of(h);
     layout l;
     if (!read_layout(h, &l))
         return NULL;
@@ -228,12 +251,33 @@ static int gather(const char *p, size_t len, uint64_t *words, int n)
     return n;
 }
 
-int lms_launch_chunks(CUfunction f, void **params, void **extra, const uint32_t **ids)
+/* Appends to words the words of the parameters of h that can hold a
+ * pointer, by its layout (none when it cannot be had). A cached layout is
+ * read under a read hold of layout_lock; a miss takes the write hold. */
+static int gather_params(uintptr_t h, void **params, uint64_t *words)
 {
-    scratch *s = thread_scratch();
-    *ids = s ? s->ids : NULL;
-    if (!s)
+    if (!h || (!lms_drv.cuFuncGetParamInfo && !lms_drv.cuKernelGetParamInfo)) {
+        (void)layout_of(h);   /* no layout to read: it says why, once */
         return 0;
+    }
+    int n = 0;
+    pthread_rwlock_rdlock(&layout_lock);
+    const layout *l = cached(h);
+    if (!l) {   /* ask the driver, alone: no unload meanwhile */
+        pthread_rwlock_unlock(&layout_lock);
+        pthread_rwlock_wrlock(&layout_lock);
+        l = layout_of(h);
+    }
+    for (uint32_t i = 0; l && i < l->n && n < MAX_WORDS; i++)
+        if (params[l->p[i].index])
+            n = gather(params[l->p[i].index], l->p[i].size, words, n);
+    pthread_rwlock_unlock(&layout_lock);
+    return n;
+}
+
+/* The words of a launch's parameters into s->words; returns how many. */
+static int gather_launch(scratch *s, CUfunction f, void **params, void **extra)
+{
     int n = 0;
     if (extra) {
         /* The buffer form says its own size: exactly that much is read. */
@@ -248,37 +292,63 @@ int lms_launch_chunks(CUfunction f, void **params, void **extra, const uint32_t 
         if (buf)
             n = gather(buf, len < MAX_PARAM_BYTES ? len : MAX_PARAM_BYTES, s->words, n);
     } else if (params) {
-        pthread_mutex_lock(&layout_lock);
-        const layout *l = layout_of((uintptr_t)f);
-        for (uint32_t i = 0; l && i < l->n && n < MAX_WORDS; i++)
-            if (params[l->p[i].index])
-                n = gather(params[l->p[i].index], l->p[i].size, s->words, n);
-        pthread_mutex_unlock(&layout_lock);
+        n = gather_params((uintptr_t)f, params, s->words);
     }
+    return n;
+}
+
+int lms_launch_chunks(CUfunction f, void **params, void **extra, const uint32_t **ids)
+{
+    scratch *s = thread_scratch();
+    *ids = s ? s->ids : NULL;
+    if (!s)
+        return 0;
+    int n = gather_launch(s, f, params, extra);
     return n ? lms_residency_find(s->words, n, s->ids, MAX_WORDS) : 0;
+}
+
+lms_scan lms_launch_words(CUfunction f, void **params, void **extra)
+{
+    scratch *s = thread_scratch();
+    if (!s)
+        return (lms_scan){0};
+    return (lms_scan){.words = s->words, .n = gather_launch(s, f, params, extra), .room = s->ids, .max = MAX_WORDS};
 }
 
 const char *lms_launch_name(CUfunction f)
 {
-    pthread_mutex_lock(&layout_lock);
-    const layout *l = layout_of((uintptr_t)f);
+    pthread_rwlock_rdlock(&layout_lock);
+    const layout *l = cached((uintptr_t)f);
+    if (!l) {
+        pthread_rwlock_unlock(&layout_lock);
+        pthread_rwlock_wrlock(&layout_lock);
+        l = layout_of((uintptr_t)f);
+    }
     const char *name = l && l->name ? l->name : "";
-    pthread_mutex_unlock(&layout_lock);
+    pthread_rwlock_unlock(&layout_lock);
     return name;
 }
 
 void lms_launch_unload_begin(void)
 {
-    pthread_mutex_lock(&layout_lock);
+    pthread_rwlock_wrlock(&layout_lock);
 }
 
 void lms_launch_unload_end(bool unloaded)
 {
     if (unloaded)
         forget_all();
-    pthread_mutex_unlock(&layout_lock);
+    pthread_rwlock_unlock(&layout_lock);
 }
 
-void lms_launch_fork_prepare(void) { pthread_mutex_lock(&layout_lock); }
-void lms_launch_fork_parent(void) { pthread_mutex_unlock(&layout_lock); }
-void lms_launch_fork_child(void) { pthread_mutex_init(&layout_lock, NULL); }
+void lms_launch_fork_prepare(void) { pthread_rwlock_wrlock(&layout_lock); }
+void lms_launch_fork_parent(void) { pthread_rwlock_unlock(&layout_lock); }
+
+void lms_launch_fork_child(void)
+{
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&layout_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+}

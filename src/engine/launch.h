@@ -16,6 +16,12 @@
  * thread's scratch, valid until its next call. */
 int lms_launch_chunks(CUfunction f, void **params, void **extra, const uint32_t **ids);
 
+/* The words of f's parameters that may hold pointers, as lms_launch_chunks
+ * reads them, with room for the ids of the chunks they point into (both in
+ * this thread's scratch, valid until its next call; n 0 when there is
+ * none): for lms_residency_before_scan, which finds the chunks. */
+lms_scan lms_launch_words(CUfunction f, void **params, void **extra);
+
 /* The kernel's name (cuFuncGetName or cuKernelGetName, cached), or "" when
  * unknown. Valid until the kernel's module or library is unloaded. */
 const char *lms_launch_name(CUfunction f);

@@ -356,11 +356,6 @@ static void add_pieces(int i, uint64_t v, uint32_t *ids, int *found, int max)
     }
 }
 
-/* The order in which the latest find on this thread met its chunks: a
- * hash of (parameter word, chunk) pairs. Sorted ids alone do not tell
- * conv(a -> b) from conv(b -> a); the launch's price signature needs to. */
-static _Thread_local uint64_t find_roles __attribute__((tls_model("initial-exec")));
-
 /* Mixes a value into a hash. */
 static uint64_t mix_role(uint64_t h, uint64_t v)
 {
@@ -368,11 +363,14 @@ static uint64_t mix_role(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
-int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
+/* lms_residency_find under map_lock; *roles gets the order in which the
+ * find met its chunks: a hash of (parameter word, chunk) pairs. Sorted ids
+ * alone do not tell conv(a -> b) from conv(b -> a); the launch's price
+ * signature needs to. */
+static int find_locked(const uint64_t *words, int n, uint32_t *ids, int max, uint64_t *roles_out)
 {
     int found = 0;
     uint64_t roles = 0;
-    pthread_rwlock_rdlock(&map_lock);
     if (naddr > 0) {
         uint64_t lo = by_addr[0]->ptr, hi = by_addr[naddr - 1]->ptr + by_addr[naddr - 1]->size;
         for (int w = 0; w < n && found < max; w++) {
@@ -389,8 +387,16 @@ int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
             roles = mix_role(roles, (uint64_t)w << 32 | by_addr[i]->pc.id);
         }
     }
+    *roles_out = roles;
+    return found;
+}
+
+int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
+{
+    uint64_t roles;
+    pthread_rwlock_rdlock(&map_lock);
+    int found = find_locked(words, n, ids, max, &roles);
     pthread_rwlock_unlock(&map_lock);
-    find_roles = roles;
     return found;
 }
 
@@ -898,14 +904,69 @@ static const lms_plan_ops live_ops = {
     .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost,
 };
 
+/* ---- a thread's memory for wide launches ------------------------------------ */
+
+/* What a launch of more than LMS_TOKEN_FEW chunks needs beyond its token:
+ * the token's ids, the chunks it pins, and room for the ids the trace and
+ * the timing pass on. One per thread, grown to its widest launch and kept,
+ * so the steady state allocates nothing; freed at thread exit through a
+ * pthread key. A thread runs one launch hook at a time (a nested call
+ * passes through), so the scratch serves one launch from before() to
+ * after(). */
+typedef struct wide_scratch {
+    size_t cap;               /* entries of each array */
+    lms_plan_chunk **mine;    /* the chunks the launch pinned */
+    uint32_t *ids;            /* the token's ids (tok->more) */
+    uint32_t *aux;            /* the trace's chunk ids, then the ids read in place */
+} wide_scratch;
+
+static __thread wide_scratch *own_wide __attribute__((tls_model("initial-exec")));
+static pthread_key_t wide_key;
+static bool have_wide_key;    /* wide_key was made (the program may have taken every key) */
+static pthread_once_t wide_once = PTHREAD_ONCE_INIT;
+
+/* Thread exit: the scratch goes (a later launch in a destructor makes a new one). */
+static void free_wide(void *s)
+{
+    free(s);
+    own_wide = NULL;
+}
+static void make_wide_key(void) { have_wide_key = pthread_key_create(&wide_key, free_wide) == 0; }
+
+/* This thread's scratch with room for n entries per array (one block: the
+ * struct, then the arrays), or NULL when it cannot have it (no memory, no
+ * pthread key left); a scratch too small is replaced, at least doubling. */
+static wide_scratch *wide_scratch_for(int n)
+{
+    wide_scratch *s = own_wide;
+    if (s && s->cap >= (size_t)n)
+        return s;
+    pthread_once(&wide_once, make_wide_key);
+    if (!have_wide_key)
+        return NULL;
+    size_t cap = s && s->cap * 2 > (size_t)n ? s->cap * 2 : (size_t)n;
+    wide_scratch *g = malloc(sizeof *g + cap * (sizeof *g->mine + 2 * sizeof *g->ids));
+    if (!g)
+        return NULL;
+    if (pthread_setspecific(wide_key, g) != 0) {
+        free(g);
+        return NULL;
+    }
+    free(s);
+    g->cap = cap;
+    g->mine = (lms_plan_chunk **)(g + 1);
+    g->ids = (uint32_t *)(g->mine + cap);
+    g->aux = g->ids + cap;
+    own_wide = g;
+    return g;
+}
+
 /* Times the launch when it is sampled (timing.c): the chunks it reads in
  * place (ids with REMOTE_BIT, by their chunk's id) and their bytes go with
- * the start event. Under the device lock and map_lock. */
-static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t *tids, int n)
+ * the start event; remote (n entries, the caller's) is room for those ids.
+ * Under the device lock and map_lock. */
+static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t *tids, int n, uint32_t *remote)
 {
-    uint32_t few[LMS_TOKEN_FEW], *remote = n > LMS_TOKEN_FEW ? malloc((size_t)n * sizeof *remote) : few;
-    if (!remote)
-        return 0;
     int k = 0;
     uint64_t bytes = 0;
     for (int i = 0; i < n; i++) {
@@ -919,29 +980,21 @@ static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t
         if (k == 0 || remote[k - 1] != id)   /* pieces of a chunk have consecutive ids */
             remote[k++] = id;
     }
-    int h = lms_timing_begin(l->device, l->stream, seq, fn, l->sig, remote, k, bytes);
-    if (remote != few)
-        free(remote);
-    return h;
+    return lms_timing_begin(l->device, l->stream, seq, fn, l->sig, remote, k, bytes);
 }
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces
- * by its first piece's id, the id its allocation was traced with). */
-static void trace_launch(int device, uint64_t seq, uintptr_t fn, CUstream stream, const uint32_t *ids, int n)
+ * by its first piece's id, the id its allocation was traced with);
+ * chunk_ids (n entries, the caller's) is room for them. Under map_lock. */
+static void trace_launch(int device, uint64_t seq, uintptr_t fn, CUstream stream, const uint32_t *ids, int n,
+                         uint32_t *chunk_ids)
 {
-    uint32_t *chunk_ids = n > 0 ? malloc((size_t)n * sizeof *chunk_ids) : NULL;
     int m = 0;
-    if (chunk_ids) {
-        pthread_rwlock_rdlock(&map_lock);
-        for (int i = 0; i < n; i++) {
-            res_chunk *c = chunk_of(ids[i]);
-            add_id(chunk_ids, &m, n, c && c->group ? c->group->pc.id : ids[i]);
-        }
-        pthread_rwlock_unlock(&map_lock);
+    for (int i = 0; i < n; i++) {
+        res_chunk *c = chunk_of(ids[i]);
+        add_id(chunk_ids, &m, n, c && c->group ? c->group->pc.id : ids[i]);
     }
-    lms_trace_launch(device, seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream,
-                     chunk_ids ? chunk_ids : ids, chunk_ids ? m : n);
-    free(chunk_ids);
+    lms_trace_launch(device, seq, fn, lms_launch_name((CUfunction)fn), (uint64_t)(uintptr_t)stream, chunk_ids, m);
 }
 
 /* The first piece of the next chunk managed in pieces among ids[*i..n)
@@ -975,12 +1028,17 @@ static void wait_groups(live *l, const uint32_t *ids, int n)
                 op_wait_ready(l, &g[k].pc);
 }
 
-void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
-                          lms_launch_token *tok)
+/* Before a launch (lms_residency_before and _before_scan): its chunks are
+ * ids[0..n), or, with `scan`, those its words point into, found under the
+ * same hold of map_lock as the rest of the launch's decisions. */
+static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n, const lms_scan *scan,
+                   lms_launch_token *tok)
 {
     tok->device = -1;
     tok->more = NULL;
     tok->timed = 0;
+    tok->n = 0;
+    tok->pieces = false;
     if (lms_capture_before_work(stream))
         return;   /* captured, not run: the graph's launch does this work */
     lms_account *a = lms_account_of(device);
@@ -995,41 +1053,45 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
     atomic_fetch_add(&a->launches_scanned, 1);
     tok->device = device;
     tok->seq = ++d->seq;
-    /* Every id is kept; if the memory for them cannot be had, the first
-     * LMS_TOKEN_FEW are (the rest are reached over the link). */
-    tok->more = n > LMS_TOKEN_FEW ? malloc((size_t)n * sizeof *ids) : NULL;
-    tok->n = n > LMS_TOKEN_FEW && !tok->more ? LMS_TOKEN_FEW : n;
+    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1};
+    if (d->plan.policy->on_demand) {
+        l.slot = slot_of(d, stream);   /* before map_lock: a takeover walks the chunks */
+        lms_timing_poll(device);
+    }
+    pthread_rwlock_rdlock(&map_lock);
+    uint64_t roles = 0;
+    if (scan) {
+        ids = scan->room;
+        n = scan->n > 0 ? find_locked(scan->words, scan->n, scan->room, scan->max, &roles) : 0;
+    }
+    /* Every id is kept, beyond LMS_TOKEN_FEW in the thread's scratch; if
+     * it cannot be had, the first LMS_TOKEN_FEW are (the rest are reached
+     * over the link). */
+    wide_scratch *ws = n > LMS_TOKEN_FEW ? wide_scratch_for(n) : NULL;
+    tok->more = ws ? ws->ids : NULL;
+    tok->n = n > LMS_TOKEN_FEW && !ws ? LMS_TOKEN_FEW : n;
     uint32_t *tids = tok->more ? tok->more : tok->few;
+    uint32_t few_aux[LMS_TOKEN_FEW], *aux = ws ? ws->aux : few_aux;   /* tok->n entries */
     if (tok->n > 0)   /* ids may be NULL when there are none */
         memcpy(tids, ids, (size_t)tok->n * sizeof *ids);
     if (lms_trace_on)
-        trace_launch(device, tok->seq, fn, stream, tids, tok->n);
-    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1};
-    if (d->plan.policy->on_demand) {
-        l.slot = slot_of(d, stream);
-        l.sig = lms_price_sig(fn, tids, tok->n) ^ find_roles;   /* the roles of this thread's scan, just made */
-        find_roles = 0;   /* a launch scanned without find (no parameters) must not inherit them */
-        lms_timing_poll(device);
-    }
-    lms_plan_chunk *few[LMS_TOKEN_FEW];
-    lms_plan_chunk **mine = tok->n > LMS_TOKEN_FEW ? malloc((size_t)tok->n * sizeof *mine) : few;
-    int nmine = mine ? tok->n : LMS_TOKEN_FEW;   /* without memory: the first few */
-    if (!mine)
-        mine = few;
-    pthread_rwlock_rdlock(&map_lock);
+        trace_launch(device, tok->seq, fn, stream, tids, tok->n, aux);
+    if (d->plan.policy->on_demand)
+        l.sig = lms_price_sig(fn, tids, tok->n) ^ roles;   /* the roles of this launch's scan */
+    lms_plan_chunk *few[LMS_TOKEN_FEW], **mine = ws ? ws->mine : few;   /* tok->n entries */
     int m = 0;
-    for (int i = 0; i < nmine; i++) {
+    for (int i = 0; i < tok->n; i++) {
         lms_plan_chunk *pc = op_lookup(&l, tids[i]);
         if (pc) {
             lms_plan_pin(&d->plan, pc);
             mine[m++] = pc;
+            tok->pieces |= ((res_chunk *)pc)->group != NULL;
         }
     }
-    /* Chunks beyond nmine are not pinned; after() unpins only those pinned. */
-    tok->n = nmine < tok->n ? nmine : tok->n;
     lms_plan_launch(&d->plan, &live_ops, &l, tok->seq, fn, tids, tok->n, mine, m);
     if (d->plan.policy->on_demand) {
-        wait_groups(&l, tids, tok->n);   /* after fetch-ahead: it may bring pieces this kernel reaches */
+        if (tok->pieces)
+            wait_groups(&l, tids, tok->n);   /* after fetch-ahead: it may bring pieces this kernel reaches */
         /* The chunks left off the device are read over the link: no copy
          * of them starts until after() has recorded this launch. */
         for (int i = 0; i < tok->n; i++) {
@@ -1040,12 +1102,22 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
             }
         }
         if (fn)   /* a graph's launch (fn 0) is many kernels: not timed */
-            tok->timed = time_launch(&l, tok->seq, fn, tids, tok->n);
+            tok->timed = time_launch(&l, tok->seq, fn, tids, tok->n, aux);
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
-    if (mine != few)
-        free(mine);
+}
+
+void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
+                          lms_launch_token *tok)
+{
+    before(device, stream, fn, ids, n, NULL, tok);
+}
+
+void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const lms_scan *scan,
+                               lms_launch_token *tok)
+{
+    before(device, stream, fn, NULL, 0, scan, tok);
 }
 
 bool lms_residency_reclaim(int device, uint64_t bytes)
@@ -1153,7 +1225,6 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     int slot = d->plan.policy->on_demand && tok->n > 0 ? slot_of(d, stream) : -1;
     if (tok->n == 0) {   /* no chunk to note: the chunk map is not read */
         pthread_mutex_unlock(&d->lock);
-        free(tok->more);
         tok->more = NULL;
         return;
     }
@@ -1183,7 +1254,8 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     /* The resident pieces of its chunks the launch may reach beyond those
      * judged needed are used too: their evictions wait for this kernel. */
     int gi = 0;
-    for (res_chunk *g; d->plan.policy->on_demand && (g = next_group(ids, tok->n, &gi, tok->device));) {
+    bool groups = d->plan.policy->on_demand && tok->pieces;
+    for (res_chunk *g; groups && (g = next_group(ids, tok->n, &gi, tok->device));) {
         for (uint32_t k = 0; k < g->pieces; k++) {
             if (!g[k].pc.resident)
                 continue;
@@ -1200,8 +1272,7 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     }
     pthread_rwlock_unlock(&map_lock);
     pthread_mutex_unlock(&d->lock);
-    free(tok->more);
-    tok->more = NULL;
+    tok->more = NULL;   /* the thread's scratch: kept for its next launch */
 }
 
 void lms_residency_pin(int device, const uint32_t *ids, int n, int delta)

@@ -39,17 +39,29 @@ void lms_residency_put_back(lms_res_chunk *taken);
  * (sorted, unique) and returns how many (at most max). */
 int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max);
 
+/* A launch's parameter words to find chunks in (launch.c), and room for
+ * the ids found; both the caller's. */
+typedef struct lms_scan {
+    const uint64_t *words;
+    int n;                      /* words */
+    uint32_t *room;             /* max entries */
+    int max;
+} lms_scan;
+
 #define LMS_TOKEN_FEW 16   /* chunk ids a token holds without allocating */
 
 /* What before() handed to after() for one launch: every chunk id of the
- * launch, in `few` or (more than LMS_TOKEN_FEW) in `more`, which after()
- * frees. Read them through lms_token_ids(). */
+ * launch, in `few` or (more than LMS_TOKEN_FEW) in `more`, the calling
+ * thread's scratch (kept for its next launch: a token lives from before()
+ * to after() on one thread, one at a time). Read them through
+ * lms_token_ids(). */
 typedef struct lms_launch_token {
     int device;                 /* -1: nothing to record */
     uint64_t seq;
     int n;
     int timed;                  /* the launch's timing handle (timing.h), 0: not timed */
-    uint32_t *more;             /* malloc'd when n > LMS_TOKEN_FEW, else NULL */
+    bool pieces;                /* some chunk of the launch is managed in pieces */
+    uint32_t *more;             /* the thread's scratch when n > LMS_TOKEN_FEW, else NULL */
     uint32_t few[LMS_TOKEN_FEW];
 } lms_launch_token;
 
@@ -64,13 +76,17 @@ static inline const uint32_t *lms_token_ids(const lms_launch_token *tok)
  * policy decides. */
 void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
                           lms_launch_token *tok);
+/* The same for a launch whose chunks are those scan->words point into:
+ * they are found (into scan->room) under the launch's one hold of the
+ * chunk map. */
+void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const lms_scan *scan,
+                               lms_launch_token *tok);
 /* Evicts resident managed chunks of `device` (the policy's victims) until
  * `bytes` more would fit in its budget, so that a device allocation need not
  * leave the device because fetched chunks fill it. False if it cannot. */
 bool lms_residency_reclaim(int device, uint64_t bytes);
 
-/* After the launch was issued on `stream`: record the chunks' last use, and
- * free what the token holds. */
+/* After the launch was issued on `stream`: record the chunks' last use. */
 void lms_residency_after(lms_launch_token *tok, CUstream stream);
 
 /* Adds delta to the pins of chunks ids[0..n) of `device`: a pinned chunk is
