@@ -9,13 +9,14 @@
  *   lmshim-<policy>  cudaMalloc under lmshim with each residency policy
  *
  * Each mode runs in its own process over the simulated GPU; the table gives
- * the modeled step time (after a first, warm-up step), its ratio to
+ * the modeled step time (after the warm-up steps, in which lmshim learns
+ * the step and times its choices), its ratio to
  * in-memory, faults, migrated and remote bytes per step; the SVG chart
  * plots throughput relative to in-memory against the oversubscription
  * ratio. Compute time per step defaults to the time to move the step's
  * working set over the link once (--compute-scale 1).
  *
- * usage: oversub [--ratios 0.5,1,1.5,2,3] [--budget-mib 1024] [--steps 4]
+ * usage: oversub [--ratios 0.5,1,1.5,2,3] [--budget-mib 1024] [--steps 6] [--warmup 3]
  *                [--layers 8] [--compute-scale 1] [--frac 0.5] [--svg out.svg]
  *                [--trace out.jsonl]
  *        oversub --worker ...   (one mode in this process; used by the above)
@@ -62,7 +63,7 @@ static void layer_kernel(simgpu_launch *l, void **p)
 typedef struct worker_opts {
     double ratio;
     size_t budget_mib;
-    int layers, steps;
+    int layers, steps, warmup;   /* the first `warmup` steps are not measured */
     double compute_scale;
     const char *alloc;   /* device, managed, host */
     const char *frac;    /* LMS_FRAC of the lmshim modes */
@@ -153,11 +154,12 @@ static int worker(const worker_opts *o)
         if (step == 0) {
             simgpu_get_counters(-1, &first);
             t_first = first.modeled_ns;
-            c0 = first;
         }
+        if (step == o->warmup - 1)
+            simgpu_get_counters(-1, &c0);
     }
     simgpu_get_counters(-1, &c1);
-    int n = o->steps - 1;
+    int n = o->steps - o->warmup;
     printf("RESULT oom=0 chunk_mib=%llu first_ms=%.3f step_ms=%.3f faults=%.1f to_device_mib=%.1f "
            "to_host_mib=%.1f remote_mib=%.1f\n",
            (unsigned long long)(s / MiB), t_first / 1e6, (c1.modeled_ns - c0.modeled_ns) / 1e6 / n,
@@ -202,12 +204,13 @@ static result run_mode(const char *self, const mode *m, double ratio, const work
     result r = {0};
     worker_paths p;
     worker_paths_of(self, &p);
-    char mem[32], ratio_s[32], budget_s[32], layers_s[16], steps_s[16], scale_s[32];
+    char mem[32], ratio_s[32], budget_s[32], layers_s[16], steps_s[16], warm_s[16], scale_s[32];
     snprintf(mem, sizeof mem, "%zuM", m->large_device ? o->budget_mib * 16 : o->budget_mib);
     snprintf(ratio_s, sizeof ratio_s, "%g", ratio);
     snprintf(budget_s, sizeof budget_s, "%zu", o->budget_mib);
     snprintf(layers_s, sizeof layers_s, "%d", o->layers);
     snprintf(steps_s, sizeof steps_s, "%d", o->steps);
+    snprintf(warm_s, sizeof warm_s, "%d", o->warmup);
     snprintf(scale_s, sizeof scale_s, "%g", o->compute_scale);
     worker_env env[8] = {{"LD_LIBRARY_PATH", p.sim}, {"SIMGPU_MEM", mem}, {"LD_PRELOAD", NULL}};
     size_t nenv = 3;
@@ -220,7 +223,7 @@ static result run_mode(const char *self, const mode *m, double ratio, const work
             env[nenv++] = (worker_env){"LMS_TRACE", trace};
     }
     char *argv[] = {(char *)self, "--worker", "--ratio", ratio_s, "--budget-mib", budget_s, "--layers", layers_s,
-                    "--steps", steps_s, "--compute-scale", scale_s, "--alloc", (char *)m->alloc, NULL};
+                    "--steps", steps_s, "--warmup", warm_s, "--compute-scale", scale_s, "--alloc", (char *)m->alloc, NULL};
     char buf[1024];
     if (!worker_run(argv, env, nenv, buf, sizeof buf))
         return r;
@@ -240,7 +243,7 @@ static result run_mode(const char *self, const mode *m, double ratio, const work
 
 int main(int argc, char **argv)
 {
-    worker_opts o = {.ratio = 2, .budget_mib = 1024, .layers = 8, .steps = 4, .compute_scale = 1,
+    worker_opts o = {.ratio = 2, .budget_mib = 1024, .layers = 8, .steps = 6, .warmup = 3, .compute_scale = 1,
                      .alloc = "device", .frac = "0.5"};
     bool is_worker = false;
     const char *svg = NULL, *trace = NULL, *ratios_s = "0.5,1,1.5,2,3";
@@ -260,6 +263,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--budget-mib") == 0) o.budget_mib = (size_t)atoll(v);
         else if (strcmp(a, "--layers") == 0) o.layers = atoi(v);
         else if (strcmp(a, "--steps") == 0) o.steps = atoi(v);
+        else if (strcmp(a, "--warmup") == 0) o.warmup = atoi(v);
         else if (strcmp(a, "--compute-scale") == 0) o.compute_scale = atof(v);
         else if (strcmp(a, "--alloc") == 0) o.alloc = v;
         else if (strcmp(a, "--frac") == 0) o.frac = v;
@@ -270,8 +274,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (o.layers < 1 || o.layers > 64 || o.steps < 2 || o.budget_mib < 64 || !(o.ratio > 0)) {
-        fprintf(stderr, "oversub: bad sizes (layers 1-64, steps >= 2, budget >= 64 MiB)\n");
+    if (o.layers < 1 || o.layers > 64 || o.steps < 2 || o.warmup < 1 || o.warmup >= o.steps || o.budget_mib < 64 ||
+        !(o.ratio > 0)) {
+        fprintf(stderr, "oversub: bad sizes (layers 1-64, steps >= 2, 1 <= warmup < steps, budget >= 64 MiB)\n");
         return 2;
     }
     if (is_worker)
@@ -289,9 +294,9 @@ int main(int argc, char **argv)
         return 2;
     }
     static result res[16][NMODES];
-    printf("oversub: %d layers, budget %zu MiB, %d steps (the first is warm-up), compute = %g x link time "
+    printf("oversub: %d layers, budget %zu MiB, %d steps (the first %d are warm-up), compute = %g x link time "
            "of the working set\n",
-           o.layers, o.budget_mib, o.steps, o.compute_scale);
+           o.layers, o.budget_mib, o.steps, o.warmup, o.compute_scale);
     printf("%-6s %-17s %10s %8s %9s %12s %12s %11s\n", "ratio", "mode", "step_ms", "vs_mem", "faults",
            "to_dev_MiB", "to_host_MiB", "remote_MiB");
     for (int i = 0; i < nr; i++) {

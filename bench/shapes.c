@@ -14,11 +14,14 @@
  * the device as an H100's is to its memory (50 MiB per 80 GiB). The
  * working set is ratio x budget (1 GiB), except for the shapes of fixed
  * size (many-chunks, arenas: 17.6 GiB), whose budget is their size /
- * ratio. Per step after the warm-up: modeled step time, its ratio to
- * in-memory, to the better of lmshim-none and lmshim-lru, and bytes moved.
+ * ratio. Per step after the warm-up (the steps in which lmshim learns
+ * the step and times its choices: 5 of 10 by default; shapes that set
+ * their own step count keep their last 3 measured at most): modeled step
+ * time, its ratio to in-memory, to the better of lmshim-none and
+ * lmshim-lru at the same settings, and bytes moved.
  *
  * usage: shapes [--quick] [--shapes a,b] [--ratios 0.5,1,1.5,2,3] [--seeds 3]
- *               [--budget-mib 1024] [--steps 4] [--compute-scale 1] [--l2-mib M]
+ *               [--budget-mib 1024] [--steps 10] [--warmup 5] [--compute-scale 1] [--l2-mib M]
  *        shapes --worker ...   (one mode of one shape in this process)
  */
 #include <cuda_runtime_api.h>
@@ -42,7 +45,7 @@ typedef struct opts {
     const char *shape, *alloc, *shapes, *ratios;
     double ratio, scale, l2_mib;
     size_t budget_mib;
-    int steps, seeds;
+    int steps, warmup, seeds;   /* steps run, the first `warmup` not measured */
     unsigned seed;
     bool quick;
 } opts;
@@ -71,6 +74,7 @@ static int worker(const opts *o)
         return 0;
     }
     int steps = sh->steps ? sh->steps : o->steps;
+    int warmup = o->warmup < steps ? o->warmup : steps - 1;   /* steps not measured */
     c.counting = true;                       /* calibrate compute on the last step */
     sh->step(&c, steps - 1);
     c.counting = false;
@@ -81,11 +85,11 @@ static int worker(const opts *o)
             printf("RESULT ok=0 error=%d\n", c.error);
             return 0;
         }
-        if (s == 0)
+        if (s == warmup - 1)
             simgpu_get_counters(-1, &c0);
     }
     simgpu_get_counters(-1, &c1);
-    double n = steps - 1;
+    double n = steps - warmup;
     printf("RESULT ok=1 step_ms=%.4f to_dev=%.1f to_host=%.1f remote=%.1f faults=%.1f peak=%.1f launches=%.0f "
            "ws=%.1f\n",
            (c1.modeled_ns - c0.modeled_ns) / 1e6 / n, (double)(c1.bytes_to_device - c0.bytes_to_device) / MiB / n,
@@ -125,7 +129,7 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
     result r = {0};
     worker_paths p;
     worker_paths_of(self, &p);
-    char mem[32], l2[32], limit[32], ratio_s[32], budget_s[32], steps_s[16], scale_s[32], seed_s[16];
+    char mem[32], l2[32], limit[32], ratio_s[32], budget_s[32], steps_s[16], warm_s[16], scale_s[32], seed_s[16];
     size_t dev_mib = m->policy ? 2 * budget_mib : m == &modes[M_MEM] ? 16 * budget_mib : budget_mib;
     snprintf(mem, sizeof mem, "%zuM", dev_mib);
     snprintf(l2, sizeof l2, "%g", o->l2_mib >= 0 ? o->l2_mib : (double)budget_mib * L2_PER_DEVICE_MIB);
@@ -133,6 +137,7 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
     snprintf(ratio_s, sizeof ratio_s, "%g", ratio);
     snprintf(budget_s, sizeof budget_s, "%zu", budget_mib);
     snprintf(steps_s, sizeof steps_s, "%d", o->steps);
+    snprintf(warm_s, sizeof warm_s, "%d", o->warmup);
     snprintf(scale_s, sizeof scale_s, "%g", o->scale);
     snprintf(seed_s, sizeof seed_s, "%u", seed);
     worker_env env[16] = {
@@ -152,7 +157,7 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
         }
     }
     char *argv[] = {(char *)self, "--worker", "--shape", (char *)shape, "--ratio", ratio_s, "--budget-mib",
-                    budget_s, "--steps", steps_s, "--compute-scale", scale_s, "--seed", seed_s, "--alloc",
+                    budget_s, "--steps", steps_s, "--warmup", warm_s, "--compute-scale", scale_s, "--seed", seed_s, "--alloc",
                     (char *)m->alloc, o->quick ? "--quick" : NULL, NULL};
     char buf[1024];
     bool exited_ok = worker_run(argv, env, nenv, buf, sizeof buf);
@@ -229,7 +234,7 @@ static void summary(const row *rows, int nrows)
 int main(int argc, char **argv)
 {
     opts o = {.shape = "", .alloc = "device", .ratios = "0.5,1,1.5,2,3", .ratio = 1, .scale = 1, .l2_mib = -1,
-              .budget_mib = 1024, .steps = 4, .seeds = 3, .seed = 1};
+              .budget_mib = 1024, .steps = 10, .warmup = 5, .seeds = 3, .seed = 1};
     bool is_worker = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -252,6 +257,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--ratios") == 0) o.ratios = v;
         else if (strcmp(a, "--budget-mib") == 0) o.budget_mib = (size_t)atoll(v);
         else if (strcmp(a, "--steps") == 0) o.steps = atoi(v);
+        else if (strcmp(a, "--warmup") == 0) o.warmup = atoi(v);
         else if (strcmp(a, "--seeds") == 0) o.seeds = atoi(v);
         else if (strcmp(a, "--seed") == 0) o.seed = (unsigned)atoi(v);
         else if (strcmp(a, "--compute-scale") == 0) o.scale = atof(v);
@@ -262,8 +268,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (o.steps < 2 || o.budget_mib < 64 || !(o.ratio > 0) || o.seeds < 1 || !(o.scale > 0)) {
-        fprintf(stderr, "shapes: bad sizes (steps >= 2, budget >= 64 MiB, seeds >= 1)\n");
+    if (o.steps < 2 || o.warmup < 1 || o.warmup >= o.steps || o.budget_mib < 64 || !(o.ratio > 0) || o.seeds < 1 || !(o.scale > 0)) {
+        fprintf(stderr, "shapes: bad sizes (steps >= 2, 1 <= warmup < steps, budget >= 64 MiB, seeds >= 1)\n");
         return 2;
     }
     if (is_worker)
@@ -284,9 +290,9 @@ int main(int argc, char **argv)
     }
     static row rows[MAX_ROWS];
     int nrows = 0;
-    printf("shapes: budget %zu MiB (fixed-size shapes: their size / ratio), %d steps (the first a warm-up), "
+    printf("shapes: budget %zu MiB (fixed-size shapes: their size / ratio), %d steps (the first %d a warm-up), "
            "compute = %g x link time of the working set%s\n",
-           o.budget_mib, o.steps, o.scale, o.quick ? ", quick" : "");
+           o.budget_mib, o.steps, o.warmup, o.scale, o.quick ? ", quick" : "");
     for (int s = 0; s < wl_nshapes; s++)
         if (listed(o.shapes, wl_shapes[s].name))
             printf("  %-15s %s\n", wl_shapes[s].name, wl_shapes[s].what);

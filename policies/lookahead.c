@@ -470,6 +470,13 @@ static bool guessing(void *p)
     return s->confident || s->seq - s->doubt_since < wait;
 }
 
+/* The learned period while confident, else 0. */
+static uint64_t period(void *p)
+{
+    const state *s = p;
+    return s->confident ? s->period : 0;
+}
+
 const lms_policy lms_policy_lookahead = {
     .name = "lookahead",
     .doc = "learn the step's launch sequence; prefetch the next launches' chunks, evict the farthest next use",
@@ -481,4 +488,5 @@ const lms_policy lms_policy_lookahead = {
     .epoch = epoch,
     .guessing = guessing,
     .ahead = ahead,
+    .period = period,
 };

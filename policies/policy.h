@@ -76,6 +76,10 @@ typedef struct lms_policy {
     /* Up to max chunk ids expected next, in the order of first need, with
      * how many launches ahead each is needed; returns how many (NULL: none). */
     int (*ahead)(void *state, uint32_t *ids, uint32_t *distance, int max);
+    /* The learned step's length in launches while the policy acts on what
+     * it learned, else 0 (NULL: never known). The planner times whole
+     * steps with it to choose between fetching and reading in place. */
+    uint64_t (*period)(void *state);
 } lms_policy;
 
 /* The policy called `name`, or NULL. */

@@ -471,6 +471,139 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     return ops->room(ctx) >= ops->managed(ctx) / 4;
 }
 
+/* ---- timed steps -------------------------------------------------------------
+ *
+ * Acting on the learned future (fetching on demand and ahead) is not always
+ * faster than reading in place: with a room far smaller than what a step
+ * touches, each fetch may be evicted before its chunk is used again, and
+ * then it costs the link more than reading the chunk where it is. Which is
+ * faster depends on the workload, the room and the link, so it is measured:
+ * once the policy knows the step's length P (at least TRIAL_MIN launches),
+ * one step runs acting on the policy, the next reading every missing chunk
+ * in place, each timed on the device by points recorded on the launch
+ * stream every P/8 launches. The step in place stops early when, at one of
+ * its points, it has taken more than TRIAL_ABORT times what the acting step
+ * took to the same point (a kernel that re-reads its operands is far dearer
+ * in place: the trial must not cost a whole slow step). The faster is kept
+ * for TRIAL_RETRY steps, then both are tried again; a period that changes by
+ * more than 2x (the policy found the real step) starts the trials over. The
+ * points are read without waiting: a choice waits for its measurements to
+ * complete, acting meanwhile. */
+
+#define TRIAL_POINTS LMS_TRIAL_POINTS
+#define TRIAL_MIN 16      /* launches: shorter periods are not steps */
+#define TRIAL_RETRY 256   /* steps between trials */
+#define TRIAL_ABORT 2.0   /* reading in place this much slower so far: stop trying it */
+
+enum { TRIAL_OFF, TRIAL_ACT, TRIAL_INPLACE, TRIAL_CHOSEN };
+
+/* The device time from a trial's first point to its k-th, or negative. */
+static double trial_time(const lms_plan_ops *ops, void *ctx, const int *marks, int k)
+{
+    return marks[0] && marks[k] ? ops->between(ctx, marks[0], marks[k]) : -1;
+}
+
+/* Decides once both trials' last points can be read: in place when it
+ * was faster to the point it reached than acting to the same point. */
+static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
+{
+    int k = p->trial_in_n - 1;
+    if (p->trial != TRIAL_CHOSEN || p->trial_decided || k < 1)
+        return;
+    double a = trial_time(ops, ctx, p->trial_act, k), b = trial_time(ops, ctx, p->trial_in, k);
+    if (a < 0 || b < 0)
+        return;   /* not completed yet: act meanwhile */
+    p->trial_decided = true;
+    p->inplace = k == TRIAL_POINTS - 1 && b < a;
+}
+
+/* Records the next point of the running trial into marks[n]; false when
+ * it cannot (then the trial is given up: the policy acts). */
+static bool trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int *marks, int *n, uint64_t seq)
+{
+    int m = ops->mark(ctx);
+    if (!m)
+        return false;
+    marks[(*n)++] = m;
+    p->trial_at = seq + p->trial_sub;
+    return true;
+}
+
+/* Ends the trials: acting (decided) or as the measurements say (later). */
+static void trial_choose(lms_plan *p, uint64_t seq, bool decided)
+{
+    p->trial = TRIAL_CHOSEN;
+    p->trial_decided = decided;
+    p->inplace = false;
+    p->trial_at = seq + p->trial_period;
+    p->trial_steps = 0;
+}
+
+/* At each launch: runs the trials' stages at their points. O(1); one point
+ * recorded per P/8 launches while trying, none otherwise. */
+static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq)
+{
+    if (!ops->mark || !ops->between || !p->policy->period)
+        return;
+    uint64_t period = p->policy->period(p->pstate);
+    if (period < TRIAL_MIN) {   /* nothing learned, or confidence lost: the policy's own rules */
+        p->trial = TRIAL_OFF;
+        p->inplace = false;
+        return;
+    }
+    if (p->trial != TRIAL_OFF && (period > 2 * p->trial_period || 2 * period < p->trial_period))
+        p->trial = TRIAL_OFF;   /* a different step: try again */
+    if (p->trial == TRIAL_OFF) {
+        p->trial_period = period;
+        p->trial_sub = period / (TRIAL_POINTS - 1);
+        p->trial_act_n = p->trial_in_n = 0;
+        p->trial = TRIAL_ACT;
+        p->inplace = false;
+        if (!trial_point(p, ops, ctx, p->trial_act, &p->trial_act_n, seq))
+            trial_choose(p, seq, true);
+        return;
+    }
+    if (seq < p->trial_at) {
+        if (p->trial == TRIAL_CHOSEN && !p->trial_decided && seq % 64 == 0)
+            trial_decide(p, ops, ctx);
+        return;
+    }
+    switch (p->trial) {
+    case TRIAL_ACT:
+        if (!trial_point(p, ops, ctx, p->trial_act, &p->trial_act_n, seq)) {
+            trial_choose(p, seq, true);
+        } else if (p->trial_act_n == TRIAL_POINTS) {
+            p->trial = TRIAL_INPLACE;   /* its first point is the acting step's last */
+            p->trial_in[0] = p->trial_act[TRIAL_POINTS - 1];
+            p->trial_in_n = 1;
+            p->inplace = true;
+        }
+        break;
+    case TRIAL_INPLACE: {
+        if (!trial_point(p, ops, ctx, p->trial_in, &p->trial_in_n, seq)) {
+            trial_choose(p, seq, true);
+            break;
+        }
+        int k = p->trial_in_n - 1;
+        double a = trial_time(ops, ctx, p->trial_act, k), b = trial_time(ops, ctx, p->trial_in, k);
+        if (a >= 0 && b > TRIAL_ABORT * a)
+            trial_choose(p, seq, true);   /* far slower already */
+        else if (p->trial_in_n == TRIAL_POINTS)
+            trial_choose(p, seq, false);
+        trial_decide(p, ops, ctx);
+        break;
+    }
+    case TRIAL_CHOSEN:
+        trial_decide(p, ops, ctx);
+        p->trial_at = seq + p->trial_period;
+        if (++p->trial_steps >= TRIAL_RETRY)
+            p->trial = TRIAL_OFF;   /* the next launch starts the trials again */
+        break;
+    default:
+        break;
+    }
+}
+
 void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq, uintptr_t fn,
                      const uint32_t *ids, int n, lms_plan_chunk **mine, int m)
 {
@@ -489,11 +622,12 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         p->epoch = p->policy->epoch(p->pstate);
         reguess(p);
     }
+    trial_launch(p, ops, ctx, seq);
     if (p->policy->on_demand) {
         /* A resident chunk is waited for (its fetch may still be under
          * way on another stream) whether or not the missing ones are
          * fetched. */
-        bool fetch = fetch_pays(p, ops, ctx);
+        bool fetch = !p->inplace && fetch_pays(p, ops, ctx);
         int nb = 0;
         uint64_t budget = ops->budget(ctx);
         for (int i = 0; i < m; i++) {
@@ -508,7 +642,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m) > 0 && ops->fetched)
             ops->fetched(ctx, false);
     }
-    if (p->policy->ahead)
+    if (p->policy->ahead && !p->inplace)
         fetch_ahead(p, ops, ctx);
 }
 

@@ -64,7 +64,15 @@ typedef struct lms_plan_ops {
      * link and the waits for evictions), or negative when unknown (NULL:
      * never known). */
     double (*fetch_cost)(void *ctx);
+    /* Records a point on the launch's stream (a step's boundary) before
+     * the launch; returns its number (> 0) or 0. The device time in ns
+     * between two points once both completed, else negative (never
+     * waits). (Both NULL: steps are not timed; the policy always acts.) */
+    int (*mark)(void *ctx);
+    double (*between)(void *ctx, int from, int to);
 } lms_plan_ops;
+
+#define LMS_TRIAL_POINTS 9   /* points of a timed step: its start and each eighth */
 
 /* A growable array of chunk pointers used as an indexed heap. */
 typedef struct lms_plan_heap {
@@ -85,6 +93,18 @@ typedef struct lms_plan {
     int capscratch;
     uint32_t *ahead;                 /* scratch for ahead(): ids, distances, batch distances */
     struct lms_plan_priced *priced;  /* scratch: a launch's chunks with their prices */
+    /* Choosing between acting on the policy and reading in place, by
+     * timing a learned step of each (plan.c, "Timed steps"). */
+    bool inplace;                    /* missing chunks are read in place: no fetch */
+    int trial;                       /* the stage (plan.c) */
+    bool trial_decided;              /* the choice is made (else it waits for its points) */
+    uint64_t trial_period;           /* the step length the trials time, launches */
+    uint64_t trial_sub;              /* launches between two points */
+    uint64_t trial_at;               /* seq of the next point (or, chosen, of the next step) */
+    uint32_t trial_steps;            /* steps since the choice */
+    int trial_act[LMS_TRIAL_POINTS]; /* points of the acting step (timing numbers) */
+    int trial_in[LMS_TRIAL_POINTS];  /* ... of the step in place */
+    int trial_act_n, trial_in_n;     /* points recorded */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */

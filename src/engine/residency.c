@@ -898,10 +898,23 @@ static double op_fetch_cost(void *ctx)
     return lms_timing_fetch_cost(((live *)ctx)->device);
 }
 
+/* A step's boundary, recorded on the launch's stream (timing.c). */
+static int op_mark(void *ctx)
+{
+    const live *l = ctx;
+    return lms_timing_mark(l->device, l->stream);
+}
+
+/* The device time between two boundaries, or negative (timing.c). */
+static double op_between(void *ctx, int from, int to)
+{
+    return lms_timing_between(((live *)ctx)->device, from, to);
+}
+
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost,
+    .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost, .mark = op_mark, .between = op_between,
 };
 
 /* ---- a thread's memory for wide launches ------------------------------------ */

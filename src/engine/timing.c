@@ -28,6 +28,7 @@
 #define SEEN_ALL 4        /* launches of a signature timed before sampling */
 #define EVERY 8           /* then one launch in this many */
 #define TABLE (1u << 16)  /* price table slots per device (1 MiB) */
+#define MARKS 32          /* step points kept per device (a trial's two steps: 17) */
 
 typedef struct pair {
     CUevent start, end;
@@ -48,6 +49,9 @@ typedef struct dev_timing {
     uint64_t batches;         /* demand fetch batches seen */
     double fetch_ns;          /* what a demand fetch holds its launch per byte (ns; 0: unknown) */
     lms_price price;
+    CUevent marks[MARKS];     /* step boundaries: mark k is marks[k % MARKS] */
+    bool mark_bad[MARKS];     /* its record failed */
+    int nmarks;               /* marks recorded */
 } dev_timing;
 
 static dev_timing timing[LMS_MAX_DEVICES];
@@ -63,6 +67,11 @@ static bool ready(dev_timing *t)
         return false;
     if (!lms_price_init(&t->price, TABLE))
         return false;
+    for (int i = 0; i < MARKS; i++)
+        if (lms_drv.cuEventCreate(&t->marks[i], 0) != CUDA_SUCCESS) {
+            lms_log(LMS_LEVEL_INFO, "residency: no timing events; reads in place are not priced");
+            return false;
+        }
     for (int i = 0; i < PAIRS; i++)
         if (lms_drv.cuEventCreate(&t->pairs[i].start, 0) != CUDA_SUCCESS ||
             lms_drv.cuEventCreate(&t->pairs[i].end, 0) != CUDA_SUCCESS) {
@@ -197,4 +206,33 @@ double lms_timing_price(int device, uint64_t sig, uint32_t id)
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
     return lms_price_of(&timing[device].price, sig, id);
+}
+
+int lms_timing_mark(int device, CUstream stream)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES)
+        return 0;
+    dev_timing *t = &timing[device];
+    if (!ready(t) || t->nmarks == INT32_MAX)
+        return 0;
+    int k = t->nmarks++;
+    t->mark_bad[k % MARKS] = lms_drv.cuEventRecord(t->marks[k % MARKS], stream) != CUDA_SUCCESS;
+    return k + 1;
+}
+
+double lms_timing_between(int device, int from, int to)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || from <= 0 || to <= from)
+        return -1;
+    dev_timing *t = &timing[device];
+    if (!t->ok || to > t->nmarks || t->nmarks - from >= MARKS)
+        return -1;   /* not recorded, or recorded over since */
+    CUevent a = t->marks[(from - 1) % MARKS], b = t->marks[(to - 1) % MARKS];
+    if (t->mark_bad[(from - 1) % MARKS] || t->mark_bad[(to - 1) % MARKS])
+        return -1;
+    lms_capture_mode mode = lms_capture_relax();
+    float ms = 0;
+    bool done = lms_drv.cuEventQuery(b) == CUDA_SUCCESS && lms_drv.cuEventElapsedTime(&ms, a, b) == CUDA_SUCCESS;
+    lms_capture_restore(mode);
+    return done ? (double)ms * 1e6 : -1;
 }

@@ -22,8 +22,8 @@ BEGIN {
     # once reads in place were priced by measured durations)
     # (against none and lru at the same default settings: none reads in
     # place what the defaults fetch)
-    bar["transformer 2 dflt"] = 1.05
-    bar["growing 2 dflt"] = 1.11
+    bar["train-eval 2 dflt"] = 1.05
+    bar["growing 2 dflt"] = 1.09
 }
 /^summary:/ { insum = 1; next }
 insum && NF == 20 && $3 ~ /^[0-9.]+$/ {
