@@ -234,7 +234,7 @@ static void summary(const row *rows, int nrows)
 int main(int argc, char **argv)
 {
     opts o = {.shape = "", .alloc = "device", .ratios = "0.5,1,1.5,2,3", .ratio = 1, .scale = 1, .l2_mib = -1,
-              .budget_mib = 1024, .steps = 10, .warmup = 5, .seeds = 3, .seed = 1};
+              .budget_mib = 1024, .steps = 16, .warmup = 10, .seeds = 3, .seed = 1};
     bool is_worker = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

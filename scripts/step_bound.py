@@ -11,12 +11,11 @@ k-th kernel of the timeline is the k-th launch of the trace.
 For a step of launches s..e-1 and each i in it: at the moment launch i
 starts, at most `room` bytes of managed chunks are on the device, so at
 least U(i) - room bytes of the chunks that launches i..e-1 use (U(i): their
-distinct charges) must still cross the link, after launches s..i-1 have
-computed and before the last launch that needs them runs:
+distinct charges) must still cross the link (fetched, or read in place by
+the kernel that needs them), after launches s..i-1 have computed and before
+the step ends, while launches i..e-1 compute:
 
-    step >= C(s..i-1) + max(0, U(i) - room) / link + min compute of a launch in i..e-1 that uses a managed chunk
-
-and step >= C(s..e-1). The bound is the largest of these over i (copies
+    step >= C(s..i-1) + max(C(i..e-1), max(0, U(i) - room) / link) The bound is the largest of these over i (copies
 to the host, and the link's latency, only make a real schedule slower).
 A byte read in place crosses the link as a fetched one does; the bound
 counts one link for both, as on a GPU. The simulator gives a kernel's
@@ -96,7 +95,7 @@ def main():
         s, e = step * per, (step + 1) * per
         total = sum(compute[s:e])
         best, at, crossing = total, None, 0
-        seen, u, cmin = set(), 0, float("inf")
+        seen, u = set(), 0
         prefix = [0.0]
         for k in range(s, e):
             prefix.append(prefix[-1] + compute[k])
@@ -105,12 +104,10 @@ def main():
                 if c not in seen:
                     seen.add(c)
                     u += charge[c]
-            if launches[i]:
-                cmin = min(cmin, compute[i])
             must = max(0, u - room)
             if must == 0:
                 continue
-            b = prefix[i - s] + must / link + cmin
+            b = prefix[i - s] + max(total - prefix[i - s], must / link)
             if b > best:
                 best, at, crossing = b, i - s, must
         print("step %d: bound %.3f ms (compute %.3f ms; from launch %s of the step, %.1f MiB must cross)"

@@ -152,8 +152,9 @@ void lms_plan_destroy(lms_plan *p)
 /* Asks the policy when c is needed next (later than now, or unknown). */
 static void rekey(lms_plan *p, lms_plan_chunk *c)
 {
-    uint64_t next = p->policy->next_use ? p->policy->next_use(p->pstate, &c->memo, c->last_use, p->now)
-                                        : LMS_NEXT_UNKNOWN;
+    uint64_t next = p->policy->next_use && p->mode != LMS_PLAN_DEMAND
+                        ? p->policy->next_use(p->pstate, &c->memo, c->last_use, p->now)
+                        : LMS_NEXT_UNKNOWN;
     c->next_use = next > p->now ? next : LMS_NEXT_UNKNOWN;
 }
 
@@ -473,94 +474,151 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 
 /* ---- timed steps -------------------------------------------------------------
  *
- * Acting on the learned future (fetching on demand and ahead) is not always
- * faster than reading in place: with a room far smaller than what a step
- * touches, each fetch may be evicted before its chunk is used again, and
- * then it costs the link more than reading the chunk where it is. Which is
- * faster depends on the workload, the room and the link, so it is measured:
- * once the policy knows the step's length P (at least TRIAL_MIN launches),
- * one step runs acting on the policy, the next reading every missing chunk
- * in place, each timed on the device by points recorded on the launch
- * stream every P/8 launches. The step in place stops early when, at one of
- * its points, it has taken more than TRIAL_ABORT times what the acting step
- * took to the same point (a kernel that re-reads its operands is far dearer
- * in place: the trial must not cost a whole slow step). The faster is kept
- * for TRIAL_RETRY steps, then both are tried again; a period that changes by
- * more than 2x (the policy found the real step) starts the trials over. The
- * points are read without waiting: a choice waits for its measurements to
- * complete, acting meanwhile. */
+ * Acting on the learned future (Belady's order, fetching ahead) is not
+ * always the fastest: with a room far smaller than what a step touches,
+ * each fetch may be evicted before its chunk is used again and cost the
+ * link more than reading the chunk where it is; and where the learned
+ * order keeps chunks whose reuse comes too late to matter, the plain
+ * least-recently-used order on demand may do better. Which is fastest
+ * depends on the workload, the room and the link, so it is measured: once
+ * the policy knows the step's length P (at least TRIAL_MIN launches), each
+ * mode runs two steps (acting; on demand in LRU order; reading every
+ * missing chunk in place): the first lets the previous mode's residents
+ * go (a mode that reads in place would otherwise be timed on what acting
+ * left on the device), the second is timed on the device by points
+ * recorded on the launch stream every P/8 launches. A mode stops early
+ * when, at one of its points, it has taken more than TRIAL_ABORT times
+ * what the acting step took to the same point (reading a re-read operand in place is
+ * far dearer: a trial must not cost a whole slow step). The fastest over
+ * the whole step is kept for TRIAL_RETRY steps, then all are tried again; a
+ * period that changes by more than 2x (the policy found the real step)
+ * starts the trials over. The points are read without waiting: a choice
+ * waits for its measurements to complete, acting meanwhile. */
 
 #define TRIAL_POINTS LMS_TRIAL_POINTS
 #define TRIAL_MIN 16      /* launches: shorter periods are not steps */
 #define TRIAL_RETRY 256   /* steps between trials */
-#define TRIAL_ABORT 2.0   /* reading in place this much slower so far: stop trying it */
+#define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
 
-enum { TRIAL_OFF, TRIAL_ACT, TRIAL_INPLACE, TRIAL_CHOSEN };
+enum { TRIAL_OFF, TRIAL_RUNNING, TRIAL_CHOSEN };
 
-/* The device time from a trial's first point to its k-th, or negative. */
-static double trial_time(const lms_plan_ops *ops, void *ctx, const int *marks, int k)
+/* Puts the planner in mode m: the victim order follows (LRU order on
+ * demand: every resident chunk is asked again, O(n log n) per switch). */
+static void set_mode(lms_plan *p, int m)
 {
-    return marks[0] && marks[k] ? ops->between(ctx, marks[0], marks[k]) : -1;
+    bool order_changes = (m == LMS_PLAN_DEMAND) != (p->mode == LMS_PLAN_DEMAND);
+    p->mode = m;
+    if (!order_changes || !scratch(p, p->victims.n))
+        return;
+    int n = 0;
+    for (int i = 0; i < p->victims.n; i++)   /* gather first: rekeying reorders the heap */
+        p->batch[n++] = p->victims.a[i];
+    for (int i = 0; i < n; i++) {
+        delist(p, p->batch[i]);
+        rekey(p, p->batch[i]);
+        enlist(p, p->batch[i]);
+    }
 }
 
-/* Decides once both trials' last points can be read: in place when it
- * was faster to the point it reached than acting to the same point. */
+/* The device time from mode m's first point to its k-th, or negative. */
+static double trial_time(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int k)
+{
+    const int *marks = p->trial_marks[m];
+    return k < p->trial_n[m] && marks[0] && marks[k] ? ops->between(ctx, marks[0], marks[k]) : -1;
+}
+
+/* Chooses once the measurements of every mode that ran a whole step can
+ * be read: the fastest of them (acting on ties). */
 static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
-    int k = p->trial_in_n - 1;
-    if (p->trial != TRIAL_CHOSEN || p->trial_decided || k < 1)
+    if (p->trial != TRIAL_CHOSEN || p->trial_decided)
         return;
-    double a = trial_time(ops, ctx, p->trial_act, k), b = trial_time(ops, ctx, p->trial_in, k);
-    if (a < 0 || b < 0)
-        return;   /* not completed yet: act meanwhile */
+    int best = LMS_PLAN_ACT;
+    double best_ns = -1;
+    for (int m = 0; m < LMS_PLAN_MODES; m++) {
+        if (!p->trial_done[m])
+            continue;   /* stopped early, or never ran */
+        double t = trial_time(p, ops, ctx, m, TRIAL_POINTS - 1);
+        if (t < 0)
+            return;   /* not completed yet: act meanwhile */
+        if (best_ns < 0 || t < best_ns)
+            best = m, best_ns = t;
+    }
     p->trial_decided = true;
-    p->inplace = k == TRIAL_POINTS - 1 && b < a;
+    p->trial_best = best;
+    set_mode(p, best);
 }
 
-/* Records the next point of the running trial into marks[n]; false when
- * it cannot (then the trial is given up: the policy acts). */
-static bool trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int *marks, int *n, uint64_t seq)
+/* Records the next point of mode m's trial; false when it cannot. */
+static bool trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, uint64_t seq)
 {
-    int m = ops->mark(ctx);
-    if (!m)
+    int mark = ops->mark(ctx);
+    if (!mark)
         return false;
-    marks[(*n)++] = m;
+    p->trial_marks[m][p->trial_n[m]++] = mark;
     p->trial_at = seq + p->trial_sub;
     return true;
 }
 
-/* Ends the trials: acting (decided) or as the measurements say (later). */
-static void trial_choose(lms_plan *p, uint64_t seq, bool decided)
+/* Ends the trials: acting until the measurements say otherwise. */
+static void trial_choose(lms_plan *p, uint64_t seq)
 {
     p->trial = TRIAL_CHOSEN;
-    p->trial_decided = decided;
-    p->inplace = false;
+    p->trial_decided = false;
+    set_mode(p, LMS_PLAN_ACT);
     p->trial_at = seq + p->trial_period;
     p->trial_steps = 0;
 }
 
-/* At each launch: runs the trials' stages at their points. O(1); one point
- * recorded per P/8 launches while trying, none otherwise. */
+/* Starts mode m's trial step at this launch, or the choice when m is past
+ * the last mode. */
+static void trial_start(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, uint64_t seq, int first_mark)
+{
+    if (m >= LMS_PLAN_MODES) {
+        trial_choose(p, seq);
+        return;
+    }
+    set_mode(p, m);
+    p->trial_n[m] = 0;
+    p->trial_done[m] = false;
+    p->trial_settling = true;
+    if (first_mark)
+        p->trial_marks[m][p->trial_n[m]++] = first_mark;   /* the previous mode's last point */
+    else if (!trial_point(p, ops, ctx, m, seq))
+        trial_choose(p, seq);
+    p->trial_at = seq + p->trial_sub;
+}
+
+/* At each launch: runs the trials' stages at their points. O(1) but for
+ * a switch into or out of the LRU order; one point recorded per P/8
+ * launches while trying, none otherwise. */
 static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq)
 {
     if (!ops->mark || !ops->between || !p->policy->period)
         return;
     uint64_t period = p->policy->period(p->pstate);
     if (period < TRIAL_MIN) {   /* nothing learned, or confidence lost: the policy's own rules */
-        p->trial = TRIAL_OFF;
-        p->inplace = false;
+        if (p->trial == TRIAL_RUNNING)
+            p->trial = TRIAL_OFF;   /* a trial cut short is started again */
+        if (p->mode != LMS_PLAN_ACT)
+            set_mode(p, LMS_PLAN_ACT);
+        p->trial_paused = p->trial == TRIAL_CHOSEN;
         return;
+    }
+    if (p->trial_paused) {   /* confidence back: the choice made holds again */
+        p->trial_paused = false;
+        if (p->trial_decided)
+            set_mode(p, p->trial_best);
     }
     if (p->trial != TRIAL_OFF && (period > 2 * p->trial_period || 2 * period < p->trial_period))
         p->trial = TRIAL_OFF;   /* a different step: try again */
     if (p->trial == TRIAL_OFF) {
         p->trial_period = period;
         p->trial_sub = period / (TRIAL_POINTS - 1);
-        p->trial_act_n = p->trial_in_n = 0;
-        p->trial = TRIAL_ACT;
-        p->inplace = false;
-        if (!trial_point(p, ops, ctx, p->trial_act, &p->trial_act_n, seq))
-            trial_choose(p, seq, true);
+        for (int m = 0; m < LMS_PLAN_MODES; m++)
+            p->trial_n[m] = 0, p->trial_done[m] = false;
+        p->trial = TRIAL_RUNNING;
+        trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
         return;
     }
     if (seq < p->trial_at) {
@@ -568,40 +626,38 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
             trial_decide(p, ops, ctx);
         return;
     }
-    switch (p->trial) {
-    case TRIAL_ACT:
-        if (!trial_point(p, ops, ctx, p->trial_act, &p->trial_act_n, seq)) {
-            trial_choose(p, seq, true);
-        } else if (p->trial_act_n == TRIAL_POINTS) {
-            p->trial = TRIAL_INPLACE;   /* its first point is the acting step's last */
-            p->trial_in[0] = p->trial_act[TRIAL_POINTS - 1];
-            p->trial_in_n = 1;
-            p->inplace = true;
-        }
-        break;
-    case TRIAL_INPLACE: {
-        if (!trial_point(p, ops, ctx, p->trial_in, &p->trial_in_n, seq)) {
-            trial_choose(p, seq, true);
-            break;
-        }
-        int k = p->trial_in_n - 1;
-        double a = trial_time(ops, ctx, p->trial_act, k), b = trial_time(ops, ctx, p->trial_in, k);
-        if (a >= 0 && b > TRIAL_ABORT * a)
-            trial_choose(p, seq, true);   /* far slower already */
-        else if (p->trial_in_n == TRIAL_POINTS)
-            trial_choose(p, seq, false);
-        trial_decide(p, ops, ctx);
-        break;
-    }
-    case TRIAL_CHOSEN:
+    if (p->trial == TRIAL_CHOSEN) {
         trial_decide(p, ops, ctx);
         p->trial_at = seq + p->trial_period;
         if (++p->trial_steps >= TRIAL_RETRY)
             p->trial = TRIAL_OFF;   /* the next launch starts the trials again */
-        break;
-    default:
-        break;
+        return;
     }
+    int m = p->mode;
+    if (!trial_point(p, ops, ctx, m, seq)) {
+        trial_choose(p, seq);
+        return;
+    }
+    int k = p->trial_n[m] - 1;
+    if (m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]) {
+        double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, k), b = trial_time(p, ops, ctx, m, k);
+        if (a >= 0 && b > TRIAL_ABORT * a) {   /* far slower already: on to the next mode */
+            trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
+            return;
+        }
+    }
+    if (p->trial_n[m] == TRIAL_POINTS && p->trial_settling) {
+        /* The step that left the previous mode's state behind is over:
+         * the next one is measured. */
+        p->trial_settling = false;
+        p->trial_marks[m][0] = p->trial_marks[m][k];
+        p->trial_n[m] = 1;
+    } else if (p->trial_n[m] == TRIAL_POINTS) {
+        p->trial_done[m] = true;
+        trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
+    }
+    if (p->trial == TRIAL_CHOSEN)
+        trial_decide(p, ops, ctx);
 }
 
 void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq, uintptr_t fn,
@@ -627,7 +683,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         /* A resident chunk is waited for (its fetch may still be under
          * way on another stream) whether or not the missing ones are
          * fetched. */
-        bool fetch = !p->inplace && fetch_pays(p, ops, ctx);
+        bool fetch = p->mode != LMS_PLAN_INPLACE && fetch_pays(p, ops, ctx);
         int nb = 0;
         uint64_t budget = ops->budget(ctx);
         for (int i = 0; i < m; i++) {
@@ -642,7 +698,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m) > 0 && ops->fetched)
             ops->fetched(ctx, false);
     }
-    if (p->policy->ahead && !p->inplace)
+    if (p->policy->ahead && p->mode == LMS_PLAN_ACT)
         fetch_ahead(p, ops, ctx);
 }
 

@@ -74,6 +74,11 @@ typedef struct lms_plan_ops {
 
 #define LMS_TRIAL_POINTS 9   /* points of a timed step: its start and each eighth */
 
+/* What the planner does with a launch's missing chunks: act on the policy
+ * (fetch on demand and ahead, in its order); fetch on demand only, in LRU
+ * order; or read them in place. */
+enum { LMS_PLAN_ACT, LMS_PLAN_DEMAND, LMS_PLAN_INPLACE, LMS_PLAN_MODES };
+
 /* A growable array of chunk pointers used as an indexed heap. */
 typedef struct lms_plan_heap {
     lms_plan_chunk **a;
@@ -93,18 +98,21 @@ typedef struct lms_plan {
     int capscratch;
     uint32_t *ahead;                 /* scratch for ahead(): ids, distances, batch distances */
     struct lms_plan_priced *priced;  /* scratch: a launch's chunks with their prices */
-    /* Choosing between acting on the policy and reading in place, by
-     * timing a learned step of each (plan.c, "Timed steps"). */
-    bool inplace;                    /* missing chunks are read in place: no fetch */
+    /* The mode chosen by timing a learned step of each (plan.c, "Timed
+     * steps"): LMS_PLAN_ACT, _DEMAND or _INPLACE. */
+    int mode;
     int trial;                       /* the stage (plan.c) */
     bool trial_decided;              /* the choice is made (else it waits for its points) */
     uint64_t trial_period;           /* the step length the trials time, launches */
     uint64_t trial_sub;              /* launches between two points */
     uint64_t trial_at;               /* seq of the next point (or, chosen, of the next step) */
     uint32_t trial_steps;            /* steps since the choice */
-    int trial_act[LMS_TRIAL_POINTS]; /* points of the acting step (timing numbers) */
-    int trial_in[LMS_TRIAL_POINTS];  /* ... of the step in place */
-    int trial_act_n, trial_in_n;     /* points recorded */
+    int trial_marks[LMS_PLAN_MODES][LMS_TRIAL_POINTS];   /* each mode's points (timing numbers) */
+    int trial_n[LMS_PLAN_MODES];                         /* ... recorded */
+    bool trial_done[LMS_PLAN_MODES];                     /* its timed step ran to the end */
+    bool trial_settling;                                 /* the current mode's first (untimed) step */
+    bool trial_paused;                                   /* chosen, but the policy lost its period */
+    int trial_best;                                      /* the mode chosen (when decided) */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */

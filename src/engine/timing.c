@@ -28,7 +28,7 @@
 #define SEEN_ALL 4        /* launches of a signature timed before sampling */
 #define EVERY 8           /* then one launch in this many */
 #define TABLE (1u << 16)  /* price table slots per device (1 MiB) */
-#define MARKS 32          /* step points kept per device (a trial's two steps: 17) */
+#define MARKS 64          /* step points kept per device (the trials of three modes: 51) */
 
 typedef struct pair {
     CUevent start, end;

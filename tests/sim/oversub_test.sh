@@ -31,8 +31,8 @@ awk -v a="$um" -v b="$la" 'BEGIN { exit !(a >= 3 * b) }' || fail "2x: plain UM $
 [ "$(get 2 lmshim-lookahead 5)" = 0.0 ] || fail "2x: lookahead faulted"
 [ "$(get 2 lmshim-lookahead 8)" = 0.0 ] || fail "2x: lookahead read remotely after the warm-up"
 
-# Belady: 24 launches per step (8 layers x 3), the 3 warm-up steps not counted.
-"$lmshim" replay --skip 72 "$tmp/t.jsonl" >"$tmp/replay" || fail "replay failed"
+# Belady: 24 launches per step (8 layers x 3), the 8 warm-up steps not counted.
+"$lmshim" replay --skip 192 "$tmp/t.jsonl" >"$tmp/replay" || fail "replay failed"
 cat "$tmp/replay"
 steps=3
 min=$(awk '$1 == "belady-min" { print $2 }' "$tmp/replay")

@@ -2,7 +2,8 @@
  * timed_steps_test.c — the planner's timed steps (src/common/plan.c,
  * "Timed steps") without CUDA: a repeating step of STEP launches, each on
  * its own chunk, over a room of ROOM chunks (so a fetched chunk is evicted
- * long before the step comes back to it). A fake clock charges each
+ * long before the step comes back to it): the trials run from the second
+ * step, two steps per mode (acting, on demand, in place). A fake clock charges each
  * launch `fetch` per chunk fetched for it and `inplace` per chunk it
  * reads where it is; points are readings of that clock, complete at once
  * or `delay` launches later. One case per meson test.
@@ -17,7 +18,7 @@
 
 #define STEP 40   /* launches per step (over TRIAL_MIN) */
 #define ROOM 4
-#define STEPS 12
+#define STEPS 20
 #define MARKS 256
 
 typedef struct clocked {
@@ -75,7 +76,7 @@ static void run(clocked *c, bool timed, int tail, uint64_t *fetches_tail, int *i
             uint64_t f0 = c->f.fetches;
             lms_plan_launch(&plan, &ops, c, c->seq, 7, &k, 1, mine, 1);
             c->now += 100 + c->fetch * (double)(c->f.fetches - f0) + (mine[0]->resident ? 0 : c->inplace);
-            *inplace_launches += s >= from && plan.inplace;
+            *inplace_launches += s >= from && plan.mode == LMS_PLAN_INPLACE;
             lms_plan_used(&plan, mine[0], c->seq);
         }
     }
@@ -97,21 +98,22 @@ static void inplace_wins(void)
     free(c);
 }
 
-/* Fetching is cheaper (50 against 80 in place): the planner keeps acting. */
+/* Fetching is cheaper (50 against 80 in place): after the trials (two
+ * steps per mode from the second step) the planner keeps fetching. */
 static void act_wins(void)
 {
     clocked *c = calloc(1, sizeof *c);
     c->fetch = 50, c->inplace = 80;
     uint64_t fetches;
     int in;
-    run(c, true, 4, &fetches, &in, 5);
-    CHECK(fetches >= 4 * STEP - ROOM);
+    run(c, true, 4, &fetches, &in, 10);
+    CHECK(fetches >= 4 * STEP - 2 * ROOM);   /* a fetch for nearly every launch */
     CHECK_EQ_U(in, 0);
     free(c);
 }
 
-/* Reading in place far dearer (5000): the step in place stops at its
- * first point (an eighth of the step), not after a whole step. */
+/* Reading in place far dearer (5000): the mode in place stops at its
+ * first point (an eighth of a step), not after its two steps. */
 static void dear_trial_stops(void)
 {
     clocked *c = calloc(1, sizeof *c);
