@@ -198,6 +198,39 @@ static void sim_timeline_long_name(void)
     CHECK_EQ_U(lines, 2);
 }
 
+
+/* The runtime's documented answers: cudaFreeArray of an array freed before
+ * and cudaArrayGetInfo of one are cudaErrorInvalidValue (their only
+ * documented error), as is a bogus handle; a 1D array's extent has height
+ * and depth 0, a 2D array's depth 0; cudaMemGetInfo's used bytes come back
+ * to the start. */
+static void runtime_array_errors(void)
+{
+    OK(cudaSetDevice(0));
+    size_t f0, t0;
+    OK(cudaMemGetInfo(&f0, &t0));
+    struct cudaChannelFormatDesc c4 = {8, 8, 8, 8, cudaChannelFormatKindSigned};
+    cudaArray_t a, b;
+    OK(cudaMallocArray(&a, &c4, 1000, 0, 0));
+    OK(cudaMallocArray(&b, &c4, 1000, 10, cudaArraySurfaceLoadStore));
+    struct cudaChannelFormatDesc got;
+    struct cudaExtent ext = {9, 9, 9};
+    unsigned flags = 0;
+    OK(cudaArrayGetInfo(&got, &ext, &flags, a));
+    CHECK(got.x == 8 && got.y == 8 && got.z == 8 && got.w == 8 && got.f == cudaChannelFormatKindSigned);
+    CHECK(ext.width == 1000 && ext.height == 0 && ext.depth == 0 && flags == 0);
+    OK(cudaArrayGetInfo(NULL, &ext, &flags, b));
+    CHECK(ext.width == 1000 && ext.height == 10 && ext.depth == 0 && flags == cudaArraySurfaceLoadStore);
+    OK(cudaFreeArray(a));
+    CHECK_IS(cudaFreeArray(a), cudaErrorInvalidValue);
+    CHECK_IS(cudaArrayGetInfo(&got, &ext, &flags, a), cudaErrorInvalidValue);
+    CHECK_IS(cudaFreeArray((cudaArray_t)(uintptr_t)0x1000), cudaErrorInvalidValue);
+    OK(cudaFreeArray(b));
+    size_t f1, t1;
+    OK(cudaMemGetInfo(&f1, &t1));
+    CHECK_EQ_U(t1 - f1, t0 - f0);
+}
+
 static const test_case cases[] = {
     {"sim_array_huge", sim_array_huge},
     {"shim_array_huge", sim_array_huge},
@@ -207,6 +240,8 @@ static const test_case cases[] = {
     {"sim_array_primary_reset", shim_array_primary_reset},
     {"shim_array_fork", shim_array_fork},
     {"sim_timeline_long_name", sim_timeline_long_name},
+    {"sim_runtime_array_errors", runtime_array_errors},
+    {"shim_runtime_array_errors", runtime_array_errors},
 };
 
 int main(int argc, char **argv)
