@@ -1,0 +1,193 @@
+/*
+ * link_test.c — the link shared between copies and kernels' streaming
+ * (docs/SIMULATOR.md, "The time model"): each case issues kernels that
+ * read, write or read and write pinned host memory, and copies on other
+ * streams before or after them, and checks every end time against the
+ * documented rule. L is 100 MiB of link time at 55 GB/s.
+ */
+#include <cuda.h>
+#include <stdint.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "../../common/shim.h"
+#include "simgpu.h"
+
+#define BYTES (100 * MiB)
+#define L ((double)BYTES / 55.0)   /* ns */
+
+/* rw(ptr, bytes, mode, compute_ns): one pass over a range in `mode`. */
+static void rw(simgpu_launch *l, void **p)
+{
+    l->access(l, *(CUdeviceptr *)p[0], *(size_t *)p[1], *(int *)p[2]);
+    l->compute(l, *(double *)p[3]);
+}
+
+static CUfunction f_rw;
+static CUdeviceptr host, dev;
+static void *hostp;
+static CUstream s1, s2, s3;
+static CUevent t0;
+
+/* Context, kernel, 100 MiB pinned and device buffers, three streams. */
+static void setup(void)
+{
+    primary_context(0);
+    f_rw = sim_function(&(simgpu_kernel){"rw", rw, 4, {8, 8, 4, 8}});
+    OK(cuMemAllocHost(&hostp, BYTES));
+    host = (CUdeviceptr)(uintptr_t)hostp;
+    OK(cuMemAlloc(&dev, BYTES));
+    OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&s3, CU_STREAM_NON_BLOCKING));
+    OK(cuEventCreate(&t0, 0));
+}
+
+/* Marks time 0: everything before has ended. */
+static void start(void)
+{
+    OK(cuCtxSynchronize());
+    OK(cuEventRecord(t0, s1));
+}
+
+/* Milliseconds from time 0 to the end of what s has issued, in ns. */
+static double end_of(CUstream s)
+{
+    CUevent e;
+    OK(cuEventCreate(&e, 0));
+    OK(cuEventRecord(e, s));
+    OK(cuEventSynchronize(e));
+    float ms = 0;
+    OK(cuEventElapsedTime(&ms, t0, e));
+    OK(cuEventDestroy(e));
+    return ms * 1e6;
+}
+
+/* A kernel on s over the pinned buffer in `mode` with `compute` ns. */
+static void kernel(CUstream s, int mode, double compute)
+{
+    size_t bytes = BYTES;
+    void *args[] = {&host, &bytes, &mode, &compute};
+    OK(cuLaunchKernel(f_rw, 1, 1, 1, 128, 1, 1, 0, s, args, NULL));
+}
+
+static void h2d(CUstream s) { OK(cuMemcpyHtoDAsync(dev, hostp, BYTES, s)); }
+static void d2h(CUstream s) { OK(cuMemcpyDtoHAsync(hostp, dev, BYTES, s)); }
+
+#define TOL 1e3   /* ns: event stamps are floats in ms */
+
+/* Reads: copies to the device issued after the kernel wait for its
+ * streaming, copies to the host do not. */
+static void read_then_copies(void)
+{
+    setup();
+    start();
+    kernel(s1, SIMGPU_READ, 0);
+    h2d(s2);
+    d2h(s3);
+    CHECK_NEAR(end_of(s1), L, TOL);
+    CHECK_NEAR(end_of(s2), 2 * L, TOL);
+    CHECK_NEAR(end_of(s3), L, TOL);
+}
+
+/* Writes: the other direction. */
+static void write_then_copies(void)
+{
+    setup();
+    start();
+    kernel(s1, SIMGPU_WRITE, 0);
+    h2d(s2);
+    d2h(s3);
+    CHECK_NEAR(end_of(s1), L, TOL);
+    CHECK_NEAR(end_of(s2), L, TOL);
+    CHECK_NEAR(end_of(s3), 2 * L, TOL);
+}
+
+/* A range read and written: its link bytes count once in the kernel's
+ * time, and both directions are held while it streams. */
+static void read_write_then_copies(void)
+{
+    setup();
+    start();
+    kernel(s1, SIMGPU_READ | SIMGPU_WRITE, 0);
+    h2d(s2);
+    d2h(s3);
+    CHECK_NEAR(end_of(s1), L, TOL);
+    CHECK_NEAR(end_of(s2), 2 * L, TOL);
+    CHECK_NEAR(end_of(s3), 2 * L, TOL);
+}
+
+/* Copies issued before: a reading kernel's streaming waits for the copy to
+ * the device only; a writing one for the copy to the host only. */
+static void copies_then_kernels(void)
+{
+    setup();
+    start();
+    h2d(s2);
+    kernel(s1, SIMGPU_READ, 0);
+    CHECK_NEAR(end_of(s1), 2 * L, TOL);
+    start();
+    h2d(s2);
+    kernel(s1, SIMGPU_WRITE, 0);
+    CHECK_NEAR(end_of(s1), L, TOL);
+    start();
+    d2h(s2);
+    kernel(s1, SIMGPU_WRITE, 0);
+    CHECK_NEAR(end_of(s1), 2 * L, TOL);
+}
+
+/* Compute longer than the streaming: the kernel ends after its compute,
+ * the direction is free once its streaming ends (a copy issued after it
+ * ends at 2L, before the kernel's 3L). */
+static void compute_longer(void)
+{
+    setup();
+    start();
+    kernel(s1, SIMGPU_READ, 3 * L);
+    h2d(s2);
+    CHECK_NEAR(end_of(s1), 3 * L, TOL);
+    CHECK_NEAR(end_of(s2), 2 * L, TOL);
+}
+
+/* With SIMGPU_CONCURRENT=1 two reading kernels on different streams run
+ * side by side but share the direction: the second streams after the
+ * first. */
+static void concurrent_readers(void)
+{
+    setup();
+    start();
+    kernel(s1, SIMGPU_READ, 0);
+    kernel(s2, SIMGPU_READ, 0);
+    CHECK_NEAR(end_of(s1), L, TOL);
+    CHECK_NEAR(end_of(s2), 2 * L, TOL);
+}
+
+/* A graph's kernel node shares the link as a launch does. */
+static void graph_reader(void)
+{
+    setup();
+    OK(cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    kernel(s1, SIMGPU_READ, 0);
+    CUgraph g;
+    OK(cuStreamEndCapture(s1, &g));
+    CUgraphExec ge;
+    OK(cuGraphInstantiate(&ge, g, 0));
+    start();
+    h2d(s2);
+    OK(cuGraphLaunch(ge, s1));
+    CHECK_NEAR(end_of(s1), 2 * L, TOL);
+    OK(cuGraphExecDestroy(ge));
+    OK(cuGraphDestroy(g));
+}
+
+static const test_case cases[] = {
+    {"read_then_copies", read_then_copies},
+    {"write_then_copies", write_then_copies},
+    {"read_write_then_copies", read_write_then_copies},
+    {"copies_then_kernels", copies_then_kernels},
+    {"compute_longer", compute_longer},
+    {"concurrent_readers", concurrent_readers},
+    {"graph_reader", graph_reader},
+};
+
+TEST_MAIN(cases)
