@@ -3,10 +3,14 @@
  * (docs/SIMULATOR.md, "The time model"): each case issues kernels that
  * read, write or read and write pinned host memory, and copies on other
  * streams before or after them, and checks every end time against the
- * documented rule. L is 100 MiB of link time at 55 GB/s.
+ * documented rule. L is 100 MiB of link time at 55 GB/s. The copies use
+ * other buffers than the kernels, so that only the link orders them.
  */
 #include <cuda.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../../common/check.h"
 #include "../../common/context.h"
@@ -25,7 +29,7 @@ static void rw(simgpu_launch *l, void **p)
 
 static CUfunction f_rw;
 static CUdeviceptr host, dev;
-static void *hostp;
+static void *hostp, *hostc;   /* the kernels' range; the copies' (no range shared) */
 static CUstream s1, s2, s3;
 static CUevent t0;
 
@@ -35,6 +39,7 @@ static void setup(void)
     primary_context(0);
     f_rw = sim_function(&(simgpu_kernel){"rw", rw, 4, {8, 8, 4, 8}});
     OK(cuMemAllocHost(&hostp, BYTES));
+    OK(cuMemAllocHost(&hostc, BYTES));
     host = (CUdeviceptr)(uintptr_t)hostp;
     OK(cuMemAlloc(&dev, BYTES));
     OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
@@ -50,17 +55,24 @@ static void start(void)
     OK(cuEventRecord(t0, s1));
 }
 
-/* Milliseconds from time 0 to the end of what s has issued, in ns. */
-static double end_of(CUstream s)
+/* The ends of what s1, s2 and s3 have issued, in ns from time 0: events
+ * are recorded on all three before any wait (a wait advances the host's
+ * clock, which later records would stamp). */
+static void ends(double out[3])
 {
-    CUevent e;
-    OK(cuEventCreate(&e, 0));
-    OK(cuEventRecord(e, s));
-    OK(cuEventSynchronize(e));
-    float ms = 0;
-    OK(cuEventElapsedTime(&ms, t0, e));
-    OK(cuEventDestroy(e));
-    return ms * 1e6;
+    CUstream s[3] = {s1, s2, s3};
+    CUevent e[3];
+    for (int i = 0; i < 3; i++) {
+        OK(cuEventCreate(&e[i], 0));
+        OK(cuEventRecord(e[i], s[i]));
+    }
+    for (int i = 0; i < 3; i++) {
+        OK(cuEventSynchronize(e[i]));
+        float ms = 0;
+        OK(cuEventElapsedTime(&ms, t0, e[i]));
+        out[i] = ms * 1e6;
+        OK(cuEventDestroy(e[i]));
+    }
 }
 
 /* A kernel on s over the pinned buffer in `mode` with `compute` ns. */
@@ -71,10 +83,10 @@ static void kernel(CUstream s, int mode, double compute)
     OK(cuLaunchKernel(f_rw, 1, 1, 1, 128, 1, 1, 0, s, args, NULL));
 }
 
-static void h2d(CUstream s) { OK(cuMemcpyHtoDAsync(dev, hostp, BYTES, s)); }
-static void d2h(CUstream s) { OK(cuMemcpyDtoHAsync(hostp, dev, BYTES, s)); }
+static void h2d(CUstream s) { OK(cuMemcpyHtoDAsync(dev, hostc, BYTES, s)); }
+static void d2h(CUstream s) { OK(cuMemcpyDtoHAsync(hostc, dev, BYTES, s)); }
 
-#define TOL 1e3   /* ns: event stamps are floats in ms */
+#define TOL 1e-4   /* relative: event stamps are floats in ms */
 
 /* Reads: copies to the device issued after the kernel wait for its
  * streaming, copies to the host do not. */
@@ -85,9 +97,13 @@ static void read_then_copies(void)
     kernel(s1, SIMGPU_READ, 0);
     h2d(s2);
     d2h(s3);
-    CHECK_NEAR(end_of(s1), L, TOL);
-    CHECK_NEAR(end_of(s2), 2 * L, TOL);
-    CHECK_NEAR(end_of(s3), L, TOL);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], L, TOL);
+        CHECK_NEAR(t[1], 2 * L, TOL);
+        CHECK_NEAR(t[2], L, TOL);
+    }
 }
 
 /* Writes: the other direction. */
@@ -98,9 +114,13 @@ static void write_then_copies(void)
     kernel(s1, SIMGPU_WRITE, 0);
     h2d(s2);
     d2h(s3);
-    CHECK_NEAR(end_of(s1), L, TOL);
-    CHECK_NEAR(end_of(s2), L, TOL);
-    CHECK_NEAR(end_of(s3), 2 * L, TOL);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], L, TOL);
+        CHECK_NEAR(t[1], L, TOL);
+        CHECK_NEAR(t[2], 2 * L, TOL);
+    }
 }
 
 /* A range read and written: its link bytes count once in the kernel's
@@ -112,9 +132,13 @@ static void read_write_then_copies(void)
     kernel(s1, SIMGPU_READ | SIMGPU_WRITE, 0);
     h2d(s2);
     d2h(s3);
-    CHECK_NEAR(end_of(s1), L, TOL);
-    CHECK_NEAR(end_of(s2), 2 * L, TOL);
-    CHECK_NEAR(end_of(s3), 2 * L, TOL);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], L, TOL);
+        CHECK_NEAR(t[1], 2 * L, TOL);
+        CHECK_NEAR(t[2], 2 * L, TOL);
+    }
 }
 
 /* Copies issued before: a reading kernel's streaming waits for the copy to
@@ -125,15 +149,27 @@ static void copies_then_kernels(void)
     start();
     h2d(s2);
     kernel(s1, SIMGPU_READ, 0);
-    CHECK_NEAR(end_of(s1), 2 * L, TOL);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], 2 * L, TOL);
+    }
     start();
     h2d(s2);
     kernel(s1, SIMGPU_WRITE, 0);
-    CHECK_NEAR(end_of(s1), L, TOL);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], L, TOL);
+    }
     start();
     d2h(s2);
     kernel(s1, SIMGPU_WRITE, 0);
-    CHECK_NEAR(end_of(s1), 2 * L, TOL);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], 2 * L, TOL);
+    }
 }
 
 /* Compute longer than the streaming: the kernel ends after its compute,
@@ -145,8 +181,12 @@ static void compute_longer(void)
     start();
     kernel(s1, SIMGPU_READ, 3 * L);
     h2d(s2);
-    CHECK_NEAR(end_of(s1), 3 * L, TOL);
-    CHECK_NEAR(end_of(s2), 2 * L, TOL);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], 3 * L, TOL);
+        CHECK_NEAR(t[1], 2 * L, TOL);
+    }
 }
 
 /* With SIMGPU_CONCURRENT=1 two reading kernels on different streams run
@@ -158,8 +198,12 @@ static void concurrent_readers(void)
     start();
     kernel(s1, SIMGPU_READ, 0);
     kernel(s2, SIMGPU_READ, 0);
-    CHECK_NEAR(end_of(s1), L, TOL);
-    CHECK_NEAR(end_of(s2), 2 * L, TOL);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], L, TOL);
+        CHECK_NEAR(t[1], 2 * L, TOL);
+    }
 }
 
 /* A graph's kernel node shares the link as a launch does. */
@@ -175,9 +219,76 @@ static void graph_reader(void)
     start();
     h2d(s2);
     OK(cuGraphLaunch(ge, s1));
-    CHECK_NEAR(end_of(s1), 2 * L, TOL);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], 2 * L, TOL);
+    }
     OK(cuGraphExecDestroy(ge));
     OK(cuGraphDestroy(g));
+}
+
+
+/* A memset of pinned host memory writes over the link: it shares the
+ * device-to-host direction as a kernel's writes do (waits for a copy to
+ * the host issued before it, holds the direction against one issued
+ * after), and leaves the other direction alone. */
+static void memset_host(void)
+{
+    setup();
+    start();
+    d2h(s2);
+    OK(cuMemsetD8Async(host, 1, BYTES, s1));
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], 2 * L, TOL);
+    }
+    start();
+    h2d(s2);
+    OK(cuMemsetD32Async(host, 7, BYTES / 4, s1));
+    d2h(s3);
+    {
+        double t[3];
+        ends(t);
+        CHECK_NEAR(t[0], L, TOL);
+        CHECK_NEAR(t[2], 2 * L, TOL);
+    }
+}
+
+/* Every operation the time model places writes a timeline line, memsets
+ * too: one line for one memset of 100 MiB, on the compute engine, L long. */
+static void memset_timeline(void)
+{
+    setup();
+    const char *path = getenv("SIMGPU_TIMELINE");
+    CHECK(path != NULL);
+    start();
+    OK(cuMemsetD8Async(dev, 1, BYTES, s1));
+    OK(cuMemsetD8Async(host, 1, BYTES, s1));
+    OK(cuCtxSynchronize());
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char buf[512];
+    int n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        int device;
+        char engine[16];
+        void *stream;
+        double t0us, t1us;
+        unsigned long long bytes;
+        int used = 0;
+        if (sscanf(buf, "%d %15s %p %lf %lf %llu %n", &device, engine, &stream, &t0us, &t1us, &bytes,
+                   &used) == 6 && used > 0 && strncmp(buf + used, "memset", 6) == 0) {
+            CHECK(strcmp(engine, "compute") == 0);
+            CHECK_EQ_U(bytes, BYTES);
+            n++;
+            if (n == 2)
+                CHECK_NEAR((t1us - t0us) * 1e3, L, 1e-4);
+        }
+    }
+    fclose(f);
+    CHECK_EQ_U(n, 2);
 }
 
 static const test_case cases[] = {
@@ -188,6 +299,8 @@ static const test_case cases[] = {
     {"compute_longer", compute_longer},
     {"concurrent_readers", concurrent_readers},
     {"graph_reader", graph_reader},
+    {"memset_host", memset_host},
+    {"memset_timeline", memset_timeline},
 };
 
 TEST_MAIN(cases)
