@@ -9,6 +9,8 @@
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +233,97 @@ static void runtime_array_errors(void)
     CHECK_EQ_U(t1 - f1, t0 - f0);
 }
 
+
+/* With LMS_GROUP an array counts against the group's budget: while this
+ * process holds a 384 MiB array, a second process of the group (exec'd
+ * here, LMS_ON_OOM=fail) sees it in cuMemGetInfo and is refused a 256 MiB
+ * array (640 MiB > 512 MiB), and gets one once the array is destroyed. */
+static void group_child(void)
+{
+    primary_context(0);
+    const char *want = getenv("BREAKERS_WANT");
+    bool oom = want && strcmp(want, "oom") == 0;
+    CHECK(oom ? info_used() >= 384 * MiB : info_used() == 0);
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 4096, .Height = 4096, .Depth = 4,
+                                 .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};   /* 256 MiB */
+    CUarray a;
+    if (oom) {
+        CHECK_IS(cuArray3DCreate(&a, &d), CUDA_ERROR_OUT_OF_MEMORY);
+    } else {
+        OK(cuArray3DCreate(&a, &d));
+        OK(cuArrayDestroy(a));
+    }
+}
+
+/* Runs this program's group_child case with BREAKERS_WANT=want; its status. */
+static int run_child(const char *want)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("BREAKERS_WANT", want, 1);
+        execl("/proc/self/exe", "breakers_arrays_test", "group_child", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void shim_array_group(void)
+{
+    primary_context(0);
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 4096, .Height = 4096, .Depth = 6,
+                                 .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};   /* 384 MiB */
+    CUarray a;
+    OK(cuArray3DCreate(&a, &d));
+    CHECK_EQ_U(info_used(), 384 * MiB);
+    CHECK_EQ_U(run_child("oom"), 0);
+    OK(cuArrayDestroy(a));
+    CHECK_EQ_U(info_used(), 0);
+    CHECK_EQ_U(run_child("fits"), 0);
+}
+
+
+static CUarray thread_array;
+
+/* Destroys thread_array from a thread with no current context. */
+static void *destroy_elsewhere(void *arg)
+{
+    (void)arg;
+    return (void *)(intptr_t)cuArrayDestroy(thread_array);
+}
+
+/* An array made before cuInit is refused as CUDA does; one destroyed from
+ * another thread (no current context there) returns its charge; the
+ * cuDevicePrimaryCtxRelease that ends the primary context frees its
+ * arrays and their charge. */
+static void array_lifetimes(void)
+{
+    CUDA_ARRAY_DESCRIPTOR d = {.Width = 4096, .Height = 4096, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUarray a;
+    CHECK_IS(cuArrayCreate(&a, &d), CUDA_ERROR_NOT_INITIALIZED);
+    primary_context(0);
+    uint64_t base = info_used();
+    OK(cuArrayCreate(&thread_array, &d));
+    CHECK_EQ_U(info_used(), base + 64 * MiB);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, destroy_elsewhere, NULL) == 0);
+    void *r;
+    pthread_join(t, &r);
+    CHECK_EQ_U((intptr_t)r, CUDA_SUCCESS);
+    CHECK_EQ_U(info_used(), base);
+    OK(cuArrayCreate(&a, &d));
+    OK(cuArrayCreate(&thread_array, &d));
+    CHECK_EQ_U(info_used(), base + 128 * MiB);
+    OK(cuDevicePrimaryCtxRelease(0));   /* the count primary_context took: now 0 */
+    CUcontext ctx;
+    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    OK(cuCtxSetCurrent(ctx));
+    CHECK_EQ_U(sim_used(), base);
+    CHECK_EQ_U(info_used(), base);
+    CHECK_IS(cuArrayDestroy(a), CUDA_ERROR_INVALID_HANDLE);
+}
+
 static const test_case cases[] = {
     {"sim_array_huge", sim_array_huge},
     {"shim_array_huge", sim_array_huge},
@@ -241,6 +334,10 @@ static const test_case cases[] = {
     {"shim_array_fork", shim_array_fork},
     {"sim_timeline_long_name", sim_timeline_long_name},
     {"sim_runtime_array_errors", runtime_array_errors},
+    {"shim_array_group", shim_array_group},
+    {"group_child", group_child},
+    {"sim_array_lifetimes", array_lifetimes},
+    {"shim_array_lifetimes", array_lifetimes},
     {"shim_runtime_array_errors", runtime_array_errors},
 };
 
