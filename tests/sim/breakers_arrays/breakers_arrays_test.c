@@ -231,6 +231,14 @@ static void runtime_array_errors(void)
     size_t f1, t1;
     OK(cudaMemGetInfo(&f1, &t1));
     CHECK_EQ_U(t1 - f1, t0 - f0);
+    /* cudaDeviceReset frees the arrays of the device's primary context. */
+    OK(cudaMallocArray(&a, &c4, 4096, 4096, 0));
+    OK(cudaMemGetInfo(&f1, &t1));
+    CHECK_EQ_U(t1 - f1, t0 - f0 + 64 * MiB);
+    OK(cudaDeviceReset());
+    OK(cudaMemGetInfo(&f1, &t1));
+    CHECK_EQ_U(t1 - f1, t0 - f0);
+    CHECK_EQ_U(sim_used(), t0 - f0);
 }
 
 
