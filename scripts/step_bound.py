@@ -49,6 +49,9 @@ def read_trace(path):
                 budget = e["budget"]
             elif t == "alloc" and e.get("dev") == 0:
                 if e["place"] == "managed" and e["id"] >= 0:
+                    if e["id"] in charge:
+                        sys.exit("step_bound: %s: managed chunk id %d allocated twice (one process's trace "
+                                 "never reuses an id)" % (path, e["id"]))
                     charge[e["id"]] = -(-e["size"] // PAGE) * PAGE   # charged in 2 MiB pages while resident
                 elif e["place"] == "device":
                     live[e["ptr"]] = e["charge"]

@@ -18,6 +18,7 @@ printf '%s\n%s\n{"type":"launch","t":4,"dev"\n' "$dev" "$alloc" > "$dir/cut.json
 printf '%s\n{"type":"launch","t":4,"dev":0,"seq":1}\n' "$dev" > "$dir/nochunks.jsonl"
 printf '%s\n' "$dev" > "$dir/nolaunch.jsonl"
 sed 's/compute=1000.0/compute=fast/' "$dir/good.txt" > "$dir/badnum.txt"
+printf '%s\n%s\n%s\n%s\n%s\n' "$dev" "$alloc" "$launch" "$alloc" "$launch" > "$dir/reused.jsonl"
 mkdir "$dir/adir"
 fail=0
 # expect_one_line NAME ARGS...: the script fails with one "step_bound:" line.
@@ -45,6 +46,7 @@ expect_one_line "steps 0" "$dir/good.jsonl" "$dir/good.txt" --steps 0
 expect_one_line "steps -2" "$dir/good.jsonl" "$dir/good.txt" --steps -2
 expect_one_line "steps 1 (no step after the warm-up)" "$dir/good.jsonl" "$dir/good.txt" --steps 1
 expect_one_line "compute not a number" "$dir/good.jsonl" "$dir/badnum.txt" --steps 2
+expect_one_line "id reused" "$dir/reused.jsonl" "$dir/good.txt" --steps 2
 expect_one_line "link 0" "$dir/good.jsonl" "$dir/good.txt" --steps 2 --link-gbps 0
 # The good input still gives a bound.
 python3 "$script" "$dir/good.jsonl" "$dir/good.txt" --steps 2 | grep -q '^step 1: bound' ||
