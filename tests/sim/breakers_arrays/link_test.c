@@ -291,6 +291,40 @@ static void memset_timeline(void)
     CHECK_EQ_U(n, 2);
 }
 
+
+/* A kernel's timeline line explains its length: launch + wait + stall +
+ * max(compute, link_wait + remote), with link_wait the time its streaming
+ * waited for a copy issued before it in the same direction (here L). */
+static void timeline_link_wait(void)
+{
+    setup();
+    const char *path = getenv("SIMGPU_TIMELINE");
+    CHECK(path != NULL);
+    start();
+    h2d(s2);
+    kernel(s1, SIMGPU_READ, 0);
+    OK(cuCtxSynchronize());
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char buf[512];
+    int n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        double t0us, t1us, wait, stall, compute, remote, link_wait = -1;
+        char *k = strstr(buf, " kernel rw ");
+        if (!k)
+            continue;
+        CHECK(sscanf(buf, "%*d %*s %*p %lf %lf", &t0us, &t1us) == 2);
+        CHECK(sscanf(k, " kernel rw wait=%lf stall=%lf compute=%lf remote=%lf link_wait=%lf", &wait, &stall,
+                     &compute, &remote, &link_wait) == 5);
+        CHECK_NEAR(link_wait * 1e3, L, 1e-4);
+        CHECK_NEAR(t1us - t0us, wait + stall + (compute > link_wait + remote ? compute : link_wait + remote),
+                   1e-4);
+        n++;
+    }
+    fclose(f);
+    CHECK_EQ_U(n, 1);
+}
+
 static const test_case cases[] = {
     {"read_then_copies", read_then_copies},
     {"write_then_copies", write_then_copies},
@@ -301,6 +335,7 @@ static const test_case cases[] = {
     {"graph_reader", graph_reader},
     {"memset_host", memset_host},
     {"memset_timeline", memset_timeline},
+    {"timeline_link_wait", timeline_link_wait},
 };
 
 TEST_MAIN(cases)
