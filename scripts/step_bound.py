@@ -18,11 +18,12 @@ the step ends, while launches i..e-1 compute:
     step >= C(s..i-1) + max(C(i..e-1), max(0, U(i) - room) / link) The bound is the largest of these over i (copies
 to the host, and the link's latency, only make a real schedule slower).
 A byte read in place crosses the link as a fetched one does; the bound
-counts one link for both, as on a GPU. The simulator gives a kernel's
-reads over the link their own bandwidth beside the copy engine's
-(docs/SIMULATOR.md, "Not modeled"), so a schedule there that reads in
-place while copying can come in under it. Every step must launch the same
-kernels in the same order (checked).
+counts one link for both, as on a GPU, and as the simulator does (a
+kernel's reads over the link share the host-to-device direction with the
+copy engine: docs/SIMULATOR.md, "The time model"). Every step must launch
+the same kernels in the same order (checked), and there must be at least
+two steps (the first is a warm-up). Input it cannot use ends it with one
+line on stderr naming the file.
 
 Usage: step_bound.py TRACE TIMELINE --steps N [--link-gbps 55]
 Prints, per step after the first: the bound in ms, the i that gives it,
@@ -47,6 +48,9 @@ def read_trace(path):
                 budget = e["budget"]
             elif t == "alloc" and e.get("dev") == 0:
                 if e["place"] == "managed" and e["id"] >= 0:
+                    if e["id"] in charge:
+                        sys.exit("step_bound: %s: managed chunk id %d allocated twice (one process's trace "
+                                 "never reuses an id)" % (path, e["id"]))
                     charge[e["id"]] = -(-e["size"] // PAGE) * PAGE   # charged in 2 MiB pages while resident
                 elif e["place"] == "device":
                     live[e["ptr"]] = e["charge"]
@@ -80,8 +84,24 @@ def main():
     ap.add_argument("--steps", type=int, required=True, help="steps the run made (the first is a warm-up)")
     ap.add_argument("--link-gbps", type=float, default=55.0)
     a = ap.parse_args()
-    launches, charge, room = read_trace(a.trace)
-    compute, names = read_compute(a.timeline)
+    if a.steps < 2:
+        sys.exit("step_bound: --steps %d: the first step is a warm-up, so at least 2 are needed" % a.steps)
+    if not a.link_gbps > 0:
+        sys.exit("step_bound: --link-gbps %s: not a bandwidth above 0" % a.link_gbps)
+    try:
+        launches, charge, room = read_trace(a.trace)
+    except OSError as e:
+        sys.exit("step_bound: %s: %s" % (a.trace, e.strerror or e))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        sys.exit("step_bound: %s: not an lmshim trace (%s: %s)" % (a.trace, type(e).__name__, e))
+    try:
+        compute, names = read_compute(a.timeline)
+    except OSError as e:
+        sys.exit("step_bound: %s: %s" % (a.timeline, e.strerror or e))
+    except ValueError as e:
+        sys.exit("step_bound: %s: not a simulator timeline (%s)" % (a.timeline, e))
+    if not launches:
+        sys.exit("step_bound: no launches on device 0 in the trace")
     if len(compute) != len(launches) or len(launches) % a.steps:
         sys.exit("step_bound: %d kernels in the timeline, %d launches in the trace, %d steps: they must agree"
                  % (len(compute), len(launches), a.steps))

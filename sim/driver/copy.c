@@ -179,9 +179,22 @@ static CUresult set(CUdeviceptr dst, unsigned value, unsigned width, size_t n, C
             p[i] = value;
     }
     pthread_mutex_lock(&sim_lock);
-    double ns = where == WHERE_DEVICE ? (double)(n * width) / sim_cfg.hbm_gbps
-                                      : sim_link_ns(n * width);
-    double end = sim_schedule(st, SIM_ENGINE_COMPUTE, ns);
+    double ns, dur;
+    if (where == WHERE_DEVICE) {
+        ns = dur = (double)(n * width) / sim_cfg.hbm_gbps;
+    } else {
+        /* Writes over the link share the device-to-host direction with the
+         * copy engine, as a kernel's do: they start when the copies issued
+         * before them in that direction are done, and hold it. */
+        sim_device *dev = &sim_devices[st->device];
+        double start = sim_start_ns(st, SIM_ENGINE_COMPUTE);
+        double stream = dev->d2h.busy_ns > start ? dev->d2h.busy_ns : start;
+        ns = sim_link_ns(n * width);
+        dev->d2h.busy_ns = stream + ns;
+        dur = stream - start + ns;
+    }
+    double end = sim_schedule(st, SIM_ENGINE_COMPUTE, dur);
+    sim_timeline(st, SIM_ENGINE_COMPUTE, end - dur, end, n * width, "memset");
     if (sync)
         sim_host_wait(end);
     pthread_mutex_unlock(&sim_lock);

@@ -557,9 +557,11 @@ CUresult sim_kernel_run(CUfunction f, const unsigned grid[3], const unsigned blo
     double dur = run - start + busy;
     double end = sim_schedule(st, SIM_ENGINE_COMPUTE, dur);
     if (sim_cfg.timeline_fd >= 0) {
-        char what[160];
-        snprintf(what, sizeof what, "kernel %s wait=%.1f stall=%.1f compute=%.1f remote=%.1f", f->desc.name,
-                 wait / 1e3, state.stall_ns / 1e3, state.compute_ns / 1e3, state.remote_ns / 1e3);
+        char what[384];   /* a 127-character name and five numbers */
+        double link_wait = state.remote_ns > 0 ? stream - run : 0;
+        snprintf(what, sizeof what, "kernel %s wait=%.1f stall=%.1f compute=%.1f remote=%.1f link_wait=%.1f",
+                 f->desc.name, wait / 1e3, state.stall_ns / 1e3, state.compute_ns / 1e3, state.remote_ns / 1e3,
+                 link_wait / 1e3);
         sim_timeline(st, SIM_ENGINE_COMPUTE, end - dur, end, 0, what);
     }
     for (size_t i = 0; i < state.nranges; i++)

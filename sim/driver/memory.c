@@ -18,10 +18,13 @@
 #define MMAP_FROM ((size_t)64 << 10)
 
 /* Bytes a device allocation of `bytes` is charged: 512 B granules below
- * 2 MiB, whole 2 MiB pages from there on (docs/SIMULATOR.md). */
+ * 2 MiB, whole 2 MiB pages from there on (docs/SIMULATOR.md); SIZE_MAX,
+ * which no device holds, when the rounding would pass it. */
 size_t sim_round_charge(size_t bytes)
 {
     size_t g = bytes < SIM_BLOCK_BYTES ? SMALL_GRANULE : SIM_BLOCK_BYTES;
+    if (bytes > SIZE_MAX - (g - 1))
+        return SIZE_MAX;
     return (bytes + g - 1) / g * g;
 }
 

@@ -238,12 +238,17 @@ void sim_timeline(CUstream s, int engine, double start_ns, double end_ns, uint64
     if (sim_cfg.timeline_fd < 0)
         return;
     static const char *names[] = {"compute", "h2d", "d2h"};
-    char line[256];
+    char line[512];
     int n = snprintf(line, sizeof line, "%d %s %p %.3f %.3f %llu %s\n", s->device,
                      engine >= 0 && engine < 3 ? names[engine] : "?", (void *)s, start_ns / 1e3, end_ns / 1e3,
                      (unsigned long long)bytes, what);
-    if (n > 0)
-        (void)!write(sim_cfg.timeline_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    if (n <= 0)
+        return;
+    if ((size_t)n >= sizeof line) {   /* cut short, but still one line */
+        n = (int)sizeof line - 1;
+        line[n - 1] = '\n';
+    }
+    (void)!write(sim_cfg.timeline_fd, line, (size_t)n);
 }
 
 /* The host waits until t_ns (a synchronize). */

@@ -333,7 +333,10 @@ RT_EXPORT cudaError_t cudaFreeArray(cudaArray_t array)
     cudaError_t e = rt_enter();
     if (e != cudaSuccess || !array)   /* a NULL array is a no-op */
         return e;
-    return rt_result(rt_drv.cuArrayDestroy((CUarray)array));
+    CUresult r = rt_drv.cuArrayDestroy((CUarray)array);
+    /* An array freed before (or never made) is cudaErrorInvalidValue, the
+     * one error cudaFreeArray documents, not the driver's invalid handle. */
+    return r == CUDA_ERROR_INVALID_HANDLE ? rt_error(cudaErrorInvalidValue) : rt_result(r);
 }
 
 RT_EXPORT cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent,
@@ -344,6 +347,8 @@ RT_EXPORT cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struc
         return e;
     CUDA_ARRAY3D_DESCRIPTOR d;
     CUresult r = rt_drv.cuArray3DGetDescriptor(&d, (CUarray)array);
+    if (r == CUDA_ERROR_INVALID_HANDLE)
+        return rt_error(cudaErrorInvalidValue);   /* as cudaArrayGetInfo documents */
     if (r != CUDA_SUCCESS)
         return rt_result(r);
     if (desc) {

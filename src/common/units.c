@@ -98,5 +98,7 @@ void lms_format_size(char *buf, size_t len, uint64_t b)
 uint64_t lms_charge_of(uint64_t size)
 {
     uint64_t g = size < (2ull << 20) ? 512 : 2ull << 20;
+    if (size > UINT64_MAX - (g - 1))
+        return UINT64_MAX;   /* no device holds it; the rounding must not wrap to 0 */
     return (size + g - 1) / g * g;
 }
