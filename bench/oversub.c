@@ -63,7 +63,7 @@ static void layer_kernel(simgpu_launch *l, void **p)
 typedef struct worker_opts {
     double ratio;
     size_t budget_mib;
-    int layers, steps, warmup;   /* the first `warmup` steps are not measured */
+    int layers, steps, warmup;   /* the first `warmup` steps are not measured (0: all but the last 3) */
     double compute_scale;
     const char *alloc;   /* device, managed, host */
     const char *frac;    /* LMS_FRAC of the lmshim modes */
@@ -243,7 +243,7 @@ static result run_mode(const char *self, const mode *m, double ratio, const work
 
 int main(int argc, char **argv)
 {
-    worker_opts o = {.ratio = 2, .budget_mib = 1024, .layers = 8, .steps = 11, .warmup = 8, .compute_scale = 1,
+    worker_opts o = {.ratio = 2, .budget_mib = 1024, .layers = 8, .steps = 11, .warmup = 0, .compute_scale = 1,
                      .alloc = "device", .frac = "0.5"};
     bool is_worker = false;
     const char *svg = NULL, *trace = NULL, *ratios_s = "0.5,1,1.5,2,3";
@@ -274,6 +274,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (o.warmup == 0)   /* not given: all but the last 3 steps, at least 1 */
+        o.warmup = o.steps > 4 ? o.steps - 3 : 1;
     if (o.layers < 1 || o.layers > 64 || o.steps < 2 || o.warmup < 1 || o.warmup >= o.steps || o.budget_mib < 64 ||
         !(o.ratio > 0)) {
         fprintf(stderr, "oversub: bad sizes (layers 1-64, steps >= 2, 1 <= warmup < steps, budget >= 64 MiB)\n");

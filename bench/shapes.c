@@ -15,13 +15,14 @@
  * working set is ratio x budget (1 GiB), except for the shapes of fixed
  * size (many-chunks, arenas: 17.6 GiB), whose budget is their size /
  * ratio. Per step after the warm-up (the steps in which lmshim learns
- * the step and times its choices: 5 of 10 by default; shapes that set
- * their own step count keep their last 3 measured at most): modeled step
+ * the step and times its choices: 10 of 16 by default, all but the last 6
+ * of --steps, at least 1; a shape that sets its own step count keeps at
+ * least its last step measured): modeled step
  * time, its ratio to in-memory, to the better of lmshim-none and
  * lmshim-lru at the same settings, and bytes moved.
  *
  * usage: shapes [--quick] [--shapes a,b] [--ratios 0.5,1,1.5,2,3] [--seeds 3]
- *               [--budget-mib 1024] [--steps 10] [--warmup 5] [--compute-scale 1] [--l2-mib M]
+ *               [--budget-mib 1024] [--steps 16] [--warmup 10] [--compute-scale 1] [--l2-mib M]
  *        shapes --worker ...   (one mode of one shape in this process)
  */
 #include <cuda_runtime_api.h>
@@ -45,7 +46,7 @@ typedef struct opts {
     const char *shape, *alloc, *shapes, *ratios;
     double ratio, scale, l2_mib;
     size_t budget_mib;
-    int steps, warmup, seeds;   /* steps run, the first `warmup` not measured */
+    int steps, warmup, seeds;   /* steps run, the first `warmup` not measured (0: all but the last 6) */
     unsigned seed;
     bool quick;
 } opts;
@@ -234,7 +235,7 @@ static void summary(const row *rows, int nrows)
 int main(int argc, char **argv)
 {
     opts o = {.shape = "", .alloc = "device", .ratios = "0.5,1,1.5,2,3", .ratio = 1, .scale = 1, .l2_mib = -1,
-              .budget_mib = 1024, .steps = 16, .warmup = 10, .seeds = 3, .seed = 1};
+              .budget_mib = 1024, .steps = 16, .warmup = 0, .seeds = 3, .seed = 1};
     bool is_worker = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -268,6 +269,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (o.warmup == 0)   /* not given: all but the last 6 steps, at least 1 */
+        o.warmup = o.steps > 7 ? o.steps - 6 : 1;
     if (o.steps < 2 || o.warmup < 1 || o.warmup >= o.steps || o.budget_mib < 64 || !(o.ratio > 0) || o.seeds < 1 || !(o.scale > 0)) {
         fprintf(stderr, "shapes: bad sizes (steps >= 2, 1 <= warmup < steps, budget >= 64 MiB, seeds >= 1)\n");
         return 2;

@@ -49,7 +49,7 @@ typedef struct wl_shape {
     const char *what;              /* one line for the table's legend */
     uint64_t fixed_bytes;          /* 0: working set = ratio x budget; else this, budget = it / ratio */
     bool seeded;                   /* run once per seed */
-    int steps;                     /* steps to run, the first a warm-up (0: the bench's --steps) */
+    int steps;                     /* steps to run, the first ones warm-up (0: the bench's --steps) */
     int (*setup)(wl_ctx *c);       /* 0 or a CUDA error */
     int (*step)(wl_ctx *c, int step);
 } wl_shape;
