@@ -84,6 +84,8 @@ typedef struct res_chunk {
     uint64_t ptr, size;       /* the managed range */
     int device;
     uint64_t kept;            /* bytes: charge kept by a failed eviction (still on the device) */
+    uint64_t out_from, out_to; /* bytes: the device's `evicted` before and after its latest eviction's
+                                  slices were issued (out_to 0: none since its fetch) */
     res_ref fetch;            /* the record after its latest fetch */
     uint32_t fetch_seen;      /* bit s: slot s is ordered after that fetch */
     res_ref users[USERS];     /* per stream, the record after its latest use since the fetch
@@ -749,6 +751,8 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
         if (sliced && off < c->size)
             ledger_record(d);
     }
+    c->out_from = d->evicted - back;
+    c->out_to = back ? d->evicted : 0;
     if (off < c->size) {
         /* Still on the device (what was not issued): its bytes stay charged
          * until it is fetched again or freed. */
@@ -766,8 +770,10 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
 
 /* Fetches a chunk to the device on the launch stream, or ahead on the side
  * stream, in slices when it is larger than one, each after the evictions
- * that free its room (the ledger); the record after the batch
- * (op_fetched) marks its end. */
+ * that free its room and after the same range's copy out in the chunk's
+ * own eviction (the ledger: room alone may come from a free, and a copy in
+ * unordered with a copy out still queued could be overtaken by it); the
+ * record after the batch (op_fetched) marks its end. */
 static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
 {
     live *l = ctx;
@@ -800,7 +806,13 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
         uint64_t end = slice_end(c, j);
         uint64_t after = end == c->size ? 0 : pc->charge - end;   /* charged bytes not landed yet */
         uint64_t free_now = slack + after;
-        ledger_wait(d, s, d->evicted > free_now ? d->evicted - free_now : 0);
+        uint64_t upto = d->evicted > free_now ? d->evicted - free_now : 0;
+        if (c->out_to) {   /* and after the same range left in its own eviction */
+            uint64_t own = c->out_from + (end == c->size ? pc->charge : end);
+            own = own < c->out_to ? own : c->out_to;
+            upto = upto > own ? upto : own;
+        }
+        ledger_wait(d, s, upto);
         if (lms_drv.cuMemPrefetchAsync(c->ptr + off, end - off, dev, 0, s) != CUDA_SUCCESS) {
             if (off == 0) {
                 lms_account_release(l->a, pc->charge);
@@ -810,6 +822,7 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
         }
         off = end;
     }
+    c->out_to = 0;
     if (c->kept) {   /* the charge of a failed eviction: now the new reservation's */
         lms_account_release(l->a, c->kept);
         c->kept = 0;
