@@ -205,8 +205,237 @@ static void refetch_own_eviction(void)
     OK(cuStreamDestroy(c));
 }
 
+/* The most managed bytes on the device at any modeled time after byte
+ * `from` of the timeline, plus `base` held before: a fetch holds its bytes
+ * from its start, an eviction until its end (no chunk freed meanwhile). */
+static uint64_t peak_on_timeline(long from, uint64_t base)
+{
+    static op ops[MAXOPS];
+    int n = read_ops(from, ops);
+    CHECK(n < MAXOPS);
+    uint64_t peak = base;
+    for (int i = 0; i < n; i++) {
+        if (!ops[i].to_device)
+            continue;
+        double t = ops[i].start;
+        int64_t held = (int64_t)base;
+        for (int j = 0; j < n; j++) {
+            if (ops[j].to_device && ops[j].start <= t)
+                held += (int64_t)ops[j].bytes;
+            else if (!ops[j].to_device && ops[j].end <= t)
+                held -= (int64_t)ops[j].bytes;
+        }
+        if (held > 0 && (uint64_t)held > peak)
+            peak = (uint64_t)held;
+    }
+    return peak;
+}
+
+static uint64_t budget(void)
+{
+    const char *l = getenv("LMS_LIMIT");
+    CHECK(l != NULL);
+    return strtoull(l, NULL, 10) * MiB;   /* "NNNM" */
+}
+
+static uint32_t word_at(CUdeviceptr p)
+{
+    uint32_t v = 0;
+    OK(cuMemcpyDtoH(&v, p, 4));
+    return v;
+}
+
+static uint32_t rnd(uint64_t *st)
+{
+    *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*st >> 33);
+}
+
+/* Chunks of sizes around the slice (16 MiB less a byte, 16 MiB and a
+ * byte, 18 MiB, sizes off the 2 MiB grid, 40 MiB and a byte) on three
+ * streams: each stream chains `follow` kernels over its own chunks, so
+ * each kernel reads what the stream's previous kernel wrote; the chunks
+ * are evicted and fetched again in slices all along. Each stream's last
+ * chunk holds the chain's length; the budget holds on the timeline. */
+static void odd_sizes(void)
+{
+    setup();
+    enum { S = 3, PER = 6, STEPS = 120 };
+    static const size_t sizes[PER] = {16 * MiB - 1, 16 * MiB + 1, 18 * MiB, 17 * MiB + 4097,
+                                      40 * MiB + 1, 2 * MiB + 1};
+    CUstream st[S];
+    CUdeviceptr c[S][PER];
+    long mark = timeline_mark();
+    for (int i = 0; i < S; i++) {
+        OK(cuStreamCreate(&st[i], CU_STREAM_NON_BLOCKING));
+        for (int j = 0; j < PER; j++)
+            OK(cuMemAlloc(&c[i][j], sizes[j]));
+        launch_stamp(f_stamp, c[i][0], 2 * MiB, 0, st[i]);
+    }
+    uint64_t r = 7;
+    int at[S] = {0};
+    for (int k = 0; k < STEPS; k++)
+        for (int i = 0; i < S; i++) {
+            int next = (int)(rnd(&r) % (PER - 1));
+            next += next >= at[i];   /* another chunk */
+            size_t bytes = 2 * MiB;   /* within the smallest chunk */
+            void *args[] = {&c[i][at[i]], &c[i][next], &bytes};
+            OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, st[i], args, NULL));
+            at[i] = next;
+        }
+    OK(cuCtxSynchronize());
+    for (int i = 0; i < S; i++)
+        CHECK_EQ_U(word_at(c[i][at[i]]), STEPS);
+    check_end();
+    uint64_t peak = peak_on_timeline(mark, 0);
+    fprintf(stderr, "peak on the timeline: %.1f MiB of %llu\n", (double)peak / MiB,
+            (unsigned long long)(budget() / MiB));
+    CHECK(peak <= budget());
+    for (int i = 0; i < S; i++) {
+        for (int j = 0; j < PER; j++)
+            OK(cuMemFree(c[i][j]));
+        OK(cuStreamDestroy(st[i]));
+    }
+}
+
+/* 100 chunks of 18 MiB (two slices) used in turn by slow kernels on one
+ * stream while a second stream chains quick kernels over two chunks of
+ * its own: each launch evicts a chunk whose eviction waits for a slow
+ * kernel, so hundreds of ledger points are recorded while evictions are
+ * queued (the ledger's ring of 64 wraps many times). */
+static void ring_wrap(void)
+{
+    setup();
+    enum { N = 100, ROUNDS = 3 };
+    CUstream a, b;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    static CUdeviceptr c[N];
+    CUdeviceptr p, q;
+    long mark = timeline_mark();
+    for (int i = 0; i < N; i++)
+        OK(cuMemAlloc(&c[i], 18 * MiB));
+    OK(cuMemAlloc(&p, 20 * MiB));
+    OK(cuMemAlloc(&q, 20 * MiB));
+    launch_stamp(f_stamp, p, 20 * MiB, 0, b);
+    size_t bytes = 20 * MiB;
+    for (int k = 0; k < ROUNDS * N; k++) {
+        launch_stamp(f_slow, c[k % N], 18 * MiB, (uint32_t)k, a);
+        void *args[] = {k % 2 ? &q : &p, k % 2 ? &p : &q, &bytes};
+        OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, b, args, NULL));
+    }
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(word_at(ROUNDS * N % 2 ? q : p), ROUNDS * N);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ_U(word_at(c[i]), (uint32_t)((ROUNDS - 1) * N + i));
+    check_end();
+    uint64_t peak = peak_on_timeline(mark, 0);
+    fprintf(stderr, "peak on the timeline: %.1f MiB\n", (double)peak / MiB);
+    CHECK(peak <= budget());
+    for (int i = 0; i < N; i++)
+        OK(cuMemFree(c[i]));
+    OK(cuMemFree(p));
+    OK(cuMemFree(q));
+    OK(cuStreamDestroy(a));
+    OK(cuStreamDestroy(b));
+}
+
+/* Eight threads, each on a stream of its own, chain `follow` kernels over
+ * four chunks of their own (17 MiB and a byte: two slices) and read the
+ * shared ones; every chain ends right. */
+enum { THREADS = 8, TSTEPS = 60 };
+static CUcontext main_ctx;
+static CUdeviceptr shared_c[4];
+static void *thread_chain(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    OK(cuCtxSetCurrent(main_ctx));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr c[4];
+    for (int j = 0; j < 4; j++)
+        OK(cuMemAlloc(&c[j], 17 * MiB + 1));
+    launch_stamp(f_stamp, c[0], 16 * MiB, 0, s);
+    size_t bytes = 16 * MiB;
+    for (int k = 0; k < TSTEPS; k++) {
+        void *args[] = {&c[k % 4], &c[(k + 1) % 4], &bytes};
+        OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+        if (k % 5 == me % 5) {
+            size_t sb = 8 * MiB;
+            CUdeviceptr scratch = c[(k + 2) % 4];
+            void *a2[] = {&shared_c[k % 4], &scratch, &sb};
+            OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, s, a2, NULL));
+        }
+    }
+    OK(cuStreamSynchronize(s));
+    CHECK_EQ_U(word_at(c[TSTEPS % 4]), TSTEPS);
+    for (int j = 0; j < 4; j++)
+        OK(cuMemFree(c[j]));
+    OK(cuStreamDestroy(s));
+    return NULL;
+}
+
+static void threads_chains(void)
+{
+    setup();
+    OK(cuCtxGetCurrent(&main_ctx));
+    for (int j = 0; j < 4; j++) {
+        OK(cuMemAlloc(&shared_c[j], 20 * MiB));
+        launch_stamp(f_stamp, shared_c[j], 20 * MiB, 5, NULL);
+    }
+    OK(cuCtxSynchronize());
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        CHECK(pthread_create(&t[i], NULL, thread_chain, (void *)(intptr_t)i) == 0);
+    for (int i = 0; i < THREADS; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    check_end();
+    for (int j = 0; j < 4; j++)
+        OK(cuMemFree(shared_c[j]));
+}
+
+/* A 6 GiB chunk (pieces of 24 MiB: two slices each) under the budget,
+ * its parts stamped and read back through kernels given interior pointers
+ * on two streams. */
+static void huge_chunk(void)
+{
+    setup();
+    CUdeviceptr h;
+    size_t total = 6ull << 30;
+    OK(cuMemAlloc(&h, total));
+    CUstream s[2];
+    OK(cuStreamCreate(&s[0], CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&s[1], CU_STREAM_NON_BLOCKING));
+    long mark = timeline_mark();
+    enum { PARTS = 24 };
+    size_t part = total / PARTS;
+    for (int k = 0; k < PARTS; k++)
+        launch_stamp(f_stamp, h + (size_t)k * part, 40 * MiB, (uint32_t)k + 1, s[k % 2]);
+    OK(cuCtxSynchronize());
+    size_t bytes = 40 * MiB;
+    for (int k = 0; k < PARTS; k++) {
+        CUdeviceptr from = h + (size_t)k * part, to = h + (size_t)((k + PARTS / 2) % PARTS) * part + 64 * MiB;
+        void *args[] = {&from, &to, &bytes};
+        OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, s[k % 2], args, NULL));
+    }
+    OK(cuCtxSynchronize());
+    for (int k = 0; k < PARTS; k++)
+        CHECK_EQ_U(word_at(h + (size_t)((k + PARTS / 2) % PARTS) * part + 64 * MiB), (uint32_t)k + 2);
+    check_end();
+    uint64_t peak = peak_on_timeline(mark, 0);
+    fprintf(stderr, "peak on the timeline: %.1f MiB\n", (double)peak / MiB);
+    CHECK(peak <= budget());
+    OK(cuMemFree(h));
+    OK(cuStreamDestroy(s[0]));
+    OK(cuStreamDestroy(s[1]));
+}
+
 static const test_case cases[] = {
     {"refetch_own_eviction", refetch_own_eviction},
+    {"odd_sizes", odd_sizes},
+    {"ring_wrap", ring_wrap},
+    {"threads_chains", threads_chains},
+    {"huge_chunk", huge_chunk},
 };
 
 TEST_MAIN(cases)
