@@ -684,22 +684,32 @@ static void ledger_record(res_device *d)
     d->points++;
 }
 
-/* Makes stream s wait until the eviction stream has freed `upto` bytes
- * (of `evicted`): for the earliest point still in the ring at or past it,
- * recording one at the end when none is. Under the device's lock. */
-static void ledger_wait(res_device *d, CUstream s, uint64_t upto)
+/* The point to wait for until the eviction stream has freed `upto` bytes
+ * (of `evicted`): the earliest still in the ring at or past it, recording
+ * one at the end when none is; -1 when they are known freed. Under the
+ * device's lock. */
+static int64_t ledger_point(res_device *d, uint64_t upto)
 {
     if (upto <= d->freed)
-        return;
+        return -1;
     if (d->points == 0 || d->ledger_at[(d->points - 1) % LEDGER] < upto) {
         ledger_record(d);
         if (upto <= d->freed)
-            return;
+            return -1;
     }
     uint64_t first = d->points > LEDGER ? d->points - LEDGER : 0, k = d->points - 1;
     while (k > first && d->ledger_at[(k - 1) % LEDGER] >= upto)
         k--;   /* at most LEDGER steps; points are in the order of `evicted` */
-    lms_drv.cuStreamWaitEvent(s, d->ledger[k % LEDGER], 0);
+    return (int64_t)k;
+}
+
+/* Makes stream s wait until the eviction stream has freed `upto` bytes.
+ * Under the device's lock. */
+static void ledger_wait(res_device *d, CUstream s, uint64_t upto)
+{
+    int64_t k = ledger_point(d, upto);
+    if (k >= 0)
+        lms_drv.cuStreamWaitEvent(s, d->ledger[k % LEDGER], 0);
 }
 
 /* Where (offset in c) slice j of a chunk's move ends: a chunk of at most
@@ -1153,6 +1163,36 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
     }
     pthread_mutex_unlock(&d->lock);
     return ok;
+}
+
+void lms_residency_settle(int device)
+{
+    lms_account *a = lms_account_of(device);
+    if (!a || device < 0 || device >= LMS_MAX_DEVICES || !lms_drv.cuEventSynchronize)
+        return;
+    res_device *d = &devices[device];
+    pthread_mutex_lock(&d->lock);
+    int64_t k = -1;
+    uint64_t slack = slack_of(a), upto = 0;
+    if (d->ready && d->evicted - d->freed > slack) {
+        upto = d->evicted - slack;
+        k = ledger_point(d, upto);
+    }
+    CUevent ev = k >= 0 ? d->ledger[k % LEDGER] : NULL;
+    pthread_mutex_unlock(&d->lock);
+    if (!ev)
+        return;
+    /* Not under the lock: launches go on meanwhile. A later record of the
+     * event (the ring wrapped) only makes the wait longer. */
+    lms_capture_mode mode = lms_capture_relax();
+    CUresult r = lms_drv.cuEventSynchronize(ev);
+    lms_capture_restore(mode);
+    if (r != CUDA_SUCCESS)
+        return;
+    pthread_mutex_lock(&d->lock);
+    if (upto > d->freed && upto <= d->evicted)
+        d->freed = upto;
+    pthread_mutex_unlock(&d->lock);
 }
 
 void lms_residency_context_gone(CUcontext ctx)

@@ -125,6 +125,14 @@ static long timeline_mark(void)
     return at;
 }
 
+/* The budget LMS_LIMIT sets (in MiB: "NNNM"). */
+static uint64_t budget(void)
+{
+    const char *l = getenv("LMS_LIMIT");
+    CHECK(l != NULL);
+    return strtoull(l, NULL, 10) * MiB;   /* "NNNM" */
+}
+
 /* The checks every case ends with. */
 static void check_end(void)
 {
@@ -205,6 +213,66 @@ static void refetch_own_eviction(void)
     OK(cuStreamDestroy(c));
 }
 
+/* As refetch_own_eviction's start, with 24 MiB allocations on the device
+ * (LMS_THRESHOLD=32M): X (24 MiB) used by a slow kernel on stream A, W1
+ * and W2 (50 and 54 MiB) by quick ones on B, the budget full. A device
+ * allocation D of 24 MiB makes the engine evict X, whose copy out waits
+ * for the slow kernel; D is on the device from its allocation on, so the
+ * allocation must not return before enough of X is off it. A kernel on D on a new
+ * stream (kernels of streams overlap: SIMGPU_CONCURRENT=1) starts no
+ * earlier than the allocation returned. */
+static void device_alloc_waits(void)
+{
+    setup();
+    CUstream a, b, c;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x, w1, w2, d;
+    OK(cuMemAlloc(&x, 40 * MiB));
+    OK(cuMemAlloc(&w1, 40 * MiB));
+    OK(cuMemAlloc(&w2, 48 * MiB));
+    launch_stamp(f_stamp, x, 40 * MiB, 1, a);
+    launch_stamp(f_stamp, w1, 40 * MiB, 1, b);
+    launch_stamp(f_stamp, w2, 48 * MiB, 1, b);
+    OK(cuCtxSynchronize());
+    long mark = timeline_mark();
+    launch_stamp(f_slow, x, 40 * MiB, 7, a);
+    launch_stamp(f_stamp, w1, 40 * MiB, 2, b);
+    launch_stamp(f_stamp, w2, 48 * MiB, 2, b);
+    OK(cuStreamSynchronize(b));
+    OK(cuMemAlloc(&d, 24 * MiB));   /* a device chunk: evicts X */
+    launch_stamp(f_stamp, d, 24 * MiB, 3, c);
+    OK(cuCtxSynchronize());
+    static op ops[MAXOPS];
+    int n = read_ops(mark, ops);
+    CHECK(n > 0);
+    FILE *f = fopen(getenv("SIMGPU_TIMELINE"), "r");
+    CHECK(f != NULL);
+    CHECK(fseek(f, mark, SEEK_SET) == 0);
+    char line[512];
+    double use = -1;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "kernel stamp"))
+            CHECK(sscanf(line, "%*d %*s %*s %lf", &use) == 1);   /* the last: D's */
+    fclose(f);
+    uint64_t out = 0;   /* X's bytes off the device by then */
+    for (int i = 0; i < n; i++)
+        if (!ops[i].to_device && ops[i].end <= use + 0.01)
+            out += ops[i].bytes;
+    fprintf(stderr, "D used from %.1f us, %llu MiB of X off the device by then\n", use,
+            (unsigned long long)(out / MiB));
+    CHECK(128 * MiB - out + 24 * MiB <= budget());   /* W1, W2 and X were the whole budget */
+    check_end();
+    OK(cuMemFree(x));
+    OK(cuMemFree(w1));
+    OK(cuMemFree(w2));
+    OK(cuMemFree(d));
+    OK(cuStreamDestroy(a));
+    OK(cuStreamDestroy(b));
+    OK(cuStreamDestroy(c));
+}
+
 /* The most managed bytes on the device at any modeled time after byte
  * `from` of the timeline, plus `base` held before: a fetch holds its bytes
  * from its start, an eviction until its end (no chunk freed meanwhile). */
@@ -229,13 +297,6 @@ static uint64_t peak_on_timeline(long from, uint64_t base)
             peak = (uint64_t)held;
     }
     return peak;
-}
-
-static uint64_t budget(void)
-{
-    const char *l = getenv("LMS_LIMIT");
-    CHECK(l != NULL);
-    return strtoull(l, NULL, 10) * MiB;   /* "NNNM" */
 }
 
 static uint32_t word_at(CUdeviceptr p)
@@ -432,6 +493,7 @@ static void huge_chunk(void)
 
 static const test_case cases[] = {
     {"refetch_own_eviction", refetch_own_eviction},
+    {"device_alloc_waits", device_alloc_waits},
     {"odd_sizes", odd_sizes},
     {"ring_wrap", ring_wrap},
     {"threads_chains", threads_chains},
