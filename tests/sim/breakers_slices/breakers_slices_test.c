@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../common/check.h"
 #include "../../common/context.h"
@@ -491,6 +493,112 @@ static void huge_chunk(void)
     OK(cuStreamDestroy(s[1]));
 }
 
+/* Four threads, ten streams each (40 streams: more than the 32 slots, so
+ * slots are taken over while sliced evictions wait for their kernels),
+ * each stream chaining slow and quick kernels over a chunk of its own of
+ * 17 MiB and a byte; every chain ends right. */
+enum { WIDE_THREADS = 4, WIDE_STREAMS = 10, WIDE_STEPS = 6 };
+static void *thread_wide(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(main_ctx));
+    CUstream s[WIDE_STREAMS];
+    CUdeviceptr c[WIDE_STREAMS][2];
+    size_t bytes = 17 * MiB;
+    for (int i = 0; i < WIDE_STREAMS; i++) {
+        OK(cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+        OK(cuMemAlloc(&c[i][0], 17 * MiB + 1));
+        OK(cuMemAlloc(&c[i][1], 17 * MiB + 1));
+        launch_stamp(f_stamp, c[i][0], bytes, 0, s[i]);
+    }
+    for (int k = 0; k < WIDE_STEPS; k++)
+        for (int i = 0; i < WIDE_STREAMS; i++) {
+            if ((k + i) % 3 == 0)
+                launch_stamp(f_slow, c[i][k % 2], bytes, (uint32_t)k, s[i]);
+            void *args[] = {&c[i][k % 2], &c[i][(k + 1) % 2], &bytes};
+            OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, s[i], args, NULL));
+        }
+    for (int i = 0; i < WIDE_STREAMS; i++) {
+        OK(cuStreamSynchronize(s[i]));
+        /* The last follow wrote 1 + what the kernel before it left. */
+        int k = WIDE_STEPS - 1;
+        uint32_t want = (k + i) % 3 == 0 ? (uint32_t)k + 1 : 0;
+        if ((k + i) % 3 != 0) {
+            want = word_at(c[i][k % 2]) + 1;
+        }
+        CHECK_EQ_U(word_at(c[i][(k + 1) % 2]), want);
+        OK(cuMemFree(c[i][0]));
+        OK(cuMemFree(c[i][1]));
+        OK(cuStreamDestroy(s[i]));
+    }
+    return NULL;
+}
+
+static void wide_streams(void)
+{
+    setup();
+    OK(cuCtxGetCurrent(&main_ctx));
+    pthread_t t[WIDE_THREADS];
+    for (int i = 0; i < WIDE_THREADS; i++)
+        CHECK(pthread_create(&t[i], NULL, thread_wide, NULL) == 0);
+    for (int i = 0; i < WIDE_THREADS; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    check_end();
+}
+
+/* fork while sliced evictions wait for a slow kernel: the child chains
+ * kernels over the same chunks (the parent's queued evictions and ledger
+ * are its copy) and the parent goes on; both end right. */
+static void fork_queued(void)
+{
+    setup();
+    enum { N = 8 };
+    CUdeviceptr c[N];
+    size_t bytes = 20 * MiB;
+    for (int i = 0; i < N; i++) {
+        OK(cuMemAlloc(&c[i], 20 * MiB + 4096));
+        launch_stamp(f_stamp, c[i], bytes, 0, NULL);
+    }
+    OK(cuCtxSynchronize());
+    CUstream a;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < N; i++)
+        launch_stamp(f_slow, c[i], bytes, (uint32_t)i + 1, a);   /* evictions queue behind these */
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        for (int k = 0; k < 2 * N; k++) {
+            void *args[] = {&c[k % N], &c[(k + 1) % N], &bytes};
+            if (cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, a, args, NULL) != CUDA_SUCCESS)
+                _exit(2);
+        }
+        if (cuCtxSynchronize() != CUDA_SUCCESS)
+            _exit(3);
+        uint32_t v = 0;
+        if (cuMemcpyDtoH(&v, c[0], 4) != CUDA_SUCCESS || v != 2 * N + 1)   /* 1 from the slow kernel, 16 links */
+            _exit(4);
+        int (*get_stats)(int, lms_device_stats *) =
+            (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
+        lms_device_stats st;
+        if (!get_stats || get_stats(0, &st) != 0 || st.budget_violations)
+            _exit(5);
+        _exit(0);
+    }
+    for (int k = 0; k < N; k++) {
+        void *args[] = {&c[k], &c[(k + 3) % N], &bytes};
+        OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, a, args, NULL));
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ_U(WEXITSTATUS(status), 0);
+    OK(cuCtxSynchronize());
+    check_end();
+    for (int i = 0; i < N; i++)
+        OK(cuMemFree(c[i]));
+    OK(cuStreamDestroy(a));
+}
+
 static const test_case cases[] = {
     {"refetch_own_eviction", refetch_own_eviction},
     {"device_alloc_waits", device_alloc_waits},
@@ -498,6 +606,8 @@ static const test_case cases[] = {
     {"ring_wrap", ring_wrap},
     {"threads_chains", threads_chains},
     {"huge_chunk", huge_chunk},
+    {"wide_streams", wide_streams},
+    {"fork_queued", fork_queued},
 };
 
 TEST_MAIN(cases)
