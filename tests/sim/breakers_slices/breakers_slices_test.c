@@ -599,6 +599,102 @@ static void fork_queued(void)
     OK(cuStreamDestroy(a));
 }
 
+/* A context of its own whose chunks are evicted in slices behind a slow
+ * kernel is destroyed with those copies queued; chunks of the primary
+ * context then go on being evicted and fetched in slices (the ledger's
+ * events went with the other context). */
+static void context_gone_queued(void)
+{
+    setup();
+    CUcontext prim, mine;
+    OK(cuCtxGetCurrent(&prim));
+    CUdevice dev;
+    OK(cuDeviceGet(&dev, 0));
+    OK(cuCtxCreate(&mine, NULL, 0, dev));
+    CUmodule m2;
+    CUfunction g_stamp, g_slow;
+    OK(cuModuleLoadData(&m2, "x"));
+    OK(cuModuleGetFunction(&g_stamp, m2, "stamp"));
+    OK(cuModuleGetFunction(&g_slow, m2, "slow"));
+    enum { N = 10 };
+    CUdeviceptr c[N];
+    for (int i = 0; i < N; i++) {
+        OK(cuMemAlloc(&c[i], 18 * MiB));
+        launch_stamp(g_slow, c[i], 18 * MiB, (uint32_t)i, NULL);   /* later ones evict earlier ones */
+    }
+    OK(cuModuleUnload(m2));
+    OK(cuCtxDestroy(mine));
+    OK(cuCtxSetCurrent(prim));
+    CUdeviceptr p[N];
+    size_t bytes = 18 * MiB;
+    for (int i = 0; i < N; i++) {
+        OK(cuMemAlloc(&p[i], 18 * MiB + 1));
+        launch_stamp(f_stamp, p[i], bytes, (uint32_t)i, NULL);
+    }
+    for (int k = 0; k < 3 * N; k++) {
+        void *args[] = {&p[k % N], &p[(k + 1) % N], &bytes};
+        OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+    }
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(word_at(p[0]), 3 * N);   /* each round around the ring adds N */
+    check_end();
+    for (int i = 0; i < N; i++)
+        OK(cuMemFree(p[i]));
+}
+
+/* A graph captured (launches on chunks in slices) while sliced evictions
+ * wait for slow kernels on another stream, launched three times between
+ * launches on that stream; every result is right. */
+static void graph_queued(void)
+{
+    setup();
+    enum { N = 6 };
+    CUstream a, g;
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&g, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr c[N], q[3];
+    size_t bytes = 20 * MiB;
+    for (int i = 0; i < N; i++) {
+        OK(cuMemAlloc(&c[i], 20 * MiB + 1));
+        launch_stamp(f_stamp, c[i], bytes, 0, NULL);
+    }
+    for (int i = 0; i < 3; i++) {
+        OK(cuMemAlloc(&q[i], 34 * MiB));
+        launch_stamp(f_stamp, q[i], bytes, 0, NULL);
+    }
+    OK(cuCtxSynchronize());
+    for (int i = 0; i < N; i++)
+        launch_stamp(f_slow, c[i], bytes, 0, a);
+    OK(cuStreamBeginCapture(g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int k = 0; k < 3; k++) {
+        void *args[] = {&q[k], &q[(k + 1) % 3], &bytes};
+        OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, g, args, NULL));
+    }
+    CUgraph graph;
+    OK(cuStreamEndCapture(g, &graph));
+    CUgraphExec exec;
+    OK(cuGraphInstantiate(&exec, graph, 0));
+    for (int r = 0; r < 3; r++) {
+        OK(cuGraphLaunch(exec, g));
+        for (int i = 0; i < N; i++) {
+            void *args[] = {&c[i], &c[(i + 1) % N], &bytes};
+            OK(cuLaunchKernel(f_follow, 1, 1, 1, 32, 1, 1, 0, a, args, NULL));
+        }
+    }
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(word_at(q[0]), 9);   /* nine links around the three */
+    CHECK_EQ_U(word_at(c[0]), 3 * N);
+    check_end();
+    OK(cuGraphExecDestroy(exec));
+    OK(cuGraphDestroy(graph));
+    for (int i = 0; i < N; i++)
+        OK(cuMemFree(c[i]));
+    for (int i = 0; i < 3; i++)
+        OK(cuMemFree(q[i]));
+    OK(cuStreamDestroy(a));
+    OK(cuStreamDestroy(g));
+}
+
 static const test_case cases[] = {
     {"refetch_own_eviction", refetch_own_eviction},
     {"device_alloc_waits", device_alloc_waits},
@@ -608,6 +704,8 @@ static const test_case cases[] = {
     {"huge_chunk", huge_chunk},
     {"wide_streams", wide_streams},
     {"fork_queued", fork_queued},
+    {"context_gone_queued", context_gone_queued},
+    {"graph_queued", graph_queued},
 };
 
 TEST_MAIN(cases)
