@@ -254,25 +254,28 @@ static void score(state *s, uint64_t sig, bool chunks_came)
 }
 
 /* Whether the uses the launch's chunks had predicted came about when
- * predicted: at least half of its chunks that had a prediction are used
- * no earlier than an eighth of the predicted distance before it and no
- * later than half of it after it (a step that grows by a few launches
- * keeps its order of next uses, which is all eviction needs; a chunk used
- * at random comes that close to a prediction made from its previous
- * reuse distance about a third of the time, and a launch rarely has most
- * of its chunks do so); false when none had one. O(n). */
+ * predicted: more than half of its chunks that had a prediction farther
+ * than the next launch are used no earlier than an eighth of the
+ * predicted distance before it and no later than half of it after it (a
+ * step that grows by a few launches keeps its order of next uses, which
+ * is all eviction needs). A chunk used at random comes that close to a
+ * prediction made from its previous reuse distance about a third of the
+ * time, so a launch of two such chunks has one of them come more than
+ * half of the time: both must. A chunk predicted for the very next launch
+ * (a workspace every kernel reads) comes whatever the rest does and says
+ * nothing of it: it is not counted. False when none is. O(n). */
 static bool chunks_came(lms_policy_memo *const *memos, int n, uint64_t seq)
 {
     int predicted = 0, came = 0;
     for (int i = 0; i < n; i++) {
         const lms_policy_memo *m = memos[i];
-        if (!m || !m->w[M_NEXT] || m->w[M_NEXT] <= m->w[M_SEQ])
+        if (!m || !m->w[M_NEXT] || m->w[M_NEXT] <= m->w[M_SEQ] + 1)
             continue;
         uint64_t p = m->w[M_NEXT], dist = p - m->w[M_SEQ];
         predicted++;
         came += seq + dist / 8 >= p && seq <= p + dist / 2;
     }
-    return predicted > 0 && 2 * came >= predicted;
+    return predicted > 0 && 2 * came > predicted;
 }
 
 /* Learns launch seq: appends its ids to the pool, teaches each chunk's

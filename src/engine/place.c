@@ -191,6 +191,8 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     if (!fits && lms_residency_reclaim(r->device, charge))   /* fetched chunks make way */
         fits = lms_account_reserve(a, charge, a->budget);
     if (fits) {
+        if (!r->async)
+            lms_residency_settle(r->device);   /* evictions still leaving go first */
         CUresult res = r->native(r->native_ctx, out);
         if (res == CUDA_SUCCESS) {
             lms_chunk c = {.key = *out, .size = r->size, .charged = charge, .device = (int16_t)r->device,

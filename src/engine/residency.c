@@ -84,6 +84,8 @@ typedef struct res_chunk {
     uint64_t ptr, size;       /* the managed range */
     int device;
     uint64_t kept;            /* bytes: charge kept by a failed eviction (still on the device) */
+    uint64_t out_from, out_to; /* bytes: the device's `evicted` before and after its latest eviction's
+                                  slices were issued (out_to 0: none since its fetch) */
     res_ref fetch;            /* the record after its latest fetch */
     uint32_t fetch_seen;      /* bit s: slot s is ordered after that fetch */
     res_ref users[USERS];     /* per stream, the record after its latest use since the fetch
@@ -682,22 +684,32 @@ static void ledger_record(res_device *d)
     d->points++;
 }
 
-/* Makes stream s wait until the eviction stream has freed `upto` bytes
- * (of `evicted`): for the earliest point still in the ring at or past it,
- * recording one at the end when none is. Under the device's lock. */
-static void ledger_wait(res_device *d, CUstream s, uint64_t upto)
+/* The point to wait for until the eviction stream has freed `upto` bytes
+ * (of `evicted`): the earliest still in the ring at or past it, recording
+ * one at the end when none is; -1 when they are known freed. Under the
+ * device's lock. */
+static int64_t ledger_point(res_device *d, uint64_t upto)
 {
     if (upto <= d->freed)
-        return;
+        return -1;
     if (d->points == 0 || d->ledger_at[(d->points - 1) % LEDGER] < upto) {
         ledger_record(d);
         if (upto <= d->freed)
-            return;
+            return -1;
     }
     uint64_t first = d->points > LEDGER ? d->points - LEDGER : 0, k = d->points - 1;
     while (k > first && d->ledger_at[(k - 1) % LEDGER] >= upto)
         k--;   /* at most LEDGER steps; points are in the order of `evicted` */
-    lms_drv.cuStreamWaitEvent(s, d->ledger[k % LEDGER], 0);
+    return (int64_t)k;
+}
+
+/* Makes stream s wait until the eviction stream has freed `upto` bytes.
+ * Under the device's lock. */
+static void ledger_wait(res_device *d, CUstream s, uint64_t upto)
+{
+    int64_t k = ledger_point(d, upto);
+    if (k >= 0)
+        lms_drv.cuStreamWaitEvent(s, d->ledger[k % LEDGER], 0);
 }
 
 /* Where (offset in c) slice j of a chunk's move ends: a chunk of at most
@@ -749,6 +761,8 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
         if (sliced && off < c->size)
             ledger_record(d);
     }
+    c->out_from = d->evicted - back;
+    c->out_to = back ? d->evicted : 0;
     if (off < c->size) {
         /* Still on the device (what was not issued): its bytes stay charged
          * until it is fetched again or freed. */
@@ -766,8 +780,10 @@ static void op_evict(void *ctx, lms_plan_chunk *pc)
 
 /* Fetches a chunk to the device on the launch stream, or ahead on the side
  * stream, in slices when it is larger than one, each after the evictions
- * that free its room (the ledger); the record after the batch
- * (op_fetched) marks its end. */
+ * that free its room and after the same range's copy out in the chunk's
+ * own eviction (the ledger: room alone may come from a free, and a copy in
+ * unordered with a copy out still queued could be overtaken by it); the
+ * record after the batch (op_fetched) marks its end. */
 static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
 {
     live *l = ctx;
@@ -800,7 +816,13 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
         uint64_t end = slice_end(c, j);
         uint64_t after = end == c->size ? 0 : pc->charge - end;   /* charged bytes not landed yet */
         uint64_t free_now = slack + after;
-        ledger_wait(d, s, d->evicted > free_now ? d->evicted - free_now : 0);
+        uint64_t upto = d->evicted > free_now ? d->evicted - free_now : 0;
+        if (c->out_to) {   /* and after the same range left in its own eviction */
+            uint64_t own = c->out_from + (end == c->size ? pc->charge : end);
+            own = own < c->out_to ? own : c->out_to;
+            upto = upto > own ? upto : own;
+        }
+        ledger_wait(d, s, upto);
         if (lms_drv.cuMemPrefetchAsync(c->ptr + off, end - off, dev, 0, s) != CUDA_SUCCESS) {
             if (off == 0) {
                 lms_account_release(l->a, pc->charge);
@@ -810,6 +832,7 @@ static bool op_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
         }
         off = end;
     }
+    c->out_to = 0;
     if (c->kept) {   /* the charge of a failed eviction: now the new reservation's */
         lms_account_release(l->a, c->kept);
         c->kept = 0;
@@ -1153,6 +1176,36 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
     }
     pthread_mutex_unlock(&d->lock);
     return ok;
+}
+
+void lms_residency_settle(int device)
+{
+    lms_account *a = lms_account_of(device);
+    if (!a || device < 0 || device >= LMS_MAX_DEVICES || !lms_drv.cuEventSynchronize)
+        return;
+    res_device *d = &devices[device];
+    pthread_mutex_lock(&d->lock);
+    int64_t k = -1;
+    uint64_t slack = slack_of(a), upto = 0;
+    if (d->ready && d->evicted - d->freed > slack) {
+        upto = d->evicted - slack;
+        k = ledger_point(d, upto);
+    }
+    CUevent ev = k >= 0 ? d->ledger[k % LEDGER] : NULL;
+    pthread_mutex_unlock(&d->lock);
+    if (!ev)
+        return;
+    /* Not under the lock: launches go on meanwhile. A later record of the
+     * event (the ring wrapped) only makes the wait longer. */
+    lms_capture_mode mode = lms_capture_relax();
+    CUresult r = lms_drv.cuEventSynchronize(ev);
+    lms_capture_restore(mode);
+    if (r != CUDA_SUCCESS)
+        return;
+    pthread_mutex_lock(&d->lock);
+    if (upto > d->freed && upto <= d->evicted)
+        d->freed = upto;
+    pthread_mutex_unlock(&d->lock);
 }
 
 void lms_residency_context_gone(CUcontext ctx)

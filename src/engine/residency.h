@@ -86,6 +86,13 @@ void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const 
  * leave the device because fetched chunks fill it. False if it cannot. */
 bool lms_residency_reclaim(int device, uint64_t bytes);
 
+/* Waits on the host until the evictions still leaving `device` fit beside
+ * what is charged to it: a device allocation whose charge was just taken
+ * is on the device from its return on, while an eviction issued before it
+ * (to make its room, or a launch's) may still wait for a kernel. Nothing
+ * when no eviction is in flight past the room. */
+void lms_residency_settle(int device);
+
 /* After the launch was issued on `stream`: record the chunks' last use. */
 void lms_residency_after(lms_launch_token *tok, CUstream stream);
 
