@@ -481,8 +481,8 @@ static void *wide_thread(void *arg)
 /* Launches of 17, 200 and 4000 chunks (4000 pointers: 32000 bytes of
  * parameters), each from threads that exit after one to three launches,
  * with one thread growing its scratch from 17 to 4000: every chunk is
- * found (fetched once), nothing leaks or is freed twice (the sanitizer
- * build), the budget holds. */
+ * found (fetched, as many as the budget holds), nothing leaks or is freed
+ * twice (the sanitizer build), the budget holds. */
 static void wide_widths(void)
 {
     CUcontext ctx = primary_context(0);
@@ -518,7 +518,8 @@ static void wide_widths(void)
     }
     uint64_t fetched = stats(0).prefetches - before;
     fprintf(stderr, "fetches: %llu for %d chunks\n", (unsigned long long)fetched, MAXN);
-    CHECK(fetched >= MAXN);
+    uint64_t room = stats(0).budget / (64 << 10);   /* a launch pins its chunks: the rest is read in place */
+    CHECK(fetched >= (room < MAXN ? room : MAXN));
     check_budget(0);
     for (int i = 0; i < MAXN; i++)
         OK(cuMemFree(table[i]));
