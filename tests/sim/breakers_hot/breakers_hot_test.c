@@ -526,6 +526,71 @@ static void wide_widths(void)
     free(table);
 }
 
+typedef struct graph_job {
+    CUcontext ctx;
+    CUgraphExec e;
+} graph_job;
+
+/* Launches the job's graph twice on a stream of its own, then exits. */
+static void *graph_thread(void *arg)
+{
+    graph_job *j = arg;
+    CUstream s;
+    if (cuCtxSetCurrent(j->ctx) != CUDA_SUCCESS || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return (void *)1;
+    for (int i = 0; i < 2; i++)
+        if (cuGraphLaunch(j->e, s) != CUDA_SUCCESS)
+            return (void *)1;
+    if (cuStreamSynchronize(s) != CUDA_SUCCESS || cuStreamDestroy(s) != CUDA_SUCCESS)
+        return (void *)1;
+    return NULL;
+}
+
+/* A graph of two kernels of 2500 chunks each, captured (the launches into
+ * the capture fetch nothing), launched by three threads that exit: one
+ * residency decision over 5000 chunks per launch, in each thread's
+ * scratch; every chunk fetched once, nothing leaked or freed twice. */
+static void graph_5000(void)
+{
+    CUcontext ctx = primary_context(0);
+    enum { HALF = 2500 };
+    simgpu_kernel k = {"wide2500", wide, 1, {HALF * sizeof(CUdeviceptr)}};
+    CUfunction f = sim_function(&k);
+    CUdeviceptr *table = calloc(2 * HALF, sizeof *table);
+    CHECK(table != NULL);
+    for (int i = 0; i < 2 * HALF; i++)
+        OK(cuMemAlloc(&table[i], 64 << 10));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    uint64_t before = stats(0).prefetches;
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    void *a0[] = {table}, *a1[] = {table + HALF};
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, a0, NULL));
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, a1, NULL));
+    CHECK_EQ_U(stats(0).prefetches - before, 0);
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    graph_job j = {.ctx = ctx, .e = e};
+    pthread_t th[3];
+    for (int t = 0; t < 3; t++)
+        CHECK(pthread_create(&th[t], NULL, graph_thread, &j) == 0);
+    for (int t = 0; t < 3; t++) {
+        void *r;
+        CHECK(pthread_join(th[t], &r) == 0 && r == NULL);
+    }
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(stats(0).prefetches - before, 2 * HALF);
+    check_budget(0);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    OK(cuStreamDestroy(s));
+    for (int i = 0; i < 2 * HALF; i++)
+        OK(cuMemFree(table[i]));
+    free(table);
+}
+
 static const test_case cases[] = {
     {"racing_ends", racing_ends},
     {"failed_ends", failed_ends},
@@ -534,6 +599,7 @@ static const test_case cases[] = {
     {"stream_churn_two_devices", stream_churn_two_devices},
     {"reset_with_cached_stream", reset_with_cached_stream},
     {"wide_widths", wide_widths},
+    {"graph_5000", graph_5000},
 };
 
 TEST_MAIN(cases)
