@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -591,6 +592,93 @@ static void graph_5000(void)
     free(table);
 }
 
+static atomic_long ticks;
+
+/* SIGALRM: counts (no SA_RESTART: interrupted calls see EINTR). */
+static void tick(int sig)
+{
+    (void)sig;
+    atomic_fetch_add(&ticks, 1);
+}
+
+typedef struct signal_job {
+    CUcontext ctx;
+    CUfunction f17, f200;
+    CUdeviceptr *table;
+    int failures;
+} signal_job;
+
+/* Wide launches on streams made and destroyed, and captures, while
+ * SIGALRM interrupts every 50 us. */
+static void *signal_worker(void *arg)
+{
+    signal_job *j = arg;
+    if (cuCtxSetCurrent(j->ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    void *args[] = {j->table};
+    for (int i = 0; i < 300; i++) {
+        CUstream s;
+        CUgraph g;
+        if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+            j->failures++;
+            continue;
+        }
+        j->failures += cuLaunchKernel(i % 2 ? j->f17 : j->f200, 1, 1, 1, 32, 1, 1, 0, s, args, NULL) != CUDA_SUCCESS;
+        j->failures += cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS;
+        j->failures += cuLaunchKernel(j->f17, 1, 1, 1, 32, 1, 1, 0, s, args, NULL) != CUDA_SUCCESS;
+        if (cuStreamEndCapture(s, &g) == CUDA_SUCCESS)
+            cuGraphDestroy(g);
+        else
+            j->failures++;
+        j->failures += cuStreamSynchronize(s) != CUDA_SUCCESS;
+        j->failures += cuStreamDestroy(s) != CUDA_SUCCESS;
+    }
+    return NULL;
+}
+
+/* Two threads launch 17 and 200 chunks on streams they make and destroy
+ * and capture into them, under a signal every 50 us: no call fails, no
+ * launch into a capture fetches (every chunk fetched once, by the
+ * launches outside captures), the budget holds. */
+static void signals_during_launches(void)
+{
+    CUcontext ctx = primary_context(0);
+    enum { N = 200 };
+    CUdeviceptr *table = calloc(N, sizeof *table);
+    CHECK(table != NULL);
+    for (int i = 0; i < N; i++)
+        OK(cuMemAlloc(&table[i], 2 * MiB));
+    simgpu_kernel k17 = {"sig17", wide, 1, {17 * sizeof(CUdeviceptr)}};
+    simgpu_kernel k200 = {"sig200", wide, 1, {N * sizeof(CUdeviceptr)}};
+    signal_job j[2];
+    j[0] = (signal_job){.ctx = ctx, .f17 = sim_function(&k17), .f200 = sim_function(&k200), .table = table};
+    j[1] = j[0];
+    struct sigaction sa = {.sa_handler = tick};
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+    struct itimerval it = {.it_interval = {0, 50}, .it_value = {0, 50}};
+    uint64_t before = stats(0).prefetches;
+    CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++)
+        CHECK(pthread_create(&th[t], NULL, signal_worker, &j[t]) == 0);
+    for (int t = 0; t < 2; t++) {
+        void *r;
+        CHECK(pthread_join(th[t], &r) == 0 && r == NULL);
+        CHECK_EQ_U(j[t].failures, 0);
+    }
+    struct itimerval off = {0};
+    CHECK(setitimer(ITIMER_REAL, &off, NULL) == 0);
+    OK(cuCtxSynchronize());
+    fprintf(stderr, "signals: %ld\n", atomic_load(&ticks));
+    CHECK(atomic_load(&ticks) > 0);
+    CHECK_EQ_U(stats(0).prefetches - before, N);
+    check_budget(0);
+    for (int i = 0; i < N; i++)
+        OK(cuMemFree(table[i]));
+    free(table);
+}
+
 static const test_case cases[] = {
     {"racing_ends", racing_ends},
     {"failed_ends", failed_ends},
@@ -600,6 +688,7 @@ static const test_case cases[] = {
     {"reset_with_cached_stream", reset_with_cached_stream},
     {"wide_widths", wide_widths},
     {"graph_5000", graph_5000},
+    {"signals_during_launches", signals_during_launches},
 };
 
 TEST_MAIN(cases)
