@@ -412,8 +412,8 @@ static void stream_churn_two_devices(void)
 }
 
 /* A stream of device 0 cached by a launch, its context reset (its streams
- * go), a stream of device 1 made: if it got the old handle, its launch is
- * device 1's. Repeated so that the allocator hands the handle back. */
+ * go), four streams of device 1 made: one that got the old handle (the
+ * allocator hands it back) has its launch scanned as device 1's. */
 static void reset_with_cached_stream(void)
 {
     CUcontext c0 = primary_context(0), c1;
@@ -439,18 +439,27 @@ static void reset_with_cached_stream(void)
         void *args0[] = {&x0};
         OK(cuLaunchKernel(f0, 1, 1, 1, 32, 1, 1, 0, a, args0, NULL));
         OK(cuStreamSynchronize(a));
-        OK(cuDevicePrimaryCtxReset(0));   /* a, x0 and m0 go with it */
+        OK(cuDevicePrimaryCtxReset(0));   /* a, x0 and m0 go with it (and lmshim's streams there) */
         OK(cuCtxSetCurrent(c1));
-        CUstream b;
-        OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
-        reused += b == a;
+        CUstream b[4];
+        for (int t = 0; t < 4; t++) {
+            OK(cuStreamCreate(&b[t], CU_STREAM_NON_BLOCKING));
+            if (b[t] == a) {   /* launched on first: the cache may still name a */
+                b[t] = b[0];
+                b[0] = a;
+                reused++;
+            }
+        }
         OK(cuDevicePrimaryCtxRetain(&c0, 0));
         uint64_t before = stats(1).launches_scanned;
         void *args1[] = {&x1};
-        OK(cuLaunchKernel(f1, 1, 1, 1, 32, 1, 1, 0, b, args1, NULL));
-        OK(cuStreamSynchronize(b));
-        CHECK_EQ_U(stats(1).launches_scanned - before, 1);
-        OK(cuStreamDestroy(b));
+        for (int t = 0; t < 4; t++) {
+            OK(cuLaunchKernel(f1, 1, 1, 1, 32, 1, 1, 0, b[t], args1, NULL));
+            OK(cuStreamSynchronize(b[t]));
+        }
+        CHECK_EQ_U(stats(1).launches_scanned - before, 4);
+        for (int t = 0; t < 4; t++)
+            OK(cuStreamDestroy(b[t]));
         OK(cuDevicePrimaryCtxRelease(0));
     }
     fprintf(stderr, "handles reused after a reset: %d of 20\n", reused);
