@@ -351,24 +351,27 @@ typedef struct stream_job {
 } stream_job;
 
 /* Creates a stream on device (t + i) % 2, launches on it with that
- * device's chunk, destroys it; handles come back on either device. */
+ * device's chunk (once on device 0, three times on device 1), destroys
+ * it; the simulator hands the handle just destroyed to the next stream,
+ * on the other device. */
 static void *stream_churn(void *arg)
 {
     stream_job *j = arg;
     static atomic_int next;
     int t = atomic_fetch_add(&next, 1);
-    for (int i = 0; i < STREAM_ROUNDS; i++) {
-        int dev = (t + i) % 2;
+    for (int i = 0; i < 2 * STREAM_ROUNDS; i++) {
+        int dev = (t + i) % 2;   /* the next stream, often the handle just destroyed, on the other device */
         CUstream s;
         if (cuCtxSetCurrent(j->ctx[dev]) != CUDA_SUCCESS || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
             j->failures++;
             continue;
         }
         void *args[] = {&j->x[dev]};
-        for (int k = 0; k < 2; k++)
+        int n = dev == 0 ? 1 : 3;   /* uneven: a device taken for the other shows in the counts */
+        for (int k = 0; k < n; k++)
             if (cuLaunchKernel(j->f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL) != CUDA_SUCCESS)
                 j->failures++;
-        j->launches[dev] += 2;
+        j->launches[dev] += n;
         if (cuStreamSynchronize(s) != CUDA_SUCCESS || cuStreamDestroy(s) != CUDA_SUCCESS)
             j->failures++;
     }
@@ -376,8 +379,9 @@ static void *stream_churn(void *arg)
 }
 
 /* Four threads create streams on two devices, launch on them and destroy
- * them, 300 times each: every launch is scanned on the device its stream
- * belongs to (the counts of scanned launches per device match). */
+ * them, 600 times each: every launch is scanned on the device its stream
+ * belongs to (the counts of scanned launches per device match; a device
+ * remembered for a destroyed handle would move launches between them). */
 static void stream_churn_two_devices(void)
 {
     CUcontext c0 = primary_context(0), c1;
