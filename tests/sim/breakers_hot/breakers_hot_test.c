@@ -338,6 +338,89 @@ static void fork_in_capture(void)
     OK(cuStreamDestroy(s));
 }
 
+typedef CUresult (*begin2_fn)(CUstream, CUstreamCaptureMode);
+typedef CUresult (*end_fn)(CUstream, CUgraph *);
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **);
+
+/* The per-thread variant of `name` at `version`, as a program built for
+ * the per-thread default stream gets it. */
+static void *per_thread(const char *name, int version)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q;
+    OK(cuGetProcAddress(name, &fn, version, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q));
+    CHECK(fn != NULL && q == CU_GET_PROC_ADDRESS_SUCCESS);
+    return fn;
+}
+
+/* A capture of the per-thread default stream (stream 0 through the
+ * per-thread begin, launch and end, as cuGetProcAddress hands them out),
+ * in another thread while this one keeps a capture open too: launches into
+ * either fetch nothing, both captures end valid, and their graphs' launches
+ * fetch. */
+typedef struct pt_job {
+    CUcontext ctx;
+    CUfunction f;
+    CUdeviceptr x;
+} pt_job;
+
+static void *per_thread_capture(void *arg)
+{
+    pt_job *j = arg;
+    CUfunction f = j->f;
+    CUdeviceptr x = j->x;
+    if (cuCtxSetCurrent(j->ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    begin2_fn begin = per_thread("cuStreamBeginCapture", 10010);
+    end_fn end = per_thread("cuStreamEndCapture", 10000);
+    launch_fn launch = per_thread("cuLaunchKernel", 7000);
+    void *args[] = {&x};
+    uint64_t before = stats(0).prefetches;
+    if (begin(NULL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS ||
+        launch(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL) != CUDA_SUCCESS || stats(0).prefetches != before)
+        return (void *)1;
+    CUgraph g;
+    if (end(NULL, &g) != CUDA_SUCCESS || !g)
+        return (void *)1;
+    CUgraphExec e;
+    if (cuGraphInstantiateWithFlags(&e, g, 0) != CUDA_SUCCESS || cuGraphLaunch(e, CU_STREAM_PER_THREAD) != CUDA_SUCCESS ||
+        cuStreamSynchronize(CU_STREAM_PER_THREAD) != CUDA_SUCCESS || stats(0).prefetches != before + 1)
+        return (void *)1;
+    cuGraphExecDestroy(e);
+    cuGraphDestroy(g);
+    return NULL;
+}
+
+static void per_thread_stream_capture(void)
+{
+    CUcontext ctx = primary_context(0);
+    simgpu_kernel k = {"one_ptr", one_ptr, 1, {sizeof(CUdeviceptr)}};
+    CUfunction f = sim_function(&k);
+    CUstream kept;
+    OK(cuStreamCreate(&kept, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x = managed_chunk(), y = managed_chunk();
+    void *args[] = {&y};
+    uint64_t before = stats(0).prefetches;
+    OK(cuStreamBeginCapture(kept, CU_STREAM_CAPTURE_MODE_RELAXED));
+    pt_job job = {.ctx = ctx, .f = f, .x = x};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, per_thread_capture, &job) == 0);
+    void *r;
+    CHECK(pthread_join(th, &r) == 0 && r == NULL);
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, kept, args, NULL));
+    CHECK_EQ_U(stats(0).prefetches - before, 1);   /* x, by the graph; y not yet */
+    CUgraph g;
+    OK(cuStreamEndCapture(kept, &g));
+    OK(cuGraphDestroy(g));
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, kept, args, NULL));
+    OK(cuStreamSynchronize(kept));
+    CHECK_EQ_U(stats(0).prefetches - before, 2);
+    OK(cuMemFree(x));
+    OK(cuMemFree(y));
+    OK(cuStreamDestroy(kept));
+}
+
 /* ---- the devices of streams ----------------------------------------------- */
 
 enum { STREAM_THREADS = 4, STREAM_ROUNDS = 300 };
@@ -697,6 +780,7 @@ static const test_case cases[] = {
     {"failed_ends", failed_ends},
     {"wrong_thread_end", wrong_thread_end},
     {"fork_in_capture", fork_in_capture},
+    {"per_thread_stream_capture", per_thread_stream_capture},
     {"stream_churn_two_devices", stream_churn_two_devices},
     {"reset_with_cached_stream", reset_with_cached_stream},
     {"wide_widths", wide_widths},
