@@ -41,8 +41,10 @@ BEGIN_CAPTURE_HOOK(cuStreamBeginCaptureToGraph_ptsz,
                     CUstreamCaptureMode mode),
                    s, g, deps, edges, n, mode)
 
-/* A capture is counted off when the stream captured before the real end
- * and no longer does after it (an end that fails may leave it capturing).
+/* A capture is counted off when the stream captured before the real end,
+ * the end says it ended one, and the stream no longer captures after it
+ * (an end that fails may leave it capturing; one that lost a race with
+ * another thread's end of the same capture ended nothing).
  * NULL is the per-thread default stream for the _ptsz variant. */
 #define END_CAPTURE_HOOK(sym, ptds)                                                \
     LMS_EXPORT CUresult sym(CUstream s, CUgraph *g)                                \
@@ -51,7 +53,7 @@ BEGIN_CAPTURE_HOOK(cuStreamBeginCaptureToGraph_ptsz,
         CUstream es = !s && (ptds) ? CU_STREAM_PER_THREAD : s;                     \
         bool was = lms_capture_active(es);                                         \
         CUresult r = PASS(sym, s, g);                                              \
-        lms_capture_end_call(es, was);                                             \
+        lms_capture_end_call(es, was, r);                                          \
         if (entered)                                                               \
             lms_hook_leave();                                                      \
         return r;                                                                  \

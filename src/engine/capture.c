@@ -56,11 +56,21 @@ bool lms_capture_active(CUstream stream)
            st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-void lms_capture_end_call(CUstream stream, bool was)
+/* True for the answers of a cuStreamEndCapture that ended a capture: it
+ * succeeded, or the capture ended without a graph (invalidated, or work
+ * left unjoined). Any other error (nothing captures any more: another
+ * thread's end got there first; a bad handle) ended nothing. */
+static bool ended_one(CUresult r)
+{
+    return r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+           r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+}
+
+void lms_capture_end_call(CUstream stream, bool was, CUresult r)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    if (!was || !lms_drv.cuStreamIsCapturing || lms_drv.cuStreamIsCapturing(stream, &st) != CUDA_SUCCESS ||
-        st != CU_STREAM_CAPTURE_STATUS_NONE)
+    if (!was || !ended_one(r) || !lms_drv.cuStreamIsCapturing ||
+        lms_drv.cuStreamIsCapturing(stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
         return;   /* not ended here (or cannot tell): the count stays, which only costs a query */
     if (atomic_fetch_sub(&captures_open, 1) <= 0) {
         atomic_fetch_add(&captures_open, 1);

@@ -39,8 +39,10 @@ void lms_capture_untracked(void);
 bool lms_capture_active(CUstream stream);
 
 /* After a real cuStreamEndCapture* on `stream`, which captured before it
- * when `was`: a capture that ended there is counted off. */
-void lms_capture_end_call(CUstream stream, bool was);
+ * when `was`, that answered r: a capture that this call ended is counted
+ * off. Two threads may end one capture at once, both having seen it
+ * capture: only the one whose answer says it ended a capture counts. */
+void lms_capture_end_call(CUstream stream, bool was, CUresult r);
 
 /* A stream-ordered free of an off-device chunk `c` (managed or pinned host,
  * already out of the chunk map) on `stream`. Returns false when the stream
