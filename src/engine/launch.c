@@ -317,6 +317,8 @@ lms_scan lms_launch_words(CUfunction f, void **params, void **extra)
 
 const char *lms_launch_name(CUfunction f)
 {
+    if (!f)
+        return "";   /* a graph's launch: no kernel, nothing to look up (and no write lock) */
     pthread_rwlock_rdlock(&layout_lock);
     const layout *l = cached((uintptr_t)f);
     if (!l) {
