@@ -22,7 +22,6 @@ BEGIN {
     # once reads in place were priced by measured durations)
     # (against none and lru at the same default settings: none reads in
     # place what the defaults fetch)
-    bar["train-eval 2 dflt"] = 1.05
     bar["growing 2 dflt"] = 1.09
 }
 /^summary:/ { insum = 1; next }
