@@ -215,9 +215,13 @@ int lms_timing_mark(int device, CUstream stream)
     dev_timing *t = &timing[device];
     if (!ready(t) || t->nmarks == INT32_MAX)
         return 0;
+    /* A record that failed (a stream destroyed, an error) is no point: its
+     * number is used up (the slot's earlier point reads as recorded over)
+     * and 0 tells the caller, which would otherwise wait for a reading
+     * that never comes and run its trials untimed. */
     int k = t->nmarks++;
     t->mark_bad[k % MARKS] = lms_drv.cuEventRecord(t->marks[k % MARKS], stream) != CUDA_SUCCESS;
-    return k + 1;
+    return t->mark_bad[k % MARKS] ? 0 : k + 1;
 }
 
 double lms_timing_between(int device, int from, int to)

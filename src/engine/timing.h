@@ -38,7 +38,7 @@ void lms_timing_poll(int device);
 double lms_timing_price(int device, uint64_t sig, uint32_t id);
 
 /* Records a point on `stream` (a step's boundary); returns its number
- * (> 0), or 0 when it cannot. */
+ * (> 0), or 0 when it cannot (the record failed: no point). */
 int lms_timing_mark(int device, CUstream stream);
 /* The device time in ns between two points, when both completed (never
  * waits); negative while either has not, or when they are gone (only the

@@ -1,0 +1,118 @@
+/*
+ * trials_ring_test.c — the step points of src/engine/timing.c
+ * (lms_timing_mark, lms_timing_between) over a fake driver whose events
+ * carry the fake clock at their last record: a reading between two points
+ * is their true distance or nothing (never a point recorded over since),
+ * across many wraps of the ring of 64; a point whose record failed is no
+ * point (mark answers 0), so that the planner does not run modes it can
+ * never time. One case per meson test.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../common/check.h"
+#include "options.h"
+#include "timing.h"
+
+typedef struct fake_event {
+    uint64_t at;   /* fake clock at its last record (ns) */
+    bool done;
+} fake_event;
+
+static uint64_t clock_ns;
+static int fail_every;   /* a record fails when the record count is a multiple (0: never) */
+static int records;
+
+static CUresult ev_create(CUevent *e, unsigned flags)
+{
+    (void)flags;
+    *e = (CUevent)calloc(1, sizeof(fake_event));
+    return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult ev_destroy(CUevent e)
+{
+    free(e);
+    return CUDA_SUCCESS;
+}
+static CUresult ev_record(CUevent e, CUstream s)
+{
+    (void)s;
+    if (fail_every && ++records % fail_every == 0)
+        return CUDA_ERROR_INVALID_HANDLE;   /* e.g. a stream destroyed */
+    ((fake_event *)e)->at = clock_ns;
+    ((fake_event *)e)->done = true;
+    return CUDA_SUCCESS;
+}
+static CUresult ev_query(CUevent e) { return ((fake_event *)e)->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY; }
+static CUresult ev_elapsed(float *ms, CUevent a, CUevent b)
+{
+    *ms = (float)((double)(((fake_event *)b)->at - ((fake_event *)a)->at) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+static void setup(void)
+{
+    lms_options_load();
+    lms_drv.cuEventCreate = ev_create;
+    lms_drv.cuEventDestroy = ev_destroy;
+    lms_drv.cuEventRecord = ev_record;
+    lms_drv.cuEventQuery = ev_query;
+    lms_drv.cuEventElapsedTime = ev_elapsed;
+}
+
+#define N 1000
+
+/* Point k (1-based) is recorded at clock k ms: every reading the ring
+ * gives is to - from ms, for every pair within 70 of each other after
+ * each of N points. */
+static void ring_wraps(void)
+{
+    setup();
+    static int num[N + 1];
+    int readable = 0;
+    for (int k = 1; k <= N; k++) {
+        clock_ns = (uint64_t)k * 1000000;
+        num[k] = lms_timing_mark(0, (CUstream)(uintptr_t)0x10);
+        CHECK(num[k] > 0);
+        for (int from = k - 70 > 1 ? k - 70 : 1; from < k; from++) {
+            double ns = lms_timing_between(0, num[from], num[k]);
+            if (ns >= 0) {
+                readable++;
+                CHECK_NEAR(ns, (double)(num[k] - num[from]) * 1e6, 1e3);
+                CHECK(k - from < 64);
+            }
+        }
+    }
+    CHECK(readable > 60 * (N - 64));   /* the latest 64 are read */
+}
+
+/* Every third record fails: the failed ones are no points (0), and the
+ * others read true distances. */
+static void failed_record_is_no_point(void)
+{
+    setup();
+    fail_every = 3;
+    int prev = 0, prev_at = 0, zeros = 0;
+    for (int k = 1; k <= 90; k++) {
+        clock_ns = (uint64_t)k * 1000000;
+        int m = lms_timing_mark(0, (CUstream)(uintptr_t)0x10);
+        if (!m) {
+            zeros++;
+            continue;
+        }
+        if (prev) {
+            double ns = lms_timing_between(0, prev, m);
+            CHECK(ns >= 0);
+            CHECK_NEAR(ns, (double)(k - prev_at) * 1e6, 1e3);
+        }
+        prev = m, prev_at = k;
+    }
+    CHECK_EQ_U(zeros, 30);
+}
+
+static const test_case cases[] = {
+    {"ring_wraps", ring_wraps},
+    {"failed_record_is_no_point", failed_record_is_no_point},
+};
+
+TEST_MAIN(cases)
