@@ -30,7 +30,13 @@ typedef struct fake {
     uint64_t at[1 << 16];      /* clock at each point */
     int nmarks;
     unsigned rnd;
-    int fail_marks;            /* 1 in this many points fails (0: none) */
+    int fail_marks;            /* 1 in this many points fails (0: none; 1: all) */
+    int asked;                 /* calls of ops.mark */
+    int streams;               /* launch k goes to stream k % streams (0, 1: one stream) */
+    int stream;                /* the stream of the launch being planned */
+    int mark_stream[1 << 16];  /* the stream of each point */
+    int cross;                 /* readings asked between points of two streams */
+    bool decided;              /* a choice was made by readings */
     uint64_t modes_seen[LMS_PLAN_MODES];
 } fake;
 
@@ -82,11 +88,15 @@ static uint64_t f_managed(void *ctx)
         s += f->chunks[i].charge;
     return s;
 }
-static int f_mark(void *ctx)
+static int f_mark(void *ctx, int like)
 {
     fake *f = ctx;
+    f->asked++;
+    if (like > 0 && f->mark_stream[like - 1] != f->stream)
+        return -1;
     if (f->nmarks == (1 << 16) || (f->fail_marks && next_rand(f) % (unsigned)f->fail_marks == 0))
         return 0;
+    f->mark_stream[f->nmarks] = f->stream;
     f->at[f->nmarks] = f->clock;
     return ++f->nmarks;
 }
@@ -95,6 +105,10 @@ static double f_between(void *ctx, int from, int to)
     fake *f = ctx;
     if (from <= 0 || to <= from || to > f->nmarks)
         return -1;
+    if (f->mark_stream[from - 1] != f->mark_stream[to - 1]) {
+        f->cross++;
+        return 0;   /* what a point on an idle stream reads: nothing to do */
+    }
     return (double)(f->at[to - 1] - f->at[from - 1]);
 }
 
@@ -190,8 +204,10 @@ static void run(fake *f, uint64_t (*sched)(int s, unsigned r), int steps, bool f
                 lms_plan_pin(&plan, mine[j]);
             }
             ++seq;
+            f->stream = f->streams > 1 ? k % f->streams : 0;
             lms_plan_launch(&plan, &ops, f, seq, 7 + (uintptr_t)k, ids, PER, mine, PER);
             f->modes_seen[plan.mode]++;
+            f->decided |= plan.trial_decided;
             for (int j = 0; j < PER; j++) {
                 f->clock += mine[j]->resident ? 10 : 40 * mine[j]->charge;
                 lms_plan_used(&plan, mine[j], seq);
@@ -249,7 +265,39 @@ static void flap_random_frees(void) { go(flap_random, true, 0); }
 static void minimal_frees(void) { go(minimal, true, 0); }
 static void failing_points(void) { go(flap_random, true, 9); }
 
+/* Every point fails: each start of the trials gives up at once and the
+ * next waits its 256 steps (400 steps: two starts), not 256 eighths of a
+ * step. */
+static void failed_first_point_waits(void)
+{
+    fake *f = calloc(1, sizeof *f);
+    f->rnd = 3;
+    f->fail_marks = 1;
+    run(f, steady, 400, false);
+    CHECK(f->asked >= 1);
+    CHECK(f->asked <= 2);
+    CHECK_EQ_U(f->modes_seen[LMS_PLAN_DEMAND] + f->modes_seen[LMS_PLAN_INPLACE], 0);
+    free(f);
+}
+
+/* Launches on four streams in turn, reading in place far dearer: every
+ * point of a trial is on one stream, none is read against another's, and
+ * the choice is acting. */
+static void streams_apart_plan(void)
+{
+    fake *f = calloc(1, sizeof *f);
+    f->rnd = 5;
+    f->streams = 4;
+    run(f, steady, 300, false);
+    CHECK_EQ_U(f->cross, 0);
+    CHECK(f->decided);
+    CHECK(f->modes_seen[LMS_PLAN_DEMAND] > 0);
+    free(f);
+}
+
 static const test_case cases[] = {
+    {"streams_apart_plan", streams_apart_plan},
+    {"failed_first_point_waits", failed_first_point_waits},
     {"steady_frees", steady_frees},       {"steady_modes", steady_modes},   {"flap_within_frees", flap_within_frees},
     {"flap_beyond_frees", flap_beyond_frees}, {"flap_random_frees", flap_random_frees},
     {"minimal_frees", minimal_frees},     {"failing_points", failing_points},

@@ -72,7 +72,7 @@ static void ring_wraps(void)
     int readable = 0;
     for (int k = 1; k <= N; k++) {
         clock_ns = (uint64_t)k * 1000000;
-        num[k] = lms_timing_mark(0, (CUstream)(uintptr_t)0x10);
+        num[k] = lms_timing_mark(0, (CUstream)(uintptr_t)0x10, 0);
         CHECK(num[k] > 0);
         for (int from = k - 70 > 1 ? k - 70 : 1; from < k; from++) {
             double ns = lms_timing_between(0, num[from], num[k]);
@@ -95,7 +95,7 @@ static void failed_record_is_no_point(void)
     int prev = 0, prev_at = 0, zeros = 0;
     for (int k = 1; k <= 90; k++) {
         clock_ns = (uint64_t)k * 1000000;
-        int m = lms_timing_mark(0, (CUstream)(uintptr_t)0x10);
+        int m = lms_timing_mark(0, (CUstream)(uintptr_t)0x10, 0);
         if (!m) {
             zeros++;
             continue;
@@ -110,9 +110,35 @@ static void failed_record_is_no_point(void)
     CHECK_EQ_U(zeros, 30);
 }
 
+/* Points on two streams: a reading between them would be no step's
+ * time (a point on an idle stream completes when it is recorded, not when
+ * the step's work reached it), so there is none; points on one stream
+ * read, and a point asked on the stream of point `like` while the launch
+ * is on another is put off (negative). */
+static void streams_apart(void)
+{
+    setup();
+    CUstream a = (CUstream)(uintptr_t)0x10, b = (CUstream)(uintptr_t)0x20;
+    clock_ns = 1000000;
+    int p1 = lms_timing_mark(0, a, 0);
+    clock_ns = 2000000;
+    int p2 = lms_timing_mark(0, b, 0);
+    clock_ns = 3000000;
+    int p3 = lms_timing_mark(0, a, p1);
+    CHECK(p1 > 0 && p2 > 0 && p3 > 0);
+    CHECK(lms_timing_between(0, p1, p2) < 0);
+    CHECK(lms_timing_between(0, p2, p3) < 0);
+    CHECK_NEAR(lms_timing_between(0, p1, p3), 2e6, 1e3);
+    CHECK(lms_timing_mark(0, b, p1) < 0);
+    CHECK(lms_timing_mark(0, a, p2) < 0);
+    int p4 = lms_timing_mark(0, b, p2);
+    CHECK(p4 > p3);
+}
+
 static const test_case cases[] = {
     {"ring_wraps", ring_wraps},
     {"failed_record_is_no_point", failed_record_is_no_point},
+    {"streams_apart", streams_apart},
 };
 
 TEST_MAIN(cases)
