@@ -16,6 +16,7 @@
  */
 #include "timing.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,8 @@ typedef struct dev_timing {
     lms_price price;
     CUevent marks[MARKS];     /* step boundaries: mark k is marks[k % MARKS] */
     bool mark_bad[MARKS];     /* its record failed */
-    CUstream mark_stream[MARKS];  /* the stream it was recorded on */
+    CUstream mark_stream[MARKS];  /* the stream it was recorded on (NULL: the legacy stream) */
+    pthread_t mark_thread[MARKS]; /* the thread that recorded it (CU_STREAM_PER_THREAD: its own stream) */
     int nmarks;               /* marks recorded */
 } dev_timing;
 
@@ -216,6 +218,16 @@ static bool kept(const dev_timing *t, int k)
     return k > 0 && k <= t->nmarks && t->nmarks - k < MARKS;
 }
 
+/* Whether point k (kept) was recorded on `stream` as the calling thread
+ * names it: NULL and CU_STREAM_LEGACY are the legacy stream; each thread
+ * has its own CU_STREAM_PER_THREAD. */
+static bool same_stream(const dev_timing *t, int k, CUstream stream)
+{
+    int i = (k - 1) % MARKS;
+    CUstream s = stream == CU_STREAM_LEGACY ? NULL : stream;
+    return t->mark_stream[i] == s && (s != CU_STREAM_PER_THREAD || pthread_equal(t->mark_thread[i], pthread_self()));
+}
+
 int lms_timing_mark(int device, CUstream stream, int like)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
@@ -229,7 +241,7 @@ int lms_timing_mark(int device, CUstream stream, int like)
          * when the step's work reaches it. */
         if (!kept(t, like))
             return 0;
-        if (t->mark_stream[(like - 1) % MARKS] != stream)
+        if (!same_stream(t, like, stream))
             return -1;
     }
     /* A record that failed (a stream destroyed, an error) is no point: its
@@ -238,7 +250,8 @@ int lms_timing_mark(int device, CUstream stream, int like)
      * that never comes and run its trials untimed. */
     int k = t->nmarks++;
     t->mark_bad[k % MARKS] = lms_drv.cuEventRecord(t->marks[k % MARKS], stream) != CUDA_SUCCESS;
-    t->mark_stream[k % MARKS] = stream;
+    t->mark_stream[k % MARKS] = stream == CU_STREAM_LEGACY ? NULL : stream;
+    t->mark_thread[k % MARKS] = pthread_self();
     return t->mark_bad[k % MARKS] ? 0 : k + 1;
 }
 
@@ -252,7 +265,9 @@ double lms_timing_between(int device, int from, int to)
     CUevent a = t->marks[(from - 1) % MARKS], b = t->marks[(to - 1) % MARKS];
     if (t->mark_bad[(from - 1) % MARKS] || t->mark_bad[(to - 1) % MARKS])
         return -1;
-    if (t->mark_stream[(from - 1) % MARKS] != t->mark_stream[(to - 1) % MARKS])
+    if (t->mark_stream[(from - 1) % MARKS] != t->mark_stream[(to - 1) % MARKS] ||
+        (t->mark_stream[(to - 1) % MARKS] == CU_STREAM_PER_THREAD &&
+         !pthread_equal(t->mark_thread[(from - 1) % MARKS], t->mark_thread[(to - 1) % MARKS])))
         return -1;   /* on two streams: no step's time (see lms_timing_mark) */
     lms_capture_mode mode = lms_capture_relax();
     float ms = 0;

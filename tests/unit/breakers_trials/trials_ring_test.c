@@ -7,6 +7,7 @@
  * point (mark answers 0), so that the planner does not run modes it can
  * never time. One case per meson test.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -135,7 +136,36 @@ static void streams_apart(void)
     CHECK(p4 > p3);
 }
 
+static int other_thread_mark;
+
+/* Asks for a point like point `arg` on this thread's default stream. */
+static void *mark_per_thread(void *arg)
+{
+    other_thread_mark = lms_timing_mark(0, CU_STREAM_PER_THREAD, *(int *)arg);
+    return NULL;
+}
+
+/* The handles of default streams: NULL and CU_STREAM_LEGACY are one
+ * stream; CU_STREAM_PER_THREAD is another stream on each thread. */
+static void default_streams(void)
+{
+    setup();
+    int p1 = lms_timing_mark(0, NULL, 0);
+    CHECK(p1 > 0);
+    int p2 = lms_timing_mark(0, CU_STREAM_LEGACY, p1);
+    CHECK(p2 > 0);
+    CHECK(lms_timing_between(0, p1, p2) >= 0);
+    int p3 = lms_timing_mark(0, CU_STREAM_PER_THREAD, 0);
+    CHECK(p3 > 0);
+    CHECK(lms_timing_mark(0, CU_STREAM_PER_THREAD, p3) > 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, mark_per_thread, &p3) == 0);
+    pthread_join(t, NULL);
+    CHECK(other_thread_mark < 0);
+}
+
 static const test_case cases[] = {
+    {"default_streams", default_streams},
     {"ring_wraps", ring_wraps},
     {"failed_record_is_no_point", failed_record_is_no_point},
     {"streams_apart", streams_apart},
