@@ -650,12 +650,19 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         return;
     }
     int k = p->trial_n[m] - 1;
-    if (m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]) {
-        double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, k), b = trial_time(p, ops, ctx, m, k);
+    /* Compared at the latest of its points that completed: the point just
+     * recorded has not while the device runs behind the host (at most
+     * eight readings per point). */
+    for (int j = k; j > 0 && m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]; j--) {
+        double b = trial_time(p, ops, ctx, m, j);
+        if (b < 0)
+            continue;   /* not completed yet */
+        double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, j);
         if (a >= 0 && b > TRIAL_ABORT * a) {   /* far slower already: on to the next mode */
             trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
             return;
         }
+        break;
     }
     if (p->trial_n[m] == TRIAL_POINTS && p->trial_settling) {
         /* The step that left the previous mode's state behind is over:
