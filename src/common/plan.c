@@ -549,15 +549,22 @@ static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     set_mode(p, best);
 }
 
-/* Records the next point of mode m's trial; false when it cannot. */
-static bool trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, uint64_t seq)
+/* Records the next point of mode m's trial, on the stream of the trials'
+ * first point (a reading between points on two streams is no step's
+ * time): 1; -1 when this launch is on another stream (the next launch is
+ * asked, for up to a point's interval); 0 when it cannot. */
+static int trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, uint64_t seq)
 {
-    int mark = ops->mark(ctx);
+    int mark = ops->mark(ctx, p->trial_first);
+    if (mark < 0)
+        return seq < p->trial_at + p->trial_sub ? -1 : 0;
     if (!mark)
-        return false;
+        return 0;
+    if (!p->trial_first)
+        p->trial_first = mark;
     p->trial_marks[m][p->trial_n[m]++] = mark;
     p->trial_at = seq + p->trial_sub;
-    return true;
+    return 1;
 }
 
 /* Ends the trials: acting until the measurements say otherwise. */
@@ -584,7 +591,7 @@ static void trial_start(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, 
     p->trial_settling = true;
     if (first_mark)
         p->trial_marks[m][p->trial_n[m]++] = first_mark;   /* the previous mode's last point */
-    else if (!trial_point(p, ops, ctx, m, seq))
+    else if (trial_point(p, ops, ctx, m, seq) != 1)
         trial_choose(p, seq);
     p->trial_at = seq + p->trial_sub;
 }
@@ -618,6 +625,7 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         for (int m = 0; m < LMS_PLAN_MODES; m++)
             p->trial_n[m] = 0, p->trial_done[m] = false;
         p->trial = TRIAL_RUNNING;
+        p->trial_first = 0;
         trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
         return;
     }
@@ -634,17 +642,27 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         return;
     }
     int m = p->mode;
-    if (!trial_point(p, ops, ctx, m, seq)) {
+    int r = trial_point(p, ops, ctx, m, seq);
+    if (r < 0)
+        return;   /* a launch on another stream: the point waits for one on the trials' */
+    if (r == 0) {
         trial_choose(p, seq);
         return;
     }
     int k = p->trial_n[m] - 1;
-    if (m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]) {
-        double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, k), b = trial_time(p, ops, ctx, m, k);
+    /* Compared at the latest of its points that completed: the point just
+     * recorded has not while the device runs behind the host (at most
+     * eight readings per point). */
+    for (int j = k; j > 0 && m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]; j--) {
+        double b = trial_time(p, ops, ctx, m, j);
+        if (b < 0)
+            continue;   /* not completed yet */
+        double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, j);
         if (a >= 0 && b > TRIAL_ABORT * a) {   /* far slower already: on to the next mode */
             trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
             return;
         }
+        break;
     }
     if (p->trial_n[m] == TRIAL_POINTS && p->trial_settling) {
         /* The step that left the previous mode's state behind is over:

@@ -65,10 +65,12 @@ typedef struct lms_plan_ops {
      * never known). */
     double (*fetch_cost)(void *ctx);
     /* Records a point on the launch's stream (a step's boundary) before
-     * the launch; returns its number (> 0) or 0. The device time in ns
+     * the launch; returns its number (> 0) or 0. With `like` > 0 only when
+     * the launch's stream is that of point `like` (negative, nothing
+     * recorded, when it is another: a later launch is asked). The device time in ns
      * between two points once both completed, else negative (never
      * waits). (Both NULL: steps are not timed; the policy always acts.) */
-    int (*mark)(void *ctx);
+    int (*mark)(void *ctx, int like);
     double (*between)(void *ctx, int from, int to);
 } lms_plan_ops;
 
@@ -113,6 +115,7 @@ typedef struct lms_plan {
     bool trial_settling;                                 /* the current mode's first (untimed) step */
     bool trial_paused;                                   /* chosen, but the policy lost its period */
     int trial_best;                                      /* the mode chosen (when decided) */
+    int trial_first;                                     /* the trials' first point: all on its stream */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */

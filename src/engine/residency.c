@@ -921,11 +921,12 @@ static double op_fetch_cost(void *ctx)
     return lms_timing_fetch_cost(((live *)ctx)->device);
 }
 
-/* A step's boundary, recorded on the launch's stream (timing.c). */
-static int op_mark(void *ctx)
+/* A step's boundary, recorded on the launch's stream when it is that of
+ * point `like` (timing.c). */
+static int op_mark(void *ctx, int like)
 {
     const live *l = ctx;
-    return lms_timing_mark(l->device, l->stream);
+    return lms_timing_mark(l->device, l->stream, like);
 }
 
 /* The device time between two boundaries, or negative (timing.c). */

@@ -16,6 +16,7 @@
  */
 #include "timing.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ typedef struct dev_timing {
     lms_price price;
     CUevent marks[MARKS];     /* step boundaries: mark k is marks[k % MARKS] */
     bool mark_bad[MARKS];     /* its record failed */
+    CUstream mark_stream[MARKS];  /* the stream it was recorded on (NULL: the legacy stream) */
+    pthread_t mark_thread[MARKS]; /* the thread that recorded it (CU_STREAM_PER_THREAD: its own stream) */
     int nmarks;               /* marks recorded */
 } dev_timing;
 
@@ -208,16 +211,48 @@ double lms_timing_price(int device, uint64_t sig, uint32_t id)
     return lms_price_of(&timing[device].price, sig, id);
 }
 
-int lms_timing_mark(int device, CUstream stream)
+/* Whether point `k` (a number given by lms_timing_mark) is still in the
+ * ring, not recorded over since. */
+static bool kept(const dev_timing *t, int k)
+{
+    return k > 0 && k <= t->nmarks && t->nmarks - k < MARKS;
+}
+
+/* Whether point k (kept) was recorded on `stream` as the calling thread
+ * names it: NULL and CU_STREAM_LEGACY are the legacy stream; each thread
+ * has its own CU_STREAM_PER_THREAD. */
+static bool same_stream(const dev_timing *t, int k, CUstream stream)
+{
+    int i = (k - 1) % MARKS;
+    CUstream s = stream == CU_STREAM_LEGACY ? NULL : stream;
+    return t->mark_stream[i] == s && (s != CU_STREAM_PER_THREAD || pthread_equal(t->mark_thread[i], pthread_self()));
+}
+
+int lms_timing_mark(int device, CUstream stream, int like)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
         return 0;
     dev_timing *t = &timing[device];
     if (!ready(t) || t->nmarks == INT32_MAX)
         return 0;
+    if (like > 0) {
+        /* Points are read against one another only on one stream: a point
+         * on a stream idle at the time completes when it is recorded, not
+         * when the step's work reaches it. */
+        if (!kept(t, like))
+            return 0;
+        if (!same_stream(t, like, stream))
+            return -1;
+    }
+    /* A record that failed (a stream destroyed, an error) is no point: its
+     * number is used up (the slot's earlier point reads as recorded over)
+     * and 0 tells the caller, which would otherwise wait for a reading
+     * that never comes and run its trials untimed. */
     int k = t->nmarks++;
     t->mark_bad[k % MARKS] = lms_drv.cuEventRecord(t->marks[k % MARKS], stream) != CUDA_SUCCESS;
-    return k + 1;
+    t->mark_stream[k % MARKS] = stream == CU_STREAM_LEGACY ? NULL : stream;
+    t->mark_thread[k % MARKS] = pthread_self();
+    return t->mark_bad[k % MARKS] ? 0 : k + 1;
 }
 
 double lms_timing_between(int device, int from, int to)
@@ -225,11 +260,15 @@ double lms_timing_between(int device, int from, int to)
     if (device < 0 || device >= LMS_MAX_DEVICES || from <= 0 || to <= from)
         return -1;
     dev_timing *t = &timing[device];
-    if (!t->ok || to > t->nmarks || t->nmarks - from >= MARKS)
+    if (!t->ok || !kept(t, from) || !kept(t, to))
         return -1;   /* not recorded, or recorded over since */
     CUevent a = t->marks[(from - 1) % MARKS], b = t->marks[(to - 1) % MARKS];
     if (t->mark_bad[(from - 1) % MARKS] || t->mark_bad[(to - 1) % MARKS])
         return -1;
+    if (t->mark_stream[(from - 1) % MARKS] != t->mark_stream[(to - 1) % MARKS] ||
+        (t->mark_stream[(to - 1) % MARKS] == CU_STREAM_PER_THREAD &&
+         !pthread_equal(t->mark_thread[(from - 1) % MARKS], t->mark_thread[(to - 1) % MARKS])))
+        return -1;   /* on two streams: no step's time (see lms_timing_mark) */
     lms_capture_mode mode = lms_capture_relax();
     float ms = 0;
     bool done = lms_drv.cuEventQuery(b) == CUDA_SUCCESS && lms_drv.cuEventElapsedTime(&ms, a, b) == CUDA_SUCCESS;

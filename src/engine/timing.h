@@ -38,11 +38,13 @@ void lms_timing_poll(int device);
 double lms_timing_price(int device, uint64_t sig, uint32_t id);
 
 /* Records a point on `stream` (a step's boundary); returns its number
- * (> 0), or 0 when it cannot. */
-int lms_timing_mark(int device, CUstream stream);
+ * (> 0), or 0 when it cannot (the record failed: no point; or point
+ * `like` is gone). With `like` > 0, only on the stream of point `like`:
+ * negative (nothing recorded) when `stream` is another. */
+int lms_timing_mark(int device, CUstream stream, int like);
 /* The device time in ns between two points, when both completed (never
  * waits); negative while either has not, or when they are gone (only the
- * latest MARKS are kept) or failed. */
+ * latest MARKS are kept), failed, or were recorded on different streams. */
 double lms_timing_between(int device, int from, int to);
 
 #endif

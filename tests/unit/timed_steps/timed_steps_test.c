@@ -33,8 +33,9 @@ typedef struct clocked {
 } clocked;
 
 /* ops.mark: the clock now, complete `delay` launches later. */
-static int mark(void *ctx)
+static int mark(void *ctx, int like)
 {
+    (void)like;   /* one stream */
     clocked *c = ctx;
     if (c->nmarks == MARKS)
         return 0;
