@@ -483,9 +483,10 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
  * depends on the workload, the room and the link, so it is measured: once
  * the policy knows the step's length P (at least TRIAL_MIN launches), each
  * mode runs two steps (acting; on demand in LRU order; reading every
- * missing chunk in place): the first lets the previous mode's residents
- * go (a mode that reads in place would otherwise be timed on what acting
- * left on the device), the second is timed on the device by points
+ * missing chunk in place): the first lets the state the previous mode
+ * left settle (reading in place evicts nothing: it keeps what the modes
+ * before it left resident, tried and chosen alike), the second is timed
+ * on the device by points
  * recorded on the launch stream every P/8 launches. A mode stops early
  * when, at one of its points, it has taken more than TRIAL_ABORT times
  * what the acting step took to the same point (reading a re-read operand in place is
