@@ -1,89 +1,12 @@
 /*
  * timed_steps_test.c — the planner's timed steps (src/common/plan.c,
- * "Timed steps") without CUDA: a repeating step of STEP launches, each on
- * its own chunk, over a room of ROOM chunks (so a fetched chunk is evicted
- * long before the step comes back to it): the trials run from the second
- * step, two steps per mode (acting, on demand, in place). A fake clock charges each
- * launch `fetch` per chunk fetched for it and `inplace` per chunk it
- * reads where it is; points are readings of that clock, complete at once
- * or `delay` launches later. One case per meson test.
+ * "Timed steps") without CUDA, on the repeating step of
+ * tests/common/fake_steps.h. One case per meson test.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../common/check.h"
-#include "../../common/fake_room.h"
-#include "plan.h"
-#include "policy.h"
-
-#define STEP 40   /* launches per step (over TRIAL_MIN) */
-#define ROOM 4
-#define STEPS 20
-#define MARKS 256
-
-typedef struct clocked {
-    fake_room f;             /* first: the fake_room ops get this pointer */
-    double now;              /* the fake device clock, ns */
-    double fetch, inplace;   /* ns per chunk fetched / read in place */
-    int delay;               /* launches before a point completes */
-    uint64_t seq;            /* the launch being planned */
-    double at[MARKS];        /* clock of each point */
-    uint64_t done_at[MARKS]; /* launch from which it reads complete */
-    int nmarks;
-} clocked;
-
-/* ops.mark: the clock now, complete `delay` launches later. */
-static int mark(void *ctx, int like)
-{
-    (void)like;   /* one stream */
-    clocked *c = ctx;
-    if (c->nmarks == MARKS)
-        return 0;
-    c->at[c->nmarks] = c->now;
-    c->done_at[c->nmarks] = c->seq + (uint64_t)c->delay;
-    return ++c->nmarks;
-}
-
-/* ops.between: the clock's difference once the later point completed. */
-static double between(void *ctx, int from, int to)
-{
-    clocked *c = ctx;
-    if (from <= 0 || to <= from || to > c->nmarks || c->seq < c->done_at[to - 1])
-        return -1;
-    return c->at[to - 1] - c->at[from - 1];
-}
-
-/* Runs STEPS steps; counts the fetches made in the last `tail` steps and
- * the launches planned in place from step `from` on. */
-static void run(clocked *c, bool timed, int tail, uint64_t *fetches_tail, int *inplace_launches, int from)
-{
-    fake_room_init(&c->f, ROOM, STEP);
-    lms_plan plan;
-    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
-    lms_plan_ops ops = fake_room_ops();
-    if (timed) {
-        ops.mark = mark;
-        ops.between = between;
-    }
-    uint64_t before = 0;
-    *inplace_launches = 0;
-    for (int s = 0; s < STEPS; s++) {
-        if (s == STEPS - tail)
-            before = c->f.fetches;
-        for (uint32_t k = 0; k < STEP; k++) {
-            c->seq = (uint64_t)s * STEP + k + 1;
-            lms_plan_chunk *mine[1] = {&c->f.chunks[k]};
-            lms_plan_pin(&plan, mine[0]);
-            uint64_t f0 = c->f.fetches;
-            lms_plan_launch(&plan, &ops, c, c->seq, 7, &k, 1, mine, 1);
-            c->now += 100 + c->fetch * (double)(c->f.fetches - f0) + (mine[0]->resident ? 0 : c->inplace);
-            *inplace_launches += s >= from && plan.mode == LMS_PLAN_INPLACE;
-            lms_plan_used(&plan, mine[0], c->seq);
-        }
-    }
-    *fetches_tail = c->f.fetches - before;
-    lms_plan_destroy(&plan);
-}
+#include "../../common/fake_steps.h"
 
 /* Reading in place is cheaper (30 against a fetch's 50 per chunk): after
  * the trials the planner stops fetching. */
@@ -93,7 +16,7 @@ static void inplace_wins(void)
     c->fetch = 50, c->inplace = 30;
     uint64_t fetches;
     int in;
-    run(c, true, 4, &fetches, &in, 0);
+    fake_steps_run(c, true, 4, &fetches, &in, 0);
     CHECK_EQ_U(fetches, 0);
     CHECK(in >= 4 * STEP);
     free(c);
@@ -107,7 +30,7 @@ static void act_wins(void)
     c->fetch = 50, c->inplace = 80;
     uint64_t fetches;
     int in;
-    run(c, true, 4, &fetches, &in, 10);
+    fake_steps_run(c, true, 4, &fetches, &in, 10);
     CHECK(fetches >= 4 * STEP - 2 * ROOM);   /* a fetch for nearly every launch */
     CHECK_EQ_U(in, 0);
     free(c);
@@ -121,7 +44,7 @@ static void dear_trial_stops(void)
     c->fetch = 50, c->inplace = 5000;
     uint64_t fetches;
     int in;
-    run(c, true, 4, &fetches, &in, 0);
+    fake_steps_run(c, true, 4, &fetches, &in, 0);
     CHECK(in > 0);
     CHECK(in <= STEP / 8 + 1);
     free(c);
@@ -135,7 +58,7 @@ static void late_points(void)
     c->fetch = 50, c->inplace = 30, c->delay = 7;
     uint64_t fetches;
     int in;
-    run(c, true, 4, &fetches, &in, 0);
+    fake_steps_run(c, true, 4, &fetches, &in, 0);
     CHECK_EQ_U(fetches, 0);
     free(c);
 }
@@ -147,7 +70,7 @@ static void untimed_acts(void)
     c->fetch = 50, c->inplace = 30;
     uint64_t fetches;
     int in;
-    run(c, false, 4, &fetches, &in, 0);
+    fake_steps_run(c, false, 4, &fetches, &in, 0);
     CHECK_EQ_U(in, 0);
     CHECK(fetches > 0);
     free(c);

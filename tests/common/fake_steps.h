@@ -1,0 +1,93 @@
+/*
+ * fake_steps.h — a repeating step for the planner's timed steps
+ * (src/common/plan.c, "Timed steps") without CUDA: STEP launches, each on
+ * its own chunk, over a room of ROOM chunks (so a fetched chunk is evicted
+ * long before the step comes back to it); the trials run from the second
+ * step, two steps per mode (acting, on demand, in place). A fake clock
+ * charges each launch `fetch` per chunk fetched for it and `inplace` per
+ * chunk it reads where it is; points are readings of that clock, complete
+ * at once or `delay` launches later. Used by tests/unit/timed_steps and
+ * tests/unit/breakers_trials.
+ */
+#ifndef FAKE_STEPS_H
+#define FAKE_STEPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "fake_room.h"
+#include "plan.h"
+#include "policy.h"
+
+#define STEP 40   /* launches per step (over TRIAL_MIN) */
+#define ROOM 4
+#define STEPS 20
+#define MARKS 256
+
+typedef struct clocked {
+    fake_room f;             /* first: the fake_room ops get this pointer */
+    double now;              /* the fake device clock, ns */
+    double fetch, inplace;   /* ns per chunk fetched / read in place */
+    int delay;               /* launches before a point completes */
+    uint64_t seq;            /* the launch being planned */
+    double at[MARKS];        /* clock of each point */
+    uint64_t done_at[MARKS]; /* launch from which it reads complete */
+    int nmarks;
+} clocked;
+
+/* ops.mark: the clock now, complete `delay` launches later. */
+static inline int fake_steps_mark(void *ctx, int like)
+{
+    (void)like;   /* one stream */
+    clocked *c = ctx;
+    if (c->nmarks == MARKS)
+        return 0;
+    c->at[c->nmarks] = c->now;
+    c->done_at[c->nmarks] = c->seq + (uint64_t)c->delay;
+    return ++c->nmarks;
+}
+
+/* ops.between: the clock's difference once the later point completed. */
+static inline double fake_steps_between(void *ctx, int from, int to)
+{
+    clocked *c = ctx;
+    if (from <= 0 || to <= from || to > c->nmarks || c->seq < c->done_at[to - 1])
+        return -1;
+    return c->at[to - 1] - c->at[from - 1];
+}
+
+/* Runs STEPS steps; counts the fetches made in the last `tail` steps and
+ * the launches planned in place from step `from` on. */
+static inline void fake_steps_run(clocked *c, bool timed, int tail, uint64_t *fetches_tail, int *inplace_launches,
+                                  int from)
+{
+    fake_room_init(&c->f, ROOM, STEP);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = fake_room_ops();
+    if (timed) {
+        ops.mark = fake_steps_mark;
+        ops.between = fake_steps_between;
+    }
+    uint64_t before = 0;
+    *inplace_launches = 0;
+    for (int s = 0; s < STEPS; s++) {
+        if (s == STEPS - tail)
+            before = c->f.fetches;
+        for (uint32_t k = 0; k < STEP; k++) {
+            c->seq = (uint64_t)s * STEP + k + 1;
+            lms_plan_chunk *mine[1] = {&c->f.chunks[k]};
+            lms_plan_pin(&plan, mine[0]);
+            uint64_t f0 = c->f.fetches;
+            lms_plan_launch(&plan, &ops, c, c->seq, 7, &k, 1, mine, 1);
+            c->now += 100 + c->fetch * (double)(c->f.fetches - f0) + (mine[0]->resident ? 0 : c->inplace);
+            *inplace_launches += s >= from && plan.mode == LMS_PLAN_INPLACE;
+            lms_plan_used(&plan, mine[0], c->seq);
+        }
+    }
+    *fetches_tail = c->f.fetches - before;
+    lms_plan_destroy(&plan);
+}
+
+#endif
