@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "../../common/check.h"
+#include "../../common/fake_driver.h"
 #include "account.h"
 #include "options.h"
 #include "residency.h"
@@ -18,13 +19,6 @@
 
 static uint64_t to_device, to_host;   /* bytes the fake moved */
 static int host_calls;
-
-static CUresult fake_total(size_t *bytes, CUdevice d)
-{
-    (void)d;
-    *bytes = 4ull << 30;
-    return CUDA_SUCCESS;
-}
 
 static CUresult fake_prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
 {
@@ -39,31 +33,6 @@ static CUresult fake_prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsign
     return CUDA_SUCCESS;
 }
 
-static CUresult fake_stream_create(CUstream *s, unsigned flags)
-{
-    (void)flags;
-    *s = (CUstream)(uintptr_t)0x100;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_event_create(CUevent *e, unsigned flags)
-{
-    (void)flags;
-    *e = (CUevent)malloc(1);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_event_destroy(CUevent e)
-{
-    free(e);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_event_record(CUevent e, CUstream s) { (void)e, (void)s; return CUDA_SUCCESS; }
-static CUresult fake_wait(CUstream s, CUevent e, unsigned f) { (void)s, (void)e, (void)f; return CUDA_SUCCESS; }
-static CUresult fake_event_sync(CUevent e) { (void)e; return CUDA_SUCCESS; }
-static CUresult fake_stream_sync(CUstream s) { (void)s; return CUDA_SUCCESS; }
-
 static void launch(uint32_t id, uintptr_t fn)
 {
     lms_launch_token tok;
@@ -77,15 +46,7 @@ static void launch(uint32_t id, uintptr_t fn)
 static void partial_eviction(void)
 {
     lms_options_load();
-    lms_drv.cuDeviceTotalMem = fake_total;
-    lms_drv.cuMemPrefetchAsync = fake_prefetch;
-    lms_drv.cuStreamCreate = fake_stream_create;
-    lms_drv.cuEventCreate = fake_event_create;
-    lms_drv.cuEventDestroy = fake_event_destroy;
-    lms_drv.cuEventRecord = fake_event_record;
-    lms_drv.cuStreamWaitEvent = fake_wait;
-    lms_drv.cuEventSynchronize = fake_event_sync;
-    lms_drv.cuStreamSynchronize = fake_stream_sync;
+    fake_driver_install(fake_prefetch);
     lms_account *a = lms_account_of(0);
     CHECK(a && a->budget == 128 * MiB);
     uint64_t base = 0x7f0000000000ull;

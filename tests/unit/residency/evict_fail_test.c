@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "../../common/check.h"
+#include "../../common/fake_driver.h"
 #include "account.h"
 #include "options.h"
 #include "residency.h"
@@ -16,13 +17,6 @@
 
 static uint64_t to_device;   /* bytes prefetched to the device (large chunks move in slices) */
 static int to_host_failed;
-
-static CUresult fake_total(size_t *bytes, CUdevice d)
-{
-    (void)d;
-    *bytes = 4ull << 30;
-    return CUDA_SUCCESS;
-}
 
 static CUresult fake_prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
 {
@@ -35,43 +29,10 @@ static CUresult fake_prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsign
     return CUDA_SUCCESS;
 }
 
-static CUresult fake_stream_create(CUstream *s, unsigned flags)
-{
-    (void)flags;
-    *s = (CUstream)(uintptr_t)0x100;
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_event_create(CUevent *e, unsigned flags)
-{
-    (void)flags;
-    *e = (CUevent)malloc(1);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_event_destroy(CUevent e)
-{
-    free(e);
-    return CUDA_SUCCESS;
-}
-
-static CUresult fake_event_record(CUevent e, CUstream s) { (void)e, (void)s; return CUDA_SUCCESS; }
-static CUresult fake_wait(CUstream s, CUevent e, unsigned f) { (void)s, (void)e, (void)f; return CUDA_SUCCESS; }
-static CUresult fake_event_sync(CUevent e) { (void)e; return CUDA_SUCCESS; }
-static CUresult fake_stream_sync(CUstream s) { (void)s; return CUDA_SUCCESS; }
-
 static void failed_eviction_keeps_charge(void)
 {
     lms_options_load();
-    lms_drv.cuDeviceTotalMem = fake_total;
-    lms_drv.cuMemPrefetchAsync = fake_prefetch;
-    lms_drv.cuStreamCreate = fake_stream_create;
-    lms_drv.cuEventCreate = fake_event_create;
-    lms_drv.cuEventDestroy = fake_event_destroy;
-    lms_drv.cuEventRecord = fake_event_record;
-    lms_drv.cuStreamWaitEvent = fake_wait;
-    lms_drv.cuEventSynchronize = fake_event_sync;
-    lms_drv.cuStreamSynchronize = fake_stream_sync;
+    fake_driver_install(fake_prefetch);
     lms_account *a = lms_account_of(0);
     CHECK(a && a->budget == 1ull << 30);
     uint64_t base = 0x7f0000000000ull;
