@@ -15,6 +15,7 @@
 #include "../../common/check.h"
 #include "../../common/context.h"
 #include "../../common/shim.h"
+#include "../../common/timeline.h"
 #include "simgpu.h"
 
 #define BYTES (100 * MiB)
@@ -272,19 +273,13 @@ static void memset_timeline(void)
     char buf[512];
     int n = 0;
     while (fgets(buf, sizeof buf, f)) {
-        int device;
-        char engine[16];
-        void *stream;
-        double t0us, t1us;
-        unsigned long long bytes;
-        int used = 0;
-        if (sscanf(buf, "%d %15s %p %lf %lf %llu %n", &device, engine, &stream, &t0us, &t1us, &bytes,
-                   &used) == 6 && used > 0 && strncmp(buf + used, "memset", 6) == 0) {
-            CHECK(strcmp(engine, "compute") == 0);
-            CHECK_EQ_U(bytes, BYTES);
+        timeline_line t;
+        if (timeline_parse(buf, &t) && strncmp(t.what, "memset", 6) == 0) {
+            CHECK(strcmp(t.engine, "compute") == 0);
+            CHECK_EQ_U(t.bytes, BYTES);
             n++;
             if (n == 2)
-                CHECK_NEAR((t1us - t0us) * 1e3, L, 1e-4);
+                CHECK_NEAR((t.end - t.start) * 1e3, L, 1e-4);
         }
     }
     fclose(f);

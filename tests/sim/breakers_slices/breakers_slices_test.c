@@ -21,6 +21,7 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/timeline.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
@@ -80,51 +81,6 @@ static void launch_stamp(CUfunction f, CUdeviceptr p, size_t bytes, uint32_t v, 
 {
     void *args[] = {&p, &bytes, &v};
     OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
-}
-
-/* One modeled copy of the timeline. */
-typedef struct op {
-    bool to_device;
-    double start, end;   /* us */
-    uint64_t bytes;
-} op;
-
-/* The prefetches of the timeline file from byte `from` of it, in issue
- * order; returns how many (at most MAXOPS). */
-static int read_ops(long from, op *ops)
-{
-    const char *path = getenv("SIMGPU_TIMELINE");
-    CHECK(path != NULL);
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    CHECK(fseek(f, from, SEEK_SET) == 0);
-    char line[512];
-    int n = 0;
-    while (fgets(line, sizeof line, f) && n < MAXOPS) {
-        int dev, used = 0;
-        char engine[16], stream[64];
-        double s, e;
-        unsigned long long b;
-        if (sscanf(line, "%d %15s %63s %lf %lf %llu %n", &dev, engine, stream, &s, &e, &b, &used) != 6)
-            continue;
-        const char *what = line + used;
-        bool in = strncmp(what, "prefetch to device", 18) == 0, out = strncmp(what, "prefetch to host", 16) == 0;
-        if (in || out)
-            ops[n++] = (op){.to_device = in, .start = s, .end = e, .bytes = b};
-    }
-    fclose(f);
-    return n;
-}
-
-/* The timeline's length in bytes now (what later operations follow). */
-static long timeline_mark(void)
-{
-    FILE *f = fopen(getenv("SIMGPU_TIMELINE"), "r");
-    CHECK(f != NULL);
-    CHECK(fseek(f, 0, SEEK_END) == 0);
-    long at = ftell(f);
-    fclose(f);
-    return at;
 }
 
 /* The budget LMS_LIMIT sets (in MiB: "NNNM"). */
@@ -190,8 +146,8 @@ static void refetch_own_eviction(void)
     uint32_t v = 0;
     OK(cuMemcpyDtoH(&v, z, 4));
     CHECK_EQ_U(v, 8);   /* X's stamp from the slow kernel, plus one */
-    static op ops[MAXOPS];
-    int n = read_ops(mark, ops);
+    static timeline_op ops[MAXOPS];
+    int n = timeline_read_ops(mark, ops, MAXOPS);
     /* Only X leaves after the mark, and only X comes in after it left. */
     double out_end[8], in_start[8];
     int outs = 0, ins = 0;
@@ -246,8 +202,8 @@ static void device_alloc_waits(void)
     OK(cuMemAlloc(&d, 24 * MiB));   /* a device chunk: evicts X */
     launch_stamp(f_stamp, d, 24 * MiB, 3, c);
     OK(cuCtxSynchronize());
-    static op ops[MAXOPS];
-    int n = read_ops(mark, ops);
+    static timeline_op ops[MAXOPS];
+    int n = timeline_read_ops(mark, ops, MAXOPS);
     CHECK(n > 0);
     FILE *f = fopen(getenv("SIMGPU_TIMELINE"), "r");
     CHECK(f != NULL);
@@ -276,29 +232,13 @@ static void device_alloc_waits(void)
 }
 
 /* The most managed bytes on the device at any modeled time after byte
- * `from` of the timeline, plus `base` held before: a fetch holds its bytes
- * from its start, an eviction until its end (no chunk freed meanwhile). */
+ * `from` of the timeline, plus `base` held before (no chunk freed meanwhile). */
 static uint64_t peak_on_timeline(long from, uint64_t base)
 {
-    static op ops[MAXOPS];
-    int n = read_ops(from, ops);
+    static timeline_op ops[MAXOPS];
+    int n = timeline_read_ops(from, ops, MAXOPS);
     CHECK(n < MAXOPS);
-    uint64_t peak = base;
-    for (int i = 0; i < n; i++) {
-        if (!ops[i].to_device)
-            continue;
-        double t = ops[i].start;
-        int64_t held = (int64_t)base;
-        for (int j = 0; j < n; j++) {
-            if (ops[j].to_device && ops[j].start <= t)
-                held += (int64_t)ops[j].bytes;
-            else if (!ops[j].to_device && ops[j].end <= t)
-                held -= (int64_t)ops[j].bytes;
-        }
-        if (held > 0 && (uint64_t)held > peak)
-            peak = (uint64_t)held;
-    }
-    return peak;
+    return timeline_peak(ops, n, base);
 }
 
 static uint32_t word_at(CUdeviceptr p)

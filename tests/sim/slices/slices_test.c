@@ -17,6 +17,7 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/timeline.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
@@ -67,74 +68,11 @@ static CUdeviceptr used_chunk(size_t bytes)
     return c;
 }
 
-/* One modeled copy of the timeline. */
-typedef struct op {
-    bool to_device;
-    double start, end;   /* us */
-    uint64_t bytes;
-} op;
-
-/* The prefetches of the timeline file, in issue order, from byte `from`
- * of it; returns how many (at most MAXOPS). */
-static int read_ops(long from, op *ops)
-{
-    const char *path = getenv("SIMGPU_TIMELINE");
-    CHECK(path != NULL);
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    CHECK(fseek(f, from, SEEK_SET) == 0);
-    char line[512];
-    int n = 0;
-    while (fgets(line, sizeof line, f) && n < MAXOPS) {
-        int dev;
-        char engine[16], stream[64];
-        double s, e;
-        unsigned long long b;
-        int used = 0;
-        if (sscanf(line, "%d %15s %63s %lf %lf %llu %n", &dev, engine, stream, &s, &e, &b, &used) != 6)
-            continue;
-        const char *what = line + used;
-        bool in = strncmp(what, "prefetch to device", 18) == 0, out = strncmp(what, "prefetch to host", 16) == 0;
-        if (in || out)
-            ops[n++] = (op){.to_device = in, .start = s, .end = e, .bytes = b};
-    }
-    fclose(f);
-    return n;
-}
-
-/* The timeline's length in bytes now (what later operations follow). */
-static long timeline_mark(void)
-{
-    FILE *f = fopen(getenv("SIMGPU_TIMELINE"), "r");
-    CHECK(f != NULL);
-    CHECK(fseek(f, 0, SEEK_END) == 0);
-    long at = ftell(f);
-    fclose(f);
-    return at;
-}
-
-/* The most managed bytes on the device at any modeled time: a fetch holds
- * its bytes from its start, an eviction until its end. */
+/* The most managed bytes on the device at any modeled time. */
 static uint64_t peak_on_timeline(void)
 {
-    static op ops[MAXOPS];
-    int n = read_ops(0, ops);
-    uint64_t peak = 0;
-    for (int i = 0; i < n; i++) {   /* the peak is at some fetch's start */
-        if (!ops[i].to_device)
-            continue;
-        double t = ops[i].start;
-        int64_t held = 0;
-        for (int j = 0; j < n; j++) {
-            if (ops[j].to_device && ops[j].start <= t)
-                held += (int64_t)ops[j].bytes;
-            else if (!ops[j].to_device && ops[j].end <= t)
-                held -= (int64_t)ops[j].bytes;
-        }
-        if (held > 0 && (uint64_t)held > peak)
-            peak = (uint64_t)held;
-    }
-    return peak;
+    static timeline_op ops[MAXOPS];
+    return timeline_peak(ops, timeline_read_ops(0, ops, MAXOPS), 0);
 }
 
 /* The checks every case ends with: nothing read mid-copy, evicted in use
@@ -161,7 +99,7 @@ static void check_end(void)
 }
 
 /* The evictions among ops[0..n): the first's start and the last's end. */
-static void eviction_span(const op *ops, int n, double *start, double *end, uint64_t *bytes)
+static void eviction_span(const timeline_op *ops, int n, double *start, double *end, uint64_t *bytes)
 {
     *start = -1, *end = 0, *bytes = 0;
     for (int i = 0; i < n; i++)
@@ -187,8 +125,8 @@ static void room_from_first_slice(void)
     void *args[] = {&b, &bytes};
     OK(cuLaunchKernel(f_span, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
     OK(cuCtxSynchronize());
-    static op ops[MAXOPS];
-    int n = read_ops(mark, ops);
+    static timeline_op ops[MAXOPS];
+    int n = timeline_read_ops(mark, ops, MAXOPS);
     double t0, t1, fetch = -1;
     uint64_t out;
     eviction_span(ops, n, &t0, &t1, &out);
@@ -221,8 +159,8 @@ static void fetch_in_slices(void)
     void *args[] = {&b, &bytes};
     OK(cuLaunchKernel(f_span, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
     OK(cuCtxSynchronize());
-    static op ops[MAXOPS];
-    int n = read_ops(mark, ops);
+    static timeline_op ops[MAXOPS];
+    int n = timeline_read_ops(mark, ops, MAXOPS);
     double t0, t1, first = -1;
     uint64_t out, in = 0;
     eviction_span(ops, n, &t0, &t1, &out);
@@ -267,8 +205,8 @@ static void evict_old_use(void)
         OK(cuLaunchKernel(f_slow, 1, 1, 1, 32, 1, 1, 0, s, wa, NULL));
     OK(cuLaunchKernel(f_span, 1, 1, 1, 32, 1, 1, 0, s2, ba, NULL));
     OK(cuCtxSynchronize());
-    static op ops[MAXOPS];
-    int n = read_ops(mark, ops);
+    static timeline_op ops[MAXOPS];
+    int n = timeline_read_ops(mark, ops, MAXOPS);
     double t0, t1;
     uint64_t out;
     eviction_span(ops, n, &t0, &t1, &out);

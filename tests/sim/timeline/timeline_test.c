@@ -14,6 +14,7 @@
 #include "../../common/check.h"
 #include "../../common/context.h"
 #include "../../common/shim.h"
+#include "../../common/timeline.h"
 #include "simgpu.h"
 
 #define LINK_US(bytes) ((double)(bytes) / 55.0 / 1e3)   /* 55 GB/s */
@@ -47,11 +48,14 @@ static int read_lines(line *out, int max)
     char buf[512];
     while (n < max && fgets(buf, sizeof buf, f)) {
         line *l = &out[n];
-        void *stream;
-        int used = 0;
-        if (sscanf(buf, "%d %15s %p %lf %lf %llu %n", &l->device, l->engine, &stream, &l->start, &l->end,
-                   &l->bytes, &used) == 6 && used > 0) {
-            snprintf(l->what, sizeof l->what, "%s", buf + used);
+        timeline_line t;
+        if (timeline_parse(buf, &t)) {
+            l->device = t.device;
+            snprintf(l->engine, sizeof l->engine, "%s", t.engine);
+            l->start = t.start;
+            l->end = t.end;
+            l->bytes = t.bytes;
+            snprintf(l->what, sizeof l->what, "%s", t.what);
             l->what[strcspn(l->what, "\n")] = 0;
             n++;
         }
