@@ -53,6 +53,21 @@ static inline void check_budget(int device)
     CHECK(c.used_device_bytes <= s.budget);
 }
 
+/* What a case over the shim ends with on `device` (its work finished):
+ * the simulated GPU saw no kernel read a range mid-copy and no eviction of
+ * a range in use (with `no_faults`, no fault either), and lmshim counted
+ * no budget violation. */
+static inline void check_no_hazards(int device, bool no_faults)
+{
+    simgpu_counters k;
+    OK(simgpu_get_counters(device, &k));
+    CHECK_EQ_U(k.inflight_waits, 0);
+    CHECK_EQ_U(k.busy_evictions, 0);
+    if (no_faults)
+        CHECK_EQ_U(k.faults, 0);
+    CHECK_EQ_U(stats(device).budget_violations, 0);
+}
+
 /* Registers the simulated kernel `k` and answers its CUfunction, from a
  * module loaded for it that stays loaded (a function is valid while its
  * module is). */

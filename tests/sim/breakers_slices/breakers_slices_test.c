@@ -21,6 +21,7 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "../../common/timeline.h"
 #include "lmshim.h"
 #include "simgpu.h"
@@ -95,16 +96,7 @@ static uint64_t budget(void)
 static void check_end(void)
 {
     OK(cuCtxSynchronize());
-    simgpu_counters k;
-    OK(simgpu_get_counters(0, &k));
-    CHECK_EQ_U(k.inflight_waits, 0);
-    CHECK_EQ_U(k.busy_evictions, 0);
-    int (*get_stats)(int, lms_device_stats *) =
-        (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get_stats != NULL);
-    lms_device_stats st;
-    CHECK(get_stats(0, &st) == 0);
-    CHECK_EQ_U(st.budget_violations, 0);
+    check_no_hazards(0, false);
 }
 
 /* X (24 MiB: two slices) is used by a slow kernel on stream A; W1, W2

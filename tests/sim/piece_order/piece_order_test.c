@@ -15,6 +15,7 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "lmshim.h"
 #include "simgpu.h"
 
@@ -67,17 +68,7 @@ static CUresult launch(CUfunction f, CUdeviceptr p, size_t bytes, CUstream s)
 static void check_end(CUdeviceptr c)
 {
     OK(cuCtxSynchronize());
-    simgpu_counters k;
-    OK(simgpu_get_counters(0, &k));
-    CHECK_EQ_U(k.inflight_waits, 0);
-    CHECK_EQ_U(k.busy_evictions, 0);
-    CHECK_EQ_U(k.faults, 0);
-    int (*get_stats)(int, lms_device_stats *) =
-        (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get_stats != NULL);
-    lms_device_stats st;
-    CHECK(get_stats(0, &st) == 0);
-    CHECK_EQ_U(st.budget_violations, 0);
+    check_no_hazards(0, true);
     uint8_t v = 0;
     OK(cuMemcpyDtoH(&v, c + 5 * PIECE, 1));
     CHECK_EQ_U(v, 2);   /* the fetching launch and the one reaching back */

@@ -17,6 +17,7 @@
 
 #include "../../common/check.h"
 #include "../../common/context.h"
+#include "../../common/shim.h"
 #include "../../common/timeline.h"
 #include "lmshim.h"
 #include "simgpu.h"
@@ -80,17 +81,7 @@ static uint64_t peak_on_timeline(void)
 static void check_end(void)
 {
     OK(cuCtxSynchronize());
-    simgpu_counters k;
-    OK(simgpu_get_counters(0, &k));
-    CHECK_EQ_U(k.inflight_waits, 0);
-    CHECK_EQ_U(k.busy_evictions, 0);
-    CHECK_EQ_U(k.faults, 0);
-    int (*get_stats)(int, lms_device_stats *) =
-        (int (*)(int, lms_device_stats *))dlsym(RTLD_DEFAULT, "lms_get_stats");
-    CHECK(get_stats != NULL);
-    lms_device_stats st;
-    CHECK(get_stats(0, &st) == 0);
-    CHECK_EQ_U(st.budget_violations, 0);
+    check_no_hazards(0, true);
     uint64_t peak = peak_on_timeline();
     if (peak > BUDGET)
         fprintf(stderr, "slices_test: %llu MiB on the device at once on the modeled timeline\n",
