@@ -10,6 +10,7 @@
  * surface reaches an array's contents (docs/SIMULATOR.md, "Arrays").
  */
 #include "sim.h"
+#include "array_bytes.h"
 
 #include <stdlib.h>
 
@@ -25,27 +26,6 @@ struct CUarray_st {
 };
 
 static struct CUarray_st *arrays;       /* live arrays, newest first (under sim_lock) */
-
-/* Bytes of one channel of `f`, or 0 for a format the simulator does not
- * model (the classic eight of CUarray_format are modeled). */
-static size_t format_bytes(CUarray_format f)
-{
-    switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-        return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-        return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-        return 4;
-    default:
-        return 0;
-    }
-}
 
 /* Checks a descriptor against the rules of cuArray3DCreate's documentation
  * and computes the element bytes; INVALID_VALUE for a shape CUDA refuses,
@@ -71,16 +51,13 @@ static CUresult check_desc(const CUDA_ARRAY3D_DESCRIPTOR *d, uint64_t *bytes)
         return CUDA_ERROR_INVALID_VALUE;
     if (!layered && d->Height == 0 && d->Depth != 0)
         return CUDA_ERROR_INVALID_VALUE;   /* 1D arrays have neither */
-    size_t elem = format_bytes(d->Format);
     if (d->Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
         return CUDA_ERROR_NOT_SUPPORTED;
-    if (elem == 0)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    uint64_t h = d->Height ? d->Height : 1, z = d->Depth ? d->Depth : 1;
-    uint64_t n = d->Width;
-    if (__builtin_mul_overflow(n, h, &n) || __builtin_mul_overflow(n, z, &n) ||
-        __builtin_mul_overflow(n, (uint64_t)elem * d->NumChannels, &n))
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (lms_array_format_bytes(d->Format) == 0)
+        return CUDA_ERROR_NOT_SUPPORTED;   /* the simulator models the classic eight formats */
+    uint64_t n = lms_array_desc_bytes(d);
+    if (n == 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;   /* Width > 0 and a known format: only an overflow gives 0 */
     *bytes = n;
     return CUDA_SUCCESS;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "account.h"
+#include "array_bytes.h"
 #include "log.h"
 
 typedef struct array_rec {
@@ -43,39 +44,13 @@ static size_t lower(CUarray h)
     return lo;
 }
 
-/* Bytes of one channel of a format, 0 for the formats lmshim does not size
- * (block-compressed, planar video and the packed normalized ones). */
-static uint64_t channel_bytes(CUarray_format f)
-{
-    switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-        return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-        return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-        return 4;
-    default:
-        return 0;
-    }
-}
-
 /* Bytes of an array's elements (a 0 height or depth counts 1), or 0 when
  * lmshim does not charge it. */
 static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
     if (d->Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
         return 0;   /* no memory until the program maps some */
-    uint64_t n = d->Width, h = d->Height ? d->Height : 1, z = d->Depth ? d->Depth : 1;
-    uint64_t per = channel_bytes(d->Format) * d->NumChannels;
-    if (__builtin_mul_overflow(n, h, &n) || __builtin_mul_overflow(n, z, &n) ||
-        __builtin_mul_overflow(n, per, &n))
-        return 0;
-    return n;
+    return lms_array_desc_bytes(d);
 }
 
 CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
