@@ -555,6 +555,25 @@ static void reset_with_cached_stream(void)
 
 /* ---- wide launches ---------------------------------------------------------- */
 
+/* n device allocations of `bytes` each (managed chunks at these sizes), in
+ * a table the caller passes to free_table. */
+static CUdeviceptr *alloc_table(int n, size_t bytes)
+{
+    CUdeviceptr *table = calloc((size_t)n, sizeof *table);
+    CHECK(table != NULL);
+    for (int i = 0; i < n; i++)
+        OK(cuMemAlloc(&table[i], bytes));
+    return table;
+}
+
+/* Frees the n allocations of an alloc_table table and the table. */
+static void free_table(CUdeviceptr *table, int n)
+{
+    for (int i = 0; i < n; i++)
+        OK(cuMemFree(table[i]));
+    free(table);
+}
+
 typedef struct wide_job {
     CUcontext ctx;
     CUfunction f;
@@ -584,10 +603,7 @@ static void wide_widths(void)
 {
     CUcontext ctx = primary_context(0);
     enum { MAXN = 4000 };
-    CUdeviceptr *table = calloc(MAXN, sizeof *table);
-    CHECK(table != NULL);
-    for (int i = 0; i < MAXN; i++)
-        OK(cuMemAlloc(&table[i], 64 << 10));
+    CUdeviceptr *table = alloc_table(MAXN, 64 << 10);
     int widths[] = {17, 200, MAXN};
     uint64_t before = stats(0).prefetches;
     for (int w = 0; w < 3; w++) {
@@ -618,9 +634,7 @@ static void wide_widths(void)
     uint64_t room = stats(0).budget / (64 << 10);   /* a launch pins its chunks: the rest is read in place */
     CHECK(fetched >= (room < MAXN ? room : MAXN));
     check_budget(0);
-    for (int i = 0; i < MAXN; i++)
-        OK(cuMemFree(table[i]));
-    free(table);
+    free_table(table, MAXN);
 }
 
 typedef struct graph_job {
@@ -653,10 +667,7 @@ static void graph_5000(void)
     enum { HALF = 2500 };
     simgpu_kernel k = {"wide2500", wide, 1, {HALF * sizeof(CUdeviceptr)}};
     CUfunction f = sim_function(&k);
-    CUdeviceptr *table = calloc(2 * HALF, sizeof *table);
-    CHECK(table != NULL);
-    for (int i = 0; i < 2 * HALF; i++)
-        OK(cuMemAlloc(&table[i], 64 << 10));
+    CUdeviceptr *table = alloc_table(2 * HALF, 64 << 10);
     CUstream s;
     OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     uint64_t before = stats(0).prefetches;
@@ -683,9 +694,7 @@ static void graph_5000(void)
     OK(cuGraphExecDestroy(e));
     OK(cuGraphDestroy(g));
     OK(cuStreamDestroy(s));
-    for (int i = 0; i < 2 * HALF; i++)
-        OK(cuMemFree(table[i]));
-    free(table);
+    free_table(table, 2 * HALF);
 }
 
 static atomic_long ticks;
@@ -740,10 +749,7 @@ static void signals_during_launches(void)
 {
     CUcontext ctx = primary_context(0);
     enum { N = 200 };
-    CUdeviceptr *table = calloc(N, sizeof *table);
-    CHECK(table != NULL);
-    for (int i = 0; i < N; i++)
-        OK(cuMemAlloc(&table[i], 2 * MiB));
+    CUdeviceptr *table = alloc_table(N, 2 * MiB);
     simgpu_kernel k17 = {"sig17", wide, 1, {17 * sizeof(CUdeviceptr)}};
     simgpu_kernel k200 = {"sig200", wide, 1, {N * sizeof(CUdeviceptr)}};
     signal_job j[2];
@@ -770,9 +776,7 @@ static void signals_during_launches(void)
     CHECK(atomic_load(&ticks) > 0);
     CHECK_EQ_U(stats(0).prefetches - before, N);
     check_budget(0);
-    for (int i = 0; i < N; i++)
-        OK(cuMemFree(table[i]));
-    free(table);
+    free_table(table, N);
 }
 
 static const test_case cases[] = {
