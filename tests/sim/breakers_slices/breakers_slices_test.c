@@ -99,6 +99,46 @@ static void check_end(void)
     check_no_hazards(0, false);
 }
 
+/* The start refetch_own_eviction and device_alloc_waits share: X, W1 and
+ * W2 fill the budget; X is used last by a slow kernel on stream A (it
+ * stamps 7), W1 and W2 then by quick ones on stream B, which has finished:
+ * X is the least recently used and still in use. */
+typedef struct slow_x {
+    CUstream a, b, c;          /* X's stream, W1's and W2's, a third */
+    CUdeviceptr x, w1, w2;     /* owned by the case */
+    long mark;                 /* the timeline's length before the slow kernel (bytes) */
+} slow_x;
+
+static slow_x slow_x_full(size_t x_bytes, size_t w1_bytes, size_t w2_bytes)
+{
+    setup();
+    slow_x t;
+    OK(cuStreamCreate(&t.a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&t.b, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&t.c, CU_STREAM_NON_BLOCKING));
+    OK(cuMemAlloc(&t.x, x_bytes));
+    OK(cuMemAlloc(&t.w1, w1_bytes));
+    OK(cuMemAlloc(&t.w2, w2_bytes));
+    launch_stamp(f_stamp, t.x, x_bytes, 1, t.a);
+    launch_stamp(f_stamp, t.w1, w1_bytes, 1, t.b);
+    launch_stamp(f_stamp, t.w2, w2_bytes, 1, t.b);
+    OK(cuCtxSynchronize());
+    t.mark = timeline_mark();
+    launch_stamp(f_slow, t.x, x_bytes, 7, t.a);
+    launch_stamp(f_stamp, t.w1, w1_bytes, 2, t.b);
+    launch_stamp(f_stamp, t.w2, w2_bytes, 2, t.b);
+    OK(cuStreamSynchronize(t.b));
+    return t;
+}
+
+/* Destroys a slow_x's streams. */
+static void slow_x_end(slow_x *t)
+{
+    OK(cuStreamDestroy(t->a));
+    OK(cuStreamDestroy(t->b));
+    OK(cuStreamDestroy(t->c));
+}
+
 /* X (24 MiB: two slices) is used by a slow kernel on stream A; W1, W2
  * (50 and 54 MiB) by quick ones on B, so X is the least recently used
  * and the budget is full. A device allocation of 512 KiB evicts X, whose
@@ -110,24 +150,10 @@ static void check_end(void)
  * kernel reads what the slow kernel wrote. */
 static void refetch_own_eviction(void)
 {
-    setup();
-    CUstream a, b, c;
-    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
-    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
-    OK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr x, w1, w2, z;
-    OK(cuMemAlloc(&x, 24 * MiB));
-    OK(cuMemAlloc(&w1, 50 * MiB));
-    OK(cuMemAlloc(&w2, 54 * MiB));
-    launch_stamp(f_stamp, x, 24 * MiB, 1, a);
-    launch_stamp(f_stamp, w1, 50 * MiB, 1, b);
-    launch_stamp(f_stamp, w2, 54 * MiB, 1, b);
-    OK(cuCtxSynchronize());
-    long mark = timeline_mark();
-    launch_stamp(f_slow, x, 24 * MiB, 7, a);
-    launch_stamp(f_stamp, w1, 50 * MiB, 2, b);
-    launch_stamp(f_stamp, w2, 54 * MiB, 2, b);
-    OK(cuStreamSynchronize(b));
+    slow_x t = slow_x_full(24 * MiB, 50 * MiB, 54 * MiB);
+    CUstream c = t.c;
+    CUdeviceptr x = t.x, w1 = t.w1, w2 = t.w2, z;
+    long mark = t.mark;
     OK(cuMemAlloc(&z, 512 << 10));   /* a device chunk: evicts X */
     OK(cuMemFree(w1));
     OK(cuMemFree(w2));
@@ -158,9 +184,7 @@ static void refetch_own_eviction(void)
     check_end();
     OK(cuMemFree(x));
     OK(cuMemFree(z));
-    OK(cuStreamDestroy(a));
-    OK(cuStreamDestroy(b));
-    OK(cuStreamDestroy(c));
+    slow_x_end(&t);
 }
 
 /* As refetch_own_eviction's start, with 24 MiB allocations on the device
@@ -173,24 +197,10 @@ static void refetch_own_eviction(void)
  * earlier than the allocation returned. */
 static void device_alloc_waits(void)
 {
-    setup();
-    CUstream a, b, c;
-    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
-    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
-    OK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr x, w1, w2, d;
-    OK(cuMemAlloc(&x, 40 * MiB));
-    OK(cuMemAlloc(&w1, 40 * MiB));
-    OK(cuMemAlloc(&w2, 48 * MiB));
-    launch_stamp(f_stamp, x, 40 * MiB, 1, a);
-    launch_stamp(f_stamp, w1, 40 * MiB, 1, b);
-    launch_stamp(f_stamp, w2, 48 * MiB, 1, b);
-    OK(cuCtxSynchronize());
-    long mark = timeline_mark();
-    launch_stamp(f_slow, x, 40 * MiB, 7, a);
-    launch_stamp(f_stamp, w1, 40 * MiB, 2, b);
-    launch_stamp(f_stamp, w2, 48 * MiB, 2, b);
-    OK(cuStreamSynchronize(b));
+    slow_x t = slow_x_full(40 * MiB, 40 * MiB, 48 * MiB);
+    CUstream c = t.c;
+    CUdeviceptr x = t.x, w1 = t.w1, w2 = t.w2, d;
+    long mark = t.mark;
     OK(cuMemAlloc(&d, 24 * MiB));   /* a device chunk: evicts X */
     launch_stamp(f_stamp, d, 24 * MiB, 3, c);
     OK(cuCtxSynchronize());
@@ -218,9 +228,7 @@ static void device_alloc_waits(void)
     OK(cuMemFree(w1));
     OK(cuMemFree(w2));
     OK(cuMemFree(d));
-    OK(cuStreamDestroy(a));
-    OK(cuStreamDestroy(b));
-    OK(cuStreamDestroy(c));
+    slow_x_end(&t);
 }
 
 /* The most managed bytes on the device at any modeled time after byte
