@@ -207,18 +207,16 @@ static void *create_64m(void *arg)
     return (void *)(intptr_t)r;
 }
 
-/* Ten threads create 64 MiB each against a 512 MiB budget with
- * LMS_ON_OOM=fail: exactly eight succeed, the others are refused with
- * out-of-memory, and everything comes back. */
-static void shim_mem_create_threads(void)
+/* Runs fn in ten threads at once (each holds what it got until all have
+ * tried: thread_bar) against a budget with room for eight of them: eight
+ * answer success, two out-of-memory, and every charge comes back. */
+static void ten_threads_eight_fit(void *(*fn)(void *))
 {
-    CUcontext ctx = setup();
-    OK(cuCtxGetDevice(&thread_dev));
     enum { N = 10 };
     pthread_t t[N];
     pthread_barrier_init(&thread_bar, NULL, N);
     for (int i = 0; i < N; i++)
-        CHECK(pthread_create(&t[i], NULL, create_64m, NULL) == 0);
+        CHECK(pthread_create(&t[i], NULL, fn, NULL) == 0);
     int ok = 0, oom = 0;
     for (int i = 0; i < N; i++) {
         void *r;
@@ -231,6 +229,16 @@ static void shim_mem_create_threads(void)
     CHECK_EQ_U(oom, 2);
     CHECK_EQ_U(info_used(), 0);
     CHECK_EQ_U(sim_used(), 0);
+}
+
+/* Ten threads create 64 MiB each against a 512 MiB budget with
+ * LMS_ON_OOM=fail: exactly eight succeed, the others are refused with
+ * out-of-memory, and everything comes back. */
+static void shim_mem_create_threads(void)
+{
+    CUcontext ctx = setup();
+    OK(cuCtxGetDevice(&thread_dev));
+    ten_threads_eight_fit(create_64m);
     OK(cuCtxDestroy(ctx));
 }
 
@@ -315,23 +323,7 @@ static void *array_64m(void *arg)
 static void shim_array_threads(void)
 {
     array_ctx = setup();
-    enum { N = 10 };
-    pthread_t t[N];
-    pthread_barrier_init(&thread_bar, NULL, N);
-    for (int i = 0; i < N; i++)
-        CHECK(pthread_create(&t[i], NULL, array_64m, NULL) == 0);
-    int ok = 0, oom = 0;
-    for (int i = 0; i < N; i++) {
-        void *r;
-        pthread_join(t[i], &r);
-        ok += (intptr_t)r == CUDA_SUCCESS;
-        oom += (intptr_t)r == CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    pthread_barrier_destroy(&thread_bar);
-    CHECK_EQ_U(ok, 8);
-    CHECK_EQ_U(oom, 2);
-    CHECK_EQ_U(info_used(), 0);
-    CHECK_EQ_U(sim_used(), 0);
+    ten_threads_eight_fit(array_64m);
     OK(cuCtxDestroy(array_ctx));
 }
 
