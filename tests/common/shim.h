@@ -1,8 +1,10 @@
 /*
  * shim.h — what test programs over the simulated GPU share: size units,
  * lmshim's statistics read through its public API (with liblmshim.so
- * preloaded), a simulated kernel's CUfunction, a counter in device memory,
- * a memory pool, the placement of a pointer and counting lines of a log.
+ * preloaded), the checks a case ends with, the bytes in use as the
+ * simulated device and cuMemGetInfo see them, a simulated kernel's
+ * CUfunction, a counter in device memory, a memory pool, the placement of
+ * a pointer and counting lines of a log.
  */
 #ifndef TEST_SHIM_H
 #define TEST_SHIM_H
@@ -66,6 +68,23 @@ static inline void check_no_hazards(int device, bool no_faults)
     if (no_faults)
         CHECK_EQ_U(k.faults, 0);
     CHECK_EQ_U(stats(device).budget_violations, 0);
+}
+
+/* The simulated device 0's bytes in use. */
+static inline uint64_t sim_used(void)
+{
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    return c.used_device_bytes;
+}
+
+/* cuMemGetInfo's used bytes (total - free) for the current device. */
+static inline uint64_t info_used(void)
+{
+    size_t f = 0, t = 0;
+    OK(cuMemGetInfo(&f, &t));
+    CHECK(f <= t);
+    return t - f;
 }
 
 /* Registers the simulated kernel `k` and answers its CUfunction, from a

@@ -23,23 +23,6 @@
 #include "../../common/shim.h"
 #include "simgpu.h"
 
-/* The simulated device's bytes in use. */
-static uint64_t sim_used(void)
-{
-    simgpu_counters c;
-    OK(simgpu_get_counters(0, &c));
-    return c.used_device_bytes;
-}
-
-/* cuMemGetInfo's used bytes (total - free) for the current device. */
-static uint64_t info_used(void)
-{
-    size_t f = 0, t = 0;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK(f <= t);
-    return t - f;
-}
-
 /* An array whose element bytes are just under 2^64 (a 1D float array of
  * 2^62 - 2^18 elements) is refused, not charged nothing: its rounding to
  * whole 2 MiB pages must not wrap. A device allocation of SIZE_MAX bytes

@@ -15,27 +15,11 @@
 #include <string.h>
 
 #include "../../common/check.h"
+#include "../../common/shim.h"
 #include "simgpu.h"
 
 #define MiB (1ull << 20)
 #define BUDGET (512 * MiB)
-
-/* The simulated device's bytes in use. */
-static uint64_t sim_used(void)
-{
-    simgpu_counters c;
-    OK(simgpu_get_counters(0, &c));
-    return c.used_device_bytes;
-}
-
-/* cuMemGetInfo's used bytes (total - free) for the current device. */
-static uint64_t info_used(void)
-{
-    size_t f = 0, t = 0;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK(f <= t);
-    return t - f;
-}
 
 /* cuMemGetInfo's total for the current device. */
 static uint64_t info_total(void)
