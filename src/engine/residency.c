@@ -271,6 +271,15 @@ lms_res_chunk *lms_residency_take(uint64_t ptr)
         atomic_fetch_sub(&lms_residency_live, 1);
     }
     pthread_rwlock_unlock(&map_lock);
+    if (c) {
+        /* No victim from now on: after the real free its address may be
+         * another allocation's, which an eviction would move. */
+        res_device *d = &devices[c->device];
+        pthread_mutex_lock(&d->lock);
+        for (uint32_t j = 0; j < c->pieces; j++)
+            lms_plan_pin(&d->plan, &c[j].pc);
+        pthread_mutex_unlock(&d->lock);
+    }
     return (lms_res_chunk *)c;
 }
 
@@ -299,6 +308,11 @@ void lms_residency_put_back(lms_res_chunk *taken)
     naddr += k;
     atomic_fetch_add(&lms_residency_live, 1);
     pthread_rwlock_unlock(&map_lock);
+    res_device *d = &devices[c->device];
+    pthread_mutex_lock(&d->lock);
+    for (int j = 0; j < k; j++)   /* the pin of the take: a victim again, its last use as it was */
+        lms_plan_used(&d->plan, &c[j].pc, c[j].pc.last_use);
+    pthread_mutex_unlock(&d->lock);
 }
 
 void lms_residency_drop(lms_res_chunk *taken)

@@ -26,8 +26,9 @@ static inline bool lms_residency_any(void)
  * its id, or -1 when it could not be tracked (then it is read over the link). */
 int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device);
 /* A chunk's free, in two steps around the real call, which may fail.
- * take: launches no longer find the chunk at ptr, but it keeps its place
- * and charge (NULL if unknown). Then drop (freed: forget it, return its
+ * take: launches no longer find the chunk at ptr and it is no victim (its
+ * address may be another allocation's once the real free returns), but it
+ * keeps its place and charge (NULL if unknown). Then drop (freed: forget it, return its
  * charge) or put_back (the free failed: as before take); one of the two for
  * each taken chunk. */
 typedef struct lms_res_chunk lms_res_chunk;
