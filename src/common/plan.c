@@ -425,7 +425,7 @@ static lms_plan_chunk *demotable(const lms_plan_ops *ops, void *ctx, lms_plan_ch
 static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
                         lms_plan_chunk **mine, int m)
 {
-    if (!ops->price)
+    if (!ops->price || p->mode == LMS_PLAN_DEMAND)   /* on demand, the simple way: fetch them all */
         return bring(p, ops, ctx, batch, nb, NULL, false);
     struct lms_plan_priced *pr = p->priced;
     bool known = false;
@@ -482,15 +482,15 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
  * least-recently-used order on demand may do better. Which is fastest
  * depends on the workload, the room and the link, so it is measured: once
  * the policy knows the step's length P (at least TRIAL_MIN launches), each
- * mode runs two steps (acting; on demand in LRU order; reading every
- * missing chunk in place): the first lets the state the previous mode
- * left settle (reading in place evicts nothing: it keeps what the modes
- * before it left resident, tried and chosen alike), the second is timed
- * on the device by points
- * recorded on the launch stream every P/8 launches. A mode stops early
- * when, at one of its points, it has taken more than TRIAL_ABORT times
- * what the acting step took to the same point (reading a re-read operand in place is
- * far dearer: a trial must not cost a whole slow step). The fastest over
+ * mode runs two steps (acting; on demand in LRU order, every missing
+ * chunk fetched, prices aside; reading every missing chunk in place): the
+ * first lets the state the previous mode left settle (reading in place
+ * evicts nothing: it keeps what the modes before it left resident, tried
+ * and chosen alike), the second is timed on the device by points recorded
+ * on the launch stream every P/8 launches. A mode stops early when, at one
+ * of its points, it has taken more than TRIAL_ABORT times what the acting
+ * step took to the same point (reading a re-read operand in place is far
+ * dearer: a trial must not cost a whole slow step). The fastest over
  * the whole step is kept for TRIAL_RETRY steps, then all are tried again; a
  * period that changes by more than 2x (the policy found the real step)
  * starts the trials over. The points are read without waiting: a choice

@@ -77,8 +77,8 @@ typedef struct lms_plan_ops {
 #define LMS_TRIAL_POINTS 9   /* points of a timed step: its start and each eighth */
 
 /* What the planner does with a launch's missing chunks: act on the policy
- * (fetch on demand and ahead, in its order); fetch on demand only, in LRU
- * order; or read them in place. */
+ * (fetch on demand and ahead, in its order); fetch them all on demand
+ * only, in LRU order, prices aside; or read them in place. */
 enum { LMS_PLAN_ACT, LMS_PLAN_DEMAND, LMS_PLAN_INPLACE, LMS_PLAN_MODES };
 
 /* A growable array of chunk pointers used as an indexed heap. */
