@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "../../common/check.h"
-#include "../../common/fake_driver.h"
+#include "../../common/fake_chunks.h"
 #include "account.h"
 #include "options.h"
 #include "residency.h"
@@ -37,24 +37,15 @@ static void failed_eviction_keeps_charge(void)
     CHECK(a && a->budget == 1ull << 30);
     uint64_t base = 0x7f0000000000ull;
     uint32_t ids[3];
-    for (int i = 0; i < 3; i++) {
-        int64_t id = lms_residency_add(base + (uint64_t)i * (1ull << 32), 400 * MiB, 0);
-        CHECK(id >= 0);
-        ids[i] = (uint32_t)id;
-    }
-    CUstream s = (CUstream)(uintptr_t)0x200;
-    for (int i = 0; i < 3; i++) {
-        lms_launch_token tok;
-        lms_residency_before(0, s, 0x10 + (uintptr_t)i, &ids[i], 1, &tok);
-        lms_residency_after(&tok, s);
-    }
+    fake_chunks_add(base, 3, 400 * MiB, ids);
+    for (int i = 0; i < 3; i++)
+        fake_chunks_launch(ids[i], 0x10 + (uintptr_t)i);
     CHECK_EQ_U(to_device, 800 * MiB);      /* two chunks: the third found no room */
     CHECK(to_host_failed >= 1);
     CHECK_EQ_U(atomic_load(&a->used), 800 * MiB);   /* both still charged */
     CHECK_EQ_U(atomic_load(&a->evictions), 0);
     CHECK_EQ_U(atomic_load(&a->violations), 0);
-    for (int i = 0; i < 3; i++)
-        lms_residency_drop(lms_residency_take(base + (uint64_t)i * (1ull << 32)));
+    fake_chunks_free(base, 3);
     CHECK_EQ_U(atomic_load(&a->used), 0);
 }
 

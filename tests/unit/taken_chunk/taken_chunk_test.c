@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "../../common/check.h"
-#include "../../common/fake_driver.h"
+#include "../../common/fake_chunks.h"
 #include "account.h"
 #include "options.h"
 #include "residency.h"
@@ -41,31 +41,20 @@ static void taken_is_no_victim(void)
     CHECK(a && a->budget == 1ull << 30);
     uint64_t base = 0x7f0000000000ull;
     uint32_t ids[3];
-    for (int i = 0; i < 3; i++) {
-        int64_t id = lms_residency_add(base + (uint64_t)i * (1ull << 32), 400 * MiB, 0);
-        CHECK(id >= 0);
-        ids[i] = (uint32_t)id;
-    }
-    CUstream s = (CUstream)(uintptr_t)0x200;
-    for (int i = 0; i < 2; i++) {
-        lms_launch_token tok;
-        lms_residency_before(0, s, 0x10 + (uintptr_t)i, &ids[i], 1, &tok);
-        lms_residency_after(&tok, s);
-    }
+    fake_chunks_add(base, 3, 400 * MiB, ids);
+    for (int i = 0; i < 2; i++)
+        fake_chunks_launch(ids[i], 0x10 + (uintptr_t)i);
     CHECK_EQ_U(nevicted, 0);
     lms_res_chunk *taken = lms_residency_take(base);   /* its free is under way */
     CHECK(taken != NULL);
-    lms_launch_token tok;
-    lms_residency_before(0, s, 0x12, &ids[2], 1, &tok);
-    lms_residency_after(&tok, s);
+    fake_chunks_launch(ids[2], 0x12);
     for (int i = 0; i < nevicted; i++)
         CHECK(evicted_at[i] != base);
     CHECK(nevicted >= 1);                       /* the second made the room */
     CHECK_EQ_U(atomic_load(&a->used), 800 * MiB);   /* the taken one (still charged) and the third */
     lms_residency_drop(taken);
     CHECK_EQ_U(atomic_load(&a->used), 400 * MiB);   /* the third: the taken one's charge went once */
-    for (int i = 1; i < 3; i++)
-        lms_residency_drop(lms_residency_take(base + (uint64_t)i * (1ull << 32)));
+    fake_chunks_free(base, 3);   /* the first is taken already: no chunk there any more */
     CHECK_EQ_U(atomic_load(&a->used), 0);
 }
 
@@ -76,25 +65,14 @@ static void put_back_is_victim(void)
     fake_driver_install(fake_prefetch);
     uint64_t base = 0x7e0000000000ull;
     uint32_t ids[3];
-    for (int i = 0; i < 3; i++) {
-        int64_t id = lms_residency_add(base + (uint64_t)i * (1ull << 32), 400 * MiB, 0);
-        CHECK(id >= 0);
-        ids[i] = (uint32_t)id;
-    }
-    CUstream s = (CUstream)(uintptr_t)0x200;
-    for (int i = 0; i < 2; i++) {
-        lms_launch_token tok;
-        lms_residency_before(0, s, 0x10 + (uintptr_t)i, &ids[i], 1, &tok);
-        lms_residency_after(&tok, s);
-    }
+    fake_chunks_add(base, 3, 400 * MiB, ids);
+    for (int i = 0; i < 2; i++)
+        fake_chunks_launch(ids[i], 0x10 + (uintptr_t)i);
     lms_residency_put_back(lms_residency_take(base));
-    lms_launch_token tok;
-    lms_residency_before(0, s, 0x12, &ids[2], 1, &tok);
-    lms_residency_after(&tok, s);
+    fake_chunks_launch(ids[2], 0x12);
     CHECK(nevicted >= 1);
     CHECK_EQ_U(evicted_at[0], base);   /* the least recently used, back in the order */
-    for (int i = 0; i < 3; i++)
-        lms_residency_drop(lms_residency_take(base + (uint64_t)i * (1ull << 32)));
+    fake_chunks_free(base, 3);
 }
 
 static const test_case cases[] = {
