@@ -311,11 +311,16 @@ LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
      * whatever the size; a creation LMS_ON_OOM=fail refuses is undone. */
     int device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
     CUresult r = REAL(cuMemCreate)(handle, size, prop, flags);
-    if (r == CUDA_SUCCESS && device >= 0 && lms_vmm_check(device, size) != CUDA_SUCCESS &&
-        REAL(cuMemRelease) && REAL(cuMemRelease)(*handle) == CUDA_SUCCESS)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (r == CUDA_SUCCESS && device >= 0)
-        lms_vmm_created(*handle, device, size);
+    if (r == CUDA_SUCCESS && device >= 0) {
+        if (lms_vmm_charge(device, size) != CUDA_SUCCESS) {
+            if (REAL(cuMemRelease) && REAL(cuMemRelease)(*handle) == CUDA_SUCCESS)
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+            else
+                lms_vmm_force(device, size);   /* it stays: so does its charge */
+        }
+        if (r == CUDA_SUCCESS)
+            lms_vmm_created(*handle, device, size);
+    }
     lms_hook_leave();
     return r;
 }

@@ -107,25 +107,41 @@ static void finish(vmm_rec *r)
     free(r);
 }
 
-CUresult lms_vmm_check(int device, uint64_t size)
+CUresult lms_vmm_charge(int device, uint64_t size)
 {
     lms_account *a = lms_account_of(device);
-    if (!a || lms_opt.on_oom != LMS_ON_OOM_FAIL)
+    if (!a)
         return CUDA_SUCCESS;
-    uint64_t used = lms_account_used(a);
-    if (size > a->budget || used > a->budget - size) {
+    if (lms_opt.on_oom != LMS_ON_OOM_FAIL) {
+        lms_account_force(a, size);
+        return CUDA_SUCCESS;
+    }
+    /* Checked and charged in one step: threads creating at once cannot
+     * all pass the same room. */
+    if (!lms_account_reserve(a, size, a->budget)) {
         atomic_fetch_add(&a->oom_failures, 1);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     return CUDA_SUCCESS;
 }
 
+void lms_vmm_force(int device, uint64_t size)
+{
+    lms_account *a = lms_account_of(device);
+    if (a)
+        lms_account_force(a, size);
+}
+
 void lms_vmm_created(uint64_t handle, int device, uint64_t size)
 {
     lms_account *a = lms_account_of(device);
-    vmm_rec *r = a ? malloc(sizeof *r) : NULL;
-    if (!r)
-        return;   /* untracked: never charged, its calls pass through */
+    if (!a)
+        return;   /* no account: never charged, its calls pass through */
+    vmm_rec *r = malloc(sizeof *r);
+    if (!r) {
+        lms_account_release(a, size);   /* untracked: its charge goes now */
+        return;
+    }
     *r = (vmm_rec){.handle = handle, .size = size, .device = device};
     pthread_mutex_lock(&lock);
     size_t i = handle_lower(handle);
@@ -136,11 +152,11 @@ void lms_vmm_created(uint64_t handle, int device, uint64_t size)
         handles[i] = r;
         nhandles++;
         lms_chunk c = chunk_of(r);
-        lms_account_force(a, size);
         lms_account_add_chunk(a, &c);
     }
     pthread_mutex_unlock(&lock);
     if (!ok) {
+        lms_account_release(a, size);
         free(r);
         return;
     }

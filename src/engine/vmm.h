@@ -12,11 +12,17 @@
 #include "driver.h"
 
 /* For a cuMemCreate of `size` bytes on `device` the driver made (not yet
- * recorded): OUT_OF_MEMORY only with LMS_ON_OOM=fail when it passes the
- * budget (the caller then releases it), else SUCCESS. */
-CUresult lms_vmm_check(int device, uint64_t size);
-/* After a successful cuMemCreate: charges it to its device (one warning
- * when that passes the budget: physical memory cannot fall back). */
+ * recorded): charges it to the device, SUCCESS. With LMS_ON_OOM=fail, one
+ * that passes the budget is not charged and answers OUT_OF_MEMORY (the
+ * caller then releases it, or, if that fails, charges it with
+ * lms_vmm_force). */
+CUresult lms_vmm_charge(int device, uint64_t size);
+/* Charges whatever the budget. */
+void lms_vmm_force(int device, uint64_t size);
+/* After lms_vmm_charge: records the creation, whose charge then goes when
+ * CUDA frees it (one warning when the device is past its budget: physical
+ * memory cannot fall back). Not recorded (out of memory, or a handle seen
+ * twice): the charge goes now and its calls pass through. */
 void lms_vmm_created(uint64_t handle, int device, uint64_t size);
 
 /* cuMemRelease, cuMemMap and cuMemUnmap through their real functions,

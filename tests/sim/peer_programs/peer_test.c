@@ -217,12 +217,14 @@ static void ten_threads_eight_fit(void *(*fn)(void *))
 
 /* Ten threads create 64 MiB each against a 512 MiB budget with
  * LMS_ON_OOM=fail: exactly eight succeed, the others are refused with
- * out-of-memory, and everything comes back. */
+ * out-of-memory, and everything comes back. Four hundred rounds: the threads
+ * race between the driver's answer and the charge. */
 static void shim_mem_create_threads(void)
 {
     CUcontext ctx = setup();
     OK(cuCtxGetDevice(&thread_dev));
-    ten_threads_eight_fit(create_64m);
+    for (int round = 0; round < 400; round++)
+        ten_threads_eight_fit(create_64m);
     OK(cuCtxDestroy(ctx));
 }
 
