@@ -412,6 +412,7 @@ LMS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *handle, const CUDA_
     return r;
 }
 
+/* The charge of every level goes back once the driver destroyed it. */
 LMS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray handle)
 {
     if (!LMS_ENTER(cuMipmappedArrayDestroy))

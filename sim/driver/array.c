@@ -174,6 +174,9 @@ static void drop_mipmap(struct CUmipmappedArray_st *m)
     free(m);
 }
 
+/* Creates a mipmapped array of the clamped number of levels in the current
+ * context and charges its device every level's bytes; it and its level
+ * arrays are the driver's until cuMipmappedArrayDestroy or the context's end. */
 SIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
                                            unsigned int numMipmapLevels)
 {
@@ -231,6 +234,8 @@ static struct CUmipmappedArray_st *find_mipmap(CUmipmappedArray h, bool unlink)
     return NULL;
 }
 
+/* Answers level `level`'s array, owned by the mipmapped array (the same
+ * handle each time). */
 SIM_EXPORT CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray,
                                              unsigned int level)
 {
@@ -249,6 +254,7 @@ SIM_EXPORT CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedAr
     return r;
 }
 
+/* Destroys a mipmapped array with its levels and returns its charge. */
 SIM_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 {
     CUresult r = sim_check_init();

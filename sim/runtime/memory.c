@@ -378,6 +378,8 @@ RT_EXPORT cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struc
 
 /* ---- mipmapped arrays ------------------------------------------------------ */
 
+/* A mipmapped array through cuMipmappedArrayCreate (the cudaArray* flags
+ * are the driver's CUDA_ARRAY3D_* values); the driver owns it. */
 RT_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
                                                const struct cudaChannelFormatDesc *desc,
                                                struct cudaExtent extent, unsigned int numLevels,
@@ -397,6 +399,7 @@ RT_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedAr
     return rt_result(r);
 }
 
+/* A level's array, the mipmapped array's own (cuMipmappedArrayGetLevel). */
 RT_EXPORT cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray,
                                                  unsigned int level)
 {
@@ -410,6 +413,7 @@ RT_EXPORT cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaMi
     return rt_result(r);   /* a bad handle: cudaErrorInvalidResourceHandle, as documented */
 }
 
+/* Frees a mipmapped array and its levels (cuMipmappedArrayDestroy). */
 RT_EXPORT cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray)
 {
     cudaError_t e = rt_enter();

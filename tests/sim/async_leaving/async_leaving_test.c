@@ -48,6 +48,7 @@ static void slow(simgpu_launch *l, void **p)
 static CUfunction f_stamp, f_slow;
 static CUmodule mod;
 
+/* The primary context and the kernels stamp and slow. */
 static void setup(void)
 {
     primary_context(0);
@@ -60,6 +61,7 @@ static void setup(void)
     OK(cuModuleGetFunction(&f_slow, mod, "slow"));
 }
 
+/* Launches f(p, bytes, v) on stream s. */
 static void launch_stamp(CUfunction f, CUdeviceptr p, size_t bytes, uint32_t v, CUstream s)
 {
     void *args[] = {&p, &bytes, &v};
@@ -84,6 +86,7 @@ typedef struct full {
     long mark;                 /* the timeline's length before the slow kernel (bytes) */
 } full;
 
+/* Makes the state `full` describes; its streams and chunks are the case's. */
 static full full_budget(void)
 {
     setup();
@@ -168,6 +171,7 @@ static uint64_t out_by(long mark, double at)
  * stream c: the four entry points that take that path. */
 typedef enum how { DRIVER, DRIVER_PER_THREAD, POOL, RUNTIME } how;
 
+/* Allocates `bytes` on stream c the way h names; the caller frees it. */
 static CUdeviceptr alloc_d(how h, CUstream c, size_t bytes)
 {
     CUdeviceptr d = 0;
@@ -238,6 +242,8 @@ static void alloc_waits(how h)
     OK(cuStreamDestroy(t.c));
 }
 
+/* The cases: cuMemAllocAsync, its _ptsz variant on the per-thread stream,
+ * cuMemAllocFromPoolAsync from the default pool, cudaMallocAsync. */
 static void driver_async(void) { alloc_waits(DRIVER); }
 static void driver_async_ptsz(void) { alloc_waits(DRIVER_PER_THREAD); }
 static void pool_async(void) { alloc_waits(POOL); }

@@ -32,6 +32,7 @@ static CUcontext setup(void)
     return ctx;
 }
 
+/* A descriptor of w x h x d elements of format f with ch channels. */
 static CUDA_ARRAY3D_DESCRIPTOR desc(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned flags)
 {
     return (CUDA_ARRAY3D_DESCRIPTOR){.Width = w, .Height = h, .Depth = d, .Format = f, .NumChannels = ch,
