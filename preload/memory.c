@@ -397,6 +397,31 @@ LMS_EXPORT CUresult cuArrayDestroy(CUarray handle)
     return r;
 }
 
+/* A mipmapped array is charged every level's bytes; one that
+ * LMS_ON_OOM=fail refuses is destroyed again. */
+LMS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc,
+                                           unsigned int levels)
+{
+    if (!LMS_ENTER(cuMipmappedArrayCreate))
+        return PASS(cuMipmappedArrayCreate, handle, desc, levels);
+    CUresult r = REAL(cuMipmappedArrayCreate)(handle, desc, levels);
+    if (r == CUDA_SUCCESS && lms_mipmapped_created(*handle, desc, levels) != CUDA_SUCCESS &&
+        REAL(cuMipmappedArrayDestroy) && REAL(cuMipmappedArrayDestroy)(*handle) == CUDA_SUCCESS)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    lms_hook_leave();
+    return r;
+}
+
+/* The charge of every level goes back once the driver destroyed it. */
+LMS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray handle)
+{
+    if (!LMS_ENTER(cuMipmappedArrayDestroy))
+        return PASS(cuMipmappedArrayDestroy, handle);
+    CUresult r = lms_mipmapped_destroy(handle, REAL(cuMipmappedArrayDestroy));
+    lms_hook_leave();
+    return r;
+}
+
 /* ---- memory info ---------------------------------------------------------- */
 
 LMS_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)

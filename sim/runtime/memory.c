@@ -375,3 +375,52 @@ RT_EXPORT cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struc
         *flags = d.Flags;
     return cudaSuccess;
 }
+
+/* ---- mipmapped arrays ------------------------------------------------------ */
+
+/* A mipmapped array through cuMipmappedArrayCreate (the cudaArray* flags
+ * are the driver's CUDA_ARRAY3D_* values); the driver owns it. */
+RT_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
+                                               const struct cudaChannelFormatDesc *desc,
+                                               struct cudaExtent extent, unsigned int numLevels,
+                                               unsigned int flags)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = extent.width, .Height = extent.height, .Depth = extent.depth,
+                                 .Flags = flags};
+    if (!mipmappedArray || !desc || !array_format(desc, &d.Format, &d.NumChannels))
+        return rt_error(cudaErrorInvalidValue);
+    CUmipmappedArray m;
+    CUresult r = rt_drv.cuMipmappedArrayCreate(&m, &d, numLevels);
+    if (r == CUDA_SUCCESS)
+        *mipmappedArray = (cudaMipmappedArray_t)m;
+    return rt_result(r);
+}
+
+/* A level's array, the mipmapped array's own (cuMipmappedArrayGetLevel). */
+RT_EXPORT cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray,
+                                                 unsigned int level)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess)
+        return e;
+    CUarray a;
+    CUresult r = rt_drv.cuMipmappedArrayGetLevel(levelArray ? &a : NULL, (CUmipmappedArray)mipmappedArray, level);
+    if (r == CUDA_SUCCESS)
+        *levelArray = (cudaArray_t)a;
+    return rt_result(r);   /* a bad handle: cudaErrorInvalidResourceHandle, as documented */
+}
+
+/* Frees a mipmapped array and its levels (cuMipmappedArrayDestroy). */
+RT_EXPORT cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray)
+{
+    cudaError_t e = rt_enter();
+    if (e != cudaSuccess || !mipmappedArray)   /* a NULL array is a no-op, as for cudaFreeArray */
+        return e;
+    CUresult r = rt_drv.cuMipmappedArrayDestroy((CUmipmappedArray)mipmappedArray);
+    /* One freed before (or never made) is cudaErrorInvalidValue, the one
+     * error cudaFreeMipmappedArray documents. */
+    return r == CUDA_ERROR_INVALID_HANDLE ? rt_error(cudaErrorInvalidValue) : rt_result(r);
+}

@@ -38,6 +38,7 @@
     X(cuEventElapsedTime, 12080) X(cuLaunchKernel, 4000) \
     X(cuMemHostRegister, 6050) X(cuMemHostUnregister, 4000) \
     X(cuArray3DCreate, 3020) X(cuArray3DGetDescriptor, 3020) X(cuArrayDestroy, 2000) \
+    X(cuMipmappedArrayCreate, 5000) X(cuMipmappedArrayGetLevel, 5000) X(cuMipmappedArrayDestroy, 5000) \
     X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) X(cuStreamIsCapturing, 10000) \
     X(cuStreamGetCaptureInfo, 12030) X(cuThreadExchangeStreamCaptureMode, 10010) \
     X(cuGraphInstantiateWithFlags, 11040) X(cuGraphLaunch, 10000) X(cuGraphUpload, 11010) \

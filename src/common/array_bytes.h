@@ -1,13 +1,15 @@
 /*
  * array_bytes.h — the bytes a CUDA array's elements take, from its
- * CUDA_ARRAY3D_DESCRIPTOR: what the engine charges for an array and what
- * the simulator takes from its device for one (header only, so both the
- * engine and the simulator use it without linking anything more).
+ * CUDA_ARRAY3D_DESCRIPTOR, and those of a mipmapped array's levels: what
+ * the engine charges for an array and what the simulator takes from its
+ * device for one (header only, so both the engine and the simulator use it
+ * without linking anything more).
  */
 #ifndef LMS_ARRAY_BYTES_H
 #define LMS_ARRAY_BYTES_H
 
 #include <cuda.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Bytes of one channel of `f` (CUarray_format's documentation: the 8-bit
@@ -48,6 +50,52 @@ static inline uint64_t lms_array_desc_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d)
         __builtin_mul_overflow(n, per, &n))
         return 0;
     return n;
+}
+
+/* The levels a mipmapped array of `d` gets when `asked` are asked for:
+ * clamped to [1, 1 + floor(log2(max(Width, Height, Depth)))], as
+ * cuMipmappedArrayCreate documents (Depth included even when it counts
+ * layers or cube faces, as the documentation writes it). */
+static inline unsigned lms_mipmap_levels(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned asked)
+{
+    uint64_t m = d->Width;
+    m = d->Height > m ? d->Height : m;
+    m = d->Depth > m ? d->Depth : m;
+    unsigned most = 1;
+    while (m >>= 1)
+        most++;
+    return asked < 1 ? 1 : asked > most ? most : asked;
+}
+
+/* The descriptor of level `l` of a mipmapped array of `d`: each extent
+ * halved l times, never below 1 (a 0 height stays 0: a 1D array's); the
+ * depth halves only for a 3D array (layers and cube faces stay). */
+static inline CUDA_ARRAY3D_DESCRIPTOR lms_mipmap_level(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned l)
+{
+    CUDA_ARRAY3D_DESCRIPTOR v = *d;
+    bool plain3d = !(d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP));
+    v.Width = l < 64 && (d->Width >> l) ? d->Width >> l : 1;
+    if (d->Height)
+        v.Height = l < 64 && (d->Height >> l) ? d->Height >> l : 1;
+    if (d->Depth && plain3d)
+        v.Depth = l < 64 && (d->Depth >> l) ? d->Depth >> l : 1;
+    return v;
+}
+
+/* Bytes of the elements of every level of a mipmapped array of `d` with
+ * `levels` levels (as lms_mipmap_levels clamps them), or 0 as
+ * lms_array_desc_bytes answers (a format not sized, an overflow). */
+static inline uint64_t lms_mipmap_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+    uint64_t sum = 0;
+    unsigned n = lms_mipmap_levels(d, levels);
+    for (unsigned l = 0; l < n; l++) {
+        CUDA_ARRAY3D_DESCRIPTOR v = lms_mipmap_level(d, l);
+        uint64_t b = lms_array_desc_bytes(&v);
+        if (b == 0 || __builtin_add_overflow(sum, b, &sum))
+            return 0;
+    }
+    return sum;
 }
 
 #endif

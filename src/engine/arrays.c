@@ -2,16 +2,21 @@
  * arrays.c — the device memory of CUDA arrays (see arrays.h and
  * docs/ARCHITECTURE.md "Arrays are charged until destroyed").
  *
- * One record per array lmshim saw created, in a table sorted by handle
- * under one lock. A record holds the charge, the device and the context
- * the array was made in. cuArrayDestroy runs its real call under the lock,
- * so that a destruction and a creation that gets the same handle value
- * back are seen in the order the driver saw them.
+ * One record per array or mipmapped array lmshim saw created, in a table
+ * sorted by (handle, kind) under one lock (the two kinds of handle are
+ * separate objects of the driver, whose values might meet). A record holds
+ * the charge, the device and the context the array was made in. The
+ * destroys run their real call under the lock, so that a destruction and a
+ * creation that gets the same handle value back are seen in the order the
+ * driver saw them. A mipmapped array is charged the bytes of all its
+ * levels; the level arrays cuMipmappedArrayGetLevel hands out are its own
+ * (no record: cuArrayDestroy of one passes through).
  */
 #include "arrays.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +25,8 @@
 #include "log.h"
 
 typedef struct array_rec {
-    CUarray handle;
+    uintptr_t handle;    /* the CUarray or CUmipmappedArray */
+    bool mip;            /* a mipmapped array */
     CUcontext ctx;       /* the context it was made in */
     uint64_t charge;     /* bytes charged to `device` */
     int device;
@@ -30,13 +36,13 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static array_rec *recs;      /* sorted by handle */
 static size_t nrecs, caprecs;
 
-/* Index of the first record whose handle is >= h (under lock). */
-static size_t lower(CUarray h)
+/* Index of the first record at or after (h, mip) (under lock). */
+static size_t lower(uintptr_t h, bool mip)
 {
     size_t lo = 0, hi = nrecs;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if ((uintptr_t)recs[mid].handle < (uintptr_t)h)
+        if (recs[mid].handle < h || (recs[mid].handle == h && recs[mid].mip < mip))
             lo = mid + 1;
         else
             hi = mid;
@@ -44,18 +50,26 @@ static size_t lower(CUarray h)
     return lo;
 }
 
-/* Bytes of an array's elements (a 0 height or depth counts 1), or 0 when
- * lmshim does not charge it. */
-static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d)
+/* True when record i is (h, mip) (under lock). */
+static bool at(size_t i, uintptr_t h, bool mip)
+{
+    return i < nrecs && recs[i].handle == h && recs[i].mip == mip;
+}
+
+/* Bytes of an array's elements (a 0 height or depth counts 1), of all
+ * `levels` levels of a mipmapped one (levels > 0), or 0 when lmshim does
+ * not charge it. */
+static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, bool mip)
 {
     if (d->Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
         return 0;   /* no memory until the program maps some */
-    return lms_array_desc_bytes(d);
+    return mip ? lms_mipmap_bytes(d, levels) : lms_array_desc_bytes(d);
 }
 
-CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+/* Charges and records (h, mip) of `bytes`; the shared body of the two
+ * creations. */
+static CUresult created(uintptr_t handle, bool mip, uint64_t bytes)
 {
-    uint64_t bytes = desc ? array_bytes(desc) : 0;
     int device = lms_driver_current_device();
     CUcontext ctx = NULL;
     if (bytes == 0 || device < 0 || !lms_drv.cuCtxGetCurrent ||
@@ -65,19 +79,20 @@ CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
     if (!a)
         return CUDA_SUCCESS;
     uint64_t charge = lms_charge_of(bytes);
+    const char *what = mip ? "mipmapped array" : "array";
     if (lms_opt.on_oom == LMS_ON_OOM_FAIL) {
         if (!lms_account_reserve(a, charge, a->budget)) {
             atomic_fetch_add(&a->oom_failures, 1);
-            lms_log(LMS_LEVEL_INFO, "oom dev=%d array of %llu bytes: failing as LMS_ON_OOM=fail asks",
-                    device, (unsigned long long)charge);
+            lms_log(LMS_LEVEL_INFO, "oom dev=%d %s of %llu bytes: failing as LMS_ON_OOM=fail asks",
+                    device, what, (unsigned long long)charge);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     } else {
         lms_account_force(a, charge);
     }
     pthread_mutex_lock(&lock);
-    size_t i = lower(handle);
-    bool ok = i == nrecs || recs[i].handle != handle;
+    size_t i = lower(handle, mip);
+    bool ok = !at(i, handle, mip);
     if (ok && nrecs == caprecs) {
         size_t ncap = caprecs ? caprecs * 2 : 64;
         array_rec *n = realloc(recs, ncap * sizeof *n);
@@ -89,7 +104,7 @@ CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
     }
     if (ok) {
         memmove(&recs[i + 1], &recs[i], (nrecs - i) * sizeof *recs);
-        recs[i] = (array_rec){.handle = handle, .ctx = ctx, .charge = charge, .device = device};
+        recs[i] = (array_rec){.handle = handle, .mip = mip, .ctx = ctx, .charge = charge, .device = device};
         nrecs++;
     }
     pthread_mutex_unlock(&lock);
@@ -100,10 +115,20 @@ CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
     static atomic_bool warned;   /* one line per process, however often */
     if (lms_account_used(a) > a->budget && !atomic_exchange(&warned, true))
         lms_log(LMS_LEVEL_WARN,
-                "a CUDA array of %llu bytes passes the budget of device %d, and arrays cannot "
+                "a CUDA %s of %llu bytes passes the budget of device %d, and arrays cannot "
                 "leave the device (LMS_ON_OOM=fail refuses it instead)",
-                (unsigned long long)charge, device);
+                what, (unsigned long long)charge, device);
     return CUDA_SUCCESS;
+}
+
+CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    return created((uintptr_t)handle, false, desc ? array_bytes(desc, 0, false) : 0);
+}
+
+CUresult lms_mipmapped_created(CUmipmappedArray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels)
+{
+    return created((uintptr_t)handle, true, desc ? array_bytes(desc, levels, true) : 0);
 }
 
 /* Returns a record's charge (its memory is gone). */
@@ -114,16 +139,34 @@ static void release(const array_rec *r)
         lms_account_release(a, r->charge);
 }
 
+/* Drops record (h, mip) after the driver destroyed it, returning its
+ * charge; nothing when lmshim has none (under lock). */
+static void forget(uintptr_t h, bool mip)
+{
+    size_t i = lower(h, mip);
+    if (!at(i, h, mip))
+        return;
+    release(&recs[i]);
+    memmove(&recs[i], &recs[i + 1], (nrecs - i - 1) * sizeof *recs);
+    nrecs--;
+}
+
 CUresult lms_array_destroy(CUarray handle, CUresult (*real)(CUarray))
 {
     pthread_mutex_lock(&lock);
     CUresult res = real(handle);
-    size_t i = lower(handle);
-    if (res == CUDA_SUCCESS && i < nrecs && recs[i].handle == handle) {
-        release(&recs[i]);
-        memmove(&recs[i], &recs[i + 1], (nrecs - i - 1) * sizeof *recs);
-        nrecs--;
-    }
+    if (res == CUDA_SUCCESS)
+        forget((uintptr_t)handle, false);
+    pthread_mutex_unlock(&lock);
+    return res;
+}
+
+CUresult lms_mipmapped_destroy(CUmipmappedArray handle, CUresult (*real)(CUmipmappedArray))
+{
+    pthread_mutex_lock(&lock);
+    CUresult res = real(handle);
+    if (res == CUDA_SUCCESS)
+        forget((uintptr_t)handle, true);
     pthread_mutex_unlock(&lock);
     return res;
 }

@@ -1,7 +1,8 @@
 /*
- * arrays.h — CUDA arrays (arrays.c): the device memory of a cuArrayCreate
- * or cuArray3DCreate is charged to the device of the context that made it,
- * from creation until cuArrayDestroy or the end of that context. An array
+ * arrays.h — CUDA arrays (arrays.c): the device memory of a cuArrayCreate,
+ * cuArray3DCreate or cuMipmappedArrayCreate (every level) is charged to the
+ * device of the context that made it, from creation until cuArrayDestroy
+ * (cuMipmappedArrayDestroy) or the end of that context. An array
  * cannot leave the device: past the budget it is refused only with
  * LMS_ON_OOM=fail, otherwise charged with one warning. The hooks call
  * these around the real calls.
@@ -20,11 +21,18 @@
  * formats lmshim does not size are not charged. */
 CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc);
 
+/* The same for mipmapped array `handle` of `levels` levels (as asked: they
+ * are clamped as cuMipmappedArrayCreate documents); every level's bytes are
+ * charged. */
+CUresult lms_mipmapped_created(CUmipmappedArray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels);
+
 /* cuArrayDestroy through its real function; the charge goes back when the
  * driver destroyed an array lmshim recorded. */
 CUresult lms_array_destroy(CUarray handle, CUresult (*real)(CUarray));
+/* The same for cuMipmappedArrayDestroy. */
+CUresult lms_mipmapped_destroy(CUmipmappedArray handle, CUresult (*real)(CUmipmappedArray));
 
-/* A context went away: its arrays went with it, and their charges back. */
+/* A context went away: its arrays and mipmapped arrays went with it, and their charges back. */
 void lms_arrays_context_gone(CUcontext ctx);
 
 /* fork: the table's lock is held across fork; the child gets a fresh one. */

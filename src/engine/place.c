@@ -194,6 +194,11 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
         if (!r->async)
             lms_residency_settle(r->device);   /* evictions still leaving go first */
         CUresult res = r->native(r->native_ctx, out);
+        /* A stream-ordered allocation is used in its stream's order: the
+         * stream waits for them instead (after the real call, which then
+         * succeeded: every use of the memory is ordered after both). */
+        if (res == CUDA_SUCCESS && r->async && !lms_residency_settle_stream(r->device, r->stream))
+            lms_residency_settle(r->device);   /* cannot order it: wait here */
         if (res == CUDA_SUCCESS) {
             lms_chunk c = {.key = *out, .size = r->size, .charged = charge, .device = (int16_t)r->device,
                            .place = LMS_PLACE_DEVICE, .flags = r->async ? LMS_CHUNK_ASYNC : 0};

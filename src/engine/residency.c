@@ -1193,6 +1193,35 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
     return ok;
 }
 
+/* The ledger point past which the evictions still leaving d fit beside
+ * what is charged to a (into *upto: the bytes of `evicted` it frees), or
+ * NULL when none is in flight past the room. Under the device's lock. */
+static CUevent leaving_point(res_device *d, const lms_account *a, uint64_t *upto)
+{
+    uint64_t slack = slack_of(a);
+    if (!d->ready || d->evicted - d->freed <= slack)
+        return NULL;
+    *upto = d->evicted - slack;
+    int64_t k = ledger_point(d, *upto);
+    return k >= 0 ? d->ledger[k % LEDGER] : NULL;
+}
+
+bool lms_residency_settle_stream(int device, CUstream stream)
+{
+    lms_account *a = lms_account_of(device);
+    if (!a || device < 0 || device >= LMS_MAX_DEVICES || !lms_drv.cuStreamWaitEvent)
+        return false;
+    res_device *d = &devices[device];
+    pthread_mutex_lock(&d->lock);
+    uint64_t upto = 0;
+    CUevent ev = leaving_point(d, a, &upto);
+    /* Under the lock: the ring's event cannot be recorded again meanwhile,
+     * and the wait takes the record it has now. */
+    bool ok = !ev || lms_drv.cuStreamWaitEvent(stream, ev, 0) == CUDA_SUCCESS;
+    pthread_mutex_unlock(&d->lock);
+    return ok;
+}
+
 void lms_residency_settle(int device)
 {
     lms_account *a = lms_account_of(device);
@@ -1200,13 +1229,8 @@ void lms_residency_settle(int device)
         return;
     res_device *d = &devices[device];
     pthread_mutex_lock(&d->lock);
-    int64_t k = -1;
-    uint64_t slack = slack_of(a), upto = 0;
-    if (d->ready && d->evicted - d->freed > slack) {
-        upto = d->evicted - slack;
-        k = ledger_point(d, upto);
-    }
-    CUevent ev = k >= 0 ? d->ledger[k % LEDGER] : NULL;
+    uint64_t upto = 0;
+    CUevent ev = leaving_point(d, a, &upto);
     pthread_mutex_unlock(&d->lock);
     if (!ev)
         return;

@@ -93,6 +93,13 @@ bool lms_residency_reclaim(int device, uint64_t bytes);
  * (to make its room, or a launch's) may still wait for a kernel. Nothing
  * when no eviction is in flight past the room. */
 void lms_residency_settle(int device);
+/* The same for a stream-ordered device allocation on `stream`, without
+ * blocking the host: the stream waits (cuStreamWaitEvent) for the ledger
+ * point past which the evictions still leaving `device` fit beside what is
+ * charged, so the allocation's memory is used on its stream, and on any
+ * stream ordered after it, only once they left. False when the wait could
+ * not be enqueued (the caller waits on the host instead). */
+bool lms_residency_settle_stream(int device, CUstream stream);
 
 /* After the launch was issued on `stream`: record the chunks' last use. */
 void lms_residency_after(lms_launch_token *tok, CUstream stream);

@@ -1,0 +1,259 @@
+/*
+ * async_leaving_test.c — stream-ordered device allocations while an
+ * eviction is still leaving the device. liblmshim.so is preloaded over the
+ * simulated GPU (settings in meson.build: a 128 MiB budget, chunks of 32 MiB
+ * and more managed, kernels of streams side by side). Three managed chunks
+ * fill the budget; the least recently used one, X, is still in use by a
+ * slow kernel. A stream-ordered allocation of a device chunk makes the
+ * engine evict X, whose copy out waits for the slow kernel: the new chunk
+ * must not be used on its stream before enough of X is off the device, and
+ * the host must not wait for it either (CUDA does not block there).
+ * Modeled times come from the simulator's timeline file (SIMGPU_TIMELINE).
+ */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "../../common/shim.h"
+#include "../../common/timeline.h"
+#include "simgpu.h"
+
+#define MAXOPS 65536
+
+/* stamp(p, bytes, v): touches [p, p+bytes), writes v to its first and last word. */
+static void stamp(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    size_t bytes = *(size_t *)p[1];
+    uint32_t v = *(uint32_t *)p[2];
+    l->access(l, a, bytes, SIMGPU_READ_WRITE);
+    uint32_t *w = (uint32_t *)(uintptr_t)a;
+    w[0] = v;
+    w[bytes / 4 - 1] = v;
+}
+
+/* slow(p, bytes, v): as stamp, then 20 ms of compute. */
+static void slow(simgpu_launch *l, void **p)
+{
+    stamp(l, p);
+    l->compute(l, 20e6);
+}
+
+static CUfunction f_stamp, f_slow;
+static CUmodule mod;
+
+/* The primary context and the kernels stamp and slow. */
+static void setup(void)
+{
+    primary_context(0);
+    simgpu_kernel k1 = {"stamp", stamp, 3, {8, 8, 4}};
+    simgpu_kernel k2 = {"slow", slow, 3, {8, 8, 4}};
+    OK(simgpu_register_kernel(&k1));
+    OK(simgpu_register_kernel(&k2));
+    OK(cuModuleLoadData(&mod, "x"));
+    OK(cuModuleGetFunction(&f_stamp, mod, "stamp"));
+    OK(cuModuleGetFunction(&f_slow, mod, "slow"));
+}
+
+/* Launches f(p, bytes, v) on stream s. */
+static void launch_stamp(CUfunction f, CUdeviceptr p, size_t bytes, uint32_t v, CUstream s)
+{
+    void *args[] = {&p, &bytes, &v};
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+}
+
+/* The budget LMS_LIMIT sets (in MiB: "NNNM"). */
+static uint64_t budget(void)
+{
+    const char *l = getenv("LMS_LIMIT");
+    CHECK(l != NULL);
+    return strtoull(l, NULL, 10) * MiB;
+}
+
+/* The state each case starts from: X (40 MiB), W1 (40 MiB) and W2 (48 MiB)
+ * fill the budget; X was used last by a slow kernel on stream A (still
+ * running on the modeled GPU), W1 and W2 by quick ones on B, which has
+ * finished: X is the least recently used and still in use. */
+typedef struct full {
+    CUstream a, b, c;          /* X's stream, W1's and W2's, the allocating stream */
+    CUdeviceptr x, w1, w2;     /* owned by the case */
+    long mark;                 /* the timeline's length before the slow kernel (bytes) */
+} full;
+
+/* Makes the state `full` describes; its streams and chunks are the case's. */
+static full full_budget(void)
+{
+    setup();
+    full t;
+    OK(cuStreamCreate(&t.a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&t.b, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&t.c, CU_STREAM_NON_BLOCKING));
+    OK(cuMemAlloc(&t.x, 40 * MiB));
+    OK(cuMemAlloc(&t.w1, 40 * MiB));
+    OK(cuMemAlloc(&t.w2, 48 * MiB));
+    launch_stamp(f_stamp, t.x, 40 * MiB, 1, t.a);
+    launch_stamp(f_stamp, t.w1, 40 * MiB, 1, t.b);
+    launch_stamp(f_stamp, t.w2, 48 * MiB, 1, t.b);
+    OK(cuCtxSynchronize());
+    t.mark = timeline_mark();
+    launch_stamp(f_slow, t.x, 40 * MiB, 7, t.a);
+    launch_stamp(f_stamp, t.w1, 40 * MiB, 2, t.b);
+    launch_stamp(f_stamp, t.w2, 48 * MiB, 2, t.b);
+    OK(cuStreamSynchronize(t.b));
+    return t;
+}
+
+/* The host's modeled clock (us after `since`): an event recorded on a
+ * stream with no work is stamped with it. */
+static float host_clock_since(CUevent since)
+{
+    CUstream s;
+    CUevent e;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+    OK(cuEventRecord(e, s));
+    float ms = 0;
+    OK(cuEventElapsedTime(&ms, since, e));
+    OK(cuEventDestroy(e));
+    OK(cuStreamDestroy(s));
+    return ms * 1000.0f;
+}
+
+/* An event stamped with the host's modeled clock now. */
+static CUevent host_clock_now(void)
+{
+    CUstream s;
+    CUevent e;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+    OK(cuEventRecord(e, s));
+    OK(cuStreamDestroy(s));
+    return e;
+}
+
+/* The start (us) of the last `stamp` kernel on the timeline after `mark`. */
+static double last_stamp_start(long mark)
+{
+    FILE *f = fopen(getenv("SIMGPU_TIMELINE"), "r");
+    CHECK(f != NULL);
+    CHECK(fseek(f, mark, SEEK_SET) == 0);
+    char buf[512];
+    double use = -1;
+    while (fgets(buf, sizeof buf, f)) {
+        timeline_line l;
+        if (timeline_parse(buf, &l) && strncmp(l.what, "kernel stamp", 12) == 0)
+            use = l.start;
+    }
+    fclose(f);
+    return use;
+}
+
+/* The bytes of X off the device by modeled time `at` (us), after `mark`. */
+static uint64_t out_by(long mark, double at)
+{
+    static timeline_op ops[MAXOPS];
+    int n = timeline_read_ops(mark, ops, MAXOPS);
+    CHECK(n > 0);
+    uint64_t out = 0;
+    for (int i = 0; i < n; i++)
+        if (!ops[i].to_device && ops[i].end <= at + 0.01)
+            out += ops[i].bytes;
+    return out;
+}
+
+/* How each case allocates its 24 MiB device chunk D, stream-ordered on
+ * stream c: the four entry points that take that path. */
+typedef enum how { DRIVER, DRIVER_PER_THREAD, POOL, RUNTIME } how;
+
+/* Allocates `bytes` on stream c the way h names; the caller frees it. */
+static CUdeviceptr alloc_d(how h, CUstream c, size_t bytes)
+{
+    CUdeviceptr d = 0;
+    switch (h) {
+    case DRIVER:
+        OK(cuMemAllocAsync(&d, bytes, c));
+        break;
+    case DRIVER_PER_THREAD: {
+        CUresult (*ptsz)(CUdeviceptr *, size_t, CUstream) = NULL;
+        CUdriverProcAddressQueryResult q;
+        OK(cuGetProcAddress("cuMemAllocAsync", (void **)&ptsz, 12000,
+                            CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q));
+        CHECK(ptsz != NULL);
+        OK(ptsz(&d, bytes, NULL));   /* the per-thread default stream */
+        break;
+    }
+    case POOL: {
+        CUmemoryPool pool;
+        OK(cuDeviceGetDefaultMemPool(&pool, 0));
+        OK(cuMemAllocFromPoolAsync(&d, bytes, pool, c));
+        break;
+    }
+    case RUNTIME: {
+        void *p = NULL;
+        CHECK(cudaMallocAsync(&p, bytes, (cudaStream_t)c) == cudaSuccess);
+        d = (CUdeviceptr)(uintptr_t)p;
+        break;
+    }
+    }
+    return d;
+}
+
+/* One case: D is allocated stream-ordered on its stream, then a kernel on
+ * D on the same stream (kernels of streams overlap: SIMGPU_CONCURRENT=1)
+ * starts only once W1, W2, D and what is left of X fit in the budget. The
+ * host's clock does not move past the slow kernel meanwhile (no host
+ * wait), and the kernel reads nothing stale. */
+static void alloc_waits(how h)
+{
+    full t = full_budget();
+    CUstream c = h == DRIVER_PER_THREAD ? CU_STREAM_PER_THREAD : t.c;
+    CUevent before = host_clock_now();
+    CUdeviceptr d = alloc_d(h, c, 24 * MiB);   /* a device chunk: evicts X */
+    float host_us = host_clock_since(before);
+    launch_stamp(f_stamp, d, 24 * MiB, 3, c);
+    OK(cuCtxSynchronize());
+    double use = last_stamp_start(t.mark);
+    uint64_t out = out_by(t.mark, use);
+    fprintf(stderr, "D used from %.1f us, %llu MiB of X off the device by then; the host waited %.1f us\n", use,
+            (unsigned long long)(out / MiB), host_us);
+    CHECK(use >= 0);
+    CHECK(128 * MiB - out + 24 * MiB <= budget());   /* W1, W2 and X were the whole budget */
+    CHECK(host_us < 1000.0f);                        /* the slow kernel lasts 20 ms */
+    uint32_t v = 0;
+    OK(cuMemcpyDtoH(&v, d, 4));
+    CHECK_EQ_U(v, 3);
+    OK(cuMemcpyDtoH(&v, t.x, 4));
+    CHECK_EQ_U(v, 7);   /* X kept what the slow kernel wrote */
+    check_no_hazards(0, false);
+    OK(cuEventDestroy(before));
+    OK(cuMemFreeAsync(d, c));
+    OK(cuStreamSynchronize(c));
+    OK(cuMemFree(t.x));
+    OK(cuMemFree(t.w1));
+    OK(cuMemFree(t.w2));
+    OK(cuStreamDestroy(t.a));
+    OK(cuStreamDestroy(t.b));
+    OK(cuStreamDestroy(t.c));
+}
+
+/* The cases: cuMemAllocAsync, its _ptsz variant on the per-thread stream,
+ * cuMemAllocFromPoolAsync from the default pool, cudaMallocAsync. */
+static void driver_async(void) { alloc_waits(DRIVER); }
+static void driver_async_ptsz(void) { alloc_waits(DRIVER_PER_THREAD); }
+static void pool_async(void) { alloc_waits(POOL); }
+static void runtime_async(void) { alloc_waits(RUNTIME); }
+
+static const test_case cases[] = {
+    {"driver_async", driver_async},
+    {"driver_async_ptsz", driver_async_ptsz},
+    {"pool_async", pool_async},
+    {"runtime_async", runtime_async},
+};
+
+TEST_MAIN(cases)
