@@ -253,17 +253,18 @@ static int entry(int d)
     if (!lock_group())
         return -1;
     int g = -1;
-    bool member = mine() != NULL;
-    if (member) {
+    bool first = false;   /* this thread stored the answer (says it, once) */
+    if (mine()) {
         g = find_entry_locked(k);
-        atomic_store_explicit(&entry_of[d], g >= 0 ? g + 1 : -1, memory_order_release);
+        int none = 0;
+        first = atomic_compare_exchange_strong(&entry_of[d], &none, g >= 0 ? g + 1 : -1);
     }
     unlock_group();
-    if (g >= 0 && LMS_LOG_ON(LMS_LEVEL_INFO)) {
+    if (first && g >= 0 && LMS_LOG_ON(LMS_LEVEL_INFO)) {
         char name[64];
         lms_groupfile_gpu_name(hdr, g, true, name, sizeof name);
         lms_log(LMS_LEVEL_INFO, "group %s: device %d is %s, the group's entry %d", hdr->name, d, name, g);
-    } else if (g < 0 && member) {
+    } else if (first && g < 0) {
         lms_log(LMS_LEVEL_WARN, "group %s: all %d GPU entries of the group belong to other GPUs; device %d keeps "
                 "its own budget (LMS_LIMIT)", hdr->name, LMS_GROUP_DEVICES, d);
     }
