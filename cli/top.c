@@ -1,7 +1,7 @@
 /*
  * top.c — `lmshim top [GROUP]`: the live view of shared budgets. Reads the
- * group files (src/common/groupfile.h) read-only: per device the group's
- * budget and usage, per member its pid, command, device bytes, managed bytes
+ * group files (src/common/groupfile.h) read-only: per GPU (by UUID) the
+ * group's budget and usage, per member its pid, command, device bytes, managed bytes
  * resident and off the device, and what it fetched and evicted per second.
  * Refreshed once a second; `--once` prints one view (after one second, to
  * have rates), `--json` one JSON object per view and line.
@@ -96,7 +96,7 @@ static bool show_safely(watched *w, bool json, double dt, FILE *out)
 static void usage(FILE *f)
 {
     fputs("usage: lmshim top [GROUP] [--dir DIR] [--once] [--json]\n"
-          "  the shared budgets of LMS_GROUP groups: per device the group's budget and usage,\n"
+          "  the shared budgets of LMS_GROUP groups: per GPU (by UUID) the group's budget and usage,\n"
           "  per member pid, command, device bytes, managed bytes resident and off the device,\n"
           "  fetched and evicted per second. GROUP: LMS_GROUP, else every group in DIR\n"
           "  (LMS_GROUP_DIR, default /dev/shm). Refreshed every second until interrupted.\n"
@@ -236,7 +236,7 @@ static void put_json(FILE *f, const char *s, size_t max)
     fputc('"', f);
 }
 
-/* A device is shown when the group has a budget or a charge on it. */
+/* A GPU entry is shown when the group has a budget or a charge on it. */
 static bool device_used(const lms_group_header *h, int d)
 {
     return atomic_load(&((lms_group_header *)h)->budget[d]) || atomic_load(&((lms_group_header *)h)->charged[d]);
@@ -246,7 +246,7 @@ static bool device_used(const lms_group_header *h, int d)
 static void show(watched *w, bool json, double dt, FILE *f)
 {
     lms_group_header *h = w->h;
-    char a[32], b[32], c[32], e[32], g[32], cmd[17];
+    char a[32], b[32], c[32], e[32], g[32], cmd[17], gpu[64];
     if (json) {
         fputs("{\"group\":", f);
         put_json(f, h->name, sizeof h->name);
@@ -268,14 +268,16 @@ static void show(watched *w, bool json, double dt, FILE *f)
             continue;
         uint64_t budget = atomic_load(&h->budget[d]), used = atomic_load(&h->charged[d]);
         uint64_t peak = atomic_load(&h->peak[d]);
+        lms_groupfile_gpu_name(h, d, json, gpu, sizeof gpu);
         if (json) {
-            fprintf(f, "%s{\"device\":%d,\"budget\":%llu,\"used\":%llu,\"peak\":%llu}", shown ? "," : "", d,
-                    (unsigned long long)budget, (unsigned long long)used, (unsigned long long)peak);
+            fprintf(f, "%s{\"device\":%d,\"budget\":%llu,\"used\":%llu,\"peak\":%llu,\"gpu\":\"%s\"}",
+                    shown ? "," : "", d, (unsigned long long)budget, (unsigned long long)used,
+                    (unsigned long long)peak, gpu);
         } else {
             lms_format_size(a, sizeof a, budget);
             lms_format_size(b, sizeof b, used);
             lms_format_size(c, sizeof c, peak);
-            fprintf(f, "device %d: budget %s  used %s (%.0f%%)  peak %s\n", d, a, b,
+            fprintf(f, "%s: budget %s  used %s (%.0f%%)  peak %s\n", gpu, a, b,
                     budget ? 100.0 * (double)used / (double)budget : 0.0, c);
         }
         shown++;
@@ -283,7 +285,7 @@ static void show(watched *w, bool json, double dt, FILE *f)
     if (json)
         fputs("],\"members\":[", f);
     else
-        fprintf(f, "  %-8s %-16s %3s %9s %9s %9s %9s %9s  %s\n", "PID", "COMMAND", "DEV", "DEVICE", "RESIDENT",
+        fprintf(f, "  %-8s %-16s %-12s %9s %9s %9s %9s %9s  %s\n", "PID", "COMMAND", "GPU", "DEVICE", "RESIDENT",
                 "OFF-DEV", "FETCH/s", "EVICT/s", "");
     int members = 0;
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
@@ -310,11 +312,12 @@ static void show(watched *w, bool json, double dt, FILE *f)
             if (!device_used(h, d) && !charged && !man)
                 continue;
             uint64_t off = man > res ? man - res : 0;
+            lms_groupfile_gpu_name(h, d, json, gpu, sizeof gpu);
             if (json) {
                 fprintf(f, "%s{\"device\":%d,\"charged\":%llu,\"device_bytes\":%llu,\"resident\":%llu,"
-                        "\"off_device\":%llu,\"fetched_per_s\":%.0f,\"evicted_per_s\":%.0f}", rows ? "," : "", d,
-                        (unsigned long long)charged, (unsigned long long)dev, (unsigned long long)res,
-                        (unsigned long long)off, fr, er);
+                        "\"off_device\":%llu,\"fetched_per_s\":%.0f,\"evicted_per_s\":%.0f,\"gpu\":\"%s\"}",
+                        rows ? "," : "", d, (unsigned long long)charged, (unsigned long long)dev,
+                        (unsigned long long)res, (unsigned long long)off, fr, er, gpu);
             } else {
                 lms_format_size(a, sizeof a, dev);
                 lms_format_size(b, sizeof b, res);
@@ -322,7 +325,7 @@ static void show(watched *w, bool json, double dt, FILE *f)
                 lms_format_size(e, sizeof e, (uint64_t)fr);
                 lms_format_size(g, sizeof g, (uint64_t)er);
                 to_text(cmd, sizeof cmd, s->command, sizeof s->command);
-                fprintf(f, "  %-8d %-16s %3d %9s %9s %9s %9s %9s  %s\n", (int)s->pid, cmd, d, a, b, c, e,
+                fprintf(f, "  %-8d %-16s %-12s %9s %9s %9s %9s %9s  %s\n", (int)s->pid, cmd, gpu, a, b, c, e,
                         g, alive ? "" : "(gone: its charge comes back at the next member's look)");
             }
             rows++;

@@ -52,6 +52,40 @@ static double real_setting(const char *name, double def)
     return def;
 }
 
+/* Parses CUDA_VISIBLE_DEVICES as CUDA documents it for lists of indices:
+ * the physical devices named, in the list's order; the list ends at the
+ * first entry that is not a device index of this machine (not a decimal
+ * number, out of range, or named before). Unset: every device in order;
+ * set but empty: none. Fills sim_cfg.physical and answers the count. */
+static int visible_devices(int physical)
+{
+    const char *s = getenv("CUDA_VISIBLE_DEVICES");
+    if (!s) {
+        for (int d = 0; d < physical; d++)
+            sim_cfg.physical[d] = d;
+        return physical;
+    }
+    int n = 0;
+    bool named[SIM_MAX_DEVICES] = {false};
+    while (n < physical) {
+        const char *end = s + strcspn(s, ",");
+        long v = 0;
+        bool ok = end > s && end - s <= 4;
+        for (const char *c = s; ok && c < end; c++) {
+            ok = *c >= '0' && *c <= '9';
+            v = v * 10 + (*c - '0');
+        }
+        if (!ok || v >= physical || named[v])
+            break;
+        named[v] = true;
+        sim_cfg.physical[n++] = (int)v;
+        if (!*end)
+            break;
+        s = end + 1;
+    }
+    return n;
+}
+
 /* Loads every SIMGPU_* setting into sim_cfg (called once, under cuInit). */
 void sim_config_load(void)
 {
@@ -71,6 +105,8 @@ void sim_config_load(void)
                          "none: cuInit returns CUDA_ERROR_NO_DEVICE");
         }
     }
+    sim_cfg.physical_devices = sim_cfg.devices;
+    sim_cfg.devices = visible_devices(sim_cfg.physical_devices);
     s = getenv("SIMGPU_MEM");
     if (s) {
         uint64_t v;

@@ -127,7 +127,7 @@ SIM_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
         return r;
     if (!name || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    snprintf(name, (size_t)len, "lmshim simulated GPU %d", (int)dev);
+    snprintf(name, (size_t)len, "lmshim simulated GPU %d", sim_cfg.physical[dev]);
     return CUDA_SUCCESS;
 }
 
@@ -152,6 +152,18 @@ SIM_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
     return r;
 }
 
+/* One step of the splitmix64 generator: a well-mixed 64-bit value of x. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The UUID of a visible device: a function of its physical index alone, so
+ * a GPU keeps its UUID whatever CUDA_VISIBLE_DEVICES makes its ordinal, in
+ * every process and run, and no two physical devices share one. */
 SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
     CUresult r = sim_check_device(dev);
@@ -159,9 +171,10 @@ SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
         return r;
     if (!uuid)
         return CUDA_ERROR_INVALID_VALUE;
-    memset(uuid->bytes, 0, sizeof uuid->bytes);
-    memcpy(uuid->bytes, "lmshim-simgpu", 13);
-    uuid->bytes[15] = (char)dev;
+    uint64_t seed = 0x6c6d7368696d0000ull + (uint64_t)sim_cfg.physical[dev];   /* "lmshim" */
+    uint64_t half[2] = {mix64(seed), mix64(~seed)};
+    for (int i = 0; i < 16; i++)
+        uuid->bytes[i] = (char)(half[i / 8] >> (8 * (7 - i % 8)));
     return CUDA_SUCCESS;
 }
 

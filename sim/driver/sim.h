@@ -32,7 +32,9 @@
 /* ---- configuration (config.c) ------------------------------------------ */
 
 typedef struct sim_config {
-    int devices;              /* SIMGPU_DEVICES */
+    int devices;              /* visible devices: SIMGPU_DEVICES, filtered by CUDA_VISIBLE_DEVICES */
+    int physical_devices;     /* SIMGPU_DEVICES: the machine's devices */
+    int physical[SIM_MAX_DEVICES]; /* visible ordinal -> physical index (the device's identity, its UUID) */
     uint64_t mem_bytes;       /* SIMGPU_MEM, capacity of each device */
     double link_gbps;         /* SIMGPU_LINK_GBPS, host<->device GB/s (1e9 B/s) */
     double fault_us;          /* SIMGPU_FAULT_US, fixed cost of one fault batch */

@@ -43,6 +43,31 @@ const char *lms_groupfile_check(const lms_group_header *h, uint64_t size)
     return NULL;
 }
 
+void lms_groupfile_gpu_name(const lms_group_header *h, int g, bool full, char *out, size_t len)
+{
+    lms_group_header *m = (lms_group_header *)h;
+    uint32_t kind = g >= 0 && g < LMS_GROUP_DEVICES ? atomic_load_explicit(&m->gpu_kind[g], memory_order_acquire)
+                                                    : LMS_GPU_FREE;
+    if (kind == LMS_GPU_INDEX) {
+        const uint8_t *k = h->gpu_key[g];
+        snprintf(out, len, "index %u", (unsigned)k[0] | (unsigned)k[1] << 8 | (unsigned)k[2] << 16 |
+                 (unsigned)k[3] << 24);
+        return;
+    }
+    if (kind != LMS_GPU_UUID) {
+        snprintf(out, len, "-");
+        return;
+    }
+    char hex[2 * LMS_GPU_KEY_BYTES + 5];
+    size_t o = 0;
+    for (int i = 0; i < LMS_GPU_KEY_BYTES; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            hex[o++] = '-';
+        o += (size_t)snprintf(hex + o, sizeof hex - o, "%02x", h->gpu_key[g][i]);
+    }
+    snprintf(out, len, "GPU-%.*s", full ? (int)o : 8, hex);
+}
+
 lms_group_slot *lms_groupfile_slot(lms_group_header *h, int i)
 {
     return (lms_group_slot *)((char *)h + LMS_GROUP_HEADER_BYTES + (size_t)i * LMS_GROUP_SLOT_BYTES);

@@ -5,8 +5,9 @@
  * (cli/top.c) reads it. docs/ARCHITECTURE.md "Groups" has the protocol.
  *
  * One file per group, <dir>/lmshim-group-<name>, fixed size:
- *   [0, 4096)                  the header: identity, per-device budget and
- *                              charged bytes, the robust lock
+ *   [0, 4096)                  the header: identity, per-GPU budget and
+ *                              charged bytes, the robust lock, and the GPU
+ *                              (UUID) each per-GPU entry stands for
  *   [4096 + i*1024, +1024)     slot i: one live member, its own charge and
  *                              the counters `lmshim top` shows
  * A member holds an open-file-description record lock (fcntl F_OFD_SETLK,
@@ -15,6 +16,14 @@
  * but unlocked" means "member dead", in every pid namespace that maps the
  * file. (OFD locks, unlike classic POSIX ones, survive the program closing
  * another descriptor of the same file, and belong to one open() only.)
+ *
+ * Per-GPU entries: every array of LMS_GROUP_DEVICES (the header's budget,
+ * charged, peak; a slot's counters) is indexed by the group's entry g, not
+ * by a member's CUDA device ordinal: entry g counts for the GPU whose key
+ * (gpu_kind[g], gpu_key[g]) a member found or claimed under the lock. The
+ * key is the GPU's UUID (cuDeviceGetUuid_v2), so members that see the GPUs
+ * under different ordinals (CUDA_VISIBLE_DEVICES) charge the same GPU's
+ * entry. Version 1 files indexed by ordinal and had no keys.
  */
 #ifndef LMS_GROUPFILE_H
 #define LMS_GROUPFILE_H
@@ -26,7 +35,7 @@
 #include <stdint.h>
 
 #define LMS_GROUP_MAGIC 0x0150524753534d4cull   /* "LMSSGRP\1" read little-endian */
-#define LMS_GROUP_VERSION 1u
+#define LMS_GROUP_VERSION 2u   /* 2: per-GPU entries keyed by UUID */
 #define LMS_GROUP_DEVICES 16
 #define LMS_GROUP_SLOTS 64
 #define LMS_GROUP_NAME_MAX 63
@@ -35,6 +44,12 @@
 #define LMS_GROUP_FILE_BYTES (LMS_GROUP_HEADER_BYTES + LMS_GROUP_SLOTS * LMS_GROUP_SLOT_BYTES)
 
 enum { LMS_SLOT_FREE = 0, LMS_SLOT_LIVE = 1 };
+
+/* What the key of a per-GPU entry is: no GPU yet, the GPU's UUID, or (when
+ * a member could not get the UUID) the member's device ordinal, as a
+ * little-endian uint32 in the key's first 4 bytes. */
+enum { LMS_GPU_FREE = 0, LMS_GPU_UUID = 1, LMS_GPU_INDEX = 2 };
+#define LMS_GPU_KEY_BYTES 16
 
 /* One member's slot. `charged` changes only under the header's lock; the
  * other counters are the member's own, published about once a second. */
@@ -71,6 +86,10 @@ typedef struct lms_group_header {
     _Atomic uint64_t reclaimed_members;               /* dead members whose slots were reclaimed */
     _Atomic uint64_t repairs;                         /* times a member died holding the lock */
     _Alignas(64) pthread_mutex_t lock;                /* process-shared, robust */
+    /* Version 2. Written under `lock`: the key's bytes, then its kind
+     * (release); cleared when a member joins an otherwise empty group. */
+    _Atomic uint32_t gpu_kind[LMS_GROUP_DEVICES];     /* LMS_GPU_FREE, _UUID or _INDEX */
+    uint8_t gpu_key[LMS_GROUP_DEVICES][LMS_GPU_KEY_BYTES]; /* the GPU's UUID (or ordinal) */
 } lms_group_header;
 
 /* Builds <dir>/lmshim-group-<name> into out; -1 if the name is empty, too
@@ -78,8 +97,14 @@ typedef struct lms_group_header {
 int lms_groupfile_path(const char *dir, const char *name, char *out, size_t len);
 
 /* Why a mapped file of `size` bytes is not a usable group file ("wrong
- * magic", "wrong version", "wrong size", "not initialised"), or NULL. */
+ * magic", "wrong version", "wrong size", "not initialised"), or NULL. A
+ * file of another layout version is never read further than its version. */
 const char *lms_groupfile_check(const lms_group_header *h, uint64_t size);
+
+/* Writes the name of per-GPU entry g into out (len bytes): "GPU-" and the
+ * UUID as nvidia-smi writes it (full: 8-4-4-4-12 hex digits; short: the
+ * first 8), "index N" for an ordinal key, "-" for a free entry. */
+void lms_groupfile_gpu_name(const lms_group_header *h, int g, bool full, char *out, size_t len);
 
 /* Slot i of a mapped group file. */
 lms_group_slot *lms_groupfile_slot(lms_group_header *h, int i);

@@ -12,12 +12,16 @@
  * member that looks (on joining, on a charge that does not fit, on reading
  * the group's usage) takes that lock itself, gives the slot's charge back
  * and frees the slot. Slots never move.
+ * GPUs: the group's per-GPU entries are keyed by the GPU's UUID; each
+ * device of this process finds its GPU's entry, or claims a free one, under
+ * the lock at its first use, and keeps the answer (entry_of).
  */
 #include "group.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,7 @@
 #include <unistd.h>
 
 #include "account.h"
+#include "driver.h"
 #include "groupfile.h"
 #include "log.h"
 
@@ -48,6 +53,19 @@ static _Atomic uint64_t next_sweep_ns;  /* CLOCK_MONOTONIC: no sweep before this
 static pid_t publisher_in;              /* the process whose publisher thread runs */
 static bool exit_registered;
 static atomic_uint budget_warned[LMS_GROUP_DEVICES];
+
+/* A device's key in the group: its GPU's UUID, or its ordinal when the
+ * driver cannot tell the UUID. Asked once per device and process. */
+typedef struct gpu_key {
+    atomic_int state;                   /* 0 not asked, 1 being asked, 2 known */
+    uint32_t kind;                      /* LMS_GPU_UUID or LMS_GPU_INDEX */
+    uint8_t bytes[LMS_GPU_KEY_BYTES];
+} gpu_key;
+static gpu_key keys[LMS_MAX_DEVICES];
+/* The group's entry of each device of this process, plus one; 0 not found
+ * yet; -1 none (every entry taken by other GPUs: the device keeps its own
+ * budget). Valid while this process is the member it was when it found it. */
+static atomic_int entry_of[LMS_MAX_DEVICES];
 
 #define SWEEP_EVERY_NS 10000000ull      /* 10 ms between sweeps */
 #define PUBLISH_EVERY_NS 250000000l     /* counters for `lmshim top`, 4 times a second */
@@ -166,6 +184,93 @@ static lms_group_slot *mine(void)
     return me;
 }
 
+/* The key of device d: its GPU's UUID, asked of the real driver once per
+ * process; its ordinal, after one warning, when the driver cannot tell the
+ * UUID (no cuDeviceGetUuid_v2, or an error). Called without hdr->lock (it
+ * calls the driver). The key lives in `keys`. */
+static const gpu_key *key_of(int d)
+{
+    gpu_key *k = &keys[d];
+    if (atomic_load_explicit(&k->state, memory_order_acquire) == 2)
+        return k;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&k->state, &expect, 1)) {
+        CUuuid u;
+        CUresult r = lms_drv.cuDeviceGetUuid ? lms_drv.cuDeviceGetUuid(&u, d) : CUDA_ERROR_NOT_FOUND;
+        memset(k->bytes, 0, sizeof k->bytes);
+        if (r == CUDA_SUCCESS) {
+            k->kind = LMS_GPU_UUID;
+            memcpy(k->bytes, u.bytes, sizeof k->bytes);
+        } else {
+            static atomic_uint said;
+            k->kind = LMS_GPU_INDEX;
+            for (int i = 0; i < 4; i++)
+                k->bytes[i] = (uint8_t)((unsigned)d >> (8 * i));
+            lms_log_capped(LMS_LEVEL_WARN, &said, 1, "group %s: cannot get the UUID of device %d (%s %d); its "
+                           "group budget goes by its CUDA ordinal: shared only with members that see the same "
+                           "GPUs in the same order (CUDA_VISIBLE_DEVICES)", lms_opt.group, d,
+                           lms_drv.cuDeviceGetUuid ? "cuDeviceGetUuid_v2 answered" : "no cuDeviceGetUuid_v2 in "
+                           "the driver, error", (int)r);
+        }
+        atomic_store_explicit(&k->state, 2, memory_order_release);
+        return k;
+    }
+    while (atomic_load_explicit(&k->state, memory_order_acquire) == 1)
+        sched_yield();
+    return k;
+}
+
+/* Under hdr->lock: the group's entry of the GPU with key k: the entry that
+ * has that key, else the first free one, which takes it (its bytes first,
+ * then its kind: a death half-way leaves the entry free); -1 if every
+ * entry belongs to another GPU. */
+static int find_entry_locked(const gpu_key *k)
+{
+    int free_entry = -1;
+    for (int g = 0; g < LMS_GROUP_DEVICES; g++) {
+        uint32_t kind = atomic_load_explicit(&hdr->gpu_kind[g], memory_order_relaxed);
+        if (kind == k->kind && memcmp(hdr->gpu_key[g], k->bytes, sizeof k->bytes) == 0)
+            return g;
+        if (kind == LMS_GPU_FREE && free_entry < 0)
+            free_entry = g;
+    }
+    if (free_entry >= 0) {
+        memcpy(hdr->gpu_key[free_entry], k->bytes, sizeof k->bytes);
+        atomic_store_explicit(&hdr->gpu_kind[free_entry], k->kind, memory_order_release);
+    }
+    return free_entry;
+}
+
+/* The group's entry of this process's device d, found or claimed under the
+ * lock at the device's first use and kept; -1 when it has none (its own
+ * budget then) or this process is not a member. */
+static int entry(int d)
+{
+    int e = atomic_load_explicit(&entry_of[d], memory_order_acquire);
+    if (e != 0)
+        return e > 0 ? e - 1 : -1;
+    const gpu_key *k = key_of(d);
+    if (!lock_group())
+        return -1;
+    int g = -1;
+    bool first = false;   /* this thread stored the answer (says it, once) */
+    if (mine()) {
+        g = find_entry_locked(k);
+        int none = 0;
+        first = atomic_compare_exchange_strong(&entry_of[d], &none, g >= 0 ? g + 1 : -1);
+    }
+    unlock_group();
+    if (first && g >= 0 && LMS_LOG_ON(LMS_LEVEL_INFO)) {
+        char name[64];
+        lms_groupfile_gpu_name(hdr, g, true, name, sizeof name);
+        lms_log(LMS_LEVEL_INFO, "group %s: device %d is %s, the group's entry %d", hdr->name, d, name, g);
+    } else if (first && g < 0) {
+        lms_log(LMS_LEVEL_WARN, "group %s: all %d GPU entries of the group belong to other GPUs; device %d keeps "
+                "its own budget (LMS_LIMIT)", hdr->name, LMS_GROUP_DEVICES, d);
+    }
+    return g;
+}
+
 /* Takes (F_WRLCK) or drops (F_UNLCK) this process's record lock on slot i;
  * true on success. Never waits. */
 static bool slot_lock(int i, short type)
@@ -248,16 +353,17 @@ static void publish(void)
     if (mine()) {
         for (int d = 0; d < LMS_GROUP_DEVICES && d < LMS_MAX_DEVICES; d++) {
             lms_account *a = &lms_accounts[d];
-            if (atomic_load(&a->state) != 2)
+            int g = atomic_load(&entry_of[d]) - 1;   /* found at its first charge; none yet: nothing to show */
+            if (atomic_load(&a->state) != 2 || g < 0)
                 continue;
             uint64_t used = atomic_load(&a->used), chunks = 0;
             for (int p = 0; p < LMS_PLACE_COUNT; p++)
                 chunks += atomic_load(&a->live_charged[p]);
-            atomic_store(&me->device_bytes[d], atomic_load(&a->live_charged[LMS_PLACE_DEVICE]));
-            atomic_store(&me->resident_bytes[d], used > chunks ? used - chunks : 0);
-            atomic_store(&me->managed_bytes[d], atomic_load(&a->live_bytes[LMS_PLACE_MANAGED]));
-            atomic_store(&me->fetched_bytes[d], atomic_load(&a->prefetched_bytes));
-            atomic_store(&me->evicted_bytes[d], atomic_load(&a->evicted_bytes));
+            atomic_store(&me->device_bytes[g], atomic_load(&a->live_charged[LMS_PLACE_DEVICE]));
+            atomic_store(&me->resident_bytes[g], used > chunks ? used - chunks : 0);
+            atomic_store(&me->managed_bytes[g], atomic_load(&a->live_bytes[LMS_PLACE_MANAGED]));
+            atomic_store(&me->fetched_bytes[g], atomic_load(&a->prefetched_bytes));
+            atomic_store(&me->evicted_bytes[g], atomic_load(&a->evicted_bytes));
         }
         atomic_store(&me->published_ns, clock_ns(CLOCK_REALTIME));
     }
@@ -430,6 +536,15 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
                 *why = "cannot set up its lock";
             else if (!*why)
                 *why = lms_groupfile_check(h, LMS_GROUP_FILE_BYTES);
+            if (*why && h->magic == LMS_GROUP_MAGIC && h->version != LMS_GROUP_VERSION) {
+                /* Another lmshim's layout (version 1 matched devices by
+                 * ordinal): never read further than the version. */
+                static char said[200];
+                snprintf(said, sizeof said, "wrong version: its layout is version %u, this lmshim's is %u; its "
+                         "members run another lmshim version (remove the file once they have ended)",
+                         (unsigned)h->version, (unsigned)LMS_GROUP_VERSION);
+                *why = said;
+            }
             if (!*why && strcmp(h->name, name) != 0)
                 *why = "it belongs to another group";
             if (*why) {
@@ -480,17 +595,22 @@ static bool claim_slot(void)
         me = s;
         my_index = i;
         /* The only member of a group starts it afresh: no charge is left,
-         * and the budgets are fixed again by whoever sets a device up first
-         * (this process for the devices it has set up already). */
+         * no GPU has an entry, and the budgets are fixed again by whoever
+         * sets a GPU up first (this process, in lms_group_open, for the
+         * devices it has set up already). */
         bool alone = true;
         for (int k = 0; k < LMS_GROUP_SLOTS && alone; k++)
             alone = k == i || atomic_load(&lms_groupfile_slot(hdr, k)->state) != LMS_SLOT_LIVE;
         if (alone)
-            for (int d = 0; d < LMS_GROUP_DEVICES; d++) {
-                lms_account *a = &lms_accounts[d];
-                atomic_store(&hdr->budget[d], atomic_load(&a->state) == 2 ? a->budget : 0);
-                atomic_store(&hdr->charged[d], 0);
+            for (int g = 0; g < LMS_GROUP_DEVICES; g++) {
+                atomic_store(&hdr->gpu_kind[g], LMS_GPU_FREE);
+                memset(hdr->gpu_key[g], 0, sizeof hdr->gpu_key[g]);
+                atomic_store(&hdr->budget[g], 0);
+                atomic_store(&hdr->charged[g], 0);
+                atomic_store(&hdr->peak[g], 0);
             }
+        for (int d = 0; d < LMS_MAX_DEVICES; d++)
+            atomic_store(&entry_of[d], 0);   /* a new member finds its GPUs again */
         unlock_group();
         return true;
     }
@@ -560,8 +680,11 @@ uint64_t lms_group_budget(int device, uint64_t own)
 {
     if (!atomic_load(&lms_group_on) || device < 0 || device >= LMS_GROUP_DEVICES || own == 0)
         return own;
+    int g = entry(device);
+    if (g < 0)
+        return own;
     uint64_t have = 0;
-    if (atomic_compare_exchange_strong(&hdr->budget[device], &have, own))
+    if (atomic_compare_exchange_strong(&hdr->budget[g], &have, own))
         return own;
     bool asked = lms_opt.source[LMS_OPT_limit] == LMS_SOURCE_ENV ||
                  (device < LMS_MAX_DEVICES && lms_opt.device_limit_set[device]);
@@ -574,6 +697,9 @@ uint64_t lms_group_budget(int device, uint64_t own)
 
 int lms_group_reserve(int device, uint64_t bytes, uint64_t limit)
 {
+    int g = entry(device);
+    if (g < 0)
+        return -1;
     for (int attempt = 0;; attempt++) {
         if (!lock_group())
             return -1;
@@ -581,15 +707,15 @@ int lms_group_reserve(int device, uint64_t bytes, uint64_t limit)
             unlock_group();
             return -1;
         }
-        uint64_t c = atomic_load_explicit(&hdr->charged[device], memory_order_relaxed);
+        uint64_t c = atomic_load_explicit(&hdr->charged[g], memory_order_relaxed);
         bool fits = bytes <= limit && c <= limit - bytes;
         if (fits) {
-            atomic_store_explicit(&hdr->charged[device], c + bytes, memory_order_relaxed);
-            atomic_store_explicit(&me->charged[device],
-                                  atomic_load_explicit(&me->charged[device], memory_order_relaxed) + bytes,
+            atomic_store_explicit(&hdr->charged[g], c + bytes, memory_order_relaxed);
+            atomic_store_explicit(&me->charged[g],
+                                  atomic_load_explicit(&me->charged[g], memory_order_relaxed) + bytes,
                                   memory_order_relaxed);
-            if (c + bytes > atomic_load_explicit(&hdr->peak[device], memory_order_relaxed))
-                atomic_store_explicit(&hdr->peak[device], c + bytes, memory_order_relaxed);
+            if (c + bytes > atomic_load_explicit(&hdr->peak[g], memory_order_relaxed))
+                atomic_store_explicit(&hdr->peak[g], c + bytes, memory_order_relaxed);
         }
         unlock_group();
         if (fits)
@@ -601,15 +727,16 @@ int lms_group_reserve(int device, uint64_t bytes, uint64_t limit)
 
 bool lms_group_force(int device, uint64_t bytes)
 {
-    if (!lock_group())
+    int g = entry(device);
+    if (g < 0 || !lock_group())
         return false;
     bool member = mine() != NULL;
     if (member) {
-        uint64_t c = atomic_load_explicit(&hdr->charged[device], memory_order_relaxed) + bytes;
-        atomic_store_explicit(&hdr->charged[device], c, memory_order_relaxed);
-        atomic_fetch_add_explicit(&me->charged[device], bytes, memory_order_relaxed);
-        if (c > atomic_load_explicit(&hdr->peak[device], memory_order_relaxed))
-            atomic_store_explicit(&hdr->peak[device], c, memory_order_relaxed);
+        uint64_t c = atomic_load_explicit(&hdr->charged[g], memory_order_relaxed) + bytes;
+        atomic_store_explicit(&hdr->charged[g], c, memory_order_relaxed);
+        atomic_fetch_add_explicit(&me->charged[g], bytes, memory_order_relaxed);
+        if (c > atomic_load_explicit(&hdr->peak[g], memory_order_relaxed))
+            atomic_store_explicit(&hdr->peak[g], c, memory_order_relaxed);
     }
     unlock_group();
     return member;
@@ -617,17 +744,18 @@ bool lms_group_force(int device, uint64_t bytes)
 
 bool lms_group_release(int device, uint64_t bytes)
 {
-    if (!lock_group())
+    int g = entry(device);
+    if (g < 0 || !lock_group())
         return false;
     bool member = mine() != NULL;
     if (member) {
         /* A fork child frees chunks it inherited: their charge is the
          * parent's, so never give back more than this member holds. */
-        uint64_t held = atomic_load_explicit(&me->charged[device], memory_order_relaxed);
+        uint64_t held = atomic_load_explicit(&me->charged[g], memory_order_relaxed);
         uint64_t b = bytes < held ? bytes : held;
-        uint64_t c = atomic_load_explicit(&hdr->charged[device], memory_order_relaxed);
-        atomic_store_explicit(&me->charged[device], held - b, memory_order_relaxed);
-        atomic_store_explicit(&hdr->charged[device], c - (b < c ? b : c), memory_order_relaxed);
+        uint64_t c = atomic_load_explicit(&hdr->charged[g], memory_order_relaxed);
+        atomic_store_explicit(&me->charged[g], held - b, memory_order_relaxed);
+        atomic_store_explicit(&hdr->charged[g], c - (b < c ? b : c), memory_order_relaxed);
     }
     unlock_group();
     return member;
@@ -637,8 +765,11 @@ uint64_t lms_group_used(int device)
 {
     if (!hdr || device < 0 || device >= LMS_GROUP_DEVICES)
         return 0;
+    int g = entry(device);
+    if (g < 0)   /* no entry of the group: this process's own charge */
+        return atomic_load_explicit(&lms_accounts[device].used, memory_order_relaxed);
     sweep();
-    return atomic_load_explicit(&hdr->charged[device], memory_order_relaxed);
+    return atomic_load_explicit(&hdr->charged[g], memory_order_relaxed);
 }
 
 void lms_group_fork_child(void)
@@ -660,4 +791,9 @@ void lms_group_fork_child(void)
     atomic_store(&lms_group_on, false);
     pthread_mutex_init(&local, NULL);
     atomic_store(&next_sweep_ns, 0);
+    for (int d = 0; d < LMS_MAX_DEVICES; d++) {
+        atomic_store(&entry_of[d], 0);   /* found again once this child is a member */
+        int asking = 1;                  /* a key the forking thread was asking for: asked again */
+        atomic_compare_exchange_strong(&keys[d].state, &asking, 0);
+    }
 }

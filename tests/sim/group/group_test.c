@@ -638,8 +638,8 @@ static void top_view(void)
     /* Text: every group of the directory, the member's row. */
     snprintf(cmd, sizeof cmd, "'%s' top --dir '%s' --once > '%s'", cli, dir, out);
     CHECK(system(cmd) == 0);
-    snprintf(cmd, sizeof cmd, "grep -q '^device 0: budget 128M  used 100M (78%%)' '%s' && "
-             "grep -Eq '^  [0-9]+ +group_test +0 +100M +0 +64M ' '%s'", out, out);
+    snprintf(cmd, sizeof cmd, "grep -Eq '^GPU-[0-9a-f]{8}: budget 128M  used 100M \\(78%%\\)' '%s' && "
+             "grep -Eq '^  [0-9]+ +group_test +GPU-[0-9a-f]{8} +100M +0 +64M ' '%s'", out, out);
     if (system(cmd) != 0) {
         snprintf(cmd, sizeof cmd, "cat '%s' >&2", out);
         CHECK(system(cmd) == 0);
