@@ -20,6 +20,7 @@
 #include "account.h"
 #include "chunks.h"
 #include "log.h"
+#include "residency.h"
 #include "trace.h"
 
 typedef struct vmm_rec {
@@ -112,17 +113,23 @@ CUresult lms_vmm_charge(int device, uint64_t size)
     lms_account *a = lms_account_of(device);
     if (!a)
         return CUDA_SUCCESS;
+    /* Checked and charged in one step: threads creating at once cannot
+     * all pass the same room. lmshim's own fetched managed chunks make way
+     * first, as for a device allocation: only the program's memory decides
+     * that physical memory passes the budget. */
+    bool fits = lms_account_reserve(a, size, a->budget);
+    if (!fits && lms_residency_reclaim(device, size))
+        fits = lms_account_reserve(a, size, a->budget);
+    if (fits) {
+        lms_residency_settle(device);   /* evictions still leaving go first */
+        return CUDA_SUCCESS;
+    }
     if (lms_opt.on_oom != LMS_ON_OOM_FAIL) {
         lms_account_force(a, size);
         return CUDA_SUCCESS;
     }
-    /* Checked and charged in one step: threads creating at once cannot
-     * all pass the same room. */
-    if (!lms_account_reserve(a, size, a->budget)) {
-        atomic_fetch_add(&a->oom_failures, 1);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    atomic_fetch_add(&a->oom_failures, 1);
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 void lms_vmm_force(int device, uint64_t size)

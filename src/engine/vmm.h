@@ -12,8 +12,9 @@
 #include "driver.h"
 
 /* For a cuMemCreate of `size` bytes on `device` the driver made (not yet
- * recorded): charges it to the device, SUCCESS. With LMS_ON_OOM=fail, one
- * that passes the budget is not charged and answers OUT_OF_MEMORY (the
+ * recorded): charges it to the device, SUCCESS. Fetched managed chunks are
+ * evicted first when they hold the room. With LMS_ON_OOM=fail, one that
+ * still passes the budget is not charged and answers OUT_OF_MEMORY (the
  * caller then releases it, or, if that fails, charges it with
  * lms_vmm_force). */
 CUresult lms_vmm_charge(int device, uint64_t size);
