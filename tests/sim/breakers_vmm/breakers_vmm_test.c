@@ -116,7 +116,7 @@ static void released_while_mapped(void)
 /* A creation the driver refuses charges nothing and answers the driver's
  * error, whatever its size; host locations are never a device's charge.
  * With LMS_ON_OOM=fail only a valid creation past the budget is answered
- * out-of-memory. */
+ * out-of-memory, and the device never held it. */
 static void bad_creations(void)
 {
     primary_context(0);
@@ -159,6 +159,9 @@ static void bad_creations(void)
     if (fail) {
         CHECK_IS(r, CUDA_ERROR_OUT_OF_MEMORY);
         CHECK_EQ_U(stats(0).oom_failures, 1);
+        simgpu_counters c;
+        OK(simgpu_get_counters(0, &c));
+        CHECK(c.peak_device_bytes <= BUDGET);   /* refused before the device held it */
     } else {
         OK(r);
         CHECK_EQ_U(stats(0).used, 768 * MiB);
@@ -450,6 +453,73 @@ static void fetched_make_way(void)
     check_no_hazards(0, false);
 }
 
+/* ---- the last room, raced for --------------------------------------------- */
+
+enum { RACE_ROUNDS = 100000 };
+static pthread_barrier_t race_bar;
+static atomic_int race_wins[2];
+static atomic_ullong race_total[2];   /* rounds each racer won */
+
+/* Racer 0 creates 64 MiB, racer 1 allocates 64 MiB with cuMemAlloc, both
+ * at once for the one room of 64 MiB left, holding what they got until
+ * both tried. Returns the rounds both lost. */
+static void *racer(void *arg)
+{
+    int me = (int)(uintptr_t)arg;
+    uint64_t x = (uint64_t)me * 7919 + 17;
+    OK(cuCtxSetCurrent(mix_ctx));
+    uint64_t both_lost = 0;
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        CUmemGenericAllocationHandle h;
+        CUdeviceptr p;
+        pthread_barrier_wait(&race_bar);
+        for (volatile uint64_t spin = xorshift(&x) % 20000; spin > 0; spin--)
+            ;   /* a start drawn anew each round */
+        CUresult r = me == 0 ? create(&h, 64 * MiB) : cuMemAlloc(&p, 64 * MiB);
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY)
+            OK(r);
+        if (r == CUDA_SUCCESS) {
+            atomic_fetch_add(&race_wins[me], 1);
+            atomic_fetch_add(&race_total[me], 1);
+        }
+        pthread_barrier_wait(&race_bar);
+        if (me == 0 && atomic_load(&race_wins[0]) + atomic_load(&race_wins[1]) == 0)
+            both_lost++;
+        pthread_barrier_wait(&race_bar);
+        if (r == CUDA_SUCCESS)
+            OK(me == 0 ? cuMemRelease(h) : cuMemFree(p));
+        if (me == 0)
+            atomic_store(&race_wins[0], 0), atomic_store(&race_wins[1], 0);
+    }
+    return (void *)(uintptr_t)both_lost;
+}
+
+/* The budget is the whole device (SIMGPU_MEM=LMS_LIMIT) and 64 MiB of it
+ * is left: a cuMemCreate and a cuMemAlloc of 64 MiB race for it with
+ * LMS_ON_OOM=fail, and one of them gets it every round. A creation the
+ * budget refuses must not take the device memory of an allocation the
+ * budget let in (the driver answering first held it until refused). */
+static void last_room(void)
+{
+    mix_ctx = primary_context(0);
+    CUdeviceptr hold;
+    OK(cuMemAlloc(&hold, BUDGET - 64 * MiB));
+    CHECK_EQ_U(sim_used(), BUDGET - 64 * MiB);
+    pthread_barrier_init(&race_bar, NULL, 2);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, racer, (void *)(uintptr_t)i) == 0);
+    void *lost;
+    pthread_join(t[0], &lost);
+    pthread_join(t[1], NULL);
+    printf("both lost %llu of %d rounds; cuMemCreate won %llu, cuMemAlloc %llu\n",
+           (unsigned long long)(uintptr_t)lost, RACE_ROUNDS, (unsigned long long)atomic_load(&race_total[0]),
+           (unsigned long long)atomic_load(&race_total[1]));
+    CHECK_EQ_U((uintptr_t)lost, 0);
+    OK(cuMemFree(hold));
+    check_all_back();
+}
+
 /* ---- two processes of one group ------------------------------------------ */
 
 enum { GROUP_THREADS = 6, GROUP_ROUNDS = 150 };
@@ -556,7 +626,43 @@ static void group_two(void)
     CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
 }
 
-static const member_kind members[] = {{"creator", member_creator}};
+/* ---- a refusal in the trace ---------------------------------------------- */
+
+/* A member that asks for 768 MiB past the 512 MiB budget (refused with
+ * LMS_ON_OOM=fail) and for 64 MiB, then exits. */
+static void member_refuser(const char *arg)
+{
+    (void)arg;
+    primary_context(0);
+    CUmemGenericAllocationHandle h;
+    CHECK_IS(create(&h, 768 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(create(&h, 64 * MiB));
+    OK(cuMemRelease(h));
+}
+
+/* A creation LMS_ON_OOM=fail refuses is an `oom` line of the trace, as a
+ * refused device allocation is (docs/TRACE.md), and nothing else is. */
+static void refusal_traced(void)
+{
+    fresh_dir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/refusal.trace", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        setenv("LMS_TRACE", path, 1);
+        setenv("GROUP_TEST_DIR", dir, 1);
+        execl(self, self, "member", "refuser", "", (char *)NULL);
+        _exit(127);
+    }
+    reap(pid);
+    CHECK_EQ_U(lines_with(path, "\"type\":\"oom\""), 1);
+    CHECK_EQ_U(lines_with(path, "\"size\":805306368"), 1);   /* its size */
+    CHECK_EQ_U(lines_with(path, "\"oom\":1,"), 1);            /* the summary counts it */
+}
+
+static const member_kind members[] = {{"creator", member_creator}, {"refuser", member_refuser}};
 
 static const test_case cases[] = {
     {"released_while_mapped", released_while_mapped},
@@ -565,6 +671,8 @@ static const test_case cases[] = {
     {"fork_creates", fork_creates},
     {"fetched_make_way", fetched_make_way},
     {"group_two", group_two},
+    {"last_room", last_room},
+    {"refusal_traced", refusal_traced},
 };
 
 int main(int argc, char **argv)
