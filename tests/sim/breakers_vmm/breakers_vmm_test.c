@@ -111,6 +111,37 @@ static void released_while_mapped(void)
     OK(cuMemAddressFree(vb, 128 * MiB));
 }
 
+/* ---- another device's memory --------------------------------------------- */
+
+/* Memory created on device 1 from a context of device 0 is device 1's
+ * charge: device 0's cuMemGetInfo does not count it, device 1's does, and
+ * both go back to 0 after the release, from either device's context. */
+static void other_device(void)
+{
+    CUcontext c0 = primary_context(0), c1;
+    OK(cuDevicePrimaryCtxRetain(&c1, 1));
+    CUmemAllocationProp p = dev_prop(1);
+    CUmemGenericAllocationHandle h;
+    OK(cuMemCreate(&h, 128 * MiB, &p, 0));
+    CHECK_EQ_U(info_used(), 0);
+    CHECK_EQ_U(stats(1).used, 128 * MiB);
+    OK(cuCtxSetCurrent(c1));
+    CHECK_EQ_U(info_used(), 128 * MiB);
+    simgpu_counters k;
+    OK(simgpu_get_counters(1, &k));
+    CHECK_EQ_U(k.used_device_bytes, 128 * MiB);
+    OK(cuCtxSetCurrent(c0));
+    OK(cuMemRelease(h));
+    CHECK_EQ_U(stats(1).used, 0);
+    OK(cuCtxSetCurrent(c1));
+    CHECK_EQ_U(info_used(), 0);
+    OK(simgpu_get_counters(1, &k));
+    CHECK_EQ_U(k.used_device_bytes, 0);
+    OK(cuCtxSetCurrent(c0));
+    check_all_back();
+    OK(cuDevicePrimaryCtxRelease(1));
+}
+
 /* ---- failing creations --------------------------------------------------- */
 
 /* A creation the driver refuses charges nothing and answers the driver's
@@ -673,6 +704,7 @@ static const test_case cases[] = {
     {"group_two", group_two},
     {"last_room", last_room},
     {"refusal_traced", refusal_traced},
+    {"other_device", other_device},
 };
 
 int main(int argc, char **argv)
