@@ -30,10 +30,11 @@ void lms_vmm_uncharge(int device, uint64_t charged);
 /* Charges whatever the budget (a creation that could not be undone);
  * false when lmshim has no account for the device. */
 bool lms_vmm_force(int device, uint64_t size);
-/* After lms_vmm_charge: records the creation, whose charge then goes when
- * CUDA frees it (one warning when the device is past its budget: physical
- * memory cannot fall back). Not recorded (out of memory, or a handle seen
- * twice): the charge goes now and its calls pass through. */
+/* After the driver made a creation that lms_vmm_charge (or lms_vmm_force)
+ * charged `size` for (never one charged 0): records it, its charge going
+ * when CUDA frees it (one warning when the device is past its budget:
+ * physical memory cannot fall back). Not recorded (out of memory, or a
+ * handle seen twice): the charge goes now and its calls pass through. */
 void lms_vmm_created(uint64_t handle, int device, uint64_t size);
 
 /* cuMemRelease, cuMemMap and cuMemUnmap through their real functions,
