@@ -492,6 +492,102 @@ static void fetched_make_way(void)
     check_no_hazards(0, false);
 }
 
+/* ---- creations beside launches that fetch ------------------------------- */
+
+static CUfunction fc_fn;
+static CUdeviceptr fc_chunks[8];
+
+/* Launches touch_pair on random pairs of the eight chunks until mix_done,
+ * on its own stream. */
+static void *fc_launcher(void *arg)
+{
+    uint64_t x = (uint64_t)(uintptr_t)arg + 3;
+    OK(cuCtxSetCurrent(mix_ctx));
+    CUstream st;
+    OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    size_t bytes = 64 * MiB;
+    uint64_t n = 0;
+    while (!atomic_load(&mix_done)) {
+        int a = (int)(xorshift(&x) % 8), b = (a + 1 + (int)(xorshift(&x) % 7)) % 8;
+        void *args[] = {&fc_chunks[a], &fc_chunks[b], &bytes};
+        OK(cuLaunchKernel(fc_fn, 1, 1, 1, 32, 1, 1, 0, st, args, NULL));
+        check_budget(0);
+        n++;
+    }
+    OK(cuStreamSynchronize(st));
+    OK(cuStreamDestroy(st));
+    return (void *)(uintptr_t)n;
+}
+
+/* Creates, maps and releases 64 MiB 300 times; with LMS_ON_OOM=fail a
+ * refusal is an answer. */
+static void *fc_creator(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(mix_ctx));
+    CUdeviceptr va;
+    OK(cuMemAddressReserve(&va, 64 * MiB, 0, 0, 0));
+    uint64_t made = 0;
+    for (int i = 0; i < 300; i++) {
+        CUmemGenericAllocationHandle h;
+        CUresult r = create(&h, 64 * MiB);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && mix_fail)
+            continue;
+        OK(r);
+        made++;
+        check_budget(0);
+        OK(cuMemMap(va, 64 * MiB, 0, h, 0));
+        OK(cuMemRelease(h));
+        OK(cuMemUnmap(va, 64 * MiB));
+    }
+    OK(cuMemAddressFree(va, 64 * MiB));
+    return (void *)(uintptr_t)made;
+}
+
+/* Two threads launch kernels that keep the budget full of fetched chunks
+ * while two threads create 64 MiB at once: every creation gets its room
+ * from the fetched chunks (none is refused, the budget is never passed),
+ * no eviction hits a chunk in use, and everything comes back. */
+static void fetch_and_create(void)
+{
+    mix_ctx = primary_context(0);
+    mix_fail = getenv("LMS_ON_OOM") && strcmp(getenv("LMS_ON_OOM"), "fail") == 0;
+    fc_fn = sim_function(&(simgpu_kernel){"touch_pair", touch_pair, 3, {8, 8, 8}});
+    for (int i = 0; i < 8; i++) {
+        OK(cuMemAlloc(&fc_chunks[i], 64 * MiB));
+        CHECK(is_managed(fc_chunks[i]) == 1);
+    }
+    pthread_t l[2], c[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&l[i], NULL, fc_launcher, (void *)(uintptr_t)i) == 0);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&c[i], NULL, fc_creator, NULL) == 0);
+    uint64_t made = 0, launches = 0;
+    for (int i = 0; i < 2; i++) {
+        void *m;
+        pthread_join(c[i], &m);
+        made += (uint64_t)(uintptr_t)m;
+    }
+    atomic_store(&mix_done, true);
+    for (int i = 0; i < 2; i++) {
+        void *n;
+        pthread_join(l[i], &n);
+        launches += (uint64_t)(uintptr_t)n;
+    }
+    lms_device_stats s = stats(0);
+    printf("%llu creations, %llu launches, %llu MiB fetched, %llu MiB evicted\n", (unsigned long long)made,
+           (unsigned long long)launches, (unsigned long long)(s.prefetched_bytes / MiB),
+           (unsigned long long)(s.evicted_bytes / MiB));
+    CHECK_EQ_U(made, 600);                             /* fetched chunks always made way */
+    CHECK_EQ_U(s.oom_failures, 0);
+    CHECK(s.prefetched_bytes > 0 && s.evicted_bytes > 0);
+    check_budget(0);
+    for (int i = 0; i < 8; i++)
+        OK(cuMemFree(fc_chunks[i]));
+    check_all_back();
+    check_no_hazards(0, false);
+}
+
 /* ---- the last room, raced for --------------------------------------------- */
 
 enum { RACE_ROUNDS = 100000 };
@@ -716,6 +812,7 @@ static const test_case cases[] = {
     {"last_room", last_room},
     {"refusal_traced", refusal_traced},
     {"other_device", other_device},
+    {"fetch_and_create", fetch_and_create},
 };
 
 int main(int argc, char **argv)
