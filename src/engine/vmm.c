@@ -126,11 +126,11 @@ CUresult lms_vmm_charge(int device, uint64_t size, uint64_t *charged)
         return CUDA_SUCCESS;
     /* Checked and charged in one step: threads creating at once cannot
      * all pass the same room. lmshim's own fetched managed chunks make way
-     * first, as for a device allocation: only the program's memory decides
-     * that physical memory passes the budget. */
-    bool fits = lms_account_reserve(a, size, a->budget);
-    if (!fits && lms_residency_reclaim(device, size))
-        fits = lms_account_reserve(a, size, a->budget);
+     * first, as for a device allocation, the room they leave charged at
+     * once (a fetch of another thread could take it before a second
+     * reservation): only the program's memory decides that physical memory
+     * passes the budget. */
+    bool fits = lms_account_reserve(a, size, a->budget) || lms_residency_reclaim_keep(device, size);
     if (fits) {
         lms_residency_settle(device);   /* evictions still leaving go first */
     } else if (lms_opt.on_oom != LMS_ON_OOM_FAIL) {

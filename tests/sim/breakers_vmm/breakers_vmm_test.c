@@ -560,6 +560,8 @@ static void fetch_and_create(void)
     pthread_t l[2], c[2];
     for (int i = 0; i < 2; i++)
         CHECK(pthread_create(&l[i], NULL, fc_launcher, (void *)(uintptr_t)i) == 0);
+    for (int i = 0; i < 2000 && stats(0).prefetched_bytes < BUDGET; i++)
+        usleep(1000);   /* the creators start once the launches filled the budget */
     for (int i = 0; i < 2; i++)
         CHECK(pthread_create(&c[i], NULL, fc_creator, NULL) == 0);
     uint64_t made = 0, launches = 0;
