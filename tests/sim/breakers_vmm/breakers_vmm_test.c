@@ -519,12 +519,29 @@ static void *fc_launcher(void *arg)
     return (void *)(uintptr_t)n;
 }
 
-/* Creates, maps and releases 64 MiB 300 times; with LMS_ON_OOM=fail a
+static bool fc_alloc;   /* the creators allocate with cuMemAlloc instead */
+
+/* Creates, maps and releases 64 MiB 300 times (or, with fc_alloc,
+ * allocates and frees 4 MiB of device memory); with LMS_ON_OOM=fail a
  * refusal is an answer. */
 static void *fc_creator(void *arg)
 {
     (void)arg;
     OK(cuCtxSetCurrent(mix_ctx));
+    if (fc_alloc) {
+        uint64_t made = 0;
+        for (int i = 0; i < 300; i++) {
+            CUdeviceptr p;
+            CUresult r = cuMemAlloc(&p, 4 * MiB);
+            if (r == CUDA_ERROR_OUT_OF_MEMORY && mix_fail)
+                continue;
+            OK(r);
+            made += is_managed(p) == 0;   /* on the device, as asked */
+            check_budget(0);
+            OK(cuMemFree(p));
+        }
+        return (void *)(uintptr_t)made;
+    }
     CUdeviceptr va;
     OK(cuMemAddressReserve(&va, 64 * MiB, 0, 0, 0));
     uint64_t made = 0;
@@ -550,6 +567,7 @@ static void *fc_creator(void *arg)
  * no eviction hits a chunk in use, and everything comes back. */
 static void fetch_and_create(void)
 {
+    fc_alloc = getenv("FC_ALLOC") != NULL;
     mix_ctx = primary_context(0);
     mix_fail = getenv("LMS_ON_OOM") && strcmp(getenv("LMS_ON_OOM"), "fail") == 0;
     fc_fn = sim_function(&(simgpu_kernel){"touch_pair", touch_pair, 3, {8, 8, 8}});
