@@ -1195,10 +1195,6 @@ static bool reclaim(int device, uint64_t bytes, bool keep)
     return ok;
 }
 
-bool lms_residency_reclaim(int device, uint64_t bytes) { return reclaim(device, bytes, false); }
-
-bool lms_residency_reclaim_keep(int device, uint64_t bytes) { return reclaim(device, bytes, true); }
-
 void lms_residency_settle(int device)
 {
     lms_account *a = lms_account_of(device);
@@ -1408,3 +1404,8 @@ void lms_residency_fork_child(void)
     for (int i = 0; i < naddr; i++)
         by_addr[i]->remote = 0;
 }
+
+/* The two faces of reclaim(). */
+bool lms_residency_reclaim(int device, uint64_t bytes) { return reclaim(device, bytes, false); }
+
+bool lms_residency_reclaim_keep(int device, uint64_t bytes) { return reclaim(device, bytes, true); }
