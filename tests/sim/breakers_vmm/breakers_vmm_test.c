@@ -3,8 +3,10 @@
  * mixing cuMemCreate/cuMemRelease/cuMemMap/cuMemUnmap with cuMemAlloc,
  * cudaMalloc and managed memory against a small budget (with and without
  * LMS_ON_OOM=fail), a handle released while still mapped, failing
- * creations, fork while threads create, a budget full of fetched managed
- * chunks, and two processes of one group (LMS_GROUP) creating at once.
+ * creations, another device's memory, fork while threads create, a budget
+ * full of fetched managed chunks (still, or kept full by launches), the
+ * last room raced for by a creation and an allocation, a refusal in the
+ * trace, and two processes of one group (LMS_GROUP) creating at once.
  * Each case checks lmshim's charge (cuMemGetInfo, lms_get_stats) against
  * the simulated device's bytes in use. Settings in meson.build: a 1 GiB
  * device, LMS_LIMIT=512M; group members are this program again
