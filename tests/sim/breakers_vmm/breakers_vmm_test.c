@@ -186,12 +186,17 @@ static void bad_creations(void)
     }
     check_all_back();
     CHECK_EQ_U(stats(0).oom_failures, 0);
-    /* Valid and past the budget: refused (fail) or charged (managed). */
+    /* Valid, but more than the device has: the driver's out-of-memory (or
+     * the budget's), and whatever was charged first comes back. */
+    CHECK_IS(cuMemCreate(&h, 2048 * MiB, &p, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    check_all_back();
     bool fail = getenv("LMS_ON_OOM") && strcmp(getenv("LMS_ON_OOM"), "fail") == 0;
+    CHECK_EQ_U(stats(0).oom_failures, fail ? 1 : 0);
+    /* Valid and past the budget: refused (fail) or charged (managed). */
     CUresult r = cuMemCreate(&h, 768 * MiB, &p, 0);
     if (fail) {
         CHECK_IS(r, CUDA_ERROR_OUT_OF_MEMORY);
-        CHECK_EQ_U(stats(0).oom_failures, 1);
+        CHECK_EQ_U(stats(0).oom_failures, 2);
         simgpu_counters c;
         OK(simgpu_get_counters(0, &c));
         CHECK(c.peak_device_bytes <= BUDGET);   /* refused before the device held it */
