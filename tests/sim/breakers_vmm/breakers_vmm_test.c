@@ -4,7 +4,8 @@
  * cudaMalloc and managed memory against a small budget (with and without
  * LMS_ON_OOM=fail), a handle released while still mapped, failing
  * creations, another device's memory, fork while threads create, a budget
- * full of fetched managed chunks (still, or kept full by launches), the
+ * full of fetched managed chunks (still, or kept full by launches, beside
+ * creations, device requests or a growing graph pool), the
  * last room raced for by a creation and an allocation, a refusal in the
  * trace, and two processes of one group (LMS_GROUP) creating at once.
  * Each case checks lmshim's charge (cuMemGetInfo, lms_get_stats) against
@@ -503,6 +504,20 @@ static void fetched_make_way(void)
 
 static CUfunction fc_fn;
 static CUdeviceptr fc_chunks[8];
+static bool fc_count_only;   /* only lmshim's count is held to the budget */
+
+/* The budget as these cases hold it: lmshim's count (and, unless
+ * fc_count_only, the simulated device's bytes) within it. */
+static void fc_check(void)
+{
+    if (fc_count_only) {
+        lms_device_stats s = stats(0);
+        CHECK(s.used <= s.budget);
+        CHECK_EQ_U(s.budget_violations, 0);
+    } else {
+        check_budget(0);
+    }
+}
 
 /* Launches touch_pair on random pairs of the eight chunks until mix_done,
  * on its own stream. */
@@ -518,7 +533,7 @@ static void *fc_launcher(void *arg)
         int a = (int)(xorshift(&x) % 8), b = (a + 1 + (int)(xorshift(&x) % 7)) % 8;
         void *args[] = {&fc_chunks[a], &fc_chunks[b], &bytes};
         OK(cuLaunchKernel(fc_fn, 1, 1, 1, 32, 1, 1, 0, st, args, NULL));
-        check_budget(0);
+        fc_check();
         n++;
     }
     OK(cuStreamSynchronize(st));
@@ -609,6 +624,77 @@ static void fetch_and_create(void)
     CHECK_EQ_U(s.oom_failures, 0);
     CHECK(s.prefetched_bytes > 0 && s.evicted_bytes > 0);
     check_budget(0);
+    for (int i = 0; i < 8; i++)
+        OK(cuMemFree(fc_chunks[i]));
+    check_all_back();
+    check_no_hazards(0, false);
+}
+
+/* ---- graph memory beside launches that fetch ----------------------------- */
+
+/* 300 times: a graph that allocates 64 MiB, touches it and frees it is
+ * launched and waited for, then the graph pool is trimmed; lmshim charges
+ * the pool's growth after each launch. */
+static void *fg_grapher(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(mix_ctx));
+    CUstream st;
+    OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    static size_t bytes = 64 * MiB;
+    static CUdeviceptr where;
+    for (int i = 0; i < 300; i++) {
+        CUgraph g;
+        OK(cuGraphCreate(&g, 0));
+        CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
+        ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        ap.poolProps.location.id = 0;
+        ap.bytesize = bytes;
+        CUgraphNode an, kn, fn;
+        OK(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap));
+        where = ap.dptr;
+        void *args[] = {&where, &where, &bytes};
+        CUDA_KERNEL_NODE_PARAMS kp = {.func = fc_fn, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                      .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+        OK(cuGraphAddKernelNode(&kn, g, &an, 1, &kp));
+        OK(cuGraphAddMemFreeNode(&fn, g, &kn, 1, ap.dptr));
+        CUgraphExec e;
+        OK(cuGraphInstantiate(&e, g, 0));
+        OK(cuGraphLaunch(e, st));
+        fc_check();
+        OK(cuStreamSynchronize(st));
+        OK(cuGraphExecDestroy(e));
+        OK(cuGraphDestroy(g));
+        OK(cuDeviceGraphMemTrim(0));
+    }
+    OK(cuStreamDestroy(st));
+    return NULL;
+}
+
+/* Two threads launch kernels that keep the budget full of fetched chunks
+ * while a third runs graphs that grow the graph pool by 64 MiB each time:
+ * the pool's growth gets its room from the fetched chunks, and lmshim's
+ * count never passes the budget. (The device itself holds the pool's
+ * growth from the launch on, before lmshim can see it.) */
+static void fetch_and_graph(void)
+{
+    fc_count_only = true;
+    mix_ctx = primary_context(0);
+    fc_fn = sim_function(&(simgpu_kernel){"touch_pair", touch_pair, 3, {8, 8, 8}});
+    for (int i = 0; i < 8; i++)
+        OK(cuMemAlloc(&fc_chunks[i], 64 * MiB));
+    pthread_t l[2], g;
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&l[i], NULL, fc_launcher, (void *)(uintptr_t)i) == 0);
+    for (int i = 0; i < 2000 && stats(0).prefetched_bytes < BUDGET; i++)
+        usleep(1000);   /* the graphs start once the launches filled the budget */
+    CHECK(pthread_create(&g, NULL, fg_grapher, NULL) == 0);
+    pthread_join(g, NULL);
+    atomic_store(&mix_done, true);
+    for (int i = 0; i < 2; i++)
+        pthread_join(l[i], NULL);
+    fc_check();
     for (int i = 0; i < 8; i++)
         OK(cuMemFree(fc_chunks[i]));
     check_all_back();
@@ -840,6 +926,7 @@ static const test_case cases[] = {
     {"refusal_traced", refusal_traced},
     {"other_device", other_device},
     {"fetch_and_create", fetch_and_create},
+    {"fetch_and_graph", fetch_and_graph},
 };
 
 int main(int argc, char **argv)
