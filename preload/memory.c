@@ -301,25 +301,52 @@ LMS_EXPORT CUresult cuMemFreeHost(void *p)
 
 /* ---- physical memory of the VMM API -------------------------------------- */
 
+/* A creation made before its charge (arguments lms_vmm_args_ok does not
+ * pass): charged now; one LMS_ON_OOM=fail refuses is released again and
+ * answers out-of-memory, or stays charged when the release fails. */
+static CUresult create_made(CUresult r, CUmemGenericAllocationHandle *handle, size_t size, int device)
+{
+    uint64_t charged = 0;
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (lms_vmm_charge(device, size, &charged) != CUDA_SUCCESS) {
+        if (REAL(cuMemRelease) && REAL(cuMemRelease)(*handle) == CUDA_SUCCESS)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        if (lms_vmm_force(device, size))   /* it stays: so does its charge */
+            charged = size;
+    }
+    if (charged)
+        lms_vmm_created(*handle, device, size);
+    return r;
+}
+
 LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                 const CUmemAllocationProp *prop, unsigned long long flags)
 {
     if (!LMS_ENTER(cuMemCreate))
         return PASS(cuMemCreate, handle, size, prop, flags);
     /* The device comes from the properties, and only from a device location.
-     * The driver answers first, so that bad arguments get CUDA's error
-     * whatever the size; a creation LMS_ON_OOM=fail refuses is undone. */
+     * Arguments the driver's own answers pass are charged before the
+     * driver's call, so that the device never holds memory the budget
+     * refuses (an allocation the budget let in could find it taken); one
+     * LMS_ON_OOM=fail refuses is answered without the driver. Any other
+     * arguments go to the driver first, so that they get CUDA's error
+     * whatever the size. */
     int device = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-    CUresult r = REAL(cuMemCreate)(handle, size, prop, flags);
-    if (r == CUDA_SUCCESS && device >= 0) {
-        if (lms_vmm_charge(device, size) != CUDA_SUCCESS) {
-            if (REAL(cuMemRelease) && REAL(cuMemRelease)(*handle) == CUDA_SUCCESS)
-                r = CUDA_ERROR_OUT_OF_MEMORY;
-            else
-                lms_vmm_force(device, size);   /* it stays: so does its charge */
-        }
-        if (r == CUDA_SUCCESS)
+    CUresult r;
+    uint64_t charged = 0;
+    if (device < 0) {
+        r = REAL(cuMemCreate)(handle, size, prop, flags);
+    } else if (!lms_vmm_args_ok(handle, size, prop, flags)) {
+        r = create_made(REAL(cuMemCreate)(handle, size, prop, flags), handle, size, device);
+    } else if (lms_vmm_charge(device, size, &charged) != CUDA_SUCCESS) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        r = REAL(cuMemCreate)(handle, size, prop, flags);
+        if (r == CUDA_SUCCESS && charged)
             lms_vmm_created(*handle, device, size);
+        else if (r != CUDA_SUCCESS)
+            lms_vmm_uncharge(device, charged);
     }
     lms_hook_leave();
     return r;

@@ -246,8 +246,10 @@ void lms_graph_mem_sync(int device, bool always)
      * it ends at the last value exchanged. */
     uint64_t old = atomic_exchange(&pool_charged[device], (uint64_t)reserved);
     if (reserved > old) {
-        lms_residency_reclaim(device, reserved - old);   /* room first, as for a device request */
-        lms_account_force(a, reserved - old);
+        /* Room first, as for a device request, kept for the pool (another
+         * thread's fetch could take it before a second charge). */
+        if (!lms_residency_reclaim_keep(device, reserved - old))
+            lms_account_force(a, reserved - old);
     } else if (reserved < old) {
         lms_account_release(a, old - reserved);
     }

@@ -187,9 +187,9 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     }
     if (want != LMS_PLACE_DEVICE)
         return answer_oom(r, a, charge) ? CUDA_ERROR_OUT_OF_MEMORY : place_off_device(r, a, want, false, out);
-    bool fits = lms_account_reserve(a, charge, a->budget);
-    if (!fits && lms_residency_reclaim(r->device, charge))   /* fetched chunks make way */
-        fits = lms_account_reserve(a, charge, a->budget);
+    /* Fetched chunks make way, their room kept for this request (another
+     * thread's fetch could take it before a second reservation). */
+    bool fits = lms_account_reserve(a, charge, a->budget) || lms_residency_reclaim_keep(r->device, charge);
     if (fits) {
         if (!r->async)
             lms_residency_settle(r->device);   /* evictions still leaving go first */

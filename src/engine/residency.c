@@ -1171,7 +1171,9 @@ void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const 
     before(device, stream, fn, NULL, 0, scan, tok);
 }
 
-bool lms_residency_reclaim(int device, uint64_t bytes)
+/* lms_residency_reclaim, the room made given back (keep false) or left
+ * charged for the caller (keep true). */
+static bool reclaim(int device, uint64_t bytes, bool keep)
 {
     lms_account *a = lms_account_of(device);
     if (!a || device < 0 || device >= LMS_MAX_DEVICES)
@@ -1186,7 +1188,7 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
          * caller's to reserve. */
         ok = lms_plan_make_room(&d->plan, &live_ops, &l, bytes);
         pthread_rwlock_unlock(&map_lock);
-        if (ok)
+        if (ok && !keep)
             lms_account_release(a, bytes);
     }
     pthread_mutex_unlock(&d->lock);
@@ -1426,3 +1428,8 @@ void lms_residency_fork_child(void)
     for (int i = 0; i < naddr; i++)
         by_addr[i]->remote = 0;
 }
+
+/* The two faces of reclaim(). */
+bool lms_residency_reclaim(int device, uint64_t bytes) { return reclaim(device, bytes, false); }
+
+bool lms_residency_reclaim_keep(int device, uint64_t bytes) { return reclaim(device, bytes, true); }

@@ -20,6 +20,7 @@
 #include "account.h"
 #include "chunks.h"
 #include "log.h"
+#include "residency.h"
 #include "trace.h"
 
 typedef struct vmm_rec {
@@ -107,29 +108,58 @@ static void finish(vmm_rec *r)
     free(r);
 }
 
-CUresult lms_vmm_charge(int device, uint64_t size)
+bool lms_vmm_args_ok(const void *handle, uint64_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags)
 {
+    size_t gran = 0;
+    return handle && prop && flags == 0 && size > 0 && lms_drv.cuMemGetAllocationGranularity &&
+           lms_drv.cuMemGetAllocationGranularity(&gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) ==
+               CUDA_SUCCESS &&
+           gran > 0 && size % gran == 0;
+}
+
+CUresult lms_vmm_charge(int device, uint64_t size, uint64_t *charged)
+{
+    *charged = 0;
     lms_account *a = lms_account_of(device);
     if (!a)
         return CUDA_SUCCESS;
-    if (lms_opt.on_oom != LMS_ON_OOM_FAIL) {
-        lms_account_force(a, size);
-        return CUDA_SUCCESS;
-    }
     /* Checked and charged in one step: threads creating at once cannot
-     * all pass the same room. */
-    if (!lms_account_reserve(a, size, a->budget)) {
+     * all pass the same room. lmshim's own fetched managed chunks make way
+     * first, as for a device allocation, the room they leave charged at
+     * once (a fetch of another thread could take it before a second
+     * reservation): only the program's memory decides that physical memory
+     * passes the budget. */
+    bool fits = lms_account_reserve(a, size, a->budget) || lms_residency_reclaim_keep(device, size);
+    if (fits) {
+        lms_residency_settle(device);   /* evictions still leaving go first */
+    } else if (lms_opt.on_oom != LMS_ON_OOM_FAIL) {
+        lms_account_force(a, size);
+    } else {
         atomic_fetch_add(&a->oom_failures, 1);
+        if (lms_trace_on)
+            lms_trace_oom(device, size, lms_account_used(a), a->budget);
+        lms_log(LMS_LEVEL_INFO, "oom dev=%d cuMemCreate of %llu bytes: failing as LMS_ON_OOM=fail asks",
+                device, (unsigned long long)size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    *charged = size;
     return CUDA_SUCCESS;
 }
 
-void lms_vmm_force(int device, uint64_t size)
+void lms_vmm_uncharge(int device, uint64_t charged)
+{
+    lms_account *a = charged ? lms_account_of(device) : NULL;
+    if (a)
+        lms_account_release(a, charged);
+}
+
+bool lms_vmm_force(int device, uint64_t size)
 {
     lms_account *a = lms_account_of(device);
     if (a)
         lms_account_force(a, size);
+    return a != NULL;
 }
 
 void lms_vmm_created(uint64_t handle, int device, uint64_t size)
