@@ -237,19 +237,23 @@ static void end_and_run(CUstream s)
     OK(cuGraphDestroy(g));
 }
 
-/* The allocating stream is being captured (global mode, then relaxed, then
- * the per-thread stream): the allocation is a node of the graph, no wait
+/* The allocating stream is being captured (global, thread-local and
+ * relaxed modes, then the per-thread stream, begun by the driver and by
+ * the runtime): the allocation is a node of the graph, no wait
  * goes into it and the capture ends whole; the host does not wait. */
 static void capture_own(void)
 {
     full t = make_full();
     CUstreamCaptureMode modes[] = {CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
                                    CU_STREAM_CAPTURE_MODE_RELAXED};
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         refill(&t);
         CUstream s = i < 3 ? t.c : CU_STREAM_PER_THREAD;
         CUevent before = host_clock_now();
-        OK(cuStreamBeginCapture(s, modes[i % 3]));
+        if (i < 4)
+            OK(cuStreamBeginCapture(s, modes[i % 3]));
+        else   /* the runtime's begin, on the per-thread stream */
+            CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeGlobal) == cudaSuccess);
         use_d_runtime(s);
         float host_us = host_clock_since(before);
         end_and_run(s);
@@ -506,6 +510,32 @@ static void oom_fail(void)
     drop_full(&t);
 }
 
+/* The primary context reset (the residency engine's streams and ledger
+ * go with it) and the state made again: D still waits for X. */
+static void after_reset(void)
+{
+    full t = make_full();
+    refill(&t);
+    OK(cuCtxSynchronize());
+    OK(cuDevicePrimaryCtxReset(0));
+    CHECK_EQ_U(stats(0).used, 0);
+    mod = NULL;   /* the module went with the context */
+    t = make_full();
+    for (int i = 0; i < 3; i++) {
+        refill(&t);
+        CUevent before = host_clock_now();
+        CUdeviceptr d = 0;
+        OK(cuMemAllocAsync(&d, 24 * MiB, t.c));
+        float host_us = host_clock_since(before);
+        launch_stamp(f_stamp, d, 24 * MiB, 3, t.c);
+        OK(cuStreamSynchronize(t.c));
+        check_waited(&t, host_us);
+        OK(cuMemFreeAsync(d, t.c));
+    }
+    check_no_hazards(0, false);
+    drop_full(&t);
+}
+
 static const test_case cases[] = {
     {"capture_own", capture_own},
     {"capture_other", capture_other},
@@ -516,6 +546,7 @@ static const test_case cases[] = {
     {"threads", threads},
     {"fork_after", fork_after},
     {"oom_fail", oom_fail},
+    {"after_reset", after_reset},
 };
 
 TEST_MAIN(cases)

@@ -313,6 +313,48 @@ static void fork_churn(void)
     OK(cuCtxDestroy(shared_ctx));
 }
 
+/* Device 1's bytes in use as the simulated device counts them. */
+static uint64_t sim_used1(void)
+{
+    simgpu_counters c;
+    OK(simgpu_get_counters(1, &c));
+    return c.used_device_bytes;
+}
+
+/* A mipmapped array made on device 1 (the driver's context, then the
+ * runtime's after cudaSetDevice) is charged to device 1, not 0, and
+ * destroyed from device 0's context its charge goes back to device 1. */
+static void device1(void)
+{
+    CUdevice dev;
+    CUcontext c0 = new_ctx(), c1;
+    OK(cuDeviceGet(&dev, 1));
+    OK(cuCtxCreate(&c1, NULL, 0, dev));
+    CUmipmappedArray m;
+    CUDA_ARRAY3D_DESCRIPTOR d = desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    OK(cuMipmappedArrayCreate(&m, &d, 4));
+    uint64_t one = sim_used1();
+    CHECK(one >= 4 * MiB);
+    CHECK_EQ_U(stats(1).used, one);
+    OK(cuCtxSetCurrent(c0));
+    agree(0);
+    OK(cuMipmappedArrayDestroy(m));
+    CHECK_EQ_U(sim_used1(), 0);
+    CHECK_EQ_U(stats(1).used, 0);
+    CHECK(cudaSetDevice(1) == cudaSuccess);
+    cudaMipmappedArray_t rm;
+    struct cudaChannelFormatDesc f = {.x = 32, .f = cudaChannelFormatKindFloat};
+    CHECK(cudaMallocMipmappedArray(&rm, &f, (struct cudaExtent){.width = 1024, .height = 1024, .depth = 0}, 4,
+                                   0) == cudaSuccess);
+    CHECK_EQ_U(sim_used1(), one);
+    CHECK_EQ_U(stats(1).used, one);
+    CHECK(cudaFreeMipmappedArray(rm) == cudaSuccess);
+    CHECK_EQ_U(stats(1).used, 0);
+    CHECK_EQ_U(sim_used1(), 0);
+    OK(cuCtxDestroy(c1));
+    OK(cuCtxDestroy(c0));
+}
+
 static const test_case cases[] = {
     {"hostile", hostile},
     {"destroys", destroys},
@@ -320,6 +362,7 @@ static const test_case cases[] = {
     {"reuse", reuse},
     {"threads_mixed", threads_mixed},
     {"fork_churn", fork_churn},
+    {"device1", device1},
 };
 
 TEST_MAIN(cases)
