@@ -369,12 +369,15 @@ LMS_EXPORT CUresult cuArrayCreate_v2(CUarray *handle, const CUDA_ARRAY_DESCRIPTO
 {
     if (!LMS_ENTER(cuArrayCreate_v2))
         return PASS(cuArrayCreate_v2, handle, desc);
-    CUresult r = REAL(cuArrayCreate_v2)(handle, desc);
-    if (r == CUDA_SUCCESS) {
-        CUDA_ARRAY3D_DESCRIPTOR d = {.Width = desc->Width, .Height = desc->Height,
-                                     .Format = desc->Format, .NumChannels = desc->NumChannels};
-        r = array_made(r, handle, &d);
+    CUDA_ARRAY3D_DESCRIPTOR d = {0};
+    if (desc) {
+        d = (CUDA_ARRAY3D_DESCRIPTOR){.Width = desc->Width, .Height = desc->Height,
+                                      .Format = desc->Format, .NumChannels = desc->NumChannels};
+        lms_arrays_make_room(&d, 0, false);
     }
+    CUresult r = REAL(cuArrayCreate_v2)(handle, desc);
+    if (r == CUDA_SUCCESS)
+        r = array_made(r, handle, &d);
     lms_hook_leave();
     return r;
 }
@@ -383,6 +386,7 @@ LMS_EXPORT CUresult cuArray3DCreate_v2(CUarray *handle, const CUDA_ARRAY3D_DESCR
 {
     if (!LMS_ENTER(cuArray3DCreate_v2))
         return PASS(cuArray3DCreate_v2, handle, desc);
+    lms_arrays_make_room(desc, 0, false);
     CUresult r = array_made(REAL(cuArray3DCreate_v2)(handle, desc), handle, desc);
     lms_hook_leave();
     return r;
@@ -404,6 +408,7 @@ LMS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *handle, const CUDA_
 {
     if (!LMS_ENTER(cuMipmappedArrayCreate))
         return PASS(cuMipmappedArrayCreate, handle, desc, levels);
+    lms_arrays_make_room(desc, levels, true);
     CUresult r = REAL(cuMipmappedArrayCreate)(handle, desc, levels);
     if (r == CUDA_SUCCESS && lms_mipmapped_created(*handle, desc, levels) != CUDA_SUCCESS &&
         REAL(cuMipmappedArrayDestroy) && REAL(cuMipmappedArrayDestroy)(*handle) == CUDA_SUCCESS)

@@ -23,6 +23,7 @@
 #include "account.h"
 #include "array_bytes.h"
 #include "log.h"
+#include "residency.h"
 
 typedef struct array_rec {
     uintptr_t handle;    /* the CUarray or CUmipmappedArray */
@@ -64,6 +65,21 @@ static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, b
     if (d->Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
         return 0;   /* no memory until the program maps some */
     return mip ? lms_mipmap_bytes(d, levels) : lms_array_desc_bytes(d);
+}
+
+void lms_arrays_make_room(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels, bool mip)
+{
+    if (!desc || desc->Width == 0 || (desc->NumChannels != 1 && desc->NumChannels != 2 && desc->NumChannels != 4))
+        return;   /* the driver refuses it */
+    uint64_t bytes = array_bytes(desc, levels, mip);
+    int device = lms_driver_current_device();
+    lms_account *a = bytes && device >= 0 ? lms_account_of(device) : NULL;
+    if (!a)
+        return;
+    uint64_t charge = lms_charge_of(bytes), used = lms_account_used(a);
+    if (used > a->budget || charge > a->budget - used)
+        lms_residency_reclaim(device, charge);   /* fetched chunks make way */
+    lms_residency_settle_room(device, charge);   /* and what still leaves goes first */
 }
 
 /* Charges and records (h, mip) of `bytes`; the shared body of the two

@@ -10,6 +10,7 @@
 #ifndef LMS_ARRAYS_H
 #define LMS_ARRAYS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "driver.h"
@@ -25,6 +26,15 @@ CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc);
  * are clamped as cuMipmappedArrayCreate documents); every level's bytes are
  * charged. */
 CUresult lms_mipmapped_created(CUmipmappedArray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels);
+
+/* Before the driver makes an array of `desc` (a mipmapped one of `levels`
+ * levels when `mip`) in the current context: when its charge does not fit
+ * beside what is charged, resident managed chunks leave to make room, as
+ * for a device allocation, and the host waits until the evictions still
+ * leaving fit beside it (the driver takes the memory at once, and any
+ * stream may use the array). Nothing for an array lmshim does not charge
+ * or a descriptor the driver refuses at first sight. */
+void lms_arrays_make_room(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels, bool mip);
 
 /* cuArrayDestroy through its real function; the charge goes back when the
  * driver destroyed an array lmshim recorded. */

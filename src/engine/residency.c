@@ -1194,11 +1194,13 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
 }
 
 /* The ledger point past which the evictions still leaving d fit beside
- * what is charged to a (into *upto: the bytes of `evicted` it frees), or
- * NULL when none is in flight past the room. Under the device's lock. */
-static CUevent leaving_point(res_device *d, const lms_account *a, uint64_t *upto)
+ * what is charged to a and `extra` bytes more (into *upto: the bytes of
+ * `evicted` it frees), or NULL when none is in flight past the room. Under
+ * the device's lock. */
+static CUevent leaving_point(res_device *d, const lms_account *a, uint64_t extra, uint64_t *upto)
 {
     uint64_t slack = slack_of(a);
+    slack = slack > extra ? slack - extra : 0;
     if (!d->ready || d->evicted - d->freed <= slack)
         return NULL;
     *upto = d->evicted - slack;
@@ -1214,7 +1216,7 @@ bool lms_residency_settle_stream(int device, CUstream stream)
     res_device *d = &devices[device];
     pthread_mutex_lock(&d->lock);
     uint64_t upto = 0;
-    CUevent ev = leaving_point(d, a, &upto);
+    CUevent ev = leaving_point(d, a, 0, &upto);
     /* Under the lock: the ring's event cannot be recorded again meanwhile,
      * and the wait takes the record it has now. */
     bool ok = !ev || lms_drv.cuStreamWaitEvent(stream, ev, 0) == CUDA_SUCCESS;
@@ -1222,7 +1224,9 @@ bool lms_residency_settle_stream(int device, CUstream stream)
     return ok;
 }
 
-void lms_residency_settle(int device)
+void lms_residency_settle(int device) { lms_residency_settle_room(device, 0); }
+
+void lms_residency_settle_room(int device, uint64_t bytes)
 {
     lms_account *a = lms_account_of(device);
     if (!a || device < 0 || device >= LMS_MAX_DEVICES || !lms_drv.cuEventSynchronize)
@@ -1230,7 +1234,7 @@ void lms_residency_settle(int device)
     res_device *d = &devices[device];
     pthread_mutex_lock(&d->lock);
     uint64_t upto = 0;
-    CUevent ev = leaving_point(d, a, &upto);
+    CUevent ev = leaving_point(d, a, bytes, &upto);
     pthread_mutex_unlock(&d->lock);
     if (!ev)
         return;

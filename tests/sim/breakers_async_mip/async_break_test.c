@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -184,7 +185,7 @@ static void check_waited(const full *t, float host_us)
 {
     double use = last_stamp_start(t->mark);
     uint64_t out = out_by(t->mark, use);
-    fprintf(stderr, "D used from %.1f us, %llu MiB off the device by then; the host waited %.1f us\n", use,
+    fprintf(stderr, "the kernel started at %.1f us, %llu MiB off the device by then; the host waited %.1f us\n", use,
             (unsigned long long)(out / MiB), host_us);
     CHECK(use >= 0);
     CHECK(128 * MiB - out + 24 * MiB <= 128 * MiB);
@@ -402,13 +403,13 @@ static void ring_wraps(void)
 }
 
 static full shared;
-static volatile int stop;
+static atomic_int stop;
 
 /* Stream-ordered 8 MiB chunks on a stream of its own, each stamped and
  * freed, until `stop`; counts its rounds. */
 static void *async_loop(void *arg)
 {
-    long *rounds = arg;
+    atomic_long *rounds = arg;
     setup();
     CUstream s;
     CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
@@ -417,7 +418,7 @@ static void *async_loop(void *arg)
         CHECK(cuMemAllocAsync(&d, 8 * MiB, s) == CUDA_SUCCESS);
         launch_stamp(f_stamp, d, 8 * MiB, 5, s);
         CHECK(cuMemFreeAsync(d, s) == CUDA_SUCCESS);
-        ++*rounds;
+        atomic_fetch_add(rounds, 1);
     }
     CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS);
     CHECK(cuStreamDestroy(s) == CUDA_SUCCESS);
@@ -425,29 +426,39 @@ static void *async_loop(void *arg)
 }
 
 /* Four threads allocate stream-ordered at once while the main thread
- * keeps evicting (X, W1 and W2 in turn by slow kernels): no kernel reads
- * a range mid-copy, nothing is evicted in use, no budget violation, and
- * every charge comes back. */
+ * keeps evicting (X, W1 and W2 in turn by slow kernels) until each thread
+ * made 20 chunks: no kernel reads a range mid-copy, nothing is evicted in
+ * use, no budget violation, and every charge comes back. */
 static void threads(void)
 {
     shared = make_full();
     enum { N = 4 };
     pthread_t th[N];
-    long rounds[N] = {0};
-    for (int i = 0; i < N; i++)
+    atomic_long rounds[N];
+    for (int i = 0; i < N; i++) {
+        atomic_init(&rounds[i], 0);
         CHECK(pthread_create(&th[i], NULL, async_loop, &rounds[i]) == 0);
-    for (int i = 0; i < 40; i++) {
+    }
+    for (int i = 0; i < 100000; i++) {
         CUdeviceptr c = i % 3 == 0 ? shared.x : i % 3 == 1 ? shared.w1 : shared.w2;
         launch_stamp(f_slow, c, 40 * MiB, 9, shared.a);
         check_budget(0);
+        int done = 0;
+        for (int k = 0; k < N; k++)
+            done += atomic_load(&rounds[k]) >= 20;
+        if (done == N && i >= 40)
+            break;
+        if (i % 16 == 15)
+            OK(cuStreamSynchronize(shared.a));
     }
-    stop = 1;
+    atomic_store(&stop, 1);
     for (int i = 0; i < N; i++)
         pthread_join(th[i], NULL);
     OK(cuCtxSynchronize());
-    fprintf(stderr, "rounds %ld %ld %ld %ld\n", rounds[0], rounds[1], rounds[2], rounds[3]);
+    fprintf(stderr, "rounds %ld %ld %ld %ld\n", atomic_load(&rounds[0]), atomic_load(&rounds[1]),
+            atomic_load(&rounds[2]), atomic_load(&rounds[3]));
     for (int i = 0; i < N; i++)
-        CHECK(rounds[i] > 0);
+        CHECK(atomic_load(&rounds[i]) >= 20);
     check_no_hazards(0, false);
     drop_full(&shared);
     CHECK_EQ_U(stats(0).used, 0);
@@ -536,6 +547,55 @@ static void after_reset(void)
     drop_full(&t);
 }
 
+/* An array of 24 MiB (4096 x 1536 one-channel floats: a mipmapped one of
+ * 1 level, then cuArray3DCreate's, then cuArrayCreate's) while managed
+ * chunks fill the budget, X still in use by the slow kernel: the chunks
+ * make way as for a device allocation (X leaves before the driver makes
+ * the array, the host waiting as for cuMemAlloc: the device is never past
+ * the budget), with LMS_ON_OOM=fail
+ * it is not refused, and every charge comes back. */
+static void arrays_make_room(void)
+{
+    full t = make_full();
+    for (int kind = 0; kind < 3; kind++) {
+        refill(&t);
+        CUmipmappedArray m = NULL;
+        CUarray a = NULL;
+        CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 4096, .Height = 1536, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+        CUDA_ARRAY_DESCRIPTOR d2 = {.Width = 4096, .Height = 1536, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+        if (kind == 0)
+            OK(cuMipmappedArrayCreate(&m, &d, 1));
+        else if (kind == 1)
+            OK(cuArray3DCreate(&a, &d));
+        else
+            OK(cuArrayCreate(&a, &d2));
+        lms_device_stats s = stats(0);
+        simgpu_counters c;
+        OK(simgpu_get_counters(0, &c));
+        fprintf(stderr, "after array %d: %llu MiB charged of %llu, %llu MiB on the device\n", kind,
+                (unsigned long long)(s.used / MiB), (unsigned long long)(s.budget / MiB),
+                (unsigned long long)(c.used_device_bytes / MiB));
+        CHECK(s.used <= s.budget);
+        check_budget(0);
+        /* The host went on only once enough of X had left: a kernel issued
+         * now on a stream of its own (on W1) starts after that. */
+        CUstream s2;
+        OK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+        launch_stamp(f_stamp, t.w1, 40 * MiB, 4, s2);
+        OK(cuCtxSynchronize());
+        check_waited(&t, 0);
+        OK(cuStreamDestroy(s2));
+        if (m)
+            OK(cuMipmappedArrayDestroy(m));
+        else
+            OK(cuArrayDestroy(a));
+    }
+    check_no_hazards(0, false);
+    drop_full(&t);
+    CHECK_EQ_U(stats(0).used, 0);
+    CHECK_EQ_U(sim_used(), 0);
+}
+
 static const test_case cases[] = {
     {"capture_own", capture_own},
     {"capture_other", capture_other},
@@ -547,6 +607,8 @@ static const test_case cases[] = {
     {"fork_after", fork_after},
     {"oom_fail", oom_fail},
     {"after_reset", after_reset},
+    {"arrays_make_room", arrays_make_room},
+    {"arrays_make_room_fail", arrays_make_room},
 };
 
 TEST_MAIN(cases)
