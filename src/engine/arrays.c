@@ -77,6 +77,8 @@ void lms_arrays_make_room(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels, 
     if (!a)
         return;
     uint64_t charge = lms_charge_of(bytes), used = lms_account_used(a);
+    if (charge > a->budget)
+        return;   /* no room can be made: nothing leaves in vain */
     if (used > a->budget || charge > a->budget - used)
         lms_residency_reclaim(device, charge);   /* fetched chunks make way */
     lms_residency_settle_room(device, charge);   /* and what still leaves goes first */

@@ -32,8 +32,9 @@ CUresult lms_mipmapped_created(CUmipmappedArray handle, const CUDA_ARRAY3D_DESCR
  * beside what is charged, resident managed chunks leave to make room, as
  * for a device allocation, and the host waits until the evictions still
  * leaving fit beside it (the driver takes the memory at once, and any
- * stream may use the array). Nothing for an array lmshim does not charge
- * or a descriptor the driver refuses at first sight. */
+ * stream may use the array). Nothing for an array lmshim does not charge,
+ * one larger than the whole budget (no room can be made for it) or a
+ * descriptor the driver refuses at first sight. */
 void lms_arrays_make_room(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels, bool mip);
 
 /* cuArrayDestroy through its real function; the charge goes back when the

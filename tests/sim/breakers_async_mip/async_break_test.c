@@ -596,6 +596,34 @@ static void arrays_make_room(void)
     CHECK_EQ_U(sim_used(), 0);
 }
 
+/* A mipmapped array larger than the whole budget (4 GiB of level 0 on
+ * the 8 GiB device) and one larger than the device (64 GiB, which the
+ * driver refuses) while managed chunks fill the budget: no room can be
+ * made for them, so nothing is evicted in vain. */
+static void huge_array_evicts_nothing(void)
+{
+    full t = make_full();
+    refill(&t);
+    OK(cuCtxSynchronize());
+    uint64_t before = sim_used();
+    CHECK_EQ_U(stats(0).used, 128 * MiB);
+    CUmipmappedArray m;
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 1 << 15, .Height = 1 << 15, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUresult r = cuMipmappedArrayCreate(&m, &d, 1);
+    CHECK(r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY);   /* OUT_OF_MEMORY with LMS_ON_OOM=fail */
+    if (r == CUDA_SUCCESS)
+        OK(cuMipmappedArrayDestroy(m));
+    CUDA_ARRAY3D_DESCRIPTOR huge = {.Width = 1 << 17, .Height = 1 << 17, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CHECK_IS(cuMipmappedArrayCreate(&m, &huge, 1), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuCtxSynchronize());
+    fprintf(stderr, "device bytes %llu MiB before, %llu MiB after\n", (unsigned long long)(before / MiB),
+            (unsigned long long)(sim_used() / MiB));
+    CHECK_EQ_U(sim_used(), before);
+    CHECK_EQ_U(stats(0).used, 128 * MiB);
+    check_no_hazards(0, false);
+    drop_full(&t);
+}
+
 static const test_case cases[] = {
     {"capture_own", capture_own},
     {"capture_other", capture_other},
@@ -609,6 +637,8 @@ static const test_case cases[] = {
     {"after_reset", after_reset},
     {"arrays_make_room", arrays_make_room},
     {"arrays_make_room_fail", arrays_make_room},
+    {"huge_array_evicts_nothing", huge_array_evicts_nothing},
+    {"huge_array_evicts_nothing_fail", huge_array_evicts_nothing},
 };
 
 TEST_MAIN(cases)
