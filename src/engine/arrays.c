@@ -67,6 +67,7 @@ static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, b
     return mip ? lms_mipmap_bytes(d, levels) : lms_array_desc_bytes(d);
 }
 
+/* Room for an array about to be made (arrays.h); owns nothing. */
 void lms_arrays_make_room(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels, bool mip)
 {
     if (!desc || desc->Width == 0 || (desc->NumChannels != 1 && desc->NumChannels != 2 && desc->NumChannels != 4))

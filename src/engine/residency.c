@@ -1224,6 +1224,7 @@ bool lms_residency_settle_stream(int device, CUstream stream)
     return ok;
 }
 
+/* Both host waits (residency.h): settle is settle_room with no bytes. */
 void lms_residency_settle(int device) { lms_residency_settle_room(device, 0); }
 
 void lms_residency_settle_room(int device, uint64_t bytes)
