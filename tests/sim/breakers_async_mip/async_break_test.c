@@ -624,6 +624,33 @@ static void huge_array_evicts_nothing(void)
     drop_full(&t);
 }
 
+/* A blocking stream captures (global mode) while the legacy stream gets a
+ * stream-ordered allocation that would evict: CUDA's answer
+ * (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, the capture invalidated), nothing
+ * charged, no wait left behind on the host. */
+static void legacy_during_capture(void)
+{
+    full t = make_full();
+    refill(&t);
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_DEFAULT));   /* blocking: tied to the legacy stream */
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    uint64_t used = stats(0).used;
+    CUevent before = host_clock_now();
+    CUdeviceptr d = 0;
+    CHECK_IS(cuMemAllocAsync(&d, 24 * MiB, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    float host_us = host_clock_since(before);
+    CHECK(host_us < 1000.0f);
+    CHECK(stats(0).used <= used);
+    CUgraph g = NULL;
+    CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamDestroy(s));
+    OK(cuCtxSynchronize());
+    check_no_hazards(0, false);
+    drop_full(&t);
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 static const test_case cases[] = {
     {"capture_own", capture_own},
     {"capture_other", capture_other},
@@ -639,6 +666,7 @@ static const test_case cases[] = {
     {"arrays_make_room_fail", arrays_make_room},
     {"huge_array_evicts_nothing", huge_array_evicts_nothing},
     {"huge_array_evicts_nothing_fail", huge_array_evicts_nothing},
+    {"legacy_during_capture", legacy_during_capture},
 };
 
 TEST_MAIN(cases)
