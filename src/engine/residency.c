@@ -1171,7 +1171,10 @@ void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const 
     before(device, stream, fn, NULL, 0, scan, tok);
 }
 
-bool lms_residency_reclaim(int device, uint64_t bytes)
+/* Evicts the policy's victims until `bytes` are reserved in device's
+ * account; the reservation is kept when `keep`, else given back (the
+ * caller reserves the room itself). False, nothing reserved, if it cannot. */
+static bool reclaim(int device, uint64_t bytes, bool keep)
 {
     lms_account *a = lms_account_of(device);
     if (!a || device < 0 || device >= LMS_MAX_DEVICES)
@@ -1182,16 +1185,18 @@ bool lms_residency_reclaim(int device, uint64_t bytes)
     if (d->ready && d->plan.nresident > 0 && d->evict) {
         live l = {.d = d, .a = a, .device = device, .stream = d->evict, .slot = -1};
         pthread_rwlock_rdlock(&map_lock);
-        /* Make room as for a need now; the room is not kept: it is the
-         * caller's to reserve. */
-        ok = lms_plan_make_room(&d->plan, &live_ops, &l, bytes);
+        ok = lms_plan_make_room(&d->plan, &live_ops, &l, bytes);   /* as for a need now */
         pthread_rwlock_unlock(&map_lock);
-        if (ok)
+        if (ok && !keep)
             lms_account_release(a, bytes);
     }
     pthread_mutex_unlock(&d->lock);
     return ok;
 }
+
+bool lms_residency_reclaim(int device, uint64_t bytes) { return reclaim(device, bytes, false); }
+
+bool lms_residency_reclaim_reserve(int device, uint64_t bytes) { return reclaim(device, bytes, true); }
 
 /* The ledger point past which the evictions still leaving d fit beside
  * what is charged to a and `extra` bytes more (into *upto: the bytes of

@@ -86,6 +86,10 @@ void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const 
  * `bytes` more would fit in its budget, so that a device allocation need not
  * leave the device because fetched chunks fill it. False if it cannot. */
 bool lms_residency_reclaim(int device, uint64_t bytes);
+/* The same, keeping the room: on true, `bytes` are reserved in the
+ * device's account for the caller (no other thread can take the room
+ * between the evictions and the caller's reservation). */
+bool lms_residency_reclaim_reserve(int device, uint64_t bytes);
 
 /* Waits on the host until the evictions still leaving `device` fit beside
  * what is charged to it: a device allocation whose charge was just taken

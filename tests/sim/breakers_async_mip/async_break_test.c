@@ -651,6 +651,56 @@ static void legacy_during_capture(void)
     CHECK_EQ_U(stats(0).used, 0);
 }
 
+static pthread_barrier_t arr_bar;
+
+/* One thread's 24 MiB mipmapped array, made at the barrier and destroyed
+ * after the second; returns the CUresult of its creation. */
+static void *array_24m(void *arg)
+{
+    (void)arg;
+    setup();
+    CUmipmappedArray m = NULL;
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 4096, .Height = 1536, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    pthread_barrier_wait(&arr_bar);
+    CUresult r = cuMipmappedArrayCreate(&m, &d, 1);
+    pthread_barrier_wait(&arr_bar);
+    if (r == CUDA_SUCCESS)
+        CHECK(cuMipmappedArrayDestroy(m) == CUDA_SUCCESS);
+    return (void *)(intptr_t)r;
+}
+
+/* Four threads make 24 MiB arrays at once while managed chunks fill the
+ * budget (LMS_ON_OOM=fail): the managed chunks make room for all four
+ * (96 MiB of 128), none is refused, the budget holds. */
+static void arrays_threads_room(void)
+{
+    full t = make_full();
+    for (int round = 0; round < 20; round++) {
+        refill(&t);
+        enum { N = 4 };
+        pthread_t th[N];
+        pthread_barrier_init(&arr_bar, NULL, N + 1);
+        for (int i = 0; i < N; i++)
+            CHECK(pthread_create(&th[i], NULL, array_24m, NULL) == 0);
+        pthread_barrier_wait(&arr_bar);
+        pthread_barrier_wait(&arr_bar);
+        lms_device_stats s = stats(0);
+        CHECK(s.used <= s.budget);
+        int ok = 0;
+        for (int i = 0; i < N; i++) {
+            void *r;
+            pthread_join(th[i], &r);
+            ok += (intptr_t)r == CUDA_SUCCESS;
+        }
+        pthread_barrier_destroy(&arr_bar);
+        CHECK_EQ_U(ok, N);
+    }
+    OK(cuCtxSynchronize());
+    check_no_hazards(0, false);
+    drop_full(&t);
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 static const test_case cases[] = {
     {"capture_own", capture_own},
     {"capture_other", capture_other},
@@ -667,6 +717,7 @@ static const test_case cases[] = {
     {"huge_array_evicts_nothing", huge_array_evicts_nothing},
     {"huge_array_evicts_nothing_fail", huge_array_evicts_nothing},
     {"legacy_during_capture", legacy_during_capture},
+    {"arrays_threads_room", arrays_threads_room},
 };
 
 TEST_MAIN(cases)
