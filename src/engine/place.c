@@ -187,9 +187,9 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     }
     if (want != LMS_PLACE_DEVICE)
         return answer_oom(r, a, charge) ? CUDA_ERROR_OUT_OF_MEMORY : place_off_device(r, a, want, false, out);
-    bool fits = lms_account_reserve(a, charge, a->budget);
-    if (!fits && lms_residency_reclaim(r->device, charge))   /* fetched chunks make way */
-        fits = lms_account_reserve(a, charge, a->budget);
+    /* Fetched chunks make way, the room they leave kept for this request
+     * (another thread's reservation cannot take it in between). */
+    bool fits = lms_account_reserve(a, charge, a->budget) || lms_residency_reclaim_reserve(r->device, charge);
     if (fits) {
         if (!r->async)
             lms_residency_settle(r->device);   /* evictions still leaving go first */

@@ -701,6 +701,59 @@ static void arrays_threads_room(void)
     CHECK_EQ_U(stats(0).used, 0);
 }
 
+static CUstream async_streams[4];
+
+/* One thread's 24 MiB stream-ordered chunk on its own stream, made at the
+ * barrier and freed after the second; returns the CUresult. */
+static void *async_24m(void *arg)
+{
+    intptr_t i = (intptr_t)arg;
+    setup();
+    CUdeviceptr d = 0;
+    pthread_barrier_wait(&arr_bar);
+    CUresult r = cuMemAllocAsync(&d, 24 * MiB, async_streams[i]);
+    pthread_barrier_wait(&arr_bar);
+    if (r == CUDA_SUCCESS)
+        CHECK(cuMemFreeAsync(d, async_streams[i]) == CUDA_SUCCESS);
+    return (void *)(intptr_t)r;
+}
+
+/* Four threads allocate 24 MiB stream-ordered at once while managed chunks
+ * fill the budget (LMS_ON_OOM=fail): the managed chunks make room for all
+ * four (96 MiB of 128), none is refused, the budget holds. */
+static void async_threads_room(void)
+{
+    full t = make_full();
+    enum { N = 4 };
+    for (int i = 0; i < N; i++)
+        OK(cuStreamCreate(&async_streams[i], CU_STREAM_NON_BLOCKING));
+    for (int round = 0; round < 20; round++) {
+        refill(&t);
+        pthread_t th[N];
+        pthread_barrier_init(&arr_bar, NULL, N + 1);
+        for (intptr_t i = 0; i < N; i++)
+            CHECK(pthread_create(&th[i], NULL, async_24m, (void *)i) == 0);
+        pthread_barrier_wait(&arr_bar);
+        pthread_barrier_wait(&arr_bar);
+        lms_device_stats s = stats(0);
+        CHECK(s.used <= s.budget);
+        int ok = 0;
+        for (int i = 0; i < N; i++) {
+            void *r;
+            pthread_join(th[i], &r);
+            ok += (intptr_t)r == CUDA_SUCCESS;
+        }
+        pthread_barrier_destroy(&arr_bar);
+        CHECK_EQ_U(ok, N);
+        OK(cuCtxSynchronize());
+    }
+    for (int i = 0; i < N; i++)
+        OK(cuStreamDestroy(async_streams[i]));
+    check_no_hazards(0, false);
+    drop_full(&t);
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 static const test_case cases[] = {
     {"capture_own", capture_own},
     {"capture_other", capture_other},
@@ -718,6 +771,7 @@ static const test_case cases[] = {
     {"huge_array_evicts_nothing_fail", huge_array_evicts_nothing},
     {"legacy_during_capture", legacy_during_capture},
     {"arrays_threads_room", arrays_threads_room},
+    {"async_threads_room", async_threads_room},
 };
 
 TEST_MAIN(cases)
