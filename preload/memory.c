@@ -382,12 +382,15 @@ LMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 
 /* ---- CUDA arrays --------------------------------------------------------- */
 
-/* The driver answers first (bad descriptors get CUDA's error); an array
- * that LMS_ON_OOM=fail refuses is destroyed again. */
-static CUresult array_made(CUresult r, CUarray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+/* The driver answers first (bad descriptors get CUDA's error; the room
+ * held for the array goes back); an array that LMS_ON_OOM=fail refuses is
+ * destroyed again. */
+static CUresult array_made(CUresult r, CUarray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, lms_array_room room)
 {
-    if (r == CUDA_SUCCESS && lms_array_created(*handle, desc) != CUDA_SUCCESS &&
-        REAL(cuArrayDestroy) && REAL(cuArrayDestroy)(*handle) == CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS)
+        lms_arrays_room_release(room);
+    else if (lms_array_created(*handle, desc, room) != CUDA_SUCCESS && REAL(cuArrayDestroy) &&
+             REAL(cuArrayDestroy)(*handle) == CUDA_SUCCESS)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     return r;
 }
@@ -396,12 +399,12 @@ LMS_EXPORT CUresult cuArrayCreate_v2(CUarray *handle, const CUDA_ARRAY_DESCRIPTO
 {
     if (!LMS_ENTER(cuArrayCreate_v2))
         return PASS(cuArrayCreate_v2, handle, desc);
-    CUresult r = REAL(cuArrayCreate_v2)(handle, desc);
-    if (r == CUDA_SUCCESS) {
-        CUDA_ARRAY3D_DESCRIPTOR d = {.Width = desc->Width, .Height = desc->Height,
-                                     .Format = desc->Format, .NumChannels = desc->NumChannels};
-        r = array_made(r, handle, &d);
-    }
+    CUDA_ARRAY3D_DESCRIPTOR d = {0};
+    if (desc)
+        d = (CUDA_ARRAY3D_DESCRIPTOR){.Width = desc->Width, .Height = desc->Height,
+                                      .Format = desc->Format, .NumChannels = desc->NumChannels};
+    lms_array_room room = lms_arrays_make_room(desc ? &d : NULL, 0, false);
+    CUresult r = array_made(REAL(cuArrayCreate_v2)(handle, desc), handle, &d, room);
     lms_hook_leave();
     return r;
 }
@@ -410,7 +413,8 @@ LMS_EXPORT CUresult cuArray3DCreate_v2(CUarray *handle, const CUDA_ARRAY3D_DESCR
 {
     if (!LMS_ENTER(cuArray3DCreate_v2))
         return PASS(cuArray3DCreate_v2, handle, desc);
-    CUresult r = array_made(REAL(cuArray3DCreate_v2)(handle, desc), handle, desc);
+    lms_array_room room = lms_arrays_make_room(desc, 0, false);
+    CUresult r = array_made(REAL(cuArray3DCreate_v2)(handle, desc), handle, desc, room);
     lms_hook_leave();
     return r;
 }
@@ -431,9 +435,12 @@ LMS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *handle, const CUDA_
 {
     if (!LMS_ENTER(cuMipmappedArrayCreate))
         return PASS(cuMipmappedArrayCreate, handle, desc, levels);
+    lms_array_room room = lms_arrays_make_room(desc, levels, true);
     CUresult r = REAL(cuMipmappedArrayCreate)(handle, desc, levels);
-    if (r == CUDA_SUCCESS && lms_mipmapped_created(*handle, desc, levels) != CUDA_SUCCESS &&
-        REAL(cuMipmappedArrayDestroy) && REAL(cuMipmappedArrayDestroy)(*handle) == CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS)
+        lms_arrays_room_release(room);
+    else if (lms_mipmapped_created(*handle, desc, levels, room) != CUDA_SUCCESS &&
+             REAL(cuMipmappedArrayDestroy) && REAL(cuMipmappedArrayDestroy)(*handle) == CUDA_SUCCESS)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     lms_hook_leave();
     return r;

@@ -23,6 +23,7 @@
 #include "account.h"
 #include "array_bytes.h"
 #include "log.h"
+#include "residency.h"
 
 typedef struct array_rec {
     uintptr_t handle;    /* the CUarray or CUmipmappedArray */
@@ -66,21 +67,53 @@ static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, b
     return mip ? lms_mipmap_bytes(d, levels) : lms_array_desc_bytes(d);
 }
 
-/* Charges and records (h, mip) of `bytes`; the shared body of the two
- * creations. */
-static CUresult created(uintptr_t handle, bool mip, uint64_t bytes)
+/* Room for an array about to be made (arrays.h); owns nothing. */
+lms_array_room lms_arrays_make_room(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels, bool mip)
+{
+    lms_array_room none = {.device = -1};
+    if (!desc || desc->Width == 0 || (desc->NumChannels != 1 && desc->NumChannels != 2 && desc->NumChannels != 4))
+        return none;   /* the driver refuses it */
+    uint64_t bytes = array_bytes(desc, levels, mip);
+    int device = lms_driver_current_device();
+    lms_account *a = bytes && device >= 0 ? lms_account_of(device) : NULL;
+    if (!a)
+        return none;
+    uint64_t charge = lms_charge_of(bytes);
+    if (charge > a->budget)
+        return none;   /* no room can be made: nothing leaves in vain */
+    bool held = lms_account_reserve(a, charge, a->budget) ||
+                lms_residency_reclaim_keep(device, charge);   /* fetched chunks make way */
+    lms_residency_settle_room(device, held ? 0 : charge);   /* and what still leaves goes first */
+    return held ? (lms_array_room){.device = device, .charge = charge} : none;
+}
+
+void lms_arrays_room_release(lms_array_room room)
+{
+    lms_account *a = room.device >= 0 ? lms_account_of(room.device) : NULL;
+    if (a && room.charge)
+        lms_account_release(a, room.charge);
+}
+
+/* Charges and records (h, mip) of `bytes`, with the reservation `room`
+ * held for it; the shared body of the two creations. */
+static CUresult created(uintptr_t handle, bool mip, uint64_t bytes, lms_array_room room)
 {
     int device = lms_driver_current_device();
     CUcontext ctx = NULL;
-    if (bytes == 0 || device < 0 || !lms_drv.cuCtxGetCurrent ||
-        lms_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
-        return CUDA_SUCCESS;   /* untracked: never charged */
-    lms_account *a = lms_account_of(device);
-    if (!a)
-        return CUDA_SUCCESS;
+    lms_account *a = device >= 0 ? lms_account_of(device) : NULL;
     uint64_t charge = lms_charge_of(bytes);
+    if (room.device >= 0 && (room.device != device || room.charge != charge || bytes == 0)) {
+        lms_arrays_room_release(room);   /* not this array's (the context changed meanwhile) */
+        room.device = -1;
+    }
+    if (bytes == 0 || !a || !lms_drv.cuCtxGetCurrent || lms_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
+        lms_arrays_room_release(room);
+        return CUDA_SUCCESS;   /* untracked: never charged */
+    }
     const char *what = mip ? "mipmapped array" : "array";
-    if (lms_opt.on_oom == LMS_ON_OOM_FAIL) {
+    if (room.device >= 0) {
+        /* charged already: the reservation held while the driver made it */
+    } else if (lms_opt.on_oom == LMS_ON_OOM_FAIL) {
         if (!lms_account_reserve(a, charge, a->budget)) {
             atomic_fetch_add(&a->oom_failures, 1);
             lms_log(LMS_LEVEL_INFO, "oom dev=%d %s of %llu bytes: failing as LMS_ON_OOM=fail asks",
@@ -121,14 +154,15 @@ static CUresult created(uintptr_t handle, bool mip, uint64_t bytes)
     return CUDA_SUCCESS;
 }
 
-CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+CUresult lms_array_created(CUarray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, lms_array_room room)
 {
-    return created((uintptr_t)handle, false, desc ? array_bytes(desc, 0, false) : 0);
+    return created((uintptr_t)handle, false, desc ? array_bytes(desc, 0, false) : 0, room);
 }
 
-CUresult lms_mipmapped_created(CUmipmappedArray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels)
+CUresult lms_mipmapped_created(CUmipmappedArray handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels,
+                               lms_array_room room)
 {
-    return created((uintptr_t)handle, true, desc ? array_bytes(desc, levels, true) : 0);
+    return created((uintptr_t)handle, true, desc ? array_bytes(desc, levels, true) : 0, room);
 }
 
 /* Returns a record's charge (its memory is gone). */

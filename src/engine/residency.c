@@ -1184,9 +1184,7 @@ static bool reclaim(int device, uint64_t bytes, bool keep)
     if (d->ready && d->plan.nresident > 0 && d->evict) {
         live l = {.d = d, .a = a, .device = device, .stream = d->evict, .slot = -1};
         pthread_rwlock_rdlock(&map_lock);
-        /* Make room as for a need now; the room is not kept: it is the
-         * caller's to reserve. */
-        ok = lms_plan_make_room(&d->plan, &live_ops, &l, bytes);
+        ok = lms_plan_make_room(&d->plan, &live_ops, &l, bytes);   /* as for a need now */
         pthread_rwlock_unlock(&map_lock);
         if (ok && !keep)
             lms_account_release(a, bytes);
@@ -1195,12 +1193,18 @@ static bool reclaim(int device, uint64_t bytes, bool keep)
     return ok;
 }
 
+bool lms_residency_reclaim(int device, uint64_t bytes) { return reclaim(device, bytes, false); }
+
+bool lms_residency_reclaim_keep(int device, uint64_t bytes) { return reclaim(device, bytes, true); }
+
 /* The ledger point past which the evictions still leaving d fit beside
- * what is charged to a (into *upto: the bytes of `evicted` it frees), or
- * NULL when none is in flight past the room. Under the device's lock. */
-static CUevent leaving_point(res_device *d, const lms_account *a, uint64_t *upto)
+ * what is charged to a and `extra` bytes more (into *upto: the bytes of
+ * `evicted` it frees), or NULL when none is in flight past the room. Under
+ * the device's lock. */
+static CUevent leaving_point(res_device *d, const lms_account *a, uint64_t extra, uint64_t *upto)
 {
     uint64_t slack = slack_of(a);
+    slack = slack > extra ? slack - extra : 0;
     if (!d->ready || d->evicted - d->freed <= slack)
         return NULL;
     *upto = d->evicted - slack;
@@ -1216,7 +1220,7 @@ bool lms_residency_settle_stream(int device, CUstream stream)
     res_device *d = &devices[device];
     pthread_mutex_lock(&d->lock);
     uint64_t upto = 0;
-    CUevent ev = leaving_point(d, a, &upto);
+    CUevent ev = leaving_point(d, a, 0, &upto);
     /* Under the lock: the ring's event cannot be recorded again meanwhile,
      * and the wait takes the record it has now. */
     bool ok = !ev || lms_drv.cuStreamWaitEvent(stream, ev, 0) == CUDA_SUCCESS;
@@ -1224,7 +1228,10 @@ bool lms_residency_settle_stream(int device, CUstream stream)
     return ok;
 }
 
-void lms_residency_settle(int device)
+/* Both host waits (residency.h): settle is settle_room with no bytes. */
+void lms_residency_settle(int device) { lms_residency_settle_room(device, 0); }
+
+void lms_residency_settle_room(int device, uint64_t bytes)
 {
     lms_account *a = lms_account_of(device);
     if (!a || device < 0 || device >= LMS_MAX_DEVICES || !lms_drv.cuEventSynchronize)
@@ -1232,7 +1239,7 @@ void lms_residency_settle(int device)
     res_device *d = &devices[device];
     pthread_mutex_lock(&d->lock);
     uint64_t upto = 0;
-    CUevent ev = leaving_point(d, a, &upto);
+    CUevent ev = leaving_point(d, a, bytes, &upto);
     pthread_mutex_unlock(&d->lock);
     if (!ev)
         return;
@@ -1429,7 +1436,3 @@ void lms_residency_fork_child(void)
         by_addr[i]->remote = 0;
 }
 
-/* The two faces of reclaim(). */
-bool lms_residency_reclaim(int device, uint64_t bytes) { return reclaim(device, bytes, false); }
-
-bool lms_residency_reclaim_keep(int device, uint64_t bytes) { return reclaim(device, bytes, true); }

@@ -97,6 +97,10 @@ bool lms_residency_reclaim_keep(int device, uint64_t bytes);
  * (to make its room, or a launch's) may still wait for a kernel. Nothing
  * when no eviction is in flight past the room. */
 void lms_residency_settle(int device);
+/* The same for `bytes` the driver is about to take that are not charged
+ * yet (an array's, charged once the driver made it): the host waits until
+ * the evictions still leaving fit beside what is charged and them. */
+void lms_residency_settle_room(int device, uint64_t bytes);
 /* The same for a stream-ordered device allocation on `stream`, without
  * blocking the host: the stream waits (cuStreamWaitEvent) for the ledger
  * point past which the evictions still leaving `device` fit beside what is
