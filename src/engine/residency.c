@@ -1171,8 +1171,19 @@ void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const 
     before(device, stream, fn, NULL, 0, scan, tok);
 }
 
+/* Whether evicting every resident chunk of d could leave `bytes` of room
+ * in a's budget (pinned ones counted as if they could go: false only when
+ * no eviction can help). Under d's lock. */
+static bool room_possible(const res_device *d, const lms_account *a, uint64_t bytes)
+{
+    uint64_t used = lms_account_used(a), freeable = d->plan.resident_bytes;
+    uint64_t after = used > freeable ? used - freeable : 0;
+    return bytes <= a->budget && after <= a->budget - bytes;
+}
+
 /* lms_residency_reclaim, the room made given back (keep false) or left
- * charged for the caller (keep true). */
+ * charged for the caller (keep true). Nothing is evicted for a request no
+ * eviction can make room for. */
 static bool reclaim(int device, uint64_t bytes, bool keep)
 {
     lms_account *a = lms_account_of(device);
@@ -1181,7 +1192,7 @@ static bool reclaim(int device, uint64_t bytes, bool keep)
     res_device *d = &devices[device];
     pthread_mutex_lock(&d->lock);
     bool ok = false;
-    if (d->ready && d->plan.nresident > 0 && d->evict) {
+    if (d->ready && d->plan.nresident > 0 && d->evict && room_possible(d, a, bytes)) {
         live l = {.d = d, .a = a, .device = device, .stream = d->evict, .slot = -1};
         pthread_rwlock_rdlock(&map_lock);
         ok = lms_plan_make_room(&d->plan, &live_ops, &l, bytes);   /* as for a need now */

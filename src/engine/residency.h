@@ -84,7 +84,9 @@ void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const 
                                lms_launch_token *tok);
 /* Evicts resident managed chunks of `device` (the policy's victims) until
  * `bytes` more would fit in its budget, so that a device allocation need not
- * leave the device because fetched chunks fill it. False if it cannot. */
+ * leave the device because fetched chunks fill it. False if it cannot
+ * (nothing evicted when evicting every resident chunk could not make the
+ * room: the request goes elsewhere or is refused anyway). */
 bool lms_residency_reclaim(int device, uint64_t bytes);
 /* The same, the room made kept: on true `bytes` are charged to the device
  * for the caller, so that no fetch of another thread takes the room

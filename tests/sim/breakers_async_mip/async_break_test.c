@@ -624,6 +624,46 @@ static void huge_array_evicts_nothing(void)
     drop_full(&t);
 }
 
+/* A cuMemCreate that no eviction can make room for (24 MiB of device
+ * chunks and 112 MiB asked of a 128 MiB budget full of resident managed
+ * chunks): nothing is evicted for it in vain. With LMS_ON_OOM=fail it is
+ * refused; otherwise it is charged past the budget (the driver, not
+ * lmshim, then moves managed pages if the device runs short). */
+static void create_evicts_nothing(void)
+{
+    full t = make_full();
+    refill(&t);
+    OK(cuCtxSynchronize());
+    CUdeviceptr small;
+    OK(cuMemAlloc(&small, 24 * MiB));   /* under LMS_THRESHOLD: on the device, W1 or W2 leaves for it */
+    OK(cuCtxSynchronize());
+    uint64_t before = sim_used(), used = stats(0).used;
+    CHECK_EQ_U(used, 112 * MiB);   /* 24 MiB on the device, X and W2 resident */
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemGenericAllocationHandle h = 0;
+    CUresult r = cuMemCreate(&h, 112 * MiB, &prop, 0);
+    OK(cuCtxSynchronize());
+    fprintf(stderr, "device bytes %llu MiB before, %llu MiB after\n", (unsigned long long)(before / MiB),
+            (unsigned long long)(sim_used() / MiB));
+    if (getenv("LMS_ON_OOM") && strcmp(getenv("LMS_ON_OOM"), "fail") == 0) {
+        CHECK_IS(r, CUDA_ERROR_OUT_OF_MEMORY);
+        CHECK_EQ_U(sim_used(), before);
+        CHECK_EQ_U(stats(0).used, used);
+    } else {
+        OK(r);
+        CHECK_EQ_U(sim_used(), before + 112 * MiB);
+        CHECK_EQ_U(stats(0).used, used + 112 * MiB);
+        OK(cuMemRelease(h));
+    }
+    check_no_hazards(0, false);
+    OK(cuMemFree(small));
+    drop_full(&t);
+}
+
 /* A blocking stream captures (global mode) while the legacy stream gets a
  * stream-ordered allocation that would evict: CUDA's answer
  * (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, the capture invalidated), nothing
@@ -769,6 +809,8 @@ static const test_case cases[] = {
     {"arrays_make_room_fail", arrays_make_room},
     {"huge_array_evicts_nothing", huge_array_evicts_nothing},
     {"huge_array_evicts_nothing_fail", huge_array_evicts_nothing},
+    {"create_evicts_nothing", create_evicts_nothing},
+    {"create_evicts_nothing_fail", create_evicts_nothing},
     {"legacy_during_capture", legacy_during_capture},
     {"arrays_threads_room", arrays_threads_room},
     {"async_threads_room", async_threads_room},
