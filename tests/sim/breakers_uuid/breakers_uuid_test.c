@@ -316,6 +316,31 @@ static void member_survives(const char *arg)
     }
 }
 
+/* Prints what tells each visible device apart, one line each: UUID (hex),
+ * PCI bus id, board group id (driver attributes), the runtime's
+ * pciBusID, and the name. */
+static void member_identity(const char *arg)
+{
+    (void)arg;
+    OK(cuInit(0));
+    int n;
+    OK(cuDeviceGetCount(&n));
+    for (int d = 0; d < n; d++) {
+        CUuuid u;
+        OK(cuDeviceGetUuid_v2(&u, d));
+        for (int i = 0; i < 16; i++)
+            printf("%02x", (unsigned char)u.bytes[i]);
+        int bus, board;
+        OK(cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d));
+        OK(cuDeviceGetAttribute(&board, CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID, d));
+        struct cudaDeviceProp prop;
+        CHECK(cudaGetDeviceProperties(&prop, d) == cudaSuccess);
+        char name[64];
+        OK(cuDeviceGetName(name, sizeof name, d));
+        printf(" %d %d %d %s\n", bus, board, prop.pciBusID, name);
+    }
+}
+
 /* ---- what the cases share ---- */
 
 static char uuid[MAX_VISIBLE][33];   /* the UUIDs of the physical devices, hex */
@@ -932,10 +957,51 @@ static void crafted(void)
     top_parses("junk", 0);
 }
 
+/* The lines member_identity prints with SIMGPU_DEVICES=n and
+ * CUDA_VISIBLE_DEVICES=cvd (unset when NULL), into out[]; answers how many. */
+static int identities(int n, const char *cvd, char out[][128])
+{
+    char cmd[4608];
+    snprintf(cmd, sizeof cmd, "env -u CUDA_VISIBLE_DEVICES -u LMS_GROUP %s%s%s SIMGPU_DEVICES=%d GROUP_TEST_DIR=/tmp "
+             "'%s' member identity x", cvd ? "CUDA_VISIBLE_DEVICES='" : "", cvd ? cvd : "", cvd ? "'" : "", n, self);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    int k = 0;
+    while (k < MAX_VISIBLE && fgets(out[k], 128, p))
+        k++;
+    CHECK(pclose(p) == 0);
+    return k;
+}
+
+/* What tells a GPU apart follows the physical device, not the ordinal
+ * CUDA_VISIBLE_DEVICES gives it: its UUID, name, PCI bus id (driver
+ * attribute and the runtime's property) and board group. A program that
+ * matches GPUs between processes by bus id (as NCCL does) must see one
+ * GPU as one. */
+static void physical_identity(void)
+{
+    char all[MAX_VISIBLE][128], some[MAX_VISIBLE][128];
+    CHECK_EQ_U(identities(3, NULL, all), 3);
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < i; k++)
+            CHECK(strcmp(all[i] + 33, all[k] + 33) != 0);
+    static const char *lists[] = {"2,0", "1", "2,1,0"};
+    for (int l = 0; l < 3; l++) {
+        int n = identities(3, lists[l], some);
+        CHECK_EQ_U(n, count_of(lists[l]));
+        for (int i = 0; i < n; i++)
+            if (strcmp(some[i], all[physical_of(lists[l], i)]) != 0) {
+                fprintf(stderr, "CUDA_VISIBLE_DEVICES=%s, device %d: %s  expected %s", lists[l], i, some[i],
+                        all[physical_of(lists[l], i)]);
+                CHECK(!"a device's identity is its physical device's");
+            }
+    }
+}
+
 static const member_kind members[] = {
     {"holdn", member_holdn}, {"sees", member_sees}, {"churn", member_churn}, {"uuids", member_uuids},
     {"forker", member_forker}, {"late_fork", member_late_fork}, {"threads", member_threads},
-    {"survives", member_survives},
+    {"survives", member_survives}, {"identity", member_identity},
 };
 
 static const test_case cases[] = {
@@ -946,6 +1012,7 @@ static const test_case cases[] = {
     {"late_join", late_join},
     {"threads_devices", threads_devices},
     {"crafted", crafted},
+    {"physical_identity", physical_identity},
 };
 
 int main(int argc, char **argv)
