@@ -243,9 +243,10 @@ static bool entry_unused_locked(int g)
  * with key k: the entry that has that key, else the first free one, else
  * the first that no member uses (its GPU's members have all left), which
  * takes the key; the member's slot marks it as used. A claimed entry
- * starts afresh: budget and peak zeroed, then the key's bytes, then its
- * kind (a death half-way leaves it free, or its old GPU's with no budget).
- * -1 if every entry belongs to another GPU some member uses. */
+ * starts afresh: made free, budget and peak zeroed, then the key's bytes,
+ * then its kind (a death half-way leaves it free; whoever claims a free
+ * entry zeroes its budget). -1 if every entry belongs to another GPU some
+ * member uses. */
 static int find_entry_locked(const gpu_key *k)
 {
     int take = -1;
@@ -264,6 +265,7 @@ static int find_entry_locked(const gpu_key *k)
     if (take < 0)
         return -1;
     if (!found) {
+        atomic_store_explicit(&hdr->gpu_kind[take], LMS_GPU_FREE, memory_order_release);
         atomic_store_explicit(&hdr->budget[take], 0, memory_order_relaxed);
         atomic_store_explicit(&hdr->peak[take], 0, memory_order_relaxed);
         memcpy(hdr->gpu_key[take], k->bytes, sizeof k->bytes);
