@@ -120,22 +120,6 @@ static void member_churn(const char *arg)
     }
 }
 
-/* Prints each visible device's UUID in hex, one a line. */
-static void member_uuids(const char *arg)
-{
-    (void)arg;
-    OK(cuInit(0));
-    int n;
-    OK(cuDeviceGetCount(&n));
-    for (int d = 0; d < n; d++) {
-        CUuuid u;
-        OK(cuDeviceGetUuid_v2(&u, d));
-        for (int i = 0; i < 16; i++)
-            printf("%02x", (unsigned char)u.bytes[i]);
-        printf("\n");
-    }
-}
-
 /* Holds 30 MiB on its device 0 and 50 on its device 1, then forks a child
  * that holds 6 and 10 MiB there (joining the group on its own), says so
  * on fd 3 and waits for fd 4 to close; the child frees and exits, then the
@@ -231,8 +215,9 @@ typedef struct churner {
     uint64_t kept;
 } churner;
 
-static pthread_barrier_t churn_done;
+static pthread_barrier_t churn_done;   /* the threads and the member's main thread */
 
+/* The body of a churner thread (arg: its churner). */
 static void *churn_thread(void *arg)
 {
     churner *c = arg;
@@ -346,26 +331,20 @@ static void member_identity(const char *arg)
 static char uuid[MAX_VISIBLE][33];   /* the UUIDs of the physical devices, hex */
 static int physical;                  /* how many */
 
+static int identities(int n, const char *cvd, char out[][128]);
+
 /* Reads the UUID of each of `n` physical devices (a member with every
- * device visible prints them). */
+ * device visible prints them), and sets SIMGPU_DEVICES=n for the members. */
 static void read_uuids(int n)
 {
-    char cmd[4608];
-    snprintf(cmd, sizeof cmd, "env -u CUDA_VISIBLE_DEVICES -u LMS_GROUP SIMGPU_DEVICES=%d GROUP_TEST_DIR=/tmp '%s' "
-             "member uuids x", n, self);
-    FILE *p = popen(cmd, "r");
-    CHECK(p != NULL);
-    physical = 0;
-    while (physical < MAX_VISIBLE && fgets(uuid[physical], sizeof uuid[0], p) && strlen(uuid[physical]) == 32) {
-        char nl[4];
-        CHECK(fgets(nl, sizeof nl, p) != NULL);
-        physical++;
-    }
-    CHECK(pclose(p) == 0);
+    char lines[MAX_VISIBLE][128];
+    physical = identities(n, NULL, lines);
     CHECK_EQ_U(physical, n);
+    for (int d = 0; d < n; d++)
+        snprintf(uuid[d], sizeof uuid[d], "%.32s", lines[d]);
     char count[8];
     snprintf(count, sizeof count, "%d", n);
-    setenv("SIMGPU_DEVICES", count, 1);   /* for the members */
+    setenv("SIMGPU_DEVICES", count, 1);
 }
 
 /* The group's entry of physical device `dev`, or -1; checks that no
@@ -516,6 +495,7 @@ static int physical_of(const char *cvd, int i)
     return atoi(s);
 }
 
+/* How many devices the list cvd names (a valid list). */
 static int count_of(const char *cvd)
 {
     int n = 1;
@@ -646,7 +626,7 @@ static int fill_entries(lms_group_header *h)
 
 /* Takes a free slot of group `name` as a live fake member that uses the
  * entries of mask `entries` (the test holds its record lock: answers the
- * descriptor; closing it makes the member dead). */
+ * descriptor, -1 if no slot is free; closing it makes the member dead). */
 static int fake_member(lms_group_header *h, const char *name, uint32_t entries)
 {
     char path[256];
@@ -667,7 +647,6 @@ static int fake_member(lms_group_header *h, const char *name, uint32_t entries)
         atomic_store(&s->state, LMS_SLOT_LIVE);
     }
     pthread_mutex_unlock(&h->lock);
-    CHECK(fd >= 0);
     return fd;
 }
 
@@ -699,6 +678,7 @@ static void entries_full(void)
     top_parses("full", 0);
     /* Every entry used by a running member. */
     int fake = fake_member(h, "full", 0xffffu & ~(1u << g0 | 1u << g1));
+    CHECK(fake >= 0);
     run("full", "2", "survives", "device");
     CHECK(entry_of(h, 2) < 0);
     close(fake);   /* that member dies */
@@ -745,33 +725,6 @@ static void fork_child(void)
     CHECK_EQ_U(atomic_load(&h->charged[g1]), 0);
 }
 
-/* Takes every free slot of group `name` as a live fake member (the test
- * holds each one's record lock through fds[i]; -1 for slots it did not
- * take); answers how many. */
-static int fill_slots(lms_group_header *h, const char *name, int *fds)
-{
-    char path[256];
-    CHECK(lms_groupfile_path(dir, name, path, sizeof path) == 0);
-    int taken = 0;
-    lock_group(h);
-    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
-        lms_group_slot *s = lms_groupfile_slot(h, i);
-        fds[i] = -1;
-        if (atomic_load(&s->state) == LMS_SLOT_LIVE)
-            continue;
-        fds[i] = open(path, O_RDWR | O_CLOEXEC);
-        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(i), .l_len = 1};
-        CHECK(fds[i] >= 0 && fcntl(fds[i], F_OFD_SETLK, &fl) == 0);
-        s->pid = 1000000 + i;
-        s->joined_ns = 1;
-        snprintf(s->command, sizeof s->command, "fake");
-        atomic_store(&s->state, LMS_SLOT_LIVE);
-        taken++;
-    }
-    pthread_mutex_unlock(&h->lock);
-    return taken;
-}
-
 /* A process that set both its devices up outside the group (it could not
  * join) forks a child that joins: the child's devices, set up before it
  * joined, are charged to their GPUs' entries (its device 0 is GPU 1). */
@@ -783,7 +736,9 @@ static void late_join(void)
     pid_t keep = start("late", "0", "holdn", "100", &release);   /* GPU 0: 100 MiB */
     lms_group_header *h = map_group("late");
     int fds[LMS_GROUP_SLOTS];
-    CHECK_EQ_U(fill_slots(h, "late", fds), LMS_GROUP_SLOTS - 1);
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+        fds[i] = fake_member(h, "late", 0);
+    CHECK(fds[LMS_GROUP_SLOTS - 2] >= 0 && fds[LMS_GROUP_SLOTS - 1] < 0);   /* every slot taken */
     int ready, go;
     pid_t pid = launch("late", "1,0", "late_fork", "", &ready, &go);
     char c;
@@ -999,7 +954,7 @@ static void physical_identity(void)
 }
 
 static const member_kind members[] = {
-    {"holdn", member_holdn}, {"sees", member_sees}, {"churn", member_churn}, {"uuids", member_uuids},
+    {"holdn", member_holdn}, {"sees", member_sees}, {"churn", member_churn},
     {"forker", member_forker}, {"late_fork", member_late_fork}, {"threads", member_threads},
     {"survives", member_survives}, {"identity", member_identity},
 };
