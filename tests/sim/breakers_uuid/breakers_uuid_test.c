@@ -912,6 +912,55 @@ static void crafted(void)
     top_parses("junk", 0);
 }
 
+/* Hex digit value of c. */
+static uint8_t hex_value(char c) { return (uint8_t)(c <= '9' ? c - '0' : c - 'a' + 10); }
+
+/* A member that dies holding the group's lock half-way through taking an
+ * entry for a GPU: in one entry it wrote the key's bytes and not its kind,
+ * in another it had made the entry free and not yet zeroed its budget (as
+ * a member that starts an empty group afresh frees every entry, kind
+ * first).
+ * The next member repairs, finds no entry for its GPU, takes a free one
+ * afresh (the group's budget is its, not the stale one) and no GPU ends up
+ * with two entries. */
+static void dies_mid_claim(void)
+{
+    fresh_dir();
+    read_uuids(2);
+    int release;
+    pid_t keep = start("mid", "0", "holdn", "10", &release);
+    lms_group_header *h = map_group("mid");
+    uint64_t repairs = atomic_load(&h->repairs);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        lock_group(h);
+        int done = 0;
+        for (int g = 0; g < LMS_GROUP_DEVICES && done < 2; g++) {
+            if (atomic_load(&h->gpu_kind[g]) != LMS_GPU_FREE)
+                continue;
+            for (int i = 0; i < LMS_GPU_KEY_BYTES; i++)   /* GPU 1's UUID, kind not yet written */
+                h->gpu_key[g][i] = (uint8_t)(hex_value(uuid[1][2 * i]) << 4 | hex_value(uuid[1][2 * i + 1]));
+            atomic_store(&h->budget[g], 7 * MiB);          /* a budget of the GPU it had before */
+            atomic_store(&h->peak[g], 5 * MiB);
+            done++;
+        }
+        _exit(0);   /* holding the lock */
+    }
+    reap(pid);
+    run("mid", "1,0", "sees", "0,10");
+    CHECK_EQ_U(atomic_load(&h->repairs), repairs + 1);
+    check_table(h);
+    int g1 = entry_of(h, 1);
+    CHECK(g1 >= 0);
+    CHECK_EQ_U(atomic_load(&h->budget[g1]), 256 * MiB);
+    CHECK_EQ_U(atomic_load(&h->peak[g1]), 256 * MiB);
+    top_parses("mid", 0);
+    close(release);
+    reap(keep);
+}
+
 /* The lines member_identity prints with SIMGPU_DEVICES=n and
  * CUDA_VISIBLE_DEVICES=cvd (unset when NULL), into out[]; answers how many. */
 static int identities(int n, const char *cvd, char out[][128])
@@ -968,6 +1017,7 @@ static const test_case cases[] = {
     {"threads_devices", threads_devices},
     {"crafted", crafted},
     {"physical_identity", physical_identity},
+    {"dies_mid_claim", dies_mid_claim},
 };
 
 int main(int argc, char **argv)
