@@ -879,7 +879,8 @@ static void scribble(lms_group_header *h)
  * into while a member runs: members on either GPU join, allocate and
  * leave without a crash, the GPU of the running member keeps its entry,
  * and `lmshim top` reads it (text and JSON). The same for a copy that a
- * stranger (another user) owns: members refuse it; top reads it. */
+ * stranger (another user) owns: members refuse it, or use it when it and
+ * they are shared with every user (LMS_GROUP_MODE=0666); top reads it. */
 static void crafted(void)
 {
     fresh_dir();
@@ -906,6 +907,13 @@ static void crafted(void)
     lms_group_header *a = map_group("alien");
     snprintf(a->name, sizeof a->name, "alien");
     run("alien", "1,0", "survives", "device");   /* refused: its own budget, on the device */
+    top_parses("alien", 0);
+    scribble(a);
+    uint64_t reclaimed = atomic_load(&a->reclaimed_members);
+    setenv("LMS_GROUP_MODE", "0666", 1);   /* shared with every user on purpose: used */
+    run("alien", "1,0", "survives", "");
+    CHECK(atomic_load(&a->reclaimed_members) > reclaimed);   /* it joined: the dead were reclaimed */
+    unsetenv("LMS_GROUP_MODE");
     top_parses("alien", 0);
     close(release);
     reap(keep);
