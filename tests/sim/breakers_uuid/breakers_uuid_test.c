@@ -120,73 +120,37 @@ static void member_churn(const char *arg)
     }
 }
 
-/* Holds 30 MiB on its device 0 and 50 on its device 1, then forks a child
- * that holds 6 and 10 MiB there (joining the group on its own), says so
- * on fd 3 and waits for fd 4 to close; the child frees and exits, then the
- * parent. */
-static void member_forker(const char *arg)
+/* arg "P0,P1,C0,C1" or "P0,P1,C0,C1,late" (MiB): holds P0 on its device 0
+ * and P1 on device 1 (late: while it cannot join, so it keeps its own
+ * budget; then says 'a' on fd 3 and waits for a byte on fd 4: it may join
+ * now), then forks a child that joins on its own at its first call and
+ * holds C0 and C1 on the device, says so on fd 3 and waits for fd 4 to
+ * close; the child frees and exits, then the parent. */
+static void member_fork_holds(const char *arg)
 {
-    (void)arg;
+    uint64_t size[MAX_VISIBLE] = {0};
+    sizes_of(arg, size);
+    bool late = strstr(arg, "late") != NULL;
     CUdeviceptr p[2], q[2];
     for (int d = 0; d < 2; d++) {
         primary_context(d);
-        OK(cuMemAlloc(&p[d], (d ? 50 : 30) * MiB));
+        OK(cuMemAlloc(&p[d], size[d]));
     }
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        for (int d = 0; d < 2; d++) {
-            primary_context(d);
-            OK(cuMemAlloc(&q[d], (d ? 10 : 6) * MiB));
-            CHECK(is_managed(q[d]) == 0);
-        }
-        CHECK(write(3, "r", 1) == 1);
-        wait_release();
-        for (int d = 0; d < 2; d++) {
-            primary_context(d);
-            OK(cuMemFree(q[d]));
-        }
-        exit(0);
-    }
-    close(3);
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    for (int d = 0; d < 2; d++) {
-        primary_context(d);
-        OK(cuMemFree(p[d]));
-    }
-}
-
-/* Sets its two devices up while it cannot join (every slot taken: it
- * keeps its own budget), says 'a' on fd 3, waits for a byte on fd 4 (a
- * slot is free now), forks: the child joins at its first call and holds
- * 40 MiB on device 0 and 20 on device 1, says 'r' on fd 3, waits for fd 4
- * to close, frees and exits; then the parent. */
-static void member_late_fork(const char *arg)
-{
-    (void)arg;
-    CUdeviceptr p[2], q[2];
-    for (int d = 0; d < 2; d++) {
-        primary_context(d);
-        OK(cuMemAlloc(&p[d], 2 * MiB));
-    }
-    CHECK(write(3, "a", 1) == 1);
     char c;
-    CHECK(read(4, &c, 1) == 1);
+    if (late)
+        CHECK(write(3, "a", 1) == 1 && read(4, &c, 1) == 1);
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
         for (int d = 0; d < 2; d++) {
             primary_context(d);
-            OK(cuMemAlloc(&q[d], (d ? 20 : 40) * MiB));
+            OK(cuMemAlloc(&q[d], size[2 + d]));
             CHECK(is_managed(q[d]) == 0);
+            size_t f, t;
+            OK(cuMemGetInfo(&f, &t));
+            CHECK_EQ_U(t, 256 * MiB);   /* the group's budget */
         }
-        size_t f, t;
-        primary_context(1);
-        OK(cuMemGetInfo(&f, &t));
-        CHECK_EQ_U(t, 256 * MiB);
         CHECK(write(3, "r", 1) == 1);
         wait_release();
         for (int d = 0; d < 2; d++) {
@@ -705,7 +669,7 @@ static void fork_child(void)
     fresh_dir();
     read_uuids(2);
     int release;
-    pid_t pid = start("forked", "1,0", "forker", "", &release);
+    pid_t pid = start("forked", "1,0", "fork_holds", "30,50,6,10", &release);
     lms_group_header *h = map_group("forked");
     int g0 = entry_of(h, 0), g1 = entry_of(h, 1);
     CHECK(g0 >= 0 && g1 >= 0);
@@ -740,7 +704,7 @@ static void late_join(void)
         fds[i] = fake_member(h, "late", 0);
     CHECK(fds[LMS_GROUP_SLOTS - 2] >= 0 && fds[LMS_GROUP_SLOTS - 1] < 0);   /* every slot taken */
     int ready, go;
-    pid_t pid = launch("late", "1,0", "late_fork", "", &ready, &go);
+    pid_t pid = launch("late", "1,0", "fork_holds", "2,2,40,20,late", &ready, &go);
     char c;
     CHECK(read(ready, &c, 1) == 1 && c == 'a');
     for (int i = 0; i < LMS_GROUP_SLOTS; i++)
@@ -1012,7 +976,7 @@ static void physical_identity(void)
 
 static const member_kind members[] = {
     {"holdn", member_holdn}, {"sees", member_sees}, {"churn", member_churn},
-    {"forker", member_forker}, {"late_fork", member_late_fork}, {"threads", member_threads},
+    {"fork_holds", member_fork_holds}, {"threads", member_threads},
     {"survives", member_survives}, {"identity", member_identity},
 };
 
