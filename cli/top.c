@@ -4,7 +4,8 @@
  * group's budget and usage, per member its pid, command, device bytes, managed bytes
  * resident and off the device, and what it fetched and evicted per second.
  * Refreshed once a second; `--once` prints one view (after one second, to
- * have rates), `--json` one JSON object per view and line.
+ * have rates), `--json` one JSON object per group and view, one a line
+ * (JSON Lines).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -101,7 +102,7 @@ static void usage(FILE *f)
           "  fetched and evicted per second. GROUP: LMS_GROUP, else every group in DIR\n"
           "  (LMS_GROUP_DIR, default /dev/shm). Refreshed every second until interrupted.\n"
           "  --once   one view (after one second, for the rates)\n"
-          "  --json   one JSON object per view, one per line\n", f);
+          "  --json   one JSON object per group and view, one a line (JSON Lines)\n", f);
 }
 
 /* Maps a group file read-only; false (and why on stderr) if unusable.

@@ -144,14 +144,16 @@ static const int fixed[CU_DEVICE_ATTRIBUTE_MAX] = {
     [A(HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)] = 1,
 };
 
-/* The value of one attribute of device `dev` (a valid ordinal). */
+/* The value of one attribute of device `dev` (a valid ordinal). Where a
+ * device sits (its PCI bus, its board) belongs to the physical device,
+ * whatever ordinal CUDA_VISIBLE_DEVICES gives it. */
 static int attribute_value(CUdevice_attribute a, CUdevice dev)
 {
     switch (a) {
     case A(PCI_BUS_ID):
-        return 0x10 + dev;
+        return 0x10 + sim_cfg.physical[dev];
     case A(MULTI_GPU_BOARD_GROUP_ID):
-        return dev;
+        return sim_cfg.physical[dev];
     case A(CONCURRENT_MANAGED_ACCESS):
         return sim_cfg.concurrent_managed ? 1 : 0;
     default:

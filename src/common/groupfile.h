@@ -23,7 +23,9 @@
  * (gpu_kind[g], gpu_key[g]) a member found or claimed under the lock. The
  * key is the GPU's UUID (cuDeviceGetUuid_v2), so members that see the GPUs
  * under different ordinals (CUDA_VISIBLE_DEVICES) charge the same GPU's
- * entry. Version 1 files indexed by ordinal and had no keys.
+ * entry. A member marks the entries it uses in its slot (`entries`): an
+ * entry that no live slot marks, with no charge, may be taken for another
+ * GPU when none is free. Version 1 files indexed by ordinal and had no keys.
  */
 #ifndef LMS_GROUPFILE_H
 #define LMS_GROUPFILE_H
@@ -65,6 +67,7 @@ typedef struct lms_group_slot {
     _Atomic uint64_t managed_bytes[LMS_GROUP_DEVICES];  /* managed bytes, on and off the device */
     _Atomic uint64_t fetched_bytes[LMS_GROUP_DEVICES];  /* managed bytes fetched since join (total) */
     _Atomic uint64_t evicted_bytes[LMS_GROUP_DEVICES];  /* managed bytes evicted since join (total) */
+    _Atomic uint32_t entries;                         /* bit g: the member uses per-GPU entry g (set under lock) */
 } lms_group_slot;
 
 /* The header. Fields above `ready` are written once by the creator. */

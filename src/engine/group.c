@@ -220,53 +220,104 @@ static const gpu_key *key_of(int d)
     return k;
 }
 
-/* Under hdr->lock: the group's entry of the GPU with key k: the entry that
- * has that key, else the first free one, which takes it (its bytes first,
- * then its kind: a death half-way leaves the entry free); -1 if every
- * entry belongs to another GPU. */
+static bool sweep_locked(void);
+
+/* Under hdr->lock: true if no member's slot in use (live, or dead and not
+ * yet reclaimed) marks entry g or holds a charge on it, and the group has
+ * none there: no member uses the entry, so it may stand for another GPU. */
+static bool entry_unused_locked(int g)
+{
+    if (atomic_load_explicit(&hdr->charged[g], memory_order_relaxed) != 0)
+        return false;
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
+        lms_group_slot *s = lms_groupfile_slot(hdr, i);
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) == LMS_SLOT_LIVE &&
+            ((atomic_load_explicit(&s->entries, memory_order_relaxed) >> g & 1u) ||
+             atomic_load_explicit(&s->charged[g], memory_order_relaxed) != 0))
+            return false;
+    }
+    return true;
+}
+
+/* Under hdr->lock, for this member (`me`): the group's entry of the GPU
+ * with key k: the entry that has that key, else the first free one, else
+ * the first that no member uses (its GPU's members have all left), which
+ * takes the key; the member's slot marks it as used. A claimed entry
+ * starts afresh: made free, budget and peak zeroed, then the key's bytes,
+ * then its kind (a death half-way leaves it free; whoever claims a free
+ * entry zeroes its budget). -1 if every entry belongs to another GPU some
+ * member uses. */
 static int find_entry_locked(const gpu_key *k)
 {
-    int free_entry = -1;
-    for (int g = 0; g < LMS_GROUP_DEVICES; g++) {
+    int take = -1;
+    for (int g = 0; g < LMS_GROUP_DEVICES && take < 0; g++) {
         uint32_t kind = atomic_load_explicit(&hdr->gpu_kind[g], memory_order_relaxed);
         if (kind == k->kind && memcmp(hdr->gpu_key[g], k->bytes, sizeof k->bytes) == 0)
-            return g;
-        if (kind == LMS_GPU_FREE && free_entry < 0)
-            free_entry = g;
+            take = g;
     }
-    if (free_entry >= 0) {
-        memcpy(hdr->gpu_key[free_entry], k->bytes, sizeof k->bytes);
-        atomic_store_explicit(&hdr->gpu_kind[free_entry], k->kind, memory_order_release);
+    bool found = take >= 0;
+    for (int g = 0; g < LMS_GROUP_DEVICES && take < 0; g++)
+        if (atomic_load_explicit(&hdr->gpu_kind[g], memory_order_relaxed) == LMS_GPU_FREE)
+            take = g;
+    for (int g = 0; g < LMS_GROUP_DEVICES && take < 0; g++)
+        if (entry_unused_locked(g))
+            take = g;
+    if (take < 0)
+        return -1;
+    if (!found) {
+        atomic_store_explicit(&hdr->gpu_kind[take], LMS_GPU_FREE, memory_order_release);
+        atomic_store_explicit(&hdr->budget[take], 0, memory_order_relaxed);
+        atomic_store_explicit(&hdr->peak[take], 0, memory_order_relaxed);
+        memcpy(hdr->gpu_key[take], k->bytes, sizeof k->bytes);
+        atomic_store_explicit(&hdr->gpu_kind[take], k->kind, memory_order_release);
     }
-    return free_entry;
+    atomic_fetch_or_explicit(&me->entries, 1u << take, memory_order_relaxed);
+    return take;
 }
 
 /* The group's entry of this process's device d, found or claimed under the
  * lock at the device's first use and kept; -1 when it has none (its own
- * budget then) or this process is not a member. */
+ * budget then) or this process is not a member. When every entry is taken
+ * the slots of dead members are reclaimed first (their entries may come
+ * free) and the search done again. */
 static int entry(int d)
 {
     int e = atomic_load_explicit(&entry_of[d], memory_order_acquire);
     if (e != 0)
         return e > 0 ? e - 1 : -1;
     const gpu_key *k = key_of(d);
-    if (!lock_group())
-        return -1;
     int g = -1;
     bool first = false;   /* this thread stored the answer (says it, once) */
-    if (mine()) {
-        g = find_entry_locked(k);
-        int none = 0;
-        first = atomic_compare_exchange_strong(&entry_of[d], &none, g >= 0 ? g + 1 : -1);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (attempt > 0) {
+            pthread_mutex_lock(&local);
+            sweep_locked();
+            pthread_mutex_unlock(&local);
+        }
+        if (!lock_group())
+            return -1;
+        bool member = mine() != NULL;
+        if (member) {
+            g = find_entry_locked(k);
+            int none = 0;
+            if (g >= 0 || attempt > 0)
+                first = atomic_compare_exchange_strong(&entry_of[d], &none, g >= 0 ? g + 1 : -1);
+        }
+        unlock_group();
+        if (!member || g >= 0)
+            break;
     }
-    unlock_group();
-    if (first && g >= 0 && LMS_LOG_ON(LMS_LEVEL_INFO)) {
+    if (!first) {   /* another thread answered first, or this process is not a member */
+        e = atomic_load_explicit(&entry_of[d], memory_order_acquire);
+        return e > 0 ? e - 1 : -1;
+    }
+    if (g >= 0 && LMS_LOG_ON(LMS_LEVEL_INFO)) {
         char name[64];
         lms_groupfile_gpu_name(hdr, g, true, name, sizeof name);
         lms_log(LMS_LEVEL_INFO, "group %s: device %d is %s, the group's entry %d", hdr->name, d, name, g);
-    } else if (first && g < 0) {
-        lms_log(LMS_LEVEL_WARN, "group %s: all %d GPU entries of the group belong to other GPUs; device %d keeps "
-                "its own budget (LMS_LIMIT)", hdr->name, LMS_GROUP_DEVICES, d);
+    } else if (g < 0) {
+        lms_log(LMS_LEVEL_WARN, "group %s: all %d GPU entries of the group belong to GPUs that other members "
+                "use; device %d keeps its own budget (LMS_LIMIT)", hdr->name, LMS_GROUP_DEVICES, d);
     }
     return g;
 }

@@ -4,7 +4,9 @@
  * cannot tell is keyed by its ordinal after exactly one warning line (for
  * all such devices), a device with a UUID by its UUID, each in an entry of
  * its own; with every entry held by other GPUs a device keeps its own
- * budget (one line) and the group's totals stay untouched. Also the names
+ * budget (one line) and the group's totals stay untouched, until the
+ * member using them is gone: then an entry it used is the next GPU's,
+ * afresh. Also the names
  * `lmshim top` gives entries (lms_groupfile_gpu_name). Run with
  * LMS_LIMIT=256M (meson.build); the group directory is made here.
  */
@@ -104,8 +106,9 @@ static void keys(void)
     lms_groupfile_gpu_name(h, 3, true, name, sizeof name);
     CHECK(strcmp(name, "-") == 0);
 
-    /* Every other entry held by GPUs of other members: device 3 has no
-     * entry and keeps its own budget; device 4's GPU is among them. */
+    /* Every other entry held by GPUs of another member (alive: its slot's
+     * record lock held here): device 3 has no entry and keeps its own
+     * budget; device 4's GPU is among them. */
     CHECK(pthread_mutex_lock(&h->lock) == 0);
     for (int g = 3; g < LMS_GROUP_DEVICES; g++) {
         memcpy(h->gpu_key[g], uuid1, sizeof uuid1);
@@ -114,6 +117,14 @@ static void keys(void)
             h->gpu_key[g][15] = 4;   /* device 4's */
         atomic_store(&h->gpu_kind[g], LMS_GPU_UUID);
     }
+    lms_group_slot *other = lms_groupfile_slot(h, LMS_GROUP_SLOTS - 1);
+    int ofd = open(path, O_RDWR);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(LMS_GROUP_SLOTS - 1),
+                       .l_len = 1};
+    CHECK(ofd >= 0 && fcntl(ofd, F_OFD_SETLK, &fl) == 0);
+    other->pid = 1;
+    atomic_store(&other->entries, 0xffffu & ~7u);
+    atomic_store(&other->state, LMS_SLOT_LIVE);
     CHECK(pthread_mutex_unlock(&h->lock) == 0);
     lms_account *a3 = lms_account_of(3), *a4 = lms_account_of(4);
     CHECK(a3 && a4);
@@ -127,6 +138,20 @@ static void keys(void)
     CHECK_EQ_U(total, 110 * MiB);
     lms_account_release(a3, 40 * MiB);
     CHECK_EQ_U(lms_account_used(a3), 0);
+    /* That member gone (dead: its lock dropped), an entry only it used is
+     * taken for the next GPU, afresh. */
+    close(ofd);
+    lms_account *a5 = lms_account_of(5);
+    CHECK(a5);
+    CHECK(lms_account_reserve(a5, 8 * MiB, a5->budget));
+    int g5 = -1;
+    for (int g = 0; g < LMS_GROUP_DEVICES; g++)
+        if (atomic_load(&h->gpu_kind[g]) == LMS_GPU_INDEX && h->gpu_key[g][0] == 5)
+            g5 = g;
+    CHECK(g5 >= 3 && g5 != 5);   /* not device 4's entry: it has a charge */
+    CHECK_EQ_U(atomic_load(&h->charged[g5]), 8 * MiB);
+    CHECK_EQ_U(atomic_load(&h->budget[g5]), 256 * MiB);
+    CHECK_EQ_U(atomic_load(&h->reclaimed_members), 1);
 
     fflush(stderr);
     dup2(saved, 2);
