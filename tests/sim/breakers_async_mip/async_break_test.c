@@ -29,27 +29,9 @@
 #include "../../common/shim.h"
 #include "../../common/timeline.h"
 #include "simgpu.h"
+#include "../../common/stamp_kernels.h"
 
 #define MAXOPS 65536
-
-/* stamp(p, bytes, v): touches [p, p+bytes), writes v to its first and last word. */
-static void stamp(simgpu_launch *l, void **p)
-{
-    CUdeviceptr a = *(CUdeviceptr *)p[0];
-    size_t bytes = *(size_t *)p[1];
-    uint32_t v = *(uint32_t *)p[2];
-    l->access(l, a, bytes, SIMGPU_READ_WRITE);
-    uint32_t *w = (uint32_t *)(uintptr_t)a;
-    w[0] = v;
-    w[bytes / 4 - 1] = v;
-}
-
-/* slow(p, bytes, v): as stamp, then 20 ms of compute. */
-static void slow(simgpu_launch *l, void **p)
-{
-    stamp(l, p);
-    l->compute(l, 20e6);
-}
 
 static CUfunction f_stamp, f_slow;
 static CUmodule mod;
@@ -60,20 +42,7 @@ static void setup(void)
     primary_context(0);
     if (mod)
         return;
-    simgpu_kernel k1 = {"stamp", stamp, 3, {8, 8, 4}};
-    simgpu_kernel k2 = {"slow", slow, 3, {8, 8, 4}};
-    OK(simgpu_register_kernel(&k1));
-    OK(simgpu_register_kernel(&k2));
-    OK(cuModuleLoadData(&mod, "x"));
-    OK(cuModuleGetFunction(&f_stamp, mod, "stamp"));
-    OK(cuModuleGetFunction(&f_slow, mod, "slow"));
-}
-
-/* Launches f(p, bytes, v) on stream s. */
-static void launch_stamp(CUfunction f, CUdeviceptr p, size_t bytes, uint32_t v, CUstream s)
-{
-    void *args[] = {&p, &bytes, &v};
-    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    stamp_kernels_load(&mod, &f_stamp, &f_slow);
 }
 
 /* The state of the cases (see the top); streams and chunks are the case's. */

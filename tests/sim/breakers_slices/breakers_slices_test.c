@@ -25,21 +25,10 @@
 #include "../../common/timeline.h"
 #include "lmshim.h"
 #include "simgpu.h"
+#include "../../common/stamp_kernels.h"
 
 #define MiB (1ull << 20)
 #define MAXOPS 65536
-
-/* stamp(p, bytes, v): touches [p, p+bytes), writes v to its first and last word. */
-static void stamp(simgpu_launch *l, void **p)
-{
-    CUdeviceptr a = *(CUdeviceptr *)p[0];
-    size_t bytes = *(size_t *)p[1];
-    uint32_t v = *(uint32_t *)p[2];
-    l->access(l, a, bytes, SIMGPU_READ_WRITE);
-    uint32_t *w = (uint32_t *)(uintptr_t)a;
-    w[0] = v;
-    w[bytes / 4 - 1] = v;
-}
 
 /* follow(p, q, bytes): touches both; writes 1 + p's first word to q's first and last words. */
 static void follow(simgpu_launch *l, void **p)
@@ -53,35 +42,17 @@ static void follow(simgpu_launch *l, void **p)
     y[bytes / 4 - 1] = x[bytes / 4 - 1] + 1;
 }
 
-/* slow(p, bytes, v): as stamp, then 20 ms of compute. */
-static void slow(simgpu_launch *l, void **p)
-{
-    stamp(l, p);
-    l->compute(l, 20e6);
-}
-
 static CUfunction f_stamp, f_follow, f_slow;
 static CUmodule mod;
 
+/* The primary context of device 0 and the kernels stamp, slow and follow. */
 static void setup(void)
 {
     primary_context(0);
-    simgpu_kernel k1 = {"stamp", stamp, 3, {8, 8, 4}};
-    simgpu_kernel k2 = {"follow", follow, 3, {8, 8, 8}};
-    simgpu_kernel k3 = {"slow", slow, 3, {8, 8, 4}};
-    OK(simgpu_register_kernel(&k1));
-    OK(simgpu_register_kernel(&k2));
-    OK(simgpu_register_kernel(&k3));
-    OK(cuModuleLoadData(&mod, "x"));
-    OK(cuModuleGetFunction(&f_stamp, mod, "stamp"));
+    simgpu_kernel k = {"follow", follow, 3, {8, 8, 8}};
+    OK(simgpu_register_kernel(&k));
+    stamp_kernels_load(&mod, &f_stamp, &f_slow);
     OK(cuModuleGetFunction(&f_follow, mod, "follow"));
-    OK(cuModuleGetFunction(&f_slow, mod, "slow"));
-}
-
-static void launch_stamp(CUfunction f, CUdeviceptr p, size_t bytes, uint32_t v, CUstream s)
-{
-    void *args[] = {&p, &bytes, &v};
-    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
 }
 
 /* The budget LMS_LIMIT sets (in MiB: "NNNM"). */
