@@ -16,7 +16,7 @@
  * ratio. Compute time per step defaults to the time to move the step's
  * working set over the link once (--compute-scale 1).
  *
- * usage: oversub [--ratios 0.5,1,1.5,2,3] [--budget-mib 1024] [--steps 11] [--warmup 8]
+ * usage: oversub [--ratios 0.5,1,1.5,2,3] [--budget-mib 1024] [--steps 13] [--warmup 10]
  *                [--layers 8] [--compute-scale 1] [--frac 0.5] [--svg out.svg]
  *                [--trace out.jsonl]
  *        oversub --worker ...   (one mode in this process; used by the above)
@@ -243,7 +243,7 @@ static result run_mode(const char *self, const mode *m, double ratio, const work
 
 int main(int argc, char **argv)
 {
-    worker_opts o = {.ratio = 2, .budget_mib = 1024, .layers = 8, .steps = 11, .warmup = 0, .compute_scale = 1,
+    worker_opts o = {.ratio = 2, .budget_mib = 1024, .layers = 8, .steps = 13, .warmup = 0, .compute_scale = 1,
                      .alloc = "device", .frac = "0.5"};
     bool is_worker = false;
     const char *svg = NULL, *trace = NULL, *ratios_s = "0.5,1,1.5,2,3";

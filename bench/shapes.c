@@ -22,7 +22,7 @@
  * lmshim-lru at the same settings, and bytes moved.
  *
  * usage: shapes [--quick] [--shapes a,b] [--ratios 0.5,1,1.5,2,3] [--seeds 3]
- *               [--budget-mib 1024] [--steps 16] [--warmup 10] [--compute-scale 1] [--l2-mib M]
+ *               [--budget-mib 1024] [--steps 18] [--warmup 12] [--compute-scale 1] [--l2-mib M]
  *        shapes --worker ...   (one mode of one shape in this process)
  */
 #include <cuda_runtime_api.h>
@@ -235,7 +235,7 @@ static void summary(const row *rows, int nrows)
 int main(int argc, char **argv)
 {
     opts o = {.shape = "", .alloc = "device", .ratios = "0.5,1,1.5,2,3", .ratio = 1, .scale = 1, .l2_mib = -1,
-              .budget_mib = 1024, .steps = 16, .warmup = 0, .seeds = 3, .seed = 1};
+              .budget_mib = 1024, .steps = 18, .warmup = 0, .seeds = 3, .seed = 1};
     bool is_worker = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -44,12 +44,6 @@
 #define SIG_KEEP (1u << 17)      /* signatures kept this many launches: steps up to 131K launches */
 #define POOL_MIN (1u << 14)      /* chunk ids remembered at first (a ring) */
 #define POOL_MAX (1u << 23)      /* ... at most (8 bytes each: 64 MiB) */
-/* How far ahead to fetch, in launches. Fetching further evicts earlier,
- * before better victims exist: at 2x oversubscription on bench/oversub a
- * window of 1 moves 1.10x Belady's MIN, 2 moves 1.14x, 8 moves 1.35x; one
- * launch of compute is enough to hide the next launch's fetches. */
-#define AHEAD_LAUNCHES 1u
-
 /* Memo words: 1 + pool index of the chunk's latest entry, the seq of that
  * launch, the predicted next use (0: none), and the first use since the
  * last one that had a prediction (0: the latest had one). */
@@ -88,6 +82,9 @@ typedef struct state {
     bool matched;             /* a previous occurrence exists */
     uint64_t match;           /* its seq */
     uint64_t period;          /* seq - match of the latest match (0: none yet) */
+    uint64_t rep, rep_run;    /* a candidate step length; launches in a row that repeated the one rep earlier */
+    uint64_t *named;          /* ahead()'s set of ids named in one call: (call << 32 | id) words */
+    uint32_t named_cap, named_call;
 } state;
 
 /* Frees the state and its rings and table. */
@@ -99,6 +96,7 @@ static void destroy(void *p)
     free(s->hist);
     free(s->pool);
     free(s->map);
+    free(s->named);
     free(s);
 }
 
@@ -340,6 +338,17 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         s->ptotal++;
     }
     s->hist[seq % s->hcap] = (launch){.seq = seq, .sig = sig, .first = first, .n = (uint32_t)n};
+    /* The step by repetition: a candidate length holds while each launch
+     * repeats the one that many earlier; on a launch that does not, the
+     * candidate becomes the distance to its signature's last launch. */
+    const launch *back = s->rep && seq > s->rep ? launch_of(s, seq - s->rep) : NULL;
+    if (back && back->sig == sig) {
+        s->rep_run++;
+    } else {
+        uint64_t last = prev_ctx ? prev_ctx : prev_sig;   /* a context repeats less often inside a step */
+        s->rep = last && last < seq ? seq - last : 0;
+        s->rep_run = s->rep ? 1 : 0;
+    }
     uint64_t prev = 0;
     bool sets_period = true;
     const launch *l = NULL;
@@ -432,29 +441,67 @@ static uint64_t epoch(void *p)
     return s->confidences + (s->period != 0);
 }
 
-/* The chunks of the next AHEAD_LAUNCHES predicted launches, read straight
- * from the history (ids of one launch are unique; later launches repeat
- * none of the earlier ones' ids). */
-static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max)
+/* Readies the set of ids named by one call of ahead() for up to `max`
+ * ids (at most half full); false without memory. O(1) but for growth and
+ * the wrap of the call number every 2^32 calls. */
+static bool named_reset(state *s, int max)
+{
+    uint32_t want = 64;
+    while (want < 2u * (uint32_t)max)
+        want *= 2;
+    if (want > s->named_cap) {
+        uint64_t *t = calloc(want, sizeof *t);
+        if (!t)
+            return false;
+        free(s->named);
+        s->named = t;
+        s->named_cap = want;
+        s->named_call = 0;
+    }
+    if (++s->named_call == 0) {   /* wrapped: every word would look current */
+        memset(s->named, 0, s->named_cap * sizeof *s->named);
+        s->named_call = 1;
+    }
+    return true;
+}
+
+/* Whether this call of ahead() named id already; records it if not. */
+static bool named_before(state *s, uint32_t id)
+{
+    uint64_t key = (uint64_t)s->named_call << 32 | id;
+    uint32_t mask = s->named_cap - 1;
+    for (uint32_t i = (uint32_t)mix(0, id) & mask;; i = (i + 1) & mask) {
+        if (s->named[i] == key)
+            return true;
+        if (s->named[i] >> 32 != s->named_call) {
+            s->named[i] = key;
+            return false;
+        }
+    }
+}
+
+/* The chunks of the next `launches` predicted launches, read straight
+ * from the history, each id once (at its first need): ids of one launch
+ * are unique, and over several launches a set of the ids named so far
+ * drops repeats in O(1) each (without its memory, repeats stay in: the
+ * planner skips a chunk it has already taken). */
+static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max, uint32_t launches)
 {
     state *s = p;
     int n = 0;
     if (!s->matched || !s->confident)
         return 0;
-    for (uint64_t k = 1; k <= AHEAD_LAUNCHES && k <= s->period; k++) {
+    bool dedup = launches > 1 && named_reset(s, max);
+    for (uint64_t k = 1; k <= launches && k <= s->period; k++) {
         const launch *l = launch_of(s, s->match + k);
         if (!l)
             break;
-        int before = n;
         for (uint32_t j = 0; j < l->n && n < max; j++) {
             uint32_t id = s->pool[(l->first + j) % s->pcap].id;
-            bool seen = false;
-            for (int q = 0; q < before && !seen; q++)
-                seen = ids[q] == id;
-            if (!seen) {
-                ids[n] = id;
-                distance[n++] = (uint32_t)k;
-            }
+            if (dedup && named_before(s, id))
+                continue;
+            ids[n] = id;
+            distance[n++] = (uint32_t)k;
         }
     }
     return n;
@@ -480,6 +527,13 @@ static uint64_t period(void *p)
     return s->confident ? s->period : 0;
 }
 
+/* The step's length once a whole one repeated the one before it, else 0. */
+static uint64_t step(void *p)
+{
+    const state *s = p;
+    return s->rep && s->rep_run >= s->rep ? s->rep : 0;
+}
+
 const lms_policy lms_policy_lookahead = {
     .name = "lookahead",
     .doc = "learn the step's launch sequence; prefetch the next launches' chunks, evict the farthest next use",
@@ -492,4 +546,5 @@ const lms_policy lms_policy_lookahead = {
     .guessing = guessing,
     .ahead = ahead,
     .period = period,
+    .step = step,
 };

@@ -73,13 +73,20 @@ typedef struct lms_policy {
      * chunks only where that pays on average (see plan.c). (NULL: always
      * true.) */
     bool (*guessing)(void *state);
-    /* Up to max chunk ids expected next, in the order of first need, with
-     * how many launches ahead each is needed; returns how many (NULL: none). */
-    int (*ahead)(void *state, uint32_t *ids, uint32_t *distance, int max);
+    /* Up to max chunk ids the next `launches` launches are expected to
+     * use, in the order of first need, with how many launches ahead each
+     * is needed; returns how many (NULL: none). */
+    int (*ahead)(void *state, uint32_t *ids, uint32_t *distance, int max, uint32_t launches);
     /* The learned step's length in launches while the policy acts on what
      * it learned, else 0 (NULL: never known). The planner times whole
      * steps with it to choose between fetching and reading in place. */
     uint64_t (*period)(void *state);
+    /* The step's length in launches once it is confirmed by repetition
+     * (that many launches in a row repeat the ones that many earlier), else
+     * 0 (NULL: never). Inside a step the period may be shorter (a step of
+     * two training iterations and an evaluation repeats the iteration):
+     * the planner times this length when it has it. */
+    uint64_t (*step)(void *state);
 } lms_policy;
 
 /* The policy called `name`, or NULL. */

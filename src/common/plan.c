@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #define AHEAD_MAX 1024   /* chunk ids asked of the policy's ahead() per launch */
+#define AHEAD_DEEP 8     /* launches fetched ahead when acting deep */
 
 /* A chunk of the launch being planned and what reading it in place costs
  * that launch (negative: unknown). */
@@ -346,7 +347,7 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     if (!p->ahead && !(p->ahead = malloc(3 * AHEAD_MAX * sizeof *p->ahead)))
         return;
     uint32_t *ids = p->ahead, *dist = ids + AHEAD_MAX, *bdist = dist + AHEAD_MAX;
-    int n = p->policy->ahead(p->pstate, ids, dist, AHEAD_MAX);
+    int n = p->policy->ahead(p->pstate, ids, dist, AHEAD_MAX, p->mode == LMS_PLAN_DEEP ? AHEAD_DEEP : 1);
     if (n <= 0 || !scratch(p, n))
         return;
     uint64_t window = 0, budget = ops->budget(ctx);
@@ -607,6 +608,13 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
     if (!ops->mark || !ops->between || !p->policy->period)
         return;
     uint64_t period = p->policy->period(p->pstate);
+    /* The step confirmed by repetition, when the policy has one: a period
+     * inside a step (a repeated training iteration) would time windows
+     * that start at different places of the step. */
+    uint64_t step = period && p->policy->step ? p->policy->step(p->pstate) : 0;
+    bool confirmed = step >= TRIAL_MIN;
+    if (confirmed)
+        period = step;
     if (period < TRIAL_MIN) {   /* nothing learned, or confidence lost: the policy's own rules */
         if (p->trial == TRIAL_RUNNING)
             p->trial = TRIAL_OFF;   /* a trial cut short is started again */
@@ -620,10 +628,18 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         if (p->trial_decided)
             set_mode(p, p->trial_best);
     }
-    if (p->trial != TRIAL_OFF && (period > 2 * p->trial_period || 2 * period < p->trial_period))
-        p->trial = TRIAL_OFF;   /* a different step: try again */
+    /* A different step: try again. Trials that timed the policy's period
+     * start again once a step is confirmed, or when the period changes by
+     * more than 2x; trials that timed a confirmed step hold until their
+     * retry (a step whose length varies, a data-dependent kernel, would
+     * otherwise restart them for ever). */
+    bool differs = !p->trial_confirmed &&
+                   (confirmed ? step != p->trial_period : period > 2 * p->trial_period || 2 * period < p->trial_period);
+    if (p->trial != TRIAL_OFF && differs)
+        p->trial = TRIAL_OFF;
     if (p->trial == TRIAL_OFF) {
         p->trial_period = period;
+        p->trial_confirmed = confirmed;
         p->trial_sub = period / (TRIAL_POINTS - 1);
         for (int m = 0; m < LMS_PLAN_MODES; m++)
             p->trial_n[m] = 0, p->trial_done[m] = false;
@@ -719,7 +735,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m) > 0 && ops->fetched)
             ops->fetched(ctx, false);
     }
-    if (p->policy->ahead && p->mode == LMS_PLAN_ACT)
+    if (p->policy->ahead && (p->mode == LMS_PLAN_ACT || p->mode == LMS_PLAN_DEEP))
         fetch_ahead(p, ops, ctx);
 }
 

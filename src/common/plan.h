@@ -77,9 +77,10 @@ typedef struct lms_plan_ops {
 #define LMS_TRIAL_POINTS 9   /* points of a timed step: its start and each eighth */
 
 /* What the planner does with a launch's missing chunks: act on the policy
- * (fetch on demand and ahead, in its order); fetch them all on demand
- * only, in LRU order, prices aside; or read them in place. */
-enum { LMS_PLAN_ACT, LMS_PLAN_DEMAND, LMS_PLAN_INPLACE, LMS_PLAN_MODES };
+ * (fetch on demand and the next launch's chunks ahead, in its order); the
+ * same fetching the next 8 launches' chunks ahead (deep); fetch them all
+ * on demand only, in LRU order, prices aside; or read them in place. */
+enum { LMS_PLAN_ACT, LMS_PLAN_DEEP, LMS_PLAN_DEMAND, LMS_PLAN_INPLACE, LMS_PLAN_MODES };
 
 /* A growable array of chunk pointers used as an indexed heap. */
 typedef struct lms_plan_heap {
@@ -102,11 +103,12 @@ typedef struct lms_plan {
     uint32_t *ahead;                 /* scratch for ahead(): ids, distances, batch distances */
     struct lms_plan_priced *priced;  /* scratch: a launch's chunks with their prices */
     /* The mode chosen by timing a learned step of each (plan.c, "Timed
-     * steps"): LMS_PLAN_ACT, _DEMAND or _INPLACE. */
+     * steps"): LMS_PLAN_ACT, _DEEP, _DEMAND or _INPLACE. */
     int mode;
     int trial;                       /* the stage (plan.c) */
     bool trial_decided;              /* the choice is made (else it waits for its points) */
     uint64_t trial_period;           /* the step length the trials time, launches */
+    bool trial_confirmed;            /* ... confirmed by repetition (the policy's step()) */
     uint64_t trial_sub;              /* launches between two points */
     uint64_t trial_at;               /* seq of the next point (or, chosen, of the next step) */
     uint32_t trial_steps;            /* steps since the choice */

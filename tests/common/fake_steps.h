@@ -3,7 +3,8 @@
  * (src/common/plan.c, "Timed steps") without CUDA: STEP launches, each on
  * its own chunk, over a room of ROOM chunks (so a fetched chunk is evicted
  * long before the step comes back to it); the trials run from the second
- * step, two steps per mode (acting, on demand, in place). A fake clock
+ * step, two steps per mode (acting, acting deep, on demand, in place). A
+ * fake clock
  * charges each launch `fetch` per chunk fetched for it and `inplace` per
  * chunk it reads where it is; points are readings of that clock, complete
  * at once or `delay` launches later. Used by tests/unit/timed_steps and

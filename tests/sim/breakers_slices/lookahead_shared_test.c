@@ -67,7 +67,7 @@ static void shared_random(int k, bool shared)
             for (int i = 1; i < 9; i++)
                 guesses += p->next_use(st, &memo[i], seq, seq) != LMS_NEXT_UNKNOWN;
             uint32_t a[9], d[9];
-            aheads += p->ahead(st, a, d, 9) > 0;
+            aheads += p->ahead(st, a, d, 9, 1) > 0;
         }
     }
     CHECK(guesses < 2000 * 8 / 20);   /* under 5% of the answers guess */

@@ -60,7 +60,7 @@ static void repeated_signature(void)
         CHECK_EQ_U(p->next_use(st, m, seq, seq), next);
         uint32_t ids[4], dist[4], want;
         launch_of(seq % STEP, &want);
-        CHECK_EQ_U(p->ahead(st, ids, dist, 4), 1);
+        CHECK_EQ_U(p->ahead(st, ids, dist, 4, 1), 1);
         CHECK_EQ_U(ids[0], want);
         checked++;
     }
@@ -117,7 +117,7 @@ static void random_no_guess(void)
             for (int i = 0; i < 8; i++)
                 guesses += p->next_use(st, &memo[i], seq, seq) != LMS_NEXT_UNKNOWN;
             uint32_t a[8], d[8];
-            aheads += p->ahead(st, a, d, 8) > 0;
+            aheads += p->ahead(st, a, d, 8, 1) > 0;
         }
     }
     CHECK(guesses < 2000 * 8 / 20);   /* under 5% of the answers guess */

@@ -64,7 +64,7 @@ static void long_step_wide_launch(void)
             continue;
         for (int i = 0; i < n; i++)
             CHECK_EQ_U(p->next_use(st, memos[i], seq, seq), true_next(seq, ids[i]));
-        int na = p->ahead(st, ahead_ids, dist, 1024);
+        int na = p->ahead(st, ahead_ids, dist, 1024, 1);
         uint32_t want[WIDE];
         int nw = ids_of(seq % PERIOD, want);
         CHECK_EQ_U(na, nw);
@@ -101,7 +101,7 @@ static void wide_launches(void)
             continue;
         for (int i = 0; i < W; i++)
             CHECK_EQ_U(p->next_use(st, memos[i], seq, seq), seq + P);
-        CHECK_EQ_U(p->ahead(st, got, dist, 1024), W);
+        CHECK_EQ_U(p->ahead(st, got, dist, 1024, 1), W);
         CHECK_EQ_U(got[W - 1], (seq % P) * W + W - 1);
     }
     free(memo);
@@ -133,7 +133,7 @@ static void unmatched_launch(void)
         if (seq == 26) {
             CHECK_EQ_U(k, 5);
             CHECK_EQ_U(p->next_use(st, &memo[5], seq, seq), seq + 3);
-            CHECK_EQ_U(p->ahead(st, ids, (uint32_t[2]){0}, 2), 0);   /* no match: nothing ahead */
+            CHECK_EQ_U(p->ahead(st, ids, (uint32_t[2]){0}, 2, 1), 0);   /* no match: nothing ahead */
         }
     }
     p->destroy(st);
