@@ -271,7 +271,7 @@ static void show(watched *w, bool json, double dt, FILE *f)
         uint64_t peak = atomic_load(&h->peak[d]);
         lms_groupfile_gpu_name(h, d, json, gpu, sizeof gpu);
         if (json) {
-            fprintf(f, "%s{\"device\":%d,\"budget\":%llu,\"used\":%llu,\"peak\":%llu,\"gpu\":\"%s\"}",
+            fprintf(f, "%s{\"entry\":%d,\"budget\":%llu,\"used\":%llu,\"peak\":%llu,\"gpu\":\"%s\"}",
                     shown ? "," : "", d, (unsigned long long)budget, (unsigned long long)used,
                     (unsigned long long)peak, gpu);
         } else {
@@ -315,7 +315,7 @@ static void show(watched *w, bool json, double dt, FILE *f)
             uint64_t off = man > res ? man - res : 0;
             lms_groupfile_gpu_name(h, d, json, gpu, sizeof gpu);
             if (json) {
-                fprintf(f, "%s{\"device\":%d,\"charged\":%llu,\"device_bytes\":%llu,\"resident\":%llu,"
+                fprintf(f, "%s{\"entry\":%d,\"charged\":%llu,\"device_bytes\":%llu,\"resident\":%llu,"
                         "\"off_device\":%llu,\"fetched_per_s\":%.0f,\"evicted_per_s\":%.0f,\"gpu\":\"%s\"}",
                         rows ? "," : "", d, (unsigned long long)charged, (unsigned long long)dev,
                         (unsigned long long)res, (unsigned long long)off, fr, er, gpu);

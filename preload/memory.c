@@ -382,17 +382,50 @@ LMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 
 /* ---- CUDA arrays --------------------------------------------------------- */
 
+/* The record and the destroy of one kind of array, over the caller's
+ * handle slot (a CUarray * or a CUmipmappedArray *). */
+typedef CUresult (*array_record_fn)(void *slot, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels,
+                                    lms_array_room room);
+typedef CUresult (*array_destroy_fn)(void *slot);
+
 /* The driver answers first (bad descriptors get CUDA's error; the room
  * held for the array goes back); an array that LMS_ON_OOM=fail refuses is
- * destroyed again. */
-static CUresult array_made(CUresult r, CUarray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, lms_array_room room)
+ * destroyed again. `r` is the driver's answer, `slot` the handle it wrote. */
+static CUresult array_made(CUresult r, void *slot, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels,
+                           lms_array_room room, array_record_fn record, array_destroy_fn destroy)
 {
     if (r != CUDA_SUCCESS)
         lms_arrays_room_release(room);
-    else if (lms_array_created(*handle, desc, room) != CUDA_SUCCESS && REAL(cuArrayDestroy) &&
-             REAL(cuArrayDestroy)(*handle) == CUDA_SUCCESS)
+    else if (record(slot, desc, levels, room) != CUDA_SUCCESS && destroy(slot) == CUDA_SUCCESS)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     return r;
+}
+
+/* Records the CUarray in *slot (levels unused). */
+static CUresult record_array(void *slot, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels, lms_array_room room)
+{
+    (void)levels;
+    return lms_array_created(*(CUarray *)slot, desc, room);
+}
+
+/* Destroys the CUarray in *slot with the real call. */
+static CUresult destroy_array(void *slot)
+{
+    return REAL(cuArrayDestroy) ? REAL(cuArrayDestroy)(*(CUarray *)slot) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* Records the CUmipmappedArray in *slot, of `levels` levels. */
+static CUresult record_mipmapped(void *slot, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels,
+                                 lms_array_room room)
+{
+    return lms_mipmapped_created(*(CUmipmappedArray *)slot, desc, levels, room);
+}
+
+/* Destroys the CUmipmappedArray in *slot with the real call. */
+static CUresult destroy_mipmapped(void *slot)
+{
+    return REAL(cuMipmappedArrayDestroy) ? REAL(cuMipmappedArrayDestroy)(*(CUmipmappedArray *)slot)
+                                         : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 LMS_EXPORT CUresult cuArrayCreate_v2(CUarray *handle, const CUDA_ARRAY_DESCRIPTOR *desc)
@@ -404,7 +437,7 @@ LMS_EXPORT CUresult cuArrayCreate_v2(CUarray *handle, const CUDA_ARRAY_DESCRIPTO
         d = (CUDA_ARRAY3D_DESCRIPTOR){.Width = desc->Width, .Height = desc->Height,
                                       .Format = desc->Format, .NumChannels = desc->NumChannels};
     lms_array_room room = lms_arrays_make_room(desc ? &d : NULL, 0, false);
-    CUresult r = array_made(REAL(cuArrayCreate_v2)(handle, desc), handle, &d, room);
+    CUresult r = array_made(REAL(cuArrayCreate_v2)(handle, desc), handle, &d, 0, room, record_array, destroy_array);
     lms_hook_leave();
     return r;
 }
@@ -414,7 +447,8 @@ LMS_EXPORT CUresult cuArray3DCreate_v2(CUarray *handle, const CUDA_ARRAY3D_DESCR
     if (!LMS_ENTER(cuArray3DCreate_v2))
         return PASS(cuArray3DCreate_v2, handle, desc);
     lms_array_room room = lms_arrays_make_room(desc, 0, false);
-    CUresult r = array_made(REAL(cuArray3DCreate_v2)(handle, desc), handle, desc, room);
+    CUresult r = array_made(REAL(cuArray3DCreate_v2)(handle, desc), handle, desc, 0, room, record_array,
+                            destroy_array);
     lms_hook_leave();
     return r;
 }
@@ -436,12 +470,8 @@ LMS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *handle, const CUDA_
     if (!LMS_ENTER(cuMipmappedArrayCreate))
         return PASS(cuMipmappedArrayCreate, handle, desc, levels);
     lms_array_room room = lms_arrays_make_room(desc, levels, true);
-    CUresult r = REAL(cuMipmappedArrayCreate)(handle, desc, levels);
-    if (r != CUDA_SUCCESS)
-        lms_arrays_room_release(room);
-    else if (lms_mipmapped_created(*handle, desc, levels, room) != CUDA_SUCCESS &&
-             REAL(cuMipmappedArrayDestroy) && REAL(cuMipmappedArrayDestroy)(*handle) == CUDA_SUCCESS)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = array_made(REAL(cuMipmappedArrayCreate)(handle, desc, levels), handle, desc, levels, room,
+                            record_mipmapped, destroy_mipmapped);
     lms_hook_leave();
     return r;
 }

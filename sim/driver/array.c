@@ -55,24 +55,8 @@ static struct CUmipmappedArray_st *mipmaps;   /* live mipmapped arrays, newest f
  * bytes. */
 static CUresult check_desc(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, uint64_t *bytes)
 {
-    const unsigned known = CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
-                           CUDA_ARRAY3D_TEXTURE_GATHER | CUDA_ARRAY3D_DEPTH_TEXTURE |
-                           CUDA_ARRAY3D_COLOR_ATTACHMENT | CUDA_ARRAY3D_SPARSE |
-                           CUDA_ARRAY3D_DEFERRED_MAPPING | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE;
-    if (d->Flags & ~known)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (d->Width == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    bool layered = d->Flags & CUDA_ARRAY3D_LAYERED, cube = d->Flags & CUDA_ARRAY3D_CUBEMAP;
-    if (cube && (d->Width != d->Height || d->Depth == 0 || d->Depth % 6 != 0 ||
-                 (!layered && d->Depth != 6)))
-        return CUDA_ERROR_INVALID_VALUE;
-    if (layered && d->Depth == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!layered && d->Height == 0 && d->Depth != 0)
-        return CUDA_ERROR_INVALID_VALUE;   /* 1D arrays have neither */
+    if (!lms_array_desc_valid(d))
+        return CUDA_ERROR_INVALID_VALUE;   /* array_bytes.h: the rules the engine checks too */
     if (lms_array_format_bytes(d->Format) == 0)
         return CUDA_ERROR_NOT_SUPPORTED;   /* the simulator models the classic eight formats */
     uint64_t n = levels ? lms_mipmap_bytes(d, levels) : lms_array_desc_bytes(d);

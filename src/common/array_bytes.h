@@ -2,7 +2,7 @@
  * array_bytes.h — the bytes a CUDA array's elements take, from its
  * CUDA_ARRAY3D_DESCRIPTOR, and those of a mipmapped array's levels: what
  * the engine charges for an array and what the simulator takes from its
- * device for one (header only, so both the engine and the simulator use it
+ * device for one; and which descriptors the driver refuses (header only, so both the engine and the simulator use it
  * without linking anything more).
  */
 #ifndef LMS_ARRAY_BYTES_H
@@ -33,6 +33,28 @@ static inline uint64_t lms_array_format_bytes(CUarray_format f)
     default:
         return 0;
     }
+}
+
+/* Whether cuArray3DCreate and cuMipmappedArrayCreate accept the shape of
+ * `d` (otherwise CUDA_ERROR_INVALID_VALUE), as their documentation
+ * describes it: only the CUDA_ARRAY3D_* flags it names; 1, 2 or 4
+ * channels; a Width; a cubemap square with 6 faces (6 per layer when
+ * layered); a layered array with a Depth (its layers); a 1D array (Height
+ * 0, not layered) without Depth. Formats are not looked at. */
+static inline bool lms_array_desc_valid(const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    const unsigned known = CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
+                           CUDA_ARRAY3D_TEXTURE_GATHER | CUDA_ARRAY3D_DEPTH_TEXTURE |
+                           CUDA_ARRAY3D_COLOR_ATTACHMENT | CUDA_ARRAY3D_SPARSE |
+                           CUDA_ARRAY3D_DEFERRED_MAPPING | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE;
+    if ((d->Flags & ~known) || d->Width == 0 || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
+        return false;
+    bool layered = d->Flags & CUDA_ARRAY3D_LAYERED, cube = d->Flags & CUDA_ARRAY3D_CUBEMAP;
+    if (cube && (d->Width != d->Height || d->Depth == 0 || d->Depth % 6 != 0 || (!layered && d->Depth != 6)))
+        return false;
+    if (layered && d->Depth == 0)
+        return false;
+    return layered || d->Height != 0 || d->Depth == 0;   /* 1D arrays have neither */
 }
 
 /* Width x Height x Depth elements of NumChannels channels each. Following

@@ -159,19 +159,23 @@ static void rekey(lms_plan *p, lms_plan_chunk *c)
     c->next_use = next > p->now ? next : LMS_NEXT_UNKNOWN;
 }
 
-/* Orders c among the candidates when it is resident and unpinned. */
+/* Orders c among the candidates when it is resident and unpinned (its
+ * charge counted in victim_bytes). */
 static void enlist(lms_plan *p, lms_plan_chunk *c)
 {
     if (!c->resident || c->pins > 0)
         return;
     heap_push(&p->victims, &VICTIMS, c);
+    p->victim_bytes += c->charge;
     if (c->next_use != LMS_NEXT_UNKNOWN)
         heap_push(&p->expiry, &EXPIRY, c);
 }
 
-/* Takes c out of the candidates. */
+/* Takes c out of the candidates (its charge out of victim_bytes). */
 static void delist(lms_plan *p, lms_plan_chunk *c)
 {
+    if (c->vpos > 0)
+        p->victim_bytes -= c->charge;
     heap_remove(&p->victims, &VICTIMS, c);
     heap_remove(&p->expiry, &EXPIRY, c);
 }

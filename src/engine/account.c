@@ -111,6 +111,16 @@ void lms_account_release(lms_account *a, uint64_t bytes)
     atomic_fetch_sub_explicit(&a->used, bytes, memory_order_relaxed);
 }
 
+void lms_account_refused(lms_account *a, uint64_t size, const char *what, bool trace)
+{
+    atomic_fetch_add(&a->oom_failures, 1);
+    uint64_t used = lms_account_used(a);
+    if (trace && lms_trace_on)
+        lms_trace_oom(device_of(a), size, used, a->budget);
+    lms_log(LMS_LEVEL_INFO, "oom dev=%d %s of %llu bytes (used=%llu budget=%llu): failing as LMS_ON_OOM=fail asks",
+            device_of(a), what, (unsigned long long)size, (unsigned long long)used, (unsigned long long)a->budget);
+}
+
 void lms_account_add_chunk(lms_account *a, const lms_chunk *c)
 {
     atomic_fetch_add_explicit(&a->live_chunks[c->place], 1, memory_order_relaxed);

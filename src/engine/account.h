@@ -53,6 +53,11 @@ bool lms_account_reserve(lms_account *a, uint64_t bytes, uint64_t limit);
 void lms_account_force(lms_account *a, uint64_t bytes);
 /* Returns charged bytes. */
 void lms_account_release(lms_account *a, uint64_t bytes);
+/* Counts a request of `size` bytes answered CUDA_ERROR_OUT_OF_MEMORY
+ * because the budget had no room for it (LMS_ON_OOM=fail), with one info
+ * line naming `what` was asked (a static string) and, when `trace`, an
+ * `oom` trace line. */
+void lms_account_refused(lms_account *a, uint64_t size, const char *what, bool trace);
 
 /* Bytes charged against the budget: the group's on the device (every
  * member's) in a group, else `used`. What the LMS rule and cuMemGetInfo see. */

@@ -71,8 +71,8 @@ static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, b
 lms_array_room lms_arrays_make_room(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels, bool mip)
 {
     lms_array_room none = {.device = -1};
-    if (!desc || desc->Width == 0 || (desc->NumChannels != 1 && desc->NumChannels != 2 && desc->NumChannels != 4))
-        return none;   /* the driver refuses it */
+    if (!desc || !lms_array_desc_valid(desc))
+        return none;   /* the driver refuses it: nothing leaves for it */
     uint64_t bytes = array_bytes(desc, levels, mip);
     int device = lms_driver_current_device();
     lms_account *a = bytes && device >= 0 ? lms_account_of(device) : NULL;
@@ -81,9 +81,11 @@ lms_array_room lms_arrays_make_room(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigne
     uint64_t charge = lms_charge_of(bytes);
     if (charge > a->budget)
         return none;   /* no room can be made: nothing leaves in vain */
-    bool held = lms_account_reserve(a, charge, a->budget) ||
-                lms_residency_reclaim_keep(device, charge);   /* fetched chunks make way */
-    lms_residency_settle_room(device, held ? 0 : charge);   /* and what still leaves goes first */
+    bool held = lms_residency_reserve(device, charge);   /* fetched chunks make way */
+    /* What still leaves goes first; with LMS_ON_OOM=fail an array without
+     * room is refused once the driver made it: no wait for it. */
+    if (held || lms_opt.on_oom != LMS_ON_OOM_FAIL)
+        lms_residency_settle_room(device, held ? 0 : charge);
     return held ? (lms_array_room){.device = device, .charge = charge} : none;
 }
 
@@ -115,9 +117,9 @@ static CUresult created(uintptr_t handle, bool mip, uint64_t bytes, lms_array_ro
         /* charged already: the reservation held while the driver made it */
     } else if (lms_opt.on_oom == LMS_ON_OOM_FAIL) {
         if (!lms_account_reserve(a, charge, a->budget)) {
-            atomic_fetch_add(&a->oom_failures, 1);
-            lms_log(LMS_LEVEL_INFO, "oom dev=%d %s of %llu bytes: failing as LMS_ON_OOM=fail asks",
-                    device, what, (unsigned long long)charge);
+            /* No trace line: a trace holds allocations and launches, and
+             * arrays are neither (their creation is not traced either). */
+            lms_account_refused(a, charge, what, false);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     } else {

@@ -248,7 +248,7 @@ void lms_graph_mem_sync(int device, bool always)
     if (reserved > old) {
         /* Room first, as for a device request, kept for the pool (another
          * thread's fetch could take it before a second charge). */
-        if (!lms_residency_reclaim_keep(device, reserved - old))
+        if (!lms_residency_reserve(device, reserved - old))
             lms_account_force(a, reserved - old);
     } else if (reserved < old) {
         lms_account_release(a, old - reserved);

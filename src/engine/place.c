@@ -189,8 +189,7 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
         return answer_oom(r, a, charge) ? CUDA_ERROR_OUT_OF_MEMORY : place_off_device(r, a, want, false, out);
     /* Fetched chunks make way, their room kept for this request (another
      * thread's fetch could take it before a second reservation). */
-    bool fits = lms_account_reserve(a, charge, a->budget) || lms_residency_reclaim_keep(r->device, charge);
-    if (fits) {
+    if (lms_residency_reserve(r->device, charge)) {
         if (!r->async)
             lms_residency_settle(r->device);   /* evictions still leaving go first */
         CUresult res = r->native(r->native_ctx, out);
@@ -219,12 +218,7 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
             return res;
     }
     if (lms_opt.on_oom == LMS_ON_OOM_FAIL || r->device_only) {
-        atomic_fetch_add(&a->oom_failures, 1);
-        if (lms_trace_on)
-            lms_trace_oom(r->device, r->size, lms_account_used(a), a->budget);
-        lms_log(LMS_LEVEL_INFO, "oom dev=%d size=%llu used=%llu budget=%llu: failing as LMS_ON_OOM=fail asks",
-                r->device, (unsigned long long)r->size, (unsigned long long)lms_account_used(a),
-                (unsigned long long)a->budget);
+        lms_account_refused(a, r->size, "allocation", true);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (answer_oom(r, a, charge))

@@ -1171,24 +1171,22 @@ void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const 
     before(device, stream, fn, NULL, 0, scan, tok);
 }
 
-/* Whether evicting every resident chunk of d could leave `bytes` of room
- * in a's budget (pinned ones counted as if they could go: false only when
- * no eviction can help). Under d's lock. */
+/* Whether evicting every unpinned resident chunk of d could leave `bytes`
+ * of room in a's budget (pinned ones, in use by launches in flight, are
+ * no victims: lms_plan_make_room could never evict them). False when no
+ * eviction can help. Under d's lock. */
 static bool room_possible(const res_device *d, const lms_account *a, uint64_t bytes)
 {
-    uint64_t used = lms_account_used(a), freeable = d->plan.resident_bytes;
+    uint64_t used = lms_account_used(a), freeable = d->plan.victim_bytes;
     uint64_t after = used > freeable ? used - freeable : 0;
     return bytes <= a->budget && after <= a->budget - bytes;
 }
 
-/* lms_residency_reclaim, the room made given back (keep false) or left
- * charged for the caller (keep true). Nothing is evicted for a request no
- * eviction can make room for. */
-static bool reclaim(int device, uint64_t bytes, bool keep)
+/* Evicts the policy's victims until `bytes` are charged to the device for
+ * the caller (residency.h); nothing is evicted for a request no eviction
+ * can make room for. */
+static bool reclaim(int device, lms_account *a, uint64_t bytes)
 {
-    lms_account *a = lms_account_of(device);
-    if (!a || device < 0 || device >= LMS_MAX_DEVICES)
-        return false;
     res_device *d = &devices[device];
     pthread_mutex_lock(&d->lock);
     bool ok = false;
@@ -1197,16 +1195,18 @@ static bool reclaim(int device, uint64_t bytes, bool keep)
         pthread_rwlock_rdlock(&map_lock);
         ok = lms_plan_make_room(&d->plan, &live_ops, &l, bytes);   /* as for a need now */
         pthread_rwlock_unlock(&map_lock);
-        if (ok && !keep)
-            lms_account_release(a, bytes);
     }
     pthread_mutex_unlock(&d->lock);
     return ok;
 }
 
-bool lms_residency_reclaim(int device, uint64_t bytes) { return reclaim(device, bytes, false); }
-
-bool lms_residency_reclaim_keep(int device, uint64_t bytes) { return reclaim(device, bytes, true); }
+bool lms_residency_reserve(int device, uint64_t bytes)
+{
+    lms_account *a = lms_account_of(device);
+    if (!a || device < 0 || device >= LMS_MAX_DEVICES)
+        return false;
+    return lms_account_reserve(a, bytes, a->budget) || reclaim(device, a, bytes);
+}
 
 /* The ledger point past which the evictions still leaving d fit beside
  * what is charged to a and `extra` bytes more (into *upto: the bytes of

@@ -82,16 +82,15 @@ void lms_residency_before(int device, CUstream stream, uintptr_t fn, const uint3
  * chunk map. */
 void lms_residency_before_scan(int device, CUstream stream, uintptr_t fn, const lms_scan *scan,
                                lms_launch_token *tok);
-/* Evicts resident managed chunks of `device` (the policy's victims) until
- * `bytes` more would fit in its budget, so that a device allocation need not
- * leave the device because fetched chunks fill it. False if it cannot
- * (nothing evicted when evicting every resident chunk could not make the
- * room: the request goes elsewhere or is refused anyway). */
-bool lms_residency_reclaim(int device, uint64_t bytes);
-/* The same, the room made kept: on true `bytes` are charged to the device
- * for the caller, so that no fetch of another thread takes the room
- * between the eviction and the caller's reservation. */
-bool lms_residency_reclaim_keep(int device, uint64_t bytes);
+/* Charges `bytes` to `device` for the caller when they fit in its budget,
+ * else evicts resident managed chunks (the policy's victims) until they
+ * do, so that a device allocation need not leave the device because
+ * fetched chunks fill it. The room made is charged at once: no fetch of
+ * another thread takes it between the eviction and the caller's use.
+ * False (nothing charged) if it cannot; nothing is evicted then when
+ * evicting every unpinned resident chunk could not make the room (the
+ * request goes elsewhere or is refused anyway). */
+bool lms_residency_reserve(int device, uint64_t bytes);
 
 /* Waits on the host until the evictions still leaving `device` fit beside
  * what is charged to it: a device allocation whose charge was just taken

@@ -130,17 +130,12 @@ CUresult lms_vmm_charge(int device, uint64_t size, uint64_t *charged)
      * once (a fetch of another thread could take it before a second
      * reservation): only the program's memory decides that physical memory
      * passes the budget. */
-    bool fits = lms_account_reserve(a, size, a->budget) || lms_residency_reclaim_keep(device, size);
-    if (fits) {
+    if (lms_residency_reserve(device, size)) {
         lms_residency_settle(device);   /* evictions still leaving go first */
     } else if (lms_opt.on_oom != LMS_ON_OOM_FAIL) {
         lms_account_force(a, size);
     } else {
-        atomic_fetch_add(&a->oom_failures, 1);
-        if (lms_trace_on)
-            lms_trace_oom(device, size, lms_account_used(a), a->budget);
-        lms_log(LMS_LEVEL_INFO, "oom dev=%d cuMemCreate of %llu bytes: failing as LMS_ON_OOM=fail asks",
-                device, (unsigned long long)size);
+        lms_account_refused(a, size, "cuMemCreate", true);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *charged = size;

@@ -633,6 +633,122 @@ static void create_evicts_nothing(void)
     drop_full(&t);
 }
 
+/* X in use by a graph launch still running (the slow kernel: X stays
+ * pinned until a poll finds the graph done), W1 and W2 resident and
+ * unpinned, and a
+ * 112 MiB cuMemCreate that fits only if X left too: nothing is evicted for
+ * it in vain (W1 and W2 stay). With LMS_ON_OOM=fail it is refused,
+ * otherwise charged past the budget. */
+static void pinned_evicts_nothing(void)
+{
+    full t = make_full();
+    OK(cuStreamBeginCapture(t.a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    launch_stamp(f_slow, t.x, 40 * MiB, 7, t.a);
+    CUgraph g = NULL;
+    OK(cuStreamEndCapture(t.a, &g));
+    CUgraphExec ge;
+    OK(cuGraphInstantiate(&ge, g, 0));
+    launch_stamp(f_stamp, t.w1, 40 * MiB, 2, t.b);
+    launch_stamp(f_stamp, t.w2, 48 * MiB, 2, t.b);
+    OK(cuStreamSynchronize(t.b));
+    /* Last: the simulator's events are complete at once, so the next
+     * launch's poll would unpin X (cuMemCreate polls none). */
+    OK(cuGraphLaunch(ge, t.a));   /* X pinned while it runs (20 ms) */
+    uint64_t before = sim_used(), used = stats(0).used;
+    CHECK_EQ_U(used, 128 * MiB);
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemGenericAllocationHandle h = 0;
+    CUresult r = cuMemCreate(&h, 112 * MiB, &prop, 0);
+    fprintf(stderr, "device bytes %llu MiB before, %llu MiB after; %llu MiB charged\n",
+            (unsigned long long)(before / MiB), (unsigned long long)(sim_used() / MiB),
+            (unsigned long long)(stats(0).used / MiB));
+    if (getenv("LMS_ON_OOM") && strcmp(getenv("LMS_ON_OOM"), "fail") == 0) {
+        CHECK_IS(r, CUDA_ERROR_OUT_OF_MEMORY);
+        CHECK_EQ_U(sim_used(), before);
+        CHECK_EQ_U(stats(0).used, used);
+    } else {
+        OK(r);
+        CHECK_EQ_U(sim_used(), before + 112 * MiB);
+        CHECK_EQ_U(stats(0).used, used + 112 * MiB);
+        OK(cuMemRelease(h));
+    }
+    OK(cuStreamSynchronize(t.a));
+    OK(cuGraphExecDestroy(ge));
+    OK(cuGraphDestroy(g));
+    check_no_hazards(0, false);
+    drop_full(&t);
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
+/* Descriptors the driver refuses (a cubemap not square or not of 6 faces,
+ * a layered array without layers, a 1D array with a depth, an unknown
+ * flag), each of 12 MiB or less, for cuArray3DCreate and
+ * cuMipmappedArrayCreate while managed chunks fill the budget: CUDA's
+ * CUDA_ERROR_INVALID_VALUE, and nothing is evicted for them. */
+static void bad_desc_evicts_nothing(void)
+{
+    full t = make_full();
+    refill(&t);
+    OK(cuCtxSynchronize());
+    uint64_t before = sim_used();
+    CHECK_EQ_U(stats(0).used, 128 * MiB);
+    const CUDA_ARRAY3D_DESCRIPTOR bad[] = {
+        {.Width = 1024, .Height = 512, .Depth = 6, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+         .Flags = CUDA_ARRAY3D_CUBEMAP},
+        {.Width = 512, .Height = 512, .Depth = 5, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+         .Flags = CUDA_ARRAY3D_CUBEMAP},
+        {.Width = 512, .Height = 512, .Depth = 12, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+         .Flags = CUDA_ARRAY3D_CUBEMAP},
+        {.Width = 4096, .Height = 512, .Depth = 0, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+         .Flags = CUDA_ARRAY3D_LAYERED},
+        {.Width = 1 << 20, .Height = 0, .Depth = 2, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1},
+        {.Width = 4096, .Height = 512, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1, .Flags = 0x10000},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CUarray a;
+        CUmipmappedArray m;
+        CHECK_IS(cuArray3DCreate(&a, &bad[i]), CUDA_ERROR_INVALID_VALUE);
+        CHECK_IS(cuMipmappedArrayCreate(&m, &bad[i], 2), CUDA_ERROR_INVALID_VALUE);
+    }
+    OK(cuCtxSynchronize());
+    fprintf(stderr, "device bytes %llu MiB before, %llu MiB after\n", (unsigned long long)(before / MiB),
+            (unsigned long long)(sim_used() / MiB));
+    CHECK_EQ_U(sim_used(), before);
+    CHECK_EQ_U(stats(0).used, 128 * MiB);
+    CHECK_EQ_U(stats(0).oom_failures, 0);
+    check_no_hazards(0, false);
+    drop_full(&t);
+}
+
+/* LMS_ON_OOM=fail: D (stream-ordered, 24 MiB) evicts X while the slow
+ * kernel still uses it, then a 120 MiB array no eviction can make room
+ * for: it is refused at once, the host not waiting for X to leave. */
+static void array_refused_no_wait(void)
+{
+    full t = make_full();
+    refill(&t);
+    CUdeviceptr d = 0;
+    OK(cuMemAllocAsync(&d, 24 * MiB, t.c));   /* X leaves behind the slow kernel */
+    uint64_t used = stats(0).used;
+    CHECK_EQ_U(used, 112 * MiB);
+    CUDA_ARRAY3D_DESCRIPTOR desc = {.Width = 8192, .Height = 3840, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUarray a;
+    CUevent since = host_clock_now();
+    CHECK_IS(cuArray3DCreate(&a, &desc), CUDA_ERROR_OUT_OF_MEMORY);
+    float host_us = host_clock_since(since);
+    fprintf(stderr, "refused after %.1f us of the host\n", host_us);
+    CHECK(host_us < 1000.0f);   /* the slow kernel ends 20 ms after it began */
+    CHECK_EQ_U(stats(0).used, used);
+    CHECK_EQ_U(stats(0).oom_failures, 1);
+    OK(cuMemFreeAsync(d, t.c));
+    check_no_hazards(0, false);
+    drop_full(&t);
+}
+
 /* A blocking stream captures (global mode) while the legacy stream gets a
  * stream-ordered allocation that would evict: CUDA's answer
  * (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, the capture invalidated), nothing
@@ -780,6 +896,11 @@ static const test_case cases[] = {
     {"huge_array_evicts_nothing_fail", huge_array_evicts_nothing},
     {"create_evicts_nothing", create_evicts_nothing},
     {"create_evicts_nothing_fail", create_evicts_nothing},
+    {"pinned_evicts_nothing", pinned_evicts_nothing},
+    {"pinned_evicts_nothing_fail", pinned_evicts_nothing},
+    {"bad_desc_evicts_nothing", bad_desc_evicts_nothing},
+    {"bad_desc_evicts_nothing_fail", bad_desc_evicts_nothing},
+    {"array_refused_no_wait", array_refused_no_wait},
     {"legacy_during_capture", legacy_during_capture},
     {"arrays_threads_room", arrays_threads_room},
     {"async_threads_room", async_threads_room},

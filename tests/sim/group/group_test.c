@@ -626,8 +626,8 @@ static void top_view(void)
     snprintf(cmd, sizeof cmd, "'%s' top watch --dir '%s' --once --json > '%s'", cli, dir, out);
     CHECK(system(cmd) == 0);
     snprintf(cmd, sizeof cmd,
-             "grep -q '\"devices\":\\[{\"device\":0,\"budget\":134217728,\"used\":104857600' '%s' && "
-             "grep -q '\"command\":\"group_test\",\"alive\":true,\"devices\":\\[{\"device\":0,"
+             "grep -q '\"devices\":\\[{\"entry\":0,\"budget\":134217728,\"used\":104857600' '%s' && "
+             "grep -q '\"command\":\"group_test\",\"alive\":true,\"devices\":\\[{\"entry\":0,"
              "\"charged\":104857600,\"device_bytes\":104857600,\"resident\":0,\"off_device\":67108864,' '%s'",
              out, out);
     if (system(cmd) != 0) {

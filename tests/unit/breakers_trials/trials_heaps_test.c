@@ -156,6 +156,11 @@ static void check_heaps(const lms_plan *p, fake *f)
             CHECK_EQ_U(c->epos, 0);
         }
     }
+    uint64_t victim_bytes = 0;
+    for (int i = 0; i < v->n; i++)
+        victim_bytes += v->a[i]->charge;
+    CHECK_EQ_U(victim_bytes, p->victim_bytes);   /* nothing pinned here: every resident charge */
+    CHECK_EQ_U(charge, p->resident_bytes);
     CHECK_EQ_U(resident, p->nresident);
     CHECK_EQ_U(listed, v->n);
     CHECK_EQ_U(expiring, e->n);
