@@ -44,6 +44,7 @@
 #define SIG_KEEP (1u << 17)      /* signatures kept this many launches: steps up to 131K launches */
 #define POOL_MIN (1u << 14)      /* chunk ids remembered at first (a ring) */
 #define POOL_MAX (1u << 23)      /* ... at most (8 bytes each: 64 MiB) */
+#define NAMED_MAX (1u << 22)     /* ids ahead() names once each at most (more: repeats stay in) */
 /* Memo words: 1 + pool index of the chunk's latest entry, the seq of that
  * launch, the predicted next use (0: none), and the first use since the
  * last one that had a prediction (0: the latest had one). */
@@ -442,12 +443,12 @@ static uint64_t epoch(void *p)
 }
 
 /* Readies the set of ids named by one call of ahead() for up to `max`
- * ids (at most half full); false without memory. O(1) but for growth and
- * the wrap of the call number every 2^32 calls. */
-static bool named_reset(state *s, int max)
+ * ids (at most half full; 1 <= max <= NAMED_MAX); false without memory.
+ * O(1) but for growth and the wrap of the call number every 2^32 calls. */
+static bool named_reset(state *s, uint64_t max)
 {
     uint32_t want = 64;
-    while (want < 2u * (uint32_t)max)
+    while (want < 2 * max)
         want *= 2;
     if (want > s->named_cap) {
         uint64_t *t = calloc(want, sizeof *t);
@@ -489,9 +490,19 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max, uint32_t l
 {
     state *s = p;
     int n = 0;
-    if (!s->matched || !s->confident)
+    if (!s->matched || !s->confident || max <= 0)
         return 0;
-    bool dedup = launches > 1 && named_reset(s, max);
+    /* The set is sized for what can be named: the launches' ids, up to max. */
+    uint64_t held = 0;
+    for (uint64_t k = 1; launches > 1 && k <= launches && k <= s->period; k++) {
+        const launch *l = launch_of(s, s->match + k);
+        if (!l)
+            break;
+        held += l->n;
+    }
+    if (held > (uint64_t)max)
+        held = (uint64_t)max;
+    bool dedup = launches > 1 && held > 0 && held <= NAMED_MAX && named_reset(s, held);
     for (uint64_t k = 1; k <= launches && k <= s->period; k++) {
         const launch *l = launch_of(s, s->match + k);
         if (!l)
