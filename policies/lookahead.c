@@ -341,14 +341,17 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     s->hist[seq % s->hcap] = (launch){.seq = seq, .sig = sig, .first = first, .n = (uint32_t)n};
     /* The step by repetition: a candidate length holds while each launch
      * repeats the one that many earlier; on a launch that does not, the
-     * candidate becomes the distance to its signature's last launch. */
+     * candidate becomes the distance to its signature's last launch (this
+     * launch counts when that one is held and alike: the table's keys are
+     * hashes, and two may collide). */
     const launch *back = s->rep && seq > s->rep ? launch_of(s, seq - s->rep) : NULL;
     if (back && back->sig == sig) {
         s->rep_run++;
     } else {
         uint64_t last = prev_ctx ? prev_ctx : prev_sig;   /* a context repeats less often inside a step */
+        const launch *was = last && last < seq ? launch_of(s, last) : NULL;
         s->rep = last && last < seq ? seq - last : 0;
-        s->rep_run = s->rep ? 1 : 0;
+        s->rep_run = was && was->sig == sig ? 1 : 0;
     }
     uint64_t prev = 0;
     bool sets_period = true;

@@ -1,7 +1,8 @@
 /*
  * ahead_set_test.c — the lookahead policy's ahead() over several launches
  * (its set of ids named in one call: growth, the wrap of the call number,
- * memory failure, hostile maxima), white-box: the policy's file is built
+ * memory failure, hostile maxima) and its step() when signatures
+ * collide, white-box: the policy's file is built
  * into this test with calloc replaced, so that its state can be set and
  * its allocations failed. And the planner's fetch-ahead (plan.c, built in
  * too) when the policy names a chunk more than once.
@@ -164,6 +165,35 @@ static void hostile_max(void)
     destroy(s);
 }
 
+/* A signature's context that collides with another launch's (two keys of
+ * the table alike: planted here, as 64-bit hashes collide once in 2^64):
+ * step() still names no length whose launches did not repeat. */
+static void step_collision(void)
+{
+    state *s = create();
+    CHECK(s != NULL);
+    lms_policy_memo mm[3];
+    memset(mm, 0, sizeof mm);
+    uint32_t id;
+    lms_policy_memo *m;
+    for (uint64_t seq = 1; seq <= 2; seq++) {   /* launches A, B */
+        id = (uint32_t)seq;
+        m = &mm[seq];
+        observe(s, seq, seq, &id, &m, 1);
+    }
+    /* Launch C's signature and context, as observe() makes them; the
+     * context is planted as last seen at launch 2 (B). */
+    id = 0;
+    uint64_t sig = mix(mix(0x12345, 3), id) | 1;
+    uint64_t ctx = mix(mix(0x6a09e667f3bcc909ull, s->sig1), sig) | 1;
+    CHECK(remember(s, ctx, 2));
+    m = &mm[0];
+    observe(s, 3, 3, &id, &m, 1);
+    uint64_t st = step(s);
+    CHECK(st == 0 || st > 3);   /* C is not B: no step of 1 (nor of 2: C is not A) */
+    destroy(s);
+}
+
 /* ---- the planner's fetch-ahead with repeated ids ---------------------------- */
 
 typedef struct room {
@@ -253,6 +283,7 @@ static const test_case cases[] = {
     {"set_without_memory", set_without_memory},
     {"hostile_max", hostile_max},
     {"planner_repeats", planner_repeats},
+    {"step_collision", step_collision},
 };
 
 TEST_MAIN(cases)

@@ -146,6 +146,19 @@ static void step_of_one(void)
     feeder_free(f);
 }
 
+/* A step of distinct launches longer than the ring's first size (HIST_MIN
+ * = 4096 launches): the ring grows, and the step is confirmed within its
+ * third run. */
+static void step_past_first_ring(void)
+{
+    feeder *f = feeder_new(3 * 5000 + 10);
+    for (int r = 0; r < 3; r++)
+        for (uint32_t i = 0; i < 5000; i++)
+            feed_sym(f, i, 64);
+    CHECK_EQ_U(f->p->step(f->st), 5000);
+    feeder_free(f);
+}
+
 /* A step of distinct launches longer than the history ring can grow to
  * (HIST_MAX = 2^18 launches), fed three times: it cannot be confirmed, and
  * nothing is named that did not repeat (checked every 4096 launches: the
@@ -370,6 +383,7 @@ static const test_case cases[] = {
     {"step_181_looks_60", step_181_looks_60},
     {"step_of_one", step_of_one},
     {"step_longer_than_ring", step_longer_than_ring},
+    {"step_past_first_ring", step_past_first_ring},
     {"deep_wins", deep_wins},
     {"deep_loses", deep_loses},
     {"deep_aborts", deep_aborts},
