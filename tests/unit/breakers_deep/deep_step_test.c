@@ -275,6 +275,7 @@ static uint64_t step_flips_0(void *st) { (void)st; return ++flips % 2 ? 0 : 40; 
 static uint64_t step_huge(void *st) { (void)st; return (1ull << 33) + 3; }
 static uint64_t step_max(void *st) { (void)st; return UINT64_MAX; }
 static uint64_t step_40(void *st) { (void)st; return 40; }
+static uint64_t period_max(void *st) { (void)st; return UINT64_MAX; }
 
 /* A step() that names another length at every launch: the trials still
  * end in a choice (they do not restart at each launch). */
@@ -298,14 +299,16 @@ static void step_flips_every_launch(void)
     }
 }
 
-/* A step() past 2^32 launches (or the largest number): no point is
- * missed into a flood, acting meanwhile; a period of 0 ignores step(). */
+/* A step() past 2^32 launches or the largest number, or a period() of the
+ * largest number without step() (twice it wrapped: a different step at
+ * every launch, the trials restarted at each with a point): one point,
+ * acting meanwhile; a period of 0 ignores step(). */
 static void step_hostile_lengths(void)
 {
-    uint64_t (*steps[2])(void *) = {step_huge, step_max};
-    for (int v = 0; v < 2; v++) {
+    uint64_t (*steps[3])(void *) = {step_huge, step_max, NULL};
+    for (int v = 0; v < 3; v++) {
         lms_policy pol = *lms_policy_find("lookahead");
-        pol.period = period_20;
+        pol.period = steps[v] ? period_20 : period_max;
         pol.step = steps[v];
         moded *m = calloc(1, sizeof *m);
         CHECK(m != NULL);
@@ -378,6 +381,64 @@ static void trials_move_to_the_step(void)
     free(c);
 }
 
+/* The same step with an extra launch of its own after about a quarter of
+ * the steps (a data-dependent kernel; twelve draws): the policy's period
+ * then moves by whole steps (121, 301, 481 launches), and the trials
+ * restarted at each move and never ended. Once they time the step the
+ * policy holds (60, or 61 where two steps in a row had the extra launch),
+ * they keep it until their retry and end in a choice. */
+static void trials_hold_on_a_varying_step(void)
+{
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        clocked *c = calloc(1, sizeof *c);
+        CHECK(c != NULL);
+        fake_room_init(&c->f, 8, 41);
+        lms_plan plan;
+        CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+        lms_plan_ops ops = fake_room_ops();
+        ops.mark = fake_steps_mark;
+        ops.between = fake_steps_between;
+        uint64_t seq = 0, rng = seed, changes = 0, last_period = 0, held_at = 0;
+        for (int st = 0; st < 60; st++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            int extra = rng >> 62 == 0;
+            for (uint64_t k = 0; k < TE_STEP + (uint64_t)extra; k++) {
+                uint32_t ids[2];
+                uintptr_t fn = 1;
+                int n = 2;
+                if (k == TE_STEP)
+                    ids[0] = 40, fn = 3, n = 1;
+                else if (k < 2 * IT)
+                    ids[0] = (uint32_t)(k % IT), ids[1] = ids[0] + 1;
+                else
+                    ids[0] = 30 + (uint32_t)(k - 2 * IT) % 2, ids[1] = 32 + (uint32_t)(k - 2 * IT) / 2, fn = 2;
+                lms_plan_chunk *mine[2] = {&c->f.chunks[ids[0]], &c->f.chunks[ids[n - 1]]};
+                for (int i = 0; i < n; i++)
+                    lms_plan_pin(&plan, mine[i]);
+                c->seq = ++seq;
+                lms_plan_launch(&plan, &ops, c, seq, fn, ids, n, mine, n);
+                c->now += 100;
+                for (int i = 0; i < n; i++)
+                    lms_plan_used(&plan, mine[i], seq);
+                changes += held_at && plan.trial_period != last_period;
+                if (!held_at && plan.trial_confirmed)
+                    held_at = seq;
+                last_period = plan.trial_period;
+            }
+        }
+        if (!held_at || changes || !plan.trial_decided)
+            fprintf(stderr, "seed %llu: held from %llu, %llu changes since, period %llu, decided %d\n",
+                    (unsigned long long)seed, (unsigned long long)held_at, (unsigned long long)changes,
+                    (unsigned long long)plan.trial_period, plan.trial_decided);
+        CHECK(held_at > 0 && held_at < 20 * TE_STEP);
+        CHECK_EQ_U(changes, 0);
+        CHECK(plan.trial_period == TE_STEP || plan.trial_period == TE_STEP + 1);
+        CHECK(plan.trial_decided);
+        lms_plan_destroy(&plan);
+        free(c);
+    }
+}
+
 static const test_case cases[] = {
     {"step_random_property", step_random_property},
     {"step_181_looks_60", step_181_looks_60},
@@ -390,6 +451,7 @@ static const test_case cases[] = {
     {"step_flips_every_launch", step_flips_every_launch},
     {"step_hostile_lengths", step_hostile_lengths},
     {"trials_move_to_the_step", trials_move_to_the_step},
+    {"trials_hold_on_a_varying_step", trials_hold_on_a_varying_step},
 };
 
 TEST_MAIN(cases)
