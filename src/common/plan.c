@@ -644,22 +644,24 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
             set_mode(p, p->trial_best);
     }
     /* A different step: try again. Trials start again when the length
-     * they time changes by more than 2x, or once a step of another length
-     * is held; trials that time a held step (from their start, or since
-     * the policy confirmed the period they time) hold until their retry
-     * (a step whose length varies, a data-dependent kernel, moves the
-     * policy's period by whole steps and would otherwise restart them for
-     * ever). */
+     * they time changes by more than 2x, when a step of another length is
+     * confirmed while they time the period, or once one is held; trials
+     * that time a held step (from their start, or since the policy held
+     * the length they time) hold until their retry (a step whose length
+     * varies, a data-dependent kernel, moves the policy's period by whole
+     * steps and would otherwise restart them at each move). */
     if (p->trial != TRIAL_OFF && held && step == p->trial_period)
         p->trial_confirmed = true;
     bool longer = p->trial_period <= UINT64_MAX / 2 && period > 2 * p->trial_period;
     bool shorter = period <= UINT64_MAX / 2 && 2 * period < p->trial_period;
-    bool differs = !p->trial_confirmed && (held ? step != p->trial_period : longer || shorter);
+    bool other_step = (held || (confirmed && !p->trial_stepped)) && step != p->trial_period;
+    bool differs = !p->trial_confirmed && (other_step || longer || shorter);
     if (p->trial != TRIAL_OFF && differs)
         p->trial = TRIAL_OFF;
     if (p->trial == TRIAL_OFF) {
         p->trial_period = period;
         p->trial_confirmed = held;
+        p->trial_stepped = confirmed;
         p->trial_sub = period / (TRIAL_POINTS - 1);
         for (int m = 0; m < LMS_PLAN_MODES; m++)
             p->trial_n[m] = 0, p->trial_done[m] = false;

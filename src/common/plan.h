@@ -109,6 +109,7 @@ typedef struct lms_plan {
     bool trial_decided;              /* the choice is made (else it waits for its points) */
     uint64_t trial_period;           /* the step length the trials time, launches */
     bool trial_confirmed;            /* ... held by the policy's step() (see plan.c): kept until the retry */
+    bool trial_stepped;              /* ... named by step() when the trials started (else the period) */
     uint64_t step_seen;              /* the length step() named at the last launch, launches (0: none) */
     uint64_t step_since;             /* seq from which it has named that length in a row */
     uint64_t trial_sub;              /* launches between two points */

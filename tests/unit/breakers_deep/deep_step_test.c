@@ -383,10 +383,11 @@ static void trials_move_to_the_step(void)
 
 /* The same step with an extra launch of its own after about a quarter of
  * the steps (a data-dependent kernel; twelve draws): the policy's period
- * then moves by whole steps (121, 301, 481 launches), and the trials
- * restarted at each move and never ended. Once they time the step the
- * policy holds (60, or 61 where two steps in a row had the extra launch),
- * they keep it until their retry and end in a choice. */
+ * then moves by whole steps (121, 301, 481 launches), and trials that
+ * timed the period restarted at each move (in these draws until launch
+ * 205 to 3495, 58 steps). The trials come to time the step the policy
+ * holds (60, or 61 where two steps in a row had the extra launch) within
+ * 10 steps, keep it until their retry and end in a choice. */
 static void trials_hold_on_a_varying_step(void)
 {
     for (uint64_t seed = 1; seed <= 12; seed++) {
@@ -426,11 +427,11 @@ static void trials_hold_on_a_varying_step(void)
                 last_period = plan.trial_period;
             }
         }
-        if (!held_at || changes || !plan.trial_decided)
+        if (!held_at || held_at > 10 * TE_STEP || changes || !plan.trial_decided)
             fprintf(stderr, "seed %llu: held from %llu, %llu changes since, period %llu, decided %d\n",
                     (unsigned long long)seed, (unsigned long long)held_at, (unsigned long long)changes,
                     (unsigned long long)plan.trial_period, plan.trial_decided);
-        CHECK(held_at > 0 && held_at < 20 * TE_STEP);
+        CHECK(held_at > 0 && held_at <= 10 * TE_STEP);
         CHECK_EQ_U(changes, 0);
         CHECK(plan.trial_period == TE_STEP || plan.trial_period == TE_STEP + 1);
         CHECK(plan.trial_decided);
