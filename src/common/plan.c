@@ -622,14 +622,6 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
     bool confirmed = step >= TRIAL_MIN;
     if (confirmed)
         period = step;
-    /* Held: the policy has named this step for a whole step in a row (a
-     * repeated training iteration is confirmed for a launch or two, until
-     * the evaluation after it; the step itself, for as long as it repeats). */
-    if (step != p->step_seen) {
-        p->step_seen = step;
-        p->step_since = seq;
-    }
-    bool held = confirmed && seq - p->step_since >= step;
     if (period < TRIAL_MIN) {   /* nothing learned, or confidence lost: the policy's own rules */
         if (p->trial == TRIAL_RUNNING)
             p->trial = TRIAL_OFF;   /* a trial cut short is started again */
@@ -643,25 +635,19 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         if (p->trial_decided)
             set_mode(p, p->trial_best);
     }
-    /* A different step: try again. Trials start again when the length
-     * they time changes by more than 2x, when a step of another length is
-     * confirmed while they time the period, or once one is held; trials
-     * that time a held step (from their start, or since the policy held
-     * the length they time) hold until their retry (a step whose length
-     * varies, a data-dependent kernel, moves the policy's period by whole
-     * steps and would otherwise restart them at each move). */
-    if (p->trial != TRIAL_OFF && held && step == p->trial_period)
-        p->trial_confirmed = true;
+    /* A different step: try again. Trials that timed the policy's period
+     * start again once a step is confirmed, or when the period changes by
+     * more than 2x; trials that timed a confirmed step hold until their
+     * retry (a step whose length varies, a data-dependent kernel, would
+     * otherwise restart them for ever). */
     bool longer = p->trial_period <= UINT64_MAX / 2 && period > 2 * p->trial_period;
     bool shorter = period <= UINT64_MAX / 2 && 2 * period < p->trial_period;
-    bool other_step = (held || (confirmed && !p->trial_stepped)) && step != p->trial_period;
-    bool differs = !p->trial_confirmed && (other_step || longer || shorter);
+    bool differs = !p->trial_confirmed && (confirmed ? step != p->trial_period : longer || shorter);
     if (p->trial != TRIAL_OFF && differs)
         p->trial = TRIAL_OFF;
     if (p->trial == TRIAL_OFF) {
         p->trial_period = period;
-        p->trial_confirmed = held;
-        p->trial_stepped = confirmed;
+        p->trial_confirmed = confirmed;
         p->trial_sub = period / (TRIAL_POINTS - 1);
         for (int m = 0; m < LMS_PLAN_MODES; m++)
             p->trial_n[m] = 0, p->trial_done[m] = false;

@@ -108,10 +108,7 @@ typedef struct lms_plan {
     int trial;                       /* the stage (plan.c) */
     bool trial_decided;              /* the choice is made (else it waits for its points) */
     uint64_t trial_period;           /* the step length the trials time, launches */
-    bool trial_confirmed;            /* ... held by the policy's step() (see plan.c): kept until the retry */
-    bool trial_stepped;              /* ... named by step() when the trials started (else the period) */
-    uint64_t step_seen;              /* the length step() named at the last launch, launches (0: none) */
-    uint64_t step_since;             /* seq from which it has named that length in a row */
+    bool trial_confirmed;            /* ... confirmed by repetition (the policy's step()) */
     uint64_t trial_sub;              /* launches between two points */
     uint64_t trial_at;               /* seq of the next point (or, chosen, of the next step) */
     uint32_t trial_steps;            /* steps since the choice */

@@ -381,65 +381,6 @@ static void trials_move_to_the_step(void)
     free(c);
 }
 
-/* The same step with an extra launch of its own after about a quarter of
- * the steps (a data-dependent kernel; twelve draws): the policy's period
- * then moves by whole steps (121, 301, 481 launches), and trials that
- * timed the period restarted at each move (in these draws until launch
- * 205 to 3495, 58 steps). The trials come to time the step the policy
- * holds (60, or 61 where two steps in a row had the extra launch) within
- * 10 steps, keep it until their retry and end in a choice. */
-static void trials_hold_on_a_varying_step(void)
-{
-    for (uint64_t seed = 1; seed <= 12; seed++) {
-        clocked *c = calloc(1, sizeof *c);
-        CHECK(c != NULL);
-        fake_room_init(&c->f, 8, 41);
-        lms_plan plan;
-        CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
-        lms_plan_ops ops = fake_room_ops();
-        ops.mark = fake_steps_mark;
-        ops.between = fake_steps_between;
-        uint64_t seq = 0, rng = seed, changes = 0, last_period = 0, held_at = 0;
-        for (int st = 0; st < 60; st++) {
-            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-            int extra = rng >> 62 == 0;
-            for (uint64_t k = 0; k < TE_STEP + (uint64_t)extra; k++) {
-                uint32_t ids[2];
-                uintptr_t fn = 1;
-                int n = 2;
-                if (k == TE_STEP)
-                    ids[0] = 40, fn = 3, n = 1;
-                else if (k < 2 * IT)
-                    ids[0] = (uint32_t)(k % IT), ids[1] = ids[0] + 1;
-                else
-                    ids[0] = 30 + (uint32_t)(k - 2 * IT) % 2, ids[1] = 32 + (uint32_t)(k - 2 * IT) / 2, fn = 2;
-                lms_plan_chunk *mine[2] = {&c->f.chunks[ids[0]], &c->f.chunks[ids[n - 1]]};
-                for (int i = 0; i < n; i++)
-                    lms_plan_pin(&plan, mine[i]);
-                c->seq = ++seq;
-                lms_plan_launch(&plan, &ops, c, seq, fn, ids, n, mine, n);
-                c->now += 100;
-                for (int i = 0; i < n; i++)
-                    lms_plan_used(&plan, mine[i], seq);
-                changes += held_at && plan.trial_period != last_period;
-                if (!held_at && plan.trial_confirmed)
-                    held_at = seq;
-                last_period = plan.trial_period;
-            }
-        }
-        if (!held_at || held_at > 10 * TE_STEP || changes || !plan.trial_decided)
-            fprintf(stderr, "seed %llu: held from %llu, %llu changes since, period %llu, decided %d\n",
-                    (unsigned long long)seed, (unsigned long long)held_at, (unsigned long long)changes,
-                    (unsigned long long)plan.trial_period, plan.trial_decided);
-        CHECK(held_at > 0 && held_at <= 10 * TE_STEP);
-        CHECK_EQ_U(changes, 0);
-        CHECK(plan.trial_period == TE_STEP || plan.trial_period == TE_STEP + 1);
-        CHECK(plan.trial_decided);
-        lms_plan_destroy(&plan);
-        free(c);
-    }
-}
-
 static const test_case cases[] = {
     {"step_random_property", step_random_property},
     {"step_181_looks_60", step_181_looks_60},
@@ -452,7 +393,6 @@ static const test_case cases[] = {
     {"step_flips_every_launch", step_flips_every_launch},
     {"step_hostile_lengths", step_hostile_lengths},
     {"trials_move_to_the_step", trials_move_to_the_step},
-    {"trials_hold_on_a_varying_step", trials_hold_on_a_varying_step},
 };
 
 TEST_MAIN(cases)
