@@ -44,6 +44,7 @@
 #define SIG_KEEP (1u << 17)      /* signatures kept this many launches: steps up to 131K launches */
 #define POOL_MIN (1u << 14)      /* chunk ids remembered at first (a ring) */
 #define POOL_MAX (1u << 23)      /* ... at most (8 bytes each: 64 MiB) */
+#define NAMED_MAX (1u << 22)     /* ids ahead() names once each at most (more: repeats stay in) */
 /* Memo words: 1 + pool index of the chunk's latest entry, the seq of that
  * launch, the predicted next use (0: none), and the first use since the
  * last one that had a prediction (0: the latest had one). */
@@ -340,14 +341,17 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     s->hist[seq % s->hcap] = (launch){.seq = seq, .sig = sig, .first = first, .n = (uint32_t)n};
     /* The step by repetition: a candidate length holds while each launch
      * repeats the one that many earlier; on a launch that does not, the
-     * candidate becomes the distance to its signature's last launch. */
+     * candidate becomes the distance to its signature's last launch (this
+     * launch counts when that one is held and alike: the table's keys are
+     * hashes, and two may collide). */
     const launch *back = s->rep && seq > s->rep ? launch_of(s, seq - s->rep) : NULL;
     if (back && back->sig == sig) {
         s->rep_run++;
     } else {
         uint64_t last = prev_ctx ? prev_ctx : prev_sig;   /* a context repeats less often inside a step */
+        const launch *was = last && last < seq ? launch_of(s, last) : NULL;
         s->rep = last && last < seq ? seq - last : 0;
-        s->rep_run = s->rep ? 1 : 0;
+        s->rep_run = was && was->sig == sig ? 1 : 0;
     }
     uint64_t prev = 0;
     bool sets_period = true;
@@ -442,12 +446,12 @@ static uint64_t epoch(void *p)
 }
 
 /* Readies the set of ids named by one call of ahead() for up to `max`
- * ids (at most half full); false without memory. O(1) but for growth and
- * the wrap of the call number every 2^32 calls. */
-static bool named_reset(state *s, int max)
+ * ids (at most half full; 1 <= max <= NAMED_MAX); false without memory.
+ * O(1) but for growth and the wrap of the call number every 2^32 calls. */
+static bool named_reset(state *s, uint64_t max)
 {
     uint32_t want = 64;
-    while (want < 2u * (uint32_t)max)
+    while (want < 2 * max)
         want *= 2;
     if (want > s->named_cap) {
         uint64_t *t = calloc(want, sizeof *t);
@@ -489,9 +493,19 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max, uint32_t l
 {
     state *s = p;
     int n = 0;
-    if (!s->matched || !s->confident)
+    if (!s->matched || !s->confident || max <= 0)
         return 0;
-    bool dedup = launches > 1 && named_reset(s, max);
+    /* The set is sized for what can be named: the launches' ids, up to max. */
+    uint64_t held = 0;
+    for (uint64_t k = 1; launches > 1 && k <= launches && k <= s->period; k++) {
+        const launch *l = launch_of(s, s->match + k);
+        if (!l)
+            break;
+        held += l->n;
+    }
+    if (held > (uint64_t)max)
+        held = (uint64_t)max;
+    bool dedup = launches > 1 && held > 0 && held <= NAMED_MAX && named_reset(s, held);
     for (uint64_t k = 1; k <= launches && k <= s->period; k++) {
         const launch *l = launch_of(s, s->match + k);
         if (!l)

@@ -510,6 +510,13 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 
 enum { TRIAL_OFF, TRIAL_RUNNING, TRIAL_CHOSEN };
 
+/* Launch seq + n, or the last one when that is past it (a policy may name
+ * any length). */
+static uint64_t later(uint64_t seq, uint64_t n)
+{
+    return n > UINT64_MAX - seq ? UINT64_MAX : seq + n;
+}
+
 /* Puts the planner in mode m: the victim order follows (LRU order on
  * demand: every resident chunk is asked again, O(n log n) per switch). */
 static void set_mode(lms_plan *p, int m)
@@ -565,13 +572,13 @@ static int trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, u
 {
     int mark = ops->mark(ctx, p->trial_first);
     if (mark < 0)
-        return seq < p->trial_at + p->trial_sub ? -1 : 0;
+        return seq < later(p->trial_at, p->trial_sub) ? -1 : 0;
     if (!mark)
         return 0;
     if (!p->trial_first)
         p->trial_first = mark;
     p->trial_marks[m][p->trial_n[m]++] = mark;
-    p->trial_at = seq + p->trial_sub;
+    p->trial_at = later(seq, p->trial_sub);
     return 1;
 }
 
@@ -581,7 +588,7 @@ static void trial_choose(lms_plan *p, uint64_t seq)
     p->trial = TRIAL_CHOSEN;
     p->trial_decided = false;
     set_mode(p, LMS_PLAN_ACT);
-    p->trial_at = seq + p->trial_period;
+    p->trial_at = later(seq, p->trial_period);
     p->trial_steps = 0;
 }
 
@@ -601,7 +608,7 @@ static void trial_start(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, 
         p->trial_marks[m][p->trial_n[m]++] = first_mark;   /* the previous mode's last point */
     else if (trial_point(p, ops, ctx, m, seq) != 1)
         trial_choose(p, seq);
-    p->trial_at = seq + p->trial_sub;
+    p->trial_at = later(seq, p->trial_sub);
 }
 
 /* At each launch: runs the trials' stages at their points. O(1) but for
@@ -637,8 +644,9 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
      * more than 2x; trials that timed a confirmed step hold until their
      * retry (a step whose length varies, a data-dependent kernel, would
      * otherwise restart them for ever). */
-    bool differs = !p->trial_confirmed &&
-                   (confirmed ? step != p->trial_period : period > 2 * p->trial_period || 2 * period < p->trial_period);
+    bool longer = p->trial_period <= UINT64_MAX / 2 && period > 2 * p->trial_period;
+    bool shorter = period <= UINT64_MAX / 2 && 2 * period < p->trial_period;
+    bool differs = !p->trial_confirmed && (confirmed ? step != p->trial_period : longer || shorter);
     if (p->trial != TRIAL_OFF && differs)
         p->trial = TRIAL_OFF;
     if (p->trial == TRIAL_OFF) {
@@ -659,7 +667,7 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
     }
     if (p->trial == TRIAL_CHOSEN) {
         trial_decide(p, ops, ctx);
-        p->trial_at = seq + p->trial_period;
+        p->trial_at = later(seq, p->trial_period);
         if (++p->trial_steps >= TRIAL_RETRY)
             p->trial = TRIAL_OFF;   /* the next launch starts the trials again */
         return;
