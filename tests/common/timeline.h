@@ -99,4 +99,39 @@ static inline uint64_t timeline_peak(const timeline_op *ops, int n, uint64_t bas
     return peak;
 }
 
+/* The start (us) of the last kernel called `name` on the timeline after
+ * byte `mark`, or -1. */
+static inline double timeline_last_kernel_start(long mark, const char *name)
+{
+    FILE *f = fopen(getenv("SIMGPU_TIMELINE"), "r");
+    CHECK(f != NULL);
+    CHECK(fseek(f, mark, SEEK_SET) == 0);
+    char buf[512], want[128];
+    snprintf(want, sizeof want, "kernel %s", name);
+    size_t wl = strlen(want);
+    double use = -1;
+    while (fgets(buf, sizeof buf, f)) {
+        timeline_line l;
+        if (timeline_parse(buf, &l) && strncmp(l.what, want, wl) == 0 && (l.what[wl] == ' ' || l.what[wl] == 0))
+            use = l.start;
+    }
+    fclose(f);
+    return use;
+}
+
+/* The bytes sent back to the host (evictions) that ended by modeled time
+ * `at` (us), among the operations after byte `mark`. */
+static inline uint64_t timeline_out_by(long mark, double at)
+{
+    enum { MAX = 65536 };
+    static timeline_op ops[MAX];
+    int n = timeline_read_ops(mark, ops, MAX);
+    CHECK(n > 0);
+    uint64_t out = 0;
+    for (int i = 0; i < n; i++)
+        if (!ops[i].to_device && ops[i].end <= at + 0.01)
+            out += ops[i].bytes;
+    return out;
+}
+
 #endif

@@ -21,11 +21,11 @@
 #include "../../common/check.h"
 #include "../../common/context.h"
 #include "../../common/shim.h"
+#include "../../common/host_clock.h"
 #include "../../common/timeline.h"
 #include "simgpu.h"
 #include "../../common/stamp_kernels.h"
 
-#define MAXOPS 65536
 
 static CUfunction f_stamp, f_slow;
 static CUmodule mod;
@@ -76,64 +76,6 @@ static full full_budget(void)
     launch_stamp(f_stamp, t.w2, 48 * MiB, 2, t.b);
     OK(cuStreamSynchronize(t.b));
     return t;
-}
-
-/* The host's modeled clock (us after `since`): an event recorded on a
- * stream with no work is stamped with it. */
-static float host_clock_since(CUevent since)
-{
-    CUstream s;
-    CUevent e;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    OK(cuEventCreate(&e, CU_EVENT_DEFAULT));
-    OK(cuEventRecord(e, s));
-    float ms = 0;
-    OK(cuEventElapsedTime(&ms, since, e));
-    OK(cuEventDestroy(e));
-    OK(cuStreamDestroy(s));
-    return ms * 1000.0f;
-}
-
-/* An event stamped with the host's modeled clock now. */
-static CUevent host_clock_now(void)
-{
-    CUstream s;
-    CUevent e;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    OK(cuEventCreate(&e, CU_EVENT_DEFAULT));
-    OK(cuEventRecord(e, s));
-    OK(cuStreamDestroy(s));
-    return e;
-}
-
-/* The start (us) of the last `stamp` kernel on the timeline after `mark`. */
-static double last_stamp_start(long mark)
-{
-    FILE *f = fopen(getenv("SIMGPU_TIMELINE"), "r");
-    CHECK(f != NULL);
-    CHECK(fseek(f, mark, SEEK_SET) == 0);
-    char buf[512];
-    double use = -1;
-    while (fgets(buf, sizeof buf, f)) {
-        timeline_line l;
-        if (timeline_parse(buf, &l) && strncmp(l.what, "kernel stamp", 12) == 0)
-            use = l.start;
-    }
-    fclose(f);
-    return use;
-}
-
-/* The bytes of X off the device by modeled time `at` (us), after `mark`. */
-static uint64_t out_by(long mark, double at)
-{
-    static timeline_op ops[MAXOPS];
-    int n = timeline_read_ops(mark, ops, MAXOPS);
-    CHECK(n > 0);
-    uint64_t out = 0;
-    for (int i = 0; i < n; i++)
-        if (!ops[i].to_device && ops[i].end <= at + 0.01)
-            out += ops[i].bytes;
-    return out;
 }
 
 /* How each case allocates its 24 MiB device chunk D, stream-ordered on
@@ -187,8 +129,8 @@ static void alloc_waits(how h)
     float host_us = host_clock_since(before);
     launch_stamp(f_stamp, d, 24 * MiB, 3, c);
     OK(cuCtxSynchronize());
-    double use = last_stamp_start(t.mark);
-    uint64_t out = out_by(t.mark, use);
+    double use = timeline_last_kernel_start(t.mark, "stamp");
+    uint64_t out = timeline_out_by(t.mark, use);
     fprintf(stderr, "D used from %.1f us, %llu MiB of X off the device by then; the host waited %.1f us\n", use,
             (unsigned long long)(out / MiB), host_us);
     CHECK(use >= 0);
@@ -200,7 +142,6 @@ static void alloc_waits(how h)
     OK(cuMemcpyDtoH(&v, t.x, 4));
     CHECK_EQ_U(v, 7);   /* X kept what the slow kernel wrote */
     check_no_hazards(0, false);
-    OK(cuEventDestroy(before));
     OK(cuMemFreeAsync(d, c));
     OK(cuStreamSynchronize(c));
     OK(cuMemFree(t.x));

@@ -27,11 +27,11 @@
 #include "../../common/check.h"
 #include "../../common/context.h"
 #include "../../common/shim.h"
+#include "../../common/host_clock.h"
 #include "../../common/timeline.h"
 #include "simgpu.h"
 #include "../../common/stamp_kernels.h"
 
-#define MAXOPS 65536
 
 static CUfunction f_stamp, f_slow;
 static CUmodule mod;
@@ -94,66 +94,13 @@ static void drop_full(full *t)
     OK(cuStreamDestroy(t->c));
 }
 
-/* An event stamped with the host's modeled clock now. */
-static CUevent host_clock_now(void)
-{
-    CUstream s;
-    CUevent e;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    OK(cuEventCreate(&e, CU_EVENT_DEFAULT));
-    OK(cuEventRecord(e, s));
-    OK(cuStreamDestroy(s));
-    return e;
-}
-
-/* The host's modeled clock (us after `since`, which is destroyed). */
-static float host_clock_since(CUevent since)
-{
-    CUevent e = host_clock_now();
-    float ms = 0;
-    OK(cuEventElapsedTime(&ms, since, e));
-    OK(cuEventDestroy(e));
-    OK(cuEventDestroy(since));
-    return ms * 1000.0f;
-}
-
-/* The start (us) of the last `stamp` kernel on the timeline after `mark`. */
-static double last_stamp_start(long mark)
-{
-    FILE *f = fopen(getenv("SIMGPU_TIMELINE"), "r");
-    CHECK(f != NULL);
-    CHECK(fseek(f, mark, SEEK_SET) == 0);
-    char buf[512];
-    double use = -1;
-    while (fgets(buf, sizeof buf, f)) {
-        timeline_line l;
-        if (timeline_parse(buf, &l) && strncmp(l.what, "kernel stamp", 12) == 0)
-            use = l.start;
-    }
-    fclose(f);
-    return use;
-}
-
-/* The bytes copied off the device by modeled time `at` (us), after `mark`. */
-static uint64_t out_by(long mark, double at)
-{
-    static timeline_op ops[MAXOPS];
-    int n = timeline_read_ops(mark, ops, MAXOPS);
-    CHECK(n > 0);
-    uint64_t out = 0;
-    for (int i = 0; i < n; i++)
-        if (!ops[i].to_device && ops[i].end <= at + 0.01)
-            out += ops[i].bytes;
-    return out;
-}
-
 /* The last stamp kernel after t->mark (on D) started only once D fit
  * beside what was left of X, W1 and W2 in the 128 MiB budget; the host
  * waited `host_us` (the slow kernel lasts 20 ms). */
 static void check_waited(const full *t, float host_us)
 {
-    double use = last_stamp_start(t->mark);
-    uint64_t out = out_by(t->mark, use);
+    double use = timeline_last_kernel_start(t->mark, "stamp");
+    uint64_t out = timeline_out_by(t->mark, use);
     fprintf(stderr, "the kernel started at %.1f us, %llu MiB off the device by then; the host waited %.1f us\n", use,
             (unsigned long long)(out / MiB), host_us);
     CHECK(use >= 0);
