@@ -213,7 +213,6 @@ static bool list(lms_plan *p, lms_plan_chunk *c)
         return false;
     c->resident = true;
     p->nresident++;
-    p->resident_bytes += c->charge;
     rekey(p, c);
     enlist(p, c);
     return true;
@@ -224,7 +223,6 @@ void lms_plan_forget(lms_plan *p, lms_plan_chunk *c)
     if (c->resident) {
         delist(p, c);
         p->nresident--;
-        p->resident_bytes -= c->charge;
     }
     c->resident = false;
 }

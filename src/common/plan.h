@@ -94,7 +94,6 @@ typedef struct lms_plan {
     lms_plan_heap victims;           /* resident, unpinned: evict the top first */
     lms_plan_heap expiry;            /* resident, unpinned, next use known: earliest on top */
     int nresident;                   /* resident chunks, pinned or not */
-    uint64_t resident_bytes;         /* bytes: their charges */
     uint64_t victim_bytes;           /* bytes: the charges of those in `victims` (unpinned) */
     uint64_t now;                    /* seq of the latest launch observed */
     uint64_t epoch;                  /* the policy's epoch() last seen */

@@ -160,7 +160,7 @@ static void check_heaps(const lms_plan *p, fake *f)
     for (int i = 0; i < v->n; i++)
         victim_bytes += v->a[i]->charge;
     CHECK_EQ_U(victim_bytes, p->victim_bytes);   /* nothing pinned here: every resident charge */
-    CHECK_EQ_U(charge, p->resident_bytes);
+    CHECK_EQ_U(charge, p->victim_bytes);
     CHECK_EQ_U(resident, p->nresident);
     CHECK_EQ_U(listed, v->n);
     CHECK_EQ_U(expiring, e->n);
