@@ -16,26 +16,9 @@
 #include <unistd.h>
 
 #include "../../common/check.h"
+#include "../../common/context.h"
 #include "../../common/shim.h"
 #include "simgpu.h"
-
-/* A new context on device 0, current on the calling thread. */
-static CUcontext new_ctx(void)
-{
-    CUdevice dev;
-    CUcontext ctx;
-    OK(cuInit(0));
-    OK(cuDeviceGet(&dev, 0));
-    OK(cuCtxCreate(&ctx, NULL, 0, dev));
-    return ctx;
-}
-
-/* A descriptor of w x h x d elements of format f with ch channels. */
-static CUDA_ARRAY3D_DESCRIPTOR desc(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned flags)
-{
-    return (CUDA_ARRAY3D_DESCRIPTOR){.Width = w, .Height = h, .Depth = d, .Format = f, .NumChannels = ch,
-                                     .Flags = flags};
-}
 
 /* lmshim's count and the simulated device's agree, and are `want` (at
  * the caller's `line`). */
@@ -53,39 +36,39 @@ static void agree_at(uint64_t want, int line)
  * refuses it, nothing charged by either side. */
 static void hostile(void)
 {
-    CUcontext ctx = new_ctx();
+    CUcontext ctx = new_context(0);
     CUmipmappedArray m = NULL;
-    CUDA_ARRAY3D_DESCRIPTOR d = desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    CUDA_ARRAY3D_DESCRIPTOR d = array3d_desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     CHECK_IS(cuMipmappedArrayCreate(NULL, &d, 3), CUDA_ERROR_INVALID_VALUE);
     CHECK_IS(cuMipmappedArrayCreate(&m, NULL, 3), CUDA_ERROR_INVALID_VALUE);
     agree(0);
-    CUDA_ARRAY3D_DESCRIPTOR zero = desc(0, 256, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    CUDA_ARRAY3D_DESCRIPTOR zero = array3d_desc(0, 256, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     CHECK_IS(cuMipmappedArrayCreate(&m, &zero, 3), CUDA_ERROR_INVALID_VALUE);
     /* Extents whose product overflows 64 bits, or whose levels' sum does. */
-    CUDA_ARRAY3D_DESCRIPTOR wrap = desc(1ull << 40, 1ull << 40, 0, CU_AD_FORMAT_FLOAT, 4, 0);
+    CUDA_ARRAY3D_DESCRIPTOR wrap = array3d_desc(1ull << 40, 1ull << 40, 0, CU_AD_FORMAT_FLOAT, 4, 0);
     CHECK_IS(cuMipmappedArrayCreate(&m, &wrap, 0), CUDA_ERROR_OUT_OF_MEMORY);
     CHECK_IS(cuMipmappedArrayCreate(&m, &wrap, 100), CUDA_ERROR_OUT_OF_MEMORY);
-    CUDA_ARRAY3D_DESCRIPTOR edge = desc(UINT64_MAX >> 2, 0, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 2^64 - 4 bytes */
+    CUDA_ARRAY3D_DESCRIPTOR edge = array3d_desc(UINT64_MAX >> 2, 0, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 2^64 - 4 bytes */
     CHECK_IS(cuMipmappedArrayCreate(&m, &edge, 1), CUDA_ERROR_OUT_OF_MEMORY);
     CHECK_IS(cuMipmappedArrayCreate(&m, &edge, 2), CUDA_ERROR_OUT_OF_MEMORY);   /* the sum wraps */
-    CUDA_ARRAY3D_DESCRIPTOR huge = desc(1ull << 36, 0, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0);   /* 64 GiB */
+    CUDA_ARRAY3D_DESCRIPTOR huge = array3d_desc(1ull << 36, 0, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0);   /* 64 GiB */
     CHECK_IS(cuMipmappedArrayCreate(&m, &huge, 1000), CUDA_ERROR_OUT_OF_MEMORY);
     agree(0);
     /* Flags: an unknown bit, a cube map whose faces are not square, layered without layers. */
     CUDA_ARRAY3D_DESCRIPTOR bad = d;
     bad.Flags = 0x80000000u;
     CHECK_IS(cuMipmappedArrayCreate(&m, &bad, 3), CUDA_ERROR_INVALID_VALUE);
-    bad = desc(256, 128, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP);
+    bad = array3d_desc(256, 128, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP);
     CHECK_IS(cuMipmappedArrayCreate(&m, &bad, 3), CUDA_ERROR_INVALID_VALUE);
-    bad = desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED);
+    bad = array3d_desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED);
     CHECK_IS(cuMipmappedArrayCreate(&m, &bad, 3), CUDA_ERROR_INVALID_VALUE);
-    bad = desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 3, 0);
+    bad = array3d_desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 3, 0);
     CHECK_IS(cuMipmappedArrayCreate(&m, &bad, 3), CUDA_ERROR_INVALID_VALUE);
-    bad = desc(256, 256, 0, CU_AD_FORMAT_BC1_UNORM, 1, 0);
+    bad = array3d_desc(256, 256, 0, CU_AD_FORMAT_BC1_UNORM, 1, 0);
     CHECK_IS(cuMipmappedArrayCreate(&m, &bad, 3), CUDA_ERROR_NOT_SUPPORTED);
     agree(0);
     /* Sparse with deferred mapping, and sparse past the device: no memory. */
-    CUDA_ARRAY3D_DESCRIPTOR sp = desc(1ull << 20, 1ull << 20, 0, CU_AD_FORMAT_FLOAT, 4,
+    CUDA_ARRAY3D_DESCRIPTOR sp = array3d_desc(1ull << 20, 1ull << 20, 0, CU_AD_FORMAT_FLOAT, 4,
                                       CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING);
     OK(cuMipmappedArrayCreate(&m, &sp, 0));
     agree(0);
@@ -107,9 +90,9 @@ static void hostile(void)
 /* Destroys of the wrong kind, of NULL and twice: refused, nothing released. */
 static void destroys(void)
 {
-    CUcontext ctx = new_ctx();
+    CUcontext ctx = new_context(0);
     CUmipmappedArray m;
-    CUDA_ARRAY3D_DESCRIPTOR d = desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 4 MiB + levels */
+    CUDA_ARRAY3D_DESCRIPTOR d = array3d_desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 4 MiB + levels */
     OK(cuMipmappedArrayCreate(&m, &d, 4));
     uint64_t one = sim_used();
     CHECK(one >= 4 * MiB);
@@ -138,12 +121,12 @@ static void destroys(void)
  * primary context's reset and last release free its arrays too. */
 static void contexts(void)
 {
-    CUcontext a = new_ctx();
+    CUcontext a = new_context(0);
     CUmipmappedArray m, keep;
-    CUDA_ARRAY3D_DESCRIPTOR d = desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    CUDA_ARRAY3D_DESCRIPTOR d = array3d_desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     OK(cuMipmappedArrayCreate(&m, &d, 4));
     uint64_t one = sim_used();
-    CUcontext b = new_ctx();   /* current now */
+    CUcontext b = new_context(0);   /* current now */
     OK(cuMipmappedArrayCreate(&keep, &d, 4));
     agree(2 * one);
     OK(cuMipmappedArrayDestroy(m));   /* a's, from b */
@@ -188,8 +171,8 @@ static void contexts(void)
  * counts agree after every step. */
 static void reuse(void)
 {
-    CUcontext ctx = new_ctx();
-    CUDA_ARRAY3D_DESCRIPTOR d = desc(512, 512, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    CUcontext ctx = new_context(0);
+    CUDA_ARRAY3D_DESCRIPTOR d = array3d_desc(512, 512, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     uintptr_t seen[64];
     int nseen = 0, again = 0;
     for (int i = 0; i < 200; i++) {
@@ -230,8 +213,8 @@ static void *make_64m(void *arg)
     CUresult r = cuCtxSetCurrent(shared_ctx);
     CUmipmappedArray m = NULL;
     CUarray a = NULL;
-    CUDA_ARRAY3D_DESCRIPTOR dm = desc(4096, 3072, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 64 MiB in 13 levels */
-    CUDA_ARRAY3D_DESCRIPTOR da = desc(4096, 4096, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 64 MiB */
+    CUDA_ARRAY3D_DESCRIPTOR dm = array3d_desc(4096, 3072, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 64 MiB in 13 levels */
+    CUDA_ARRAY3D_DESCRIPTOR da = array3d_desc(4096, 4096, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 64 MiB */
     if (r == CUDA_SUCCESS)
         r = i % 2 ? cuArray3DCreate(&a, &da) : cuMipmappedArrayCreate(&m, &dm, 13);
     pthread_barrier_wait(&bar);
@@ -245,7 +228,7 @@ static void *make_64m(void *arg)
  * they are, and every charge comes back. */
 static void threads_mixed(void)
 {
-    shared_ctx = new_ctx();
+    shared_ctx = new_context(0);
     enum { N = 12 };
     for (int round = 0; round < 40; round++) {
         pthread_t t[N];
@@ -274,7 +257,7 @@ static void *churn(void *arg)
 {
     (void)arg;
     CHECK(cuCtxSetCurrent(shared_ctx) == CUDA_SUCCESS);
-    CUDA_ARRAY3D_DESCRIPTOR d = desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    CUDA_ARRAY3D_DESCRIPTOR d = array3d_desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     while (!stop) {
         CUmipmappedArray m;
         if (cuMipmappedArrayCreate(&m, &d, 3) == CUDA_SUCCESS)
@@ -288,7 +271,7 @@ static void *churn(void *arg)
  * the parent's counts agree afterwards. */
 static void fork_churn(void)
 {
-    shared_ctx = new_ctx();
+    shared_ctx = new_context(0);
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
         CHECK(pthread_create(&t[i], NULL, churn, NULL) == 0);
@@ -297,7 +280,7 @@ static void fork_churn(void)
         CHECK(pid >= 0);
         if (pid == 0) {
             alarm(10);
-            CUDA_ARRAY3D_DESCRIPTOR d = desc(64, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+            CUDA_ARRAY3D_DESCRIPTOR d = array3d_desc(64, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0);
             CUmipmappedArray m;
             cuCtxSetCurrent(shared_ctx);
             if (cuMipmappedArrayCreate(&m, &d, 2) == CUDA_SUCCESS)
@@ -329,11 +312,11 @@ static uint64_t sim_used1(void)
 static void device1(void)
 {
     CUdevice dev;
-    CUcontext c0 = new_ctx(), c1;
+    CUcontext c0 = new_context(0), c1;
     OK(cuDeviceGet(&dev, 1));
     OK(cuCtxCreate(&c1, NULL, 0, dev));
     CUmipmappedArray m;
-    CUDA_ARRAY3D_DESCRIPTOR d = desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    CUDA_ARRAY3D_DESCRIPTOR d = array3d_desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     OK(cuMipmappedArrayCreate(&m, &d, 4));
     uint64_t one = sim_used1();
     CHECK(one >= 4 * MiB);

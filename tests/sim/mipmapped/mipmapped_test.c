@@ -18,33 +18,16 @@
 #include <string.h>
 
 #include "../../common/check.h"
+#include "../../common/context.h"
 #include "../../common/shim.h"
 #include "simgpu.h"
-
-/* A new context on device 0, current on the calling thread. */
-static CUcontext setup(void)
-{
-    CUdevice dev;
-    CUcontext ctx;
-    OK(cuInit(0));
-    OK(cuDeviceGet(&dev, 0));
-    OK(cuCtxCreate(&ctx, NULL, 0, dev));
-    return ctx;
-}
-
-/* A descriptor of w x h x d elements of format f with ch channels. */
-static CUDA_ARRAY3D_DESCRIPTOR desc(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned flags)
-{
-    return (CUDA_ARRAY3D_DESCRIPTOR){.Width = w, .Height = h, .Depth = d, .Format = f, .NumChannels = ch,
-                                     .Flags = flags};
-}
 
 /* 4096 x 6144 one-channel floats: level 0 is 96 MiB; 13 levels (6144 needs
  * 1 + 12), each a quarter of the one before: 128 MiB less 4 bytes, charged
  * as 128 MiB (whole 2 MiB pages). */
 static CUDA_ARRAY3D_DESCRIPTOR big2d(unsigned flags)
 {
-    return desc(4096, 6144, 0, CU_AD_FORMAT_FLOAT, 1, flags);
+    return array3d_desc(4096, 6144, 0, CU_AD_FORMAT_FLOAT, 1, flags);
 }
 
 /* Level l of m has the extents w x h x d. */
@@ -75,7 +58,7 @@ static unsigned levels_of(CUmipmappedArray m)
  * not); the device is charged every level's bytes, rounded once. */
 static void sim_levels(void)
 {
-    CUcontext ctx = setup();
+    CUcontext ctx = new_context(0);
     uint64_t base = sim_used();
     CUmipmappedArray m;
     CUDA_ARRAY3D_DESCRIPTOR d = big2d(0);
@@ -89,7 +72,7 @@ static void sim_levels(void)
     OK(cuMipmappedArrayDestroy(m));
     CHECK_EQ_U(sim_used(), base);
     /* 0 levels asked: one. 256 x 128 x 64 RGBA8: 8 MiB. */
-    d = desc(256, 128, 64, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0);
+    d = array3d_desc(256, 128, 64, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0);
     OK(cuMipmappedArrayCreate(&m, &d, 0));
     CHECK_EQ_U(levels_of(m), 1);
     CHECK_EQ_U(sim_used() - base, 8 * MiB);
@@ -106,7 +89,7 @@ static void sim_levels(void)
     /* 2D layered 512 x 512 x 10 layers of half2 (4 bytes): 10 levels
      * (max(512, 512, 10)); layers stay 10: 4 x 10 x 349525 = 13981000
      * bytes, 14 MiB charged. */
-    d = desc(512, 512, 10, CU_AD_FORMAT_HALF, 2, CUDA_ARRAY3D_LAYERED);
+    d = array3d_desc(512, 512, 10, CU_AD_FORMAT_HALF, 2, CUDA_ARRAY3D_LAYERED);
     OK(cuMipmappedArrayCreate(&m, &d, 100));
     CHECK_EQ_U(levels_of(m), 10);
     CHECK_EQ_U(sim_used() - base, 14 * MiB);
@@ -114,14 +97,14 @@ static void sim_levels(void)
     OK(cuMipmappedArrayDestroy(m));
     /* Cubemap 256 x 256 x 6 of float4 (16 bytes), 9 levels: 16 x 6 x 87381
      * = 8388576 bytes, 8 MiB charged; the faces stay 6. */
-    d = desc(256, 256, 6, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_CUBEMAP);
+    d = array3d_desc(256, 256, 6, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_CUBEMAP);
     OK(cuMipmappedArrayCreate(&m, &d, 9));
     CHECK_EQ_U(sim_used() - base, 8 * MiB);
     check_level(m, 8, 1, 1, 6);
     OK(cuMipmappedArrayDestroy(m));
     /* 1D 65536 floats, 17 levels: 4 x 131071 = 524284 bytes, 512 KiB
      * charged (512-byte granules below 2 MiB); the height stays 0. */
-    d = desc(65536, 0, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    d = array3d_desc(65536, 0, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     OK(cuMipmappedArrayCreate(&m, &d, 17));
     CHECK_EQ_U(levels_of(m), 17);
     CHECK_EQ_U(sim_used() - base, 512 << 10);
@@ -139,26 +122,26 @@ static void sim_errors(void)
     CUDA_ARRAY3D_DESCRIPTOR d = big2d(0);
     OK(cuInit(0));
     CHECK_IS(cuMipmappedArrayCreate(&m, &d, 1), CUDA_ERROR_INVALID_CONTEXT);   /* no context */
-    CUcontext ctx = setup();
+    CUcontext ctx = new_context(0);
     uint64_t base = sim_used();
     CHECK_IS(cuMipmappedArrayCreate(NULL, &d, 1), CUDA_ERROR_INVALID_VALUE);
     CHECK_IS(cuMipmappedArrayCreate(&m, NULL, 1), CUDA_ERROR_INVALID_VALUE);
     CUDA_ARRAY3D_DESCRIPTOR bad[] = {
-        desc(64, 64, 0, CU_AD_FORMAT_FLOAT, 3, 0),                                 /* 3 channels */
-        desc(0, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0),                                  /* no width */
-        desc(64, 32, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP),              /* not square */
-        desc(64, 64, 12, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP),             /* 12 faces, not layered */
-        desc(64, 64, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED),              /* no layers */
-        desc(64, 0, 4, CU_AD_FORMAT_FLOAT, 1, 0),                                  /* 1D with a depth */
-        desc(64, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0x8000),                            /* unknown flag */
+        array3d_desc(64, 64, 0, CU_AD_FORMAT_FLOAT, 3, 0),                                 /* 3 channels */
+        array3d_desc(0, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0),                                  /* no width */
+        array3d_desc(64, 32, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP),              /* not square */
+        array3d_desc(64, 64, 12, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP),             /* 12 faces, not layered */
+        array3d_desc(64, 64, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED),              /* no layers */
+        array3d_desc(64, 0, 4, CU_AD_FORMAT_FLOAT, 1, 0),                                  /* 1D with a depth */
+        array3d_desc(64, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0x8000),                            /* unknown flag */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_IS(cuMipmappedArrayCreate(&m, &bad[i], 4), CUDA_ERROR_INVALID_VALUE);
-    CUDA_ARRAY3D_DESCRIPTOR bc1 = desc(64, 64, 0, CU_AD_FORMAT_BC1_UNORM, 1, 0);
+    CUDA_ARRAY3D_DESCRIPTOR bc1 = array3d_desc(64, 64, 0, CU_AD_FORMAT_BC1_UNORM, 1, 0);
     CHECK_IS(cuMipmappedArrayCreate(&m, &bc1, 4), CUDA_ERROR_NOT_SUPPORTED);   /* not modeled */
-    CUDA_ARRAY3D_DESCRIPTOR huge = desc((size_t)1 << 40, (size_t)1 << 40, 0, CU_AD_FORMAT_FLOAT, 4, 0);
+    CUDA_ARRAY3D_DESCRIPTOR huge = array3d_desc((size_t)1 << 40, (size_t)1 << 40, 0, CU_AD_FORMAT_FLOAT, 4, 0);
     CHECK_IS(cuMipmappedArrayCreate(&m, &huge, 4), CUDA_ERROR_OUT_OF_MEMORY);
-    CUDA_ARRAY3D_DESCRIPTOR over = desc(16384, 16384, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 1 GiB + levels */
+    CUDA_ARRAY3D_DESCRIPTOR over = array3d_desc(16384, 16384, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 1 GiB + levels */
     CHECK_IS(cuMipmappedArrayCreate(&m, &over, 2), CUDA_ERROR_OUT_OF_MEMORY);
     CHECK_EQ_U(sim_used(), base);   /* nothing charged by a refusal */
     OK(cuMipmappedArrayCreate(&m, &d, 3));
@@ -192,12 +175,12 @@ static void sim_errors(void)
  * usual. */
 static void sparse_arrays(void)
 {
-    CUcontext ctx = setup();
+    CUcontext ctx = new_context(0);
     uint64_t base = sim_used(), info = info_used();
     CUarray a, b;
     CUmipmappedArray m, n;
-    CUDA_ARRAY3D_DESCRIPTOR s2 = desc(16384, 16384, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_SPARSE);   /* 4 GiB */
-    CUDA_ARRAY3D_DESCRIPTOR s3 = desc(1024, 1024, 1024, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_DEFERRED_MAPPING);
+    CUDA_ARRAY3D_DESCRIPTOR s2 = array3d_desc(16384, 16384, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_SPARSE);   /* 4 GiB */
+    CUDA_ARRAY3D_DESCRIPTOR s3 = array3d_desc(1024, 1024, 1024, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_DEFERRED_MAPPING);
     OK(cuArray3DCreate(&a, &s2));
     OK(cuArray3DCreate(&b, &s3));
     OK(cuMipmappedArrayCreate(&m, &s2, 15));
@@ -218,7 +201,7 @@ static void sparse_arrays(void)
 /* A context's end takes its mipmapped arrays (and their levels) with it. */
 static void context_end(void)
 {
-    CUcontext ctx = setup();
+    CUcontext ctx = new_context(0);
     CUmipmappedArray m;
     CUDA_ARRAY3D_DESCRIPTOR d = big2d(0);
     OK(cuMipmappedArrayCreate(&m, &d, 13));
@@ -226,7 +209,7 @@ static void context_end(void)
     OK(cuMipmappedArrayGetLevel(&l1, m, 1));
     CHECK_EQ_U(info_used(), 128 * MiB);
     OK(cuCtxDestroy(ctx));
-    ctx = setup();
+    ctx = new_context(0);
     CHECK_EQ_U(sim_used(), 0);
     CHECK_EQ_U(info_used(), 0);
     CHECK_IS(cuMipmappedArrayDestroy(m), CUDA_ERROR_INVALID_HANDLE);
@@ -282,7 +265,7 @@ static void runtime_mipmapped(void)
  * destroy; a level's cuArrayDestroy (refused) changes nothing. */
 static void shim_charged(void)
 {
-    CUcontext ctx = setup();
+    CUcontext ctx = new_context(0);
     CUmipmappedArray m;
     CUDA_ARRAY3D_DESCRIPTOR d = big2d(0);
     OK(cuMipmappedArrayCreate(&m, &d, 13));
@@ -311,9 +294,9 @@ static void shim_charged(void)
  * again; with 1 level it fits. */
 static void shim_budget(void)
 {
-    CUcontext ctx = setup();
+    CUcontext ctx = new_context(0);
     CUarray a;
-    CUDA_ARRAY3D_DESCRIPTOR d400 = desc(10240, 10240, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    CUDA_ARRAY3D_DESCRIPTOR d400 = array3d_desc(10240, 10240, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     OK(cuArray3DCreate(&a, &d400));
     CHECK_EQ_U(info_used(), 400 * MiB);
     CUmipmappedArray m;
@@ -353,7 +336,7 @@ static void *mip_64m(void *arg)
     CUresult r = cuCtxSetCurrent(shared_ctx);
     CUmipmappedArray m = NULL;
     /* 4096 x 3072 floats: 48 MiB; 13 levels: 64 MiB less 4 bytes, 64 MiB charged. */
-    CUDA_ARRAY3D_DESCRIPTOR d = desc(4096, 3072, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+    CUDA_ARRAY3D_DESCRIPTOR d = array3d_desc(4096, 3072, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     if (r == CUDA_SUCCESS)
         r = cuMipmappedArrayCreate(&m, &d, 13);
     pthread_barrier_wait(&bar);
@@ -366,7 +349,7 @@ static void *mip_64m(void *arg)
  * with LMS_ON_OOM=fail: exactly eight fit, and every charge comes back. */
 static void shim_threads(void)
 {
-    shared_ctx = setup();
+    shared_ctx = new_context(0);
     enum { N = 10 };
     for (int round = 0; round < 50; round++) {
         pthread_t t[N];
