@@ -25,6 +25,7 @@
 #include "../../common/timeline.h"
 #include "simgpu.h"
 #include "../../common/stamp_kernels.h"
+#include "../../common/full_budget.h"
 
 
 static CUfunction f_stamp, f_slow;
@@ -45,36 +46,13 @@ static uint64_t budget(void)
     return strtoull(l, NULL, 10) * MiB;
 }
 
-/* The state each case starts from: X (40 MiB), W1 (40 MiB) and W2 (48 MiB)
- * fill the budget; X was used last by a slow kernel on stream A (still
- * running on the modeled GPU), W1 and W2 by quick ones on B, which has
- * finished: X is the least recently used and still in use. */
-typedef struct full {
-    CUstream a, b, c;          /* X's stream, W1's and W2's, the allocating stream */
-    CUdeviceptr x, w1, w2;     /* owned by the case */
-    long mark;                 /* the timeline's length before the slow kernel (bytes) */
-} full;
-
-/* Makes the state `full` describes; its streams and chunks are the case's. */
+/* The state each case starts from (tests/common/full_budget.h): the
+ * budget full, X the least recently used chunk and still in use. */
 static full full_budget(void)
 {
     setup();
-    full t;
-    OK(cuStreamCreate(&t.a, CU_STREAM_NON_BLOCKING));
-    OK(cuStreamCreate(&t.b, CU_STREAM_NON_BLOCKING));
-    OK(cuStreamCreate(&t.c, CU_STREAM_NON_BLOCKING));
-    OK(cuMemAlloc(&t.x, 40 * MiB));
-    OK(cuMemAlloc(&t.w1, 40 * MiB));
-    OK(cuMemAlloc(&t.w2, 48 * MiB));
-    launch_stamp(f_stamp, t.x, 40 * MiB, 1, t.a);
-    launch_stamp(f_stamp, t.w1, 40 * MiB, 1, t.b);
-    launch_stamp(f_stamp, t.w2, 48 * MiB, 1, t.b);
-    OK(cuCtxSynchronize());
-    t.mark = timeline_mark();
-    launch_stamp(f_slow, t.x, 40 * MiB, 7, t.a);
-    launch_stamp(f_stamp, t.w1, 40 * MiB, 2, t.b);
-    launch_stamp(f_stamp, t.w2, 48 * MiB, 2, t.b);
-    OK(cuStreamSynchronize(t.b));
+    full t = full_make(f_stamp);
+    full_refill(&t, f_stamp, f_slow);
     return t;
 }
 
@@ -144,12 +122,7 @@ static void alloc_waits(how h)
     check_no_hazards(0, false);
     OK(cuMemFreeAsync(d, c));
     OK(cuStreamSynchronize(c));
-    OK(cuMemFree(t.x));
-    OK(cuMemFree(t.w1));
-    OK(cuMemFree(t.w2));
-    OK(cuStreamDestroy(t.a));
-    OK(cuStreamDestroy(t.b));
-    OK(cuStreamDestroy(t.c));
+    full_drop(&t);
 }
 
 /* The cases: cuMemAllocAsync, its _ptsz variant on the per-thread stream,

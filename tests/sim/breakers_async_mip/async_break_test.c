@@ -31,6 +31,7 @@
 #include "../../common/timeline.h"
 #include "simgpu.h"
 #include "../../common/stamp_kernels.h"
+#include "../../common/full_budget.h"
 
 
 static CUfunction f_stamp, f_slow;
@@ -45,54 +46,15 @@ static void setup(void)
     stamp_kernels_load(&mod, &f_stamp, &f_slow);
 }
 
-/* The state of the cases (see the top); streams and chunks are the case's. */
-typedef struct full {
-    CUstream a, b, c;          /* X's stream, W1's and W2's, the allocating stream */
-    CUdeviceptr x, w1, w2;
-    long mark;                 /* the timeline's length before the slow kernel (bytes) */
-} full;
-
-/* Makes X, W1, W2 and the streams, each chunk used once. */
+/* The state of the cases (see the top; tests/common/full_budget.h). */
 static full make_full(void)
 {
     setup();
-    full t;
-    OK(cuStreamCreate(&t.a, CU_STREAM_NON_BLOCKING));
-    OK(cuStreamCreate(&t.b, CU_STREAM_NON_BLOCKING));
-    OK(cuStreamCreate(&t.c, CU_STREAM_NON_BLOCKING));
-    OK(cuMemAlloc(&t.x, 40 * MiB));
-    OK(cuMemAlloc(&t.w1, 40 * MiB));
-    OK(cuMemAlloc(&t.w2, 48 * MiB));
-    launch_stamp(f_stamp, t.x, 40 * MiB, 1, t.a);
-    launch_stamp(f_stamp, t.w1, 40 * MiB, 1, t.b);
-    launch_stamp(f_stamp, t.w2, 48 * MiB, 1, t.b);
-    OK(cuCtxSynchronize());
-    return t;
+    return full_make(f_stamp);
 }
 
-/* Fills the budget again: X on the device in use by a slow kernel on a,
- * W1 and W2 used after it (done). */
-static void refill(full *t)
-{
-    OK(cuCtxSynchronize());
-    t->mark = timeline_mark();
-    launch_stamp(f_slow, t->x, 40 * MiB, 7, t->a);
-    launch_stamp(f_stamp, t->w1, 40 * MiB, 2, t->b);
-    launch_stamp(f_stamp, t->w2, 48 * MiB, 2, t->b);
-    OK(cuStreamSynchronize(t->b));
-}
-
-/* Frees the state's chunks and streams. */
-static void drop_full(full *t)
-{
-    OK(cuCtxSynchronize());
-    OK(cuMemFree(t->x));
-    OK(cuMemFree(t->w1));
-    OK(cuMemFree(t->w2));
-    OK(cuStreamDestroy(t->a));
-    OK(cuStreamDestroy(t->b));
-    OK(cuStreamDestroy(t->c));
-}
+/* Fills the budget again (full_refill). */
+static void refill(full *t) { full_refill(t, f_stamp, f_slow); }
 
 /* The last stamp kernel after t->mark (on D) started only once D fit
  * beside what was left of X, W1 and W2 in the 128 MiB budget; the host
@@ -177,7 +139,7 @@ static void capture_own(void)
         CHECK(host_us < 1000.0f);
     }
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* Another stream is being captured (global mode, this thread): D on the
@@ -205,7 +167,7 @@ static void capture_other(void)
     OK(cuMemFreeAsync(d, t.c));
     check_no_hazards(0, false);
     OK(cuStreamDestroy(s));
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* D on the legacy stream (NULL, then CU_STREAM_LEGACY) and on the
@@ -227,7 +189,7 @@ static void default_streams(void)
         OK(cuCtxSynchronize());
     }
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* D from device 0's pool through a stream of device 1 (device 1's context
@@ -268,7 +230,7 @@ static void other_device(void)
     }
     check_no_hazards(0, false);
     OK(cuStreamDestroy(s1));
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* The allocating stream is destroyed right after the allocation: the wait
@@ -294,7 +256,7 @@ static void stream_destroyed(void)
     OK(cuEventDestroy(e));
     OK(cuMemFreeAsync(d, t.c));
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* 150 rounds of the state and D (each a few ledger points: the ring of 64
@@ -315,7 +277,7 @@ static void ring_wraps(void)
         OK(cuStreamSynchronize(t.c));
     }
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 static full shared;
@@ -376,7 +338,7 @@ static void threads(void)
     for (int i = 0; i < N; i++)
         CHECK(atomic_load(&rounds[i]) >= 20);
     check_no_hazards(0, false);
-    drop_full(&shared);
+    full_drop(&shared);
     CHECK_EQ_U(stats(0).used, 0);
 }
 
@@ -406,7 +368,7 @@ static void fork_after(void)
         OK(cuMemFreeAsync(d, t.c));
     }
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* LMS_ON_OOM=fail: D still evicts X and waits for it; four more device
@@ -434,7 +396,7 @@ static void oom_fail(void)
     for (int i = 0; i < 5; i++)
         OK(cuMemFreeAsync(d[i], t.c));
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* The primary context reset (the residency engine's streams and ledger
@@ -460,7 +422,7 @@ static void after_reset(void)
         OK(cuMemFreeAsync(d, t.c));
     }
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* An array of 24 MiB (4096 x 1536 one-channel floats: a mipmapped one of
@@ -507,7 +469,7 @@ static void arrays_make_room(void)
             OK(cuArrayDestroy(a));
     }
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
     CHECK_EQ_U(stats(0).used, 0);
     CHECK_EQ_U(sim_used(), 0);
 }
@@ -537,7 +499,7 @@ static void huge_array_evicts_nothing(void)
     CHECK_EQ_U(sim_used(), before);
     CHECK_EQ_U(stats(0).used, 128 * MiB);
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* A cuMemCreate that no eviction can make room for (24 MiB of device
@@ -577,7 +539,7 @@ static void create_evicts_nothing(void)
     }
     check_no_hazards(0, false);
     OK(cuMemFree(small));
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* X in use by a graph launch still running (the slow kernel: X stays
@@ -627,7 +589,7 @@ static void pinned_evicts_nothing(void)
     OK(cuGraphExecDestroy(ge));
     OK(cuGraphDestroy(g));
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
     CHECK_EQ_U(stats(0).used, 0);
 }
 
@@ -668,7 +630,7 @@ static void bad_desc_evicts_nothing(void)
     CHECK_EQ_U(stats(0).used, 128 * MiB);
     CHECK_EQ_U(stats(0).oom_failures, 0);
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* LMS_ON_OOM=fail: D (stream-ordered, 24 MiB) evicts X while the slow
@@ -693,7 +655,7 @@ static void array_refused_no_wait(void)
     CHECK_EQ_U(stats(0).oom_failures, 1);
     OK(cuMemFreeAsync(d, t.c));
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
 }
 
 /* A blocking stream captures (global mode) while the legacy stream gets a
@@ -719,7 +681,7 @@ static void legacy_during_capture(void)
     OK(cuStreamDestroy(s));
     OK(cuCtxSynchronize());
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
     CHECK_EQ_U(stats(0).used, 0);
 }
 
@@ -769,7 +731,7 @@ static void arrays_threads_room(void)
     }
     OK(cuCtxSynchronize());
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
     CHECK_EQ_U(stats(0).used, 0);
 }
 
@@ -822,7 +784,7 @@ static void async_threads_room(void)
     for (int i = 0; i < N; i++)
         OK(cuStreamDestroy(async_streams[i]));
     check_no_hazards(0, false);
-    drop_full(&t);
+    full_drop(&t);
     CHECK_EQ_U(stats(0).used, 0);
 }
 
