@@ -15,6 +15,7 @@
 
 #define AHEAD_MAX 1024   /* chunk ids asked of the policy's ahead() per launch */
 #define AHEAD_DEEP 8     /* launches fetched ahead when acting deep */
+#define TRIAL_MIN 16     /* launches: shorter periods are not steps (timed steps, once_a_step) */
 
 /* A chunk of the launch being planned and what reading it in place costs
  * that launch (negative: unknown). */
@@ -342,8 +343,27 @@ static bool scratch(lms_plan *p, int n)
     return true;
 }
 
+/* Whether acting deep reads c in place rather than fetching it for a need
+ * `distance` launches ahead: c's last use was a whole step or more before
+ * that need (the step the policy confirmed, else its period, of at least
+ * TRIAL_MIN launches), so it is used once a step (an optimizer's moments).
+ * Fetching such a chunk crosses the link as often as reading it where it
+ * is, and holds room for a whole step or evicts a chunk needed again
+ * sooner; reading it in place leaves the room to chunks used more often.
+ * The timed steps keep acting deep only where that is faster. O(1). */
+static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t distance)
+{
+    if (p->mode != LMS_PLAN_DEEP || !c->last_use || !p->policy->period)
+        return false;
+    uint64_t step = p->policy->step ? p->policy->step(p->pstate) : 0;
+    if (!step)
+        step = p->policy->period(p->pstate);
+    return step >= TRIAL_MIN && p->now + distance - c->last_use >= step;
+}
+
 /* Fetches ahead the chunks the policy expects, in order of need, within a
- * window of one budget; one record (ops->fetched) after them all. */
+ * window of one budget (acting deep: but those used once a step); one
+ * record (ops->fetched) after them all. */
 static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
     if (!p->ahead && !(p->ahead = malloc(3 * AHEAD_MAX * sizeof *p->ahead)))
@@ -356,7 +376,7 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     int nb = 0;
     for (int i = 0; i < n; i++) {
         lms_plan_chunk *c = ops->lookup(ctx, ids[i]);
-        if (!c)
+        if (!c || (!c->resident && once_a_step(p, c, dist[i])))
             continue;
         window += c->charge;
         if (window > budget)
@@ -502,7 +522,6 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
  * waits for its measurements to complete, acting meanwhile. */
 
 #define TRIAL_POINTS LMS_TRIAL_POINTS
-#define TRIAL_MIN 16      /* launches: shorter periods are not steps */
 #define TRIAL_RETRY 256   /* steps between trials */
 #define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
 
@@ -738,7 +757,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
             if (c->resident) {
                 if (ops->wait_ready)
                     ops->wait_ready(ctx, c);
-            } else if (fetch && c->charge <= budget) {
+            } else if (fetch && c->charge <= budget && !once_a_step(p, c, LMS_DISTANCE_NOW)) {
                 p->batch[nb++] = c;
             }
         }

@@ -35,6 +35,7 @@ typedef struct clocked {
     double at[MARKS];        /* clock of each point */
     uint64_t done_at[MARKS]; /* launch from which it reads complete */
     int nmarks;
+    int read_in_place;       /* launches from step `from` whose chunk was read where it is (any mode) */
 } clocked;
 
 /* ops.mark: the clock now, complete `delay` launches later. */
@@ -58,8 +59,10 @@ static inline double fake_steps_between(void *ctx, int from, int to)
     return c->at[to - 1] - c->at[from - 1];
 }
 
-/* Runs STEPS steps; counts the fetches made in the last `tail` steps and
- * the launches planned in place from step `from` on. */
+/* Runs STEPS steps; counts the fetches made in the last `tail` steps, the
+ * launches planned in the mode in place from step `from` on, and (in
+ * c->read_in_place) those whose chunk was read where it is, whatever the
+ * mode (acting deep reads a chunk used once a step in place too). */
 static inline void fake_steps_run(clocked *c, bool timed, int tail, uint64_t *fetches_tail, int *inplace_launches,
                                   int from)
 {
@@ -73,6 +76,7 @@ static inline void fake_steps_run(clocked *c, bool timed, int tail, uint64_t *fe
     }
     uint64_t before = 0;
     *inplace_launches = 0;
+    c->read_in_place = 0;
     for (int s = 0; s < STEPS; s++) {
         if (s == STEPS - tail)
             before = c->f.fetches;
@@ -84,6 +88,7 @@ static inline void fake_steps_run(clocked *c, bool timed, int tail, uint64_t *fe
             lms_plan_launch(&plan, &ops, c, c->seq, 7, &k, 1, mine, 1);
             c->now += 100 + c->fetch * (double)(c->f.fetches - f0) + (mine[0]->resident ? 0 : c->inplace);
             *inplace_launches += s >= from && plan.mode == LMS_PLAN_INPLACE;
+            c->read_in_place += s >= from && !mine[0]->resident;
             lms_plan_used(&plan, mine[0], c->seq);
         }
     }

@@ -1,0 +1,108 @@
+/*
+ * once_a_step_test.c — acting deep reads a chunk used once a step in
+ * place (src/common/plan.c, once_a_step) and fetches the chunks used more
+ * often, without CUDA: a step of 20 launches over a room of 2 chunks;
+ * launches 0-17 alternate between chunks 1 and 2, launch 18 uses chunk 3
+ * and launch 19 chunk 0, each once a step. One case per meson test.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "../../common/fake_room.h"
+#include "plan.h"
+#include "policy.h"
+
+#define STEP 20
+#define STEPS 8
+
+/* The chunk launch k of a step uses. */
+static uint32_t chunk_of(uint32_t k)
+{
+    return k < 18 ? 1 + k % 2 : k == 18 ? 3 : 0;
+}
+
+/* The fake device with fetches counted per chunk. */
+typedef struct counted {
+    fake_room f;   /* first: the fake_room ops get this pointer */
+    uint64_t by_id[4];
+} counted;
+
+/* ops.fetch: counts per chunk, then as fake_room. */
+static bool counted_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
+{
+    ((counted *)ctx)->by_id[c->id]++;
+    return fake_room_fetch(ctx, c, ahead);
+}
+
+/* Runs STEPS steps in `mode` (set before every launch: no timed steps
+ * here); fetches[s] counts the fetches of step s, far[s] those of chunks
+ * 0 and 3. */
+static void run(int mode, uint64_t *fetches, uint64_t *far)
+{
+    counted c;
+    memset(&c, 0, sizeof c);
+    fake_room_init(&c.f, 2, 4);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = fake_room_ops();
+    ops.fetch = counted_fetch;
+    for (int s = 0; s < STEPS; s++) {
+        uint64_t before = c.f.fetches, far_before = c.by_id[0] + c.by_id[3];
+        for (uint32_t k = 0; k < STEP; k++) {
+            uint64_t seq = (uint64_t)s * STEP + k + 1;
+            uint32_t id = chunk_of(k);
+            lms_plan_chunk *mine[1] = {&c.f.chunks[id]};
+            plan.mode = mode;
+            lms_plan_pin(&plan, mine[0]);
+            lms_plan_launch(&plan, &ops, &c, seq, 7 + id, &id, 1, mine, 1);
+            lms_plan_used(&plan, mine[0], seq);
+        }
+        fetches[s] = c.f.fetches - before;
+        far[s] = c.by_id[0] + c.by_id[3] - far_before;
+    }
+    lms_plan_destroy(&plan);
+}
+
+/* Acting deep: once the step is learned, chunks 0 and 3 are read where
+ * they are and chunks 1 and 2 stay: no fetch at all. */
+static void deep_reads_once_in_place(void)
+{
+    uint64_t fetches[STEPS], far[STEPS];
+    run(LMS_PLAN_DEEP, fetches, far);
+    for (int s = 3; s < STEPS; s++) {
+        CHECK_EQ_U(fetches[s], 0);
+        CHECK_EQ_U(far[s], 0);
+    }
+}
+
+/* Acting (one launch ahead): chunks 0 and 3 are fetched every step, and
+ * chunks 1 and 2 come back after them: four fetches a step. */
+static void act_fetches_once(void)
+{
+    uint64_t fetches[STEPS], far[STEPS];
+    run(LMS_PLAN_ACT, fetches, far);
+    for (int s = 3; s < STEPS; s++) {
+        CHECK_EQ_U(fetches[s], 4);
+        CHECK_EQ_U(far[s], 2);
+    }
+}
+
+/* Before anything is learned (the first step), acting deep fetches as
+ * acting does: a chunk never used before is no chunk used once a step. */
+static void first_step_fetches(void)
+{
+    uint64_t deep[STEPS], act[STEPS], far[STEPS];
+    run(LMS_PLAN_DEEP, deep, far);
+    run(LMS_PLAN_ACT, act, far);
+    CHECK_EQ_U(deep[0], act[0]);
+    CHECK(deep[0] >= 4);
+}
+
+static const test_case cases[] = {
+    {"deep_reads_once_in_place", deep_reads_once_in_place},
+    {"act_fetches_once", act_fetches_once},
+    {"first_step_fetches", first_step_fetches},
+};
+
+TEST_MAIN(cases)
