@@ -2,7 +2,8 @@
  * workloads.c — the workload shapes of bench/shapes (workloads.h): a
  * transformer step, random access, many small chunks, arena-sized chunks,
  * a PyTorch caching-allocator step, train/eval alternation, a
- * data-dependent extra kernel, and a working set that grows.
+ * data-dependent extra kernel, a working set that grows, and a forward
+ * pass alone (inference).
  *
  * Each shape keeps its buffers in a static state (one workload per
  * process, never freed: the process ends with the run). Sizes come from
@@ -537,6 +538,38 @@ static int gr_step(wl_ctx *c, int step)
     return c->error;
 }
 
+/* ---- (i) inference: forward only ---------------------------------------- */
+
+#define IN_LAYERS 24
+
+static struct {
+    size_t w, a;
+    void *Wt[IN_LAYERS], *A[2];
+} in;
+
+/* 24 layer weights and two activation buffers of an eighth of a weight:
+ * every weight is used by one kernel a step. */
+static int in_setup(wl_ctx *c)
+{
+    in.w = wl_pages((double)c->working_set / (IN_LAYERS + 0.25));
+    in.a = wl_pages((double)in.w / 8);
+    for (int l = 0; l < IN_LAYERS; l++)
+        in.Wt[l] = wl_alloc(c, in.w);
+    in.A[0] = wl_alloc(c, in.a);
+    in.A[1] = wl_alloc(c, in.a);
+    return c->error;
+}
+
+/* A batch through the 24 layers: one GEMM each (its weight re-read per
+ * tile row of the output, as a batched forward pass does). */
+static int in_step(wl_ctx *c, int step)
+{
+    (void)step;
+    for (int l = 0; l < IN_LAYERS; l++)
+        wl_gemm(c, in.A[l % 2], in.Wt[l], in.A[1 - l % 2], in.a, in.w, in.a, TN, TM, false);
+    return c->error;
+}
+
 /* ---- the table of shapes -------------------------------------------------- */
 
 const wl_shape wl_shapes[] = {
@@ -556,5 +589,6 @@ const wl_shape wl_shapes[] = {
      dd_step},
     {"growing", "8 layers and an attention cache that grows by a block per layer a step", 0, false, GR_STEPS,
      gr_setup, gr_step},
+    {"inference", "24 layers forward only: each weight used by one GEMM a step", 0, false, 0, in_setup, in_step},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

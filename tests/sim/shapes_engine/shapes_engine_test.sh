@@ -40,7 +40,7 @@ insum && NF == 20 && $3 ~ /^[0-9.]+$/ {
     rows++
 }
 END {
-    if (rows < 8 * 5)
-        fail("only " rows " summary rows (8 shapes x 5 ratios expected)")
+    if (rows < 9 * 5)
+        fail("only " rows " summary rows (9 shapes x 5 ratios expected)")
     exit bad
 }' "$out"
