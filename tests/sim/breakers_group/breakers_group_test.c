@@ -87,21 +87,6 @@ static void member_hold(const char *arg)
         OK(cuMemFree(p));
 }
 
-/* The whole budget `arg` MiB is free and can be had on the device. */
-static void member_full_budget(const char *arg)
-{
-    primary_context(0);
-    uint64_t budget = (uint64_t)atoi(arg) * MiB;
-    size_t f, t;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(t, budget);
-    CHECK_EQ_U(f, budget);
-    CUdeviceptr p;
-    OK(cuMemAlloc(&p, budget));
-    CHECK(is_managed(p) == 0);
-    OK(cuMemFree(p));
-}
-
 /* cuMemGetInfo says total `arg` MiB of which the MiB after the comma are
  * used by others. */
 static void member_sees(const char *arg)

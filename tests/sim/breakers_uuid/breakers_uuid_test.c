@@ -37,20 +37,6 @@
 
 #define MAX_VISIBLE 16
 
-/* Parses "A,B,..." (MiB per visible ordinal) into bytes; answers the count. */
-static int sizes_of(const char *arg, uint64_t *out)
-{
-    int n = 0;
-    for (const char *s = arg; *s && n < MAX_VISIBLE; n++) {
-        out[n] = (uint64_t)atoi(s) * MiB;
-        const char *c = strchr(s, ',');
-        if (!c)
-            return n + 1;
-        s = c + 1;
-    }
-    return n;
-}
-
 /* ---- members ---- */
 
 /* Holds the i-th number of "A,B,..." MiB on its visible device i, on the
@@ -59,22 +45,7 @@ static int sizes_of(const char *arg, uint64_t *out)
 static void member_holdn(const char *arg)
 {
     uint64_t size[MAX_VISIBLE];
-    int n = sizes_of(arg, size);
-    CUdeviceptr p[MAX_VISIBLE] = {0};
-    for (int d = 0; d < n; d++) {
-        if (!size[d])
-            continue;
-        primary_context(d);
-        OK(cuMemAlloc(&p[d], size[d]));
-        CHECK(is_managed(p[d]) == 0);
-    }
-    CHECK(write(3, "r", 1) == 1);
-    wait_release();
-    for (int d = 0; d < n; d++)
-        if (p[d]) {
-            primary_context(d);
-            OK(cuMemFree(p[d]));
-        }
+    hold_per_device(size, mib_list(arg, size, MAX_VISIBLE));
 }
 
 /* For each visible device d of "U0,U1,...": cuMemGetInfo says a total of
@@ -83,19 +54,10 @@ static void member_holdn(const char *arg)
 static void member_sees(const char *arg)
 {
     uint64_t used[MAX_VISIBLE];
-    int n = sizes_of(arg, used);
+    int n = mib_list(arg, used, MAX_VISIBLE);
     OK(cuInit(0));
     for (int d = 0; d < n; d++) {
-        primary_context(d);
-        size_t f, t;
-        OK(cuMemGetInfo(&f, &t));
-        CHECK_EQ_U(t, 256 * MiB);
-        CHECK_EQ_U(f, 256 * MiB - used[d]);
-        CUdeviceptr p, q;
-        OK(cuMemAlloc(&p, f));
-        CHECK(is_managed(p) == 0);
-        OK(cuMemGetInfo(&f, &t));
-        CHECK_EQ_U(f, 0);
+        CUdeviceptr p = sees_on_device(d, 256 * MiB, used[d]), q;
         OK(cuMemAlloc(&q, 2 * MiB));   /* past the budget: off the device */
         CHECK(is_managed(q) == 1);
         OK(cuMemFree(q));
@@ -129,7 +91,7 @@ static void member_churn(const char *arg)
 static void member_fork_holds(const char *arg)
 {
     uint64_t size[MAX_VISIBLE] = {0};
-    sizes_of(arg, size);
+    mib_list(arg, size, MAX_VISIBLE);
     bool late = strstr(arg, "late") != NULL;
     CUdeviceptr p[2], q[2];
     for (int d = 0; d < 2; d++) {

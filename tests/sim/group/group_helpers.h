@@ -3,8 +3,10 @@
  * breakers_group_test) share: the group file as the test maps and locks
  * it, its invariant, member processes (the program again, `PROGRAM member
  * KIND ARG`, started in a group of this test's directory), a fresh group
- * directory per case, a fetching member's launches, and the main that
- * runs a member or a case.
+ * directory per case, a fetching member's launches, the members every
+ * program has (holding memory per device, checking what cuMemGetInfo
+ * shows, the whole budget free), and the main that runs a member or a
+ * case.
  *
  * The including file defines GROUP_DIR_TEMPLATE (a mkdtemp template under
  * /tmp) before including this header.
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "../../common/check.h"
+#include "../../common/context.h"
 #include "../../common/shim.h"
 #include "groupfile.h"
 #include "simgpu.h"
@@ -173,6 +176,72 @@ static inline void wait_release(void)
     char c;
     while (read(4, &c, 1) > 0)
         ;
+}
+
+/* ---- members' pieces ---- */
+
+/* Parses "A,B,..." (MiB per visible ordinal) into bytes in out[], at most
+ * max of them; answers how many. */
+static inline int mib_list(const char *arg, uint64_t *out, int max)
+{
+    int n = 0;
+    for (const char *s = arg; *s && n < max; n++) {
+        out[n] = (uint64_t)atoi(s) * MiB;
+        const char *c = strchr(s, ',');
+        if (!c)
+            return n + 1;
+        s = c + 1;
+    }
+    return n;
+}
+
+/* In a member: holds size[d] bytes on visible device d for d < n (none
+ * when 0), on the device itself (within the group's budget), touching the
+ * devices in order; says so on fd 3, waits for fd 4 to close, frees. */
+static inline void hold_per_device(const uint64_t *size, int n)
+{
+    CUdeviceptr p[16] = {0};
+    CHECK(n <= 16);
+    for (int d = 0; d < n; d++) {
+        if (!size[d])
+            continue;
+        primary_context(d);
+        OK(cuMemAlloc(&p[d], size[d]));
+        CHECK(is_managed(p[d]) == 0);
+    }
+    CHECK(write(3, "r", 1) == 1);
+    wait_release();
+    for (int d = 0; d < n; d++)
+        if (p[d]) {
+            primary_context(d);
+            OK(cuMemFree(p[d]));
+        }
+}
+
+/* In a member, on visible device d (its primary context made current):
+ * cuMemGetInfo says `total` bytes of which `used` are used (by the other
+ * members), and all the rest can be had on the device, after which none
+ * is free. Answers that allocation; the caller frees it. */
+static inline CUdeviceptr sees_on_device(int d, uint64_t total, uint64_t used)
+{
+    primary_context(d);
+    size_t f, t;
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(t, total);
+    CHECK_EQ_U(f, total - used);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, f));
+    CHECK(is_managed(p) == 0);
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(f, 0);
+    return p;
+}
+
+/* The member "full_budget": the whole budget, `arg` MiB, is free on device
+ * 0 and can be had there (dead members' charges have come back). */
+static inline void member_full_budget(const char *arg)
+{
+    OK(cuMemFree(sees_on_device(0, (uint64_t)atoi(arg) * MiB, 0)));
 }
 
 /* touch2(a, b, bytes): the kernel of fetching members; reads both ranges. */

@@ -246,38 +246,12 @@ static void member_short(const char *arg)
     exit(0);
 }
 
-/* Checks that the whole budget `arg` MiB is free and can be had on the
- * device: dead members' charges have come back. */
-static void member_full_budget(const char *arg)
-{
-    primary_context(0);
-    uint64_t budget = (uint64_t)atoi(arg) * MiB;
-    size_t f, t;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(t, budget);
-    CHECK_EQ_U(f, budget);
-    CUdeviceptr p;
-    OK(cuMemAlloc(&p, budget));
-    CHECK(is_managed(p) == 0);
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(f, 0);
-    OK(cuMemFree(p));
-}
-
 /* Checks cuMemGetInfo: total `arg` MiB, of which what others hold is used
  * (the byte count after the comma, in MiB). */
 static void member_sees(const char *arg)
 {
-    primary_context(0);
     uint64_t total = (uint64_t)atoi(arg) * MiB, used = (uint64_t)atoi(strchr(arg, ',') + 1) * MiB;
-    size_t f, t;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(t, total);
-    CHECK_EQ_U(f, total - used);
-    CUdeviceptr p;
-    OK(cuMemAlloc(&p, total - used));
-    CHECK(is_managed(p) == 0);
-    OK(cuMemFree(p));
+    OK(cuMemFree(sees_on_device(0, total, used)));
 }
 
 /* ---- cases ---- */

@@ -34,36 +34,14 @@
 
 /* ---- members ---- */
 
-/* Parses "A,B" (MiB on device 0 and device 1) into bytes. */
-static void two_sizes(const char *arg, uint64_t *a, uint64_t *b)
-{
-    *a = (uint64_t)atoi(arg) * MiB;
-    const char *c = strchr(arg, ',');
-    *b = c ? (uint64_t)atoi(c + 1) * MiB : 0;
-}
-
 /* Holds A MiB on its device 0 and B MiB on its device 1 (of "A,B"; none
  * when 0), on the device itself (within the group's budget); says so on
  * fd 3, waits for fd 4 to close, frees and leaves. */
 static void member_hold2(const char *arg)
 {
-    uint64_t size[2];
-    two_sizes(arg, &size[0], &size[1]);
-    CUdeviceptr p[2] = {0, 0};
-    for (int d = 0; d < 2; d++) {
-        if (!size[d])
-            continue;
-        primary_context(d);
-        OK(cuMemAlloc(&p[d], size[d]));
-        CHECK(is_managed(p[d]) == 0);
-    }
-    CHECK(write(3, "r", 1) == 1);
-    wait_release();
-    for (int d = 0; d < 2; d++)
-        if (p[d]) {
-            primary_context(d);
-            OK(cuMemFree(p[d]));
-        }
+    uint64_t size[2] = {0, 0};
+    mib_list(arg, size, 2);
+    hold_per_device(size, 2);
 }
 
 /* For each visible device d (one or two): cuMemGetInfo says a total of
@@ -71,23 +49,13 @@ static void member_hold2(const char *arg)
  * members), and all the rest can be had on the device. */
 static void member_sees2(const char *arg)
 {
-    uint64_t used[2];
-    two_sizes(arg, &used[0], &used[1]);
+    uint64_t used[2] = {0, 0};
+    mib_list(arg, used, 2);
     OK(cuInit(0));
     int n;
     OK(cuDeviceGetCount(&n));
     for (int d = 0; d < n && d < 2; d++) {
-        primary_context(d);
-        size_t f, t;
-        OK(cuMemGetInfo(&f, &t));
-        CHECK_EQ_U(t, 256 * MiB);
-        CHECK_EQ_U(f, 256 * MiB - used[d]);
-        CUdeviceptr p;
-        OK(cuMemAlloc(&p, f));
-        CHECK(is_managed(p) == 0);
-        OK(cuMemGetInfo(&f, &t));
-        CHECK_EQ_U(f, 0);
-        OK(cuMemFree(p));
+        OK(cuMemFree(sees_on_device(d, 256 * MiB, used[d])));
     }
 }
 
@@ -411,21 +379,6 @@ static void old_layout(void)
     snprintf(cmd, sizeof cmd, "'%s' top old --dir '%s' --once 2> '%s'; test $? = 1 && grep -q 'wrong version' '%s'",
              cli, dir, err, err);
     expect(cmd, err, "top refuses the older layout");
-}
-
-/* Checks that the whole budget `arg` MiB is free and can be had on device 0. */
-static void member_full_budget(const char *arg)
-{
-    primary_context(0);
-    uint64_t budget = (uint64_t)atoi(arg) * MiB;
-    size_t f, t;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(t, budget);
-    CHECK_EQ_U(f, budget);
-    CUdeviceptr p;
-    OK(cuMemAlloc(&p, budget));
-    CHECK(is_managed(p) == 0);
-    OK(cuMemFree(p));
 }
 
 static const member_kind members[] = {
