@@ -29,13 +29,12 @@ int chart_write_svg(const char *path, const char *title, const char *xlabel, con
         }
     lms_svg_frame fr = {.w = W, .h = H, .left = LEFT, .right = RIGHT, .top = TOP, .bottom = BOTTOM, .title_y = 22};
     lms_svg_axes(&fr, xmax, ymax);
-    FILE *f = fopen(path, "w");
+    FILE *f = lms_svg_open(path, &fr, title);
     if (!f)
         return -1;
     const double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
 #define PX(v) lms_svg_x(&fr, v)
 #define PY(v) lms_svg_y(&fr, v)
-    lms_svg_frame_write(f, &fr, title);
     fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", LEFT + pw / 2, H - 18);
     lms_svg_text(f, xlabel);
     fprintf(f, "</text>\n<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">",
@@ -55,8 +54,7 @@ int chart_write_svg(const char *path, const char *title, const char *xlabel, con
         }
         lms_svg_legend(f, &fr, s, c, "", series[s].name);
     }
-    fputs("</svg>\n", f);
 #undef PX
 #undef PY
-    return fclose(f) == 0 ? 0 : -1;
+    return lms_svg_close(f);
 }

@@ -39,13 +39,12 @@ int lms_curve_svg(const char *path, const char *title, const uint64_t *budgets, 
     double xd = unit_for(bmax, &xu), yd = unit_for(vmax, &yu);
     lms_svg_frame fr = {.w = W, .h = H, .left = LEFT, .right = RIGHT, .top = TOP, .bottom = BOTTOM, .title_y = 24};
     lms_svg_axes(&fr, bmax / xd, vmax / yd);
-    FILE *f = fopen(path, "w");
+    FILE *f = lms_svg_open(path, &fr, title);
     if (!f)
         return -1;
     const double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
 #define PX(v) lms_svg_x(&fr, v)
 #define PY(v) lms_svg_y(&fr, v)
-    lms_svg_frame_write(f, &fr, title);
     if (mark)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"5 4\"/>"
                    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">budget</text>\n",
@@ -67,8 +66,7 @@ int lms_curve_svg(const char *path, const char *title, const uint64_t *budgets, 
         }
         lms_svg_legend(f, &fr, s, c, dash, names[s]);
     }
-    fputs("</svg>\n", f);
 #undef PX
 #undef PY
-    return fclose(f) == 0 ? 0 : -1;
+    return lms_svg_close(f);
 }

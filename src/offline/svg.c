@@ -107,3 +107,19 @@ void lms_svg_frame_write(FILE *f, const lms_svg_frame *fr, const char *title)
 #undef PX
 #undef PY
 }
+
+/* fopen, then the frame. */
+FILE *lms_svg_open(const char *path, const lms_svg_frame *fr, const char *title)
+{
+    FILE *f = fopen(path, "w");
+    if (f)
+        lms_svg_frame_write(f, fr, title);
+    return f;
+}
+
+/* The closing tag, then fclose (which reports a failed write). */
+int lms_svg_close(FILE *f)
+{
+    fputs("</svg>\n", f);
+    return fclose(f) == 0 ? 0 : -1;
+}

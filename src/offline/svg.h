@@ -35,6 +35,15 @@ void lms_svg_legend(FILE *f, const lms_svg_frame *fr, int s, const char *color, 
 /* Writes s as XML text, with <, >, & and " escaped. */
 void lms_svg_text(FILE *f, const char *s);
 
+/* Creates the file at `path` and writes fr's frame with `title` into it
+ * (lms_svg_frame_write); NULL when it cannot be created. The caller draws
+ * inside and ends it with lms_svg_close. */
+FILE *lms_svg_open(const char *path, const lms_svg_frame *fr, const char *title);
+
+/* Ends the picture (</svg>) and closes f; 0, or -1 when the file could not
+ * be written. */
+int lms_svg_close(FILE *f);
+
 /* Writes the <svg> header, the white page, the title (escaped; the caller
  * keeps it) and the grid, tick labels and box of fr's plot. */
 void lms_svg_frame_write(FILE *f, const lms_svg_frame *fr, const char *title);
