@@ -170,6 +170,90 @@ static inline void reap(pid_t pid)
     }
 }
 
+/* Starts a member (see member_exec; CUDA_VISIBLE_DEVICES=cvd in it unless
+ * cvd is NULL) with fd 3 the pipe it writes a byte to when ready (*ready
+ * gets the read end) and fd 4 the pipe whose closing lets it go (*release
+ * gets the write end; with release NULL it is closed at once, and the
+ * member never waits). Both pipes are close-on-exec, so that no other
+ * member holds their ends. Does not wait; the caller closes its ends. */
+static inline pid_t launch_member(const char *group, const char *limit, const char *cvd, const char *kind,
+                                  const char *arg, const char *err, int *ready, int *release)
+{
+    int r[2], go[2];
+    CHECK(pipe2(r, O_CLOEXEC) == 0 && pipe2(go, O_CLOEXEC) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(r[1], 3);
+        dup2(go[0], 4);
+        if (cvd)
+            setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
+        member_exec(group, limit, kind, arg, err);
+    }
+    close(r[1]);
+    close(go[0]);
+    *ready = r[0];
+    if (release)
+        *release = go[1];
+    else
+        close(go[1]);
+    return pid;
+}
+
+/* Waits for a launched member's ready byte and closes `ready`; fails,
+ * with the member's status, when it ended before it was ready. */
+static inline void wait_ready(int ready, pid_t pid)
+{
+    char c;
+    if (read(ready, &c, 1) != 1) {
+        int st = 0;
+        waitpid(pid, &st, 0);
+        fprintf(stderr, "member %d ended before it was ready (status 0x%x)\n", (int)pid, st);
+        CHECK(!"member ready");
+    }
+    close(ready);
+}
+
+/* launch_member (stderr as this process's) and wait_ready: the member is
+ * ready when this returns; closing *release (when not NULL) lets it go on. */
+static inline pid_t start_member(const char *group, const char *limit, const char *cvd, const char *kind,
+                                 const char *arg, int *release)
+{
+    int ready;
+    pid_t pid = launch_member(group, limit, cvd, kind, arg, NULL, &ready, release);
+    wait_ready(ready, pid);
+    return pid;
+}
+
+/* The GPU-identity tests' members, in a group of budget 256M seeing the
+ * devices of CUDA_VISIBLE_DEVICES=cvd: start_member, and a run to the
+ * member's end (it must exit with 0). */
+static inline pid_t start_visible(const char *group, const char *cvd, const char *kind, const char *arg,
+                                  int *release)
+{
+    return start_member(group, "256M", cvd, kind, arg, release);
+}
+static inline void run_visible(const char *group, const char *cvd, const char *kind, const char *arg)
+{
+    setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
+    reap(spawn(group, "256M", kind, arg, NULL));
+    unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+/* Runs `cmd` through the shell (a line writing to `out`); on failure shows
+ * `out` and fails with `what`. */
+static inline void expect(const char *cmd, const char *out, const char *what)
+{
+    if (system(cmd) == 0)
+        return;
+    char show[512];
+    snprintf(show, sizeof show, "cat '%s' >&2", out);
+    CHECK(system(show) == 0);
+    fprintf(stderr, "expected: %s\n", what);
+    exit(1);
+}
+
 /* In a member: waits until fd 4 (the test's release pipe) is closed. */
 static inline void wait_release(void)
 {
