@@ -4,7 +4,6 @@
  */
 #include "chart.h"
 
-#include <math.h>
 #include <stdio.h>
 
 #include "svg.h"
@@ -19,14 +18,6 @@
 static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
                                      "#8c564b", "#e377c2"};
 
-/* A round tick step for a range of `span`. */
-static double tick_step(double span)
-{
-    double raw = span / 5, mag = pow(10, floor(log10(raw)));
-    double f = raw / mag;
-    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
-
 int chart_write_svg(const char *path, const char *title, const char *xlabel, const char *ylabel,
                     const chart_series *series, int nseries)
 {
@@ -36,22 +27,14 @@ int chart_write_svg(const char *path, const char *title, const char *xlabel, con
             xmax = series[s].x[i] > xmax ? series[s].x[i] : xmax;
             ymax = series[s].y[i] > ymax ? series[s].y[i] : ymax;
         }
-    if (xmax <= 0)
-        xmax = 1;
-    if (ymax <= 0)
-        ymax = 1;
-    double xs = tick_step(xmax), ys = tick_step(ymax);
-    xmax = ceil(xmax / xs) * xs;
-    ymax = ceil(ymax / ys) * ys;
-    FILE *f = fopen(path, "w");
+    lms_svg_frame fr = {.w = W, .h = H, .left = LEFT, .right = RIGHT, .top = TOP, .bottom = BOTTOM, .title_y = 22};
+    lms_svg_axes(&fr, xmax, ymax);
+    FILE *f = lms_svg_open(path, &fr, title);
     if (!f)
         return -1;
     const double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
-#define PX(v) (LEFT + (v) / xmax * pw)
-#define PY(v) (TOP + ph - (v) / ymax * ph)
-    lms_svg_frame fr = {.w = W, .h = H, .left = LEFT, .right = RIGHT, .top = TOP, .bottom = BOTTOM,
-                        .title_y = 22, .xmax = xmax, .ymax = ymax, .xs = xs, .ys = ys};
-    lms_svg_frame_write(f, &fr, title);
+#define PX(v) lms_svg_x(&fr, v)
+#define PY(v) lms_svg_y(&fr, v)
     fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", LEFT + pw / 2, H - 18);
     lms_svg_text(f, xlabel);
     fprintf(f, "</text>\n<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">",
@@ -69,14 +52,9 @@ int chart_write_svg(const char *path, const char *title, const char *xlabel, con
                 fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", PX(series[s].x[i]),
                         PY(series[s].y[i]), c);
         }
-        double ly = TOP + 10 + s * 20;
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
-                   "<text x=\"%d\" y=\"%.1f\">", W - RIGHT + 15, ly, W - RIGHT + 40, ly, c, W - RIGHT + 46, ly + 4);
-        lms_svg_text(f, series[s].name);
-        fputs("</text>\n", f);
+        lms_svg_legend(f, &fr, s, c, "", series[s].name);
     }
-    fputs("</svg>\n", f);
 #undef PX
 #undef PY
-    return fclose(f) == 0 ? 0 : -1;
+    return lms_svg_close(f);
 }

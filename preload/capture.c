@@ -11,8 +11,6 @@
 #include "capture.h"
 #include "hooks.h"
 
-#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
-
 /* Counts the capture before the real begin (a launch the program orders
  * after the begin sees the count), and takes it back if the begin failed. */
 #define BEGIN_CAPTURE_HOOK(sym, params, ...)                                       \

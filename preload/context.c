@@ -17,8 +17,6 @@
 #include "place.h"
 #include "residency.h"
 
-#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
-
 /* The keys of the live chunks, copied out of the map (malloc'd v). */
 typedef struct key_list {
     uint64_t *v;

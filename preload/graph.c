@@ -12,8 +12,6 @@
 #include "launch.h"
 #include "residency.h"
 
-#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
-
 #define INSTANTIATE_HOOK(sym, params, ...)                                        \
     LMS_EXPORT CUresult sym params                                                \
     {                                                                             \
@@ -72,25 +70,7 @@ INSTANTIATE_HOOK(cuGraphInstantiateWithParams_ptsz,
 GRAPH_LAUNCH_HOOK(cuGraphLaunch, false)
 GRAPH_LAUNCH_HOOK(cuGraphLaunch_ptsz, true)
 
-LMS_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
-{
-    if (!LMS_ENTER(cuGraphExecDestroy))
-        return PASS(cuGraphExecDestroy, e);
-    CUresult r = REAL(cuGraphExecDestroy)(e);
-    if (r == CUDA_SUCCESS)
-        lms_graph_forget(e);
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_THEN(cuGraphExecDestroy, (CUgraphExec e), (e), lms_graph_forget(e))
 
 /* The pool gives back what no graph allocation holds: its charge goes too. */
-LMS_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice dev)
-{
-    if (!LMS_ENTER(cuDeviceGraphMemTrim))
-        return PASS(cuDeviceGraphMemTrim, dev);
-    CUresult r = REAL(cuDeviceGraphMemTrim)(dev);
-    if (r == CUDA_SUCCESS)
-        lms_graph_mem_sync(dev, true);
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_THEN(cuDeviceGraphMemTrim, (CUdevice dev), (dev), lms_graph_mem_sync(dev, true))

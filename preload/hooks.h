@@ -73,6 +73,41 @@ static inline bool lms_hook_enter_with(int id, int id2)
 #define LMS_ENTER(sym) lms_hook_enter_with(LMS_HOOK_##sym, -1)
 #define LMS_ENTER2(sym, sym2) lms_hook_enter_with(LMS_HOOK_##sym, LMS_HOOK_##sym2)
 
+/* The real call behind a hook, or NOT_SUPPORTED when the driver lacks it;
+ * PASS_ARGS takes the arguments parenthesised. */
+#define PASS_ARGS(sym, args) (REAL(sym) ? REAL(sym) args : CUDA_ERROR_NOT_SUPPORTED)
+#define PASS(sym, ...) PASS_ARGS(sym, (__VA_ARGS__))
+
+/* Defines the exported hook `sym` (`params`: its parenthesised parameter
+ * list, `args`: the parenthesised arguments) that makes the real call and,
+ * when it succeeds, runs `then` (tells the engine what was made or
+ * destroyed; the memory stays the program's). */
+#define LMS_HOOK_THEN(sym, params, args, then)                                    \
+    LMS_EXPORT CUresult sym params                                                \
+    {                                                                             \
+        if (!LMS_ENTER(sym))                                                      \
+            return PASS_ARGS(sym, args);                                          \
+        CUresult r = REAL(sym) args;                                              \
+        if (r == CUDA_SUCCESS) {                                                  \
+            then;                                                                 \
+        }                                                                         \
+        lms_hook_leave();                                                         \
+        return r;                                                                 \
+    }
+
+/* Defines the exported hook `sym` (as LMS_HOOK_THEN) whose work is one
+ * engine call, `call`, given REAL(sym) to make the real call itself; the
+ * hook returns what `call` returns. */
+#define LMS_HOOK_BY(sym, params, args, call)                                      \
+    LMS_EXPORT CUresult sym params                                                \
+    {                                                                             \
+        if (!LMS_ENTER(sym))                                                      \
+            return PASS_ARGS(sym, args);                                          \
+        CUresult r = call;                                                        \
+        lms_hook_leave();                                                         \
+        return r;                                                                 \
+    }
+
 /* The hook for a real pointer, or the pointer itself when not hooked. */
 void *lms_hook_for_real(void *real);
 /* The hook exported under `name`, or NULL. */

@@ -7,8 +7,6 @@
 #include "hooks.h"
 #include "ipc.h"
 
-#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
-
 /* A hook that exports device pointer p into *out: refused (invalid value,
  * one log line) for a chunk lmshim placed off the device, passed on
  * otherwise. */

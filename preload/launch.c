@@ -8,8 +8,6 @@
 #include "hooks.h"
 #include "launch.h"
 
-#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
-
 /* The stream a launch really runs on: NULL means the per-thread default
  * stream for the _ptsz variants. */
 static CUstream effective(CUstream s, bool ptds)

@@ -13,9 +13,6 @@
 #include "stack.h"
 #include "vmm.h"
 
-/* The real call behind a hook, or NOT_SUPPORTED when the driver lacks it. */
-#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
-
 /* The stream a stream-ordered call really uses: NULL in a _ptsz variant is
  * the calling thread's per-thread default stream, which the engine must
  * name as such (it synchronizes and queries through the plain variants). */
@@ -158,27 +155,10 @@ POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync, false)
 POOL_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, true)
 
 /* Pools: their location is known only at creation. */
-LMS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
-{
-    if (!LMS_ENTER(cuMemPoolCreate))
-        return PASS(cuMemPoolCreate, pool, props);
-    CUresult r = REAL(cuMemPoolCreate)(pool, props);
-    if (r == CUDA_SUCCESS)
-        lms_pool_created(*pool, props);
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_THEN(cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *props), (pool, props),
+              lms_pool_created(*pool, props))
 
-LMS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
-{
-    if (!LMS_ENTER(cuMemPoolDestroy))
-        return PASS(cuMemPoolDestroy, pool);
-    CUresult r = REAL(cuMemPoolDestroy)(pool);
-    if (r == CUDA_SUCCESS)
-        lms_pool_destroyed(pool);
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_THEN(cuMemPoolDestroy, (CUmemoryPool pool), (pool), lms_pool_destroyed(pool))
 
 /* ---- frees --------------------------------------------------------------- */
 
@@ -254,38 +234,15 @@ LMS_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
 
 /* ---- memory the program asks for in other kinds ------------------------- */
 
-LMS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
-{
-    if (!LMS_ENTER(cuMemAllocManaged))
-        return PASS(cuMemAllocManaged, dptr, bytesize, flags);
-    CUresult r = REAL(cuMemAllocManaged)(dptr, bytesize, flags);
-    if (r == CUDA_SUCCESS)
-        lms_place_note_program(*dptr, bytesize, lms_driver_current_device(), LMS_PLACE_MANAGED);
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_THEN(cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags),
+              (dptr, bytesize, flags),
+              lms_place_note_program(*dptr, bytesize, lms_driver_current_device(), LMS_PLACE_MANAGED))
 
-LMS_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
-{
-    if (!LMS_ENTER(cuMemHostAlloc))
-        return PASS(cuMemHostAlloc, pp, bytesize, flags);
-    CUresult r = REAL(cuMemHostAlloc)(pp, bytesize, flags);
-    if (r == CUDA_SUCCESS)
-        lms_place_note_program((uintptr_t)*pp, bytesize, lms_driver_current_device(), LMS_PLACE_PINNED);
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_THEN(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int flags), (pp, bytesize, flags),
+              lms_place_note_program((uintptr_t)*pp, bytesize, lms_driver_current_device(), LMS_PLACE_PINNED))
 
-LMS_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
-{
-    if (!LMS_ENTER(cuMemAllocHost_v2))
-        return PASS(cuMemAllocHost_v2, pp, bytesize);
-    CUresult r = REAL(cuMemAllocHost_v2)(pp, bytesize);
-    if (r == CUDA_SUCCESS)
-        lms_place_note_program((uintptr_t)*pp, bytesize, lms_driver_current_device(), LMS_PLACE_PINNED);
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_THEN(cuMemAllocHost_v2, (void **pp, size_t bytesize), (pp, bytesize),
+              lms_place_note_program((uintptr_t)*pp, bytesize, lms_driver_current_device(), LMS_PLACE_PINNED))
 
 static CUresult free_host(CUdeviceptr p) { return REAL(cuMemFreeHost)((void *)(uintptr_t)p); }
 
@@ -352,33 +309,17 @@ LMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     return r;
 }
 
-LMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
-{
-    if (!LMS_ENTER(cuMemRelease))
-        return PASS(cuMemRelease, handle);
-    CUresult r = lms_vmm_release(handle, REAL(cuMemRelease));
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_BY(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle),
+            lms_vmm_release(handle, REAL(cuMemRelease)))
 
-LMS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                             unsigned long long flags)
-{
-    if (!LMS_ENTER(cuMemMap))
-        return PASS(cuMemMap, ptr, size, offset, handle, flags);
-    CUresult r = lms_vmm_map(ptr, size, offset, handle, flags, REAL(cuMemMap));
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_BY(cuMemMap,
+            (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+             unsigned long long flags),
+            (ptr, size, offset, handle, flags),
+            lms_vmm_map(ptr, size, offset, handle, flags, REAL(cuMemMap)))
 
-LMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
-{
-    if (!LMS_ENTER(cuMemUnmap))
-        return PASS(cuMemUnmap, ptr, size);
-    CUresult r = lms_vmm_unmap(ptr, size, REAL(cuMemUnmap));
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_BY(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size),
+            lms_vmm_unmap(ptr, size, REAL(cuMemUnmap)))
 
 /* ---- CUDA arrays --------------------------------------------------------- */
 
@@ -453,14 +394,7 @@ LMS_EXPORT CUresult cuArray3DCreate_v2(CUarray *handle, const CUDA_ARRAY3D_DESCR
     return r;
 }
 
-LMS_EXPORT CUresult cuArrayDestroy(CUarray handle)
-{
-    if (!LMS_ENTER(cuArrayDestroy))
-        return PASS(cuArrayDestroy, handle);
-    CUresult r = lms_array_destroy(handle, REAL(cuArrayDestroy));
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_BY(cuArrayDestroy, (CUarray handle), (handle), lms_array_destroy(handle, REAL(cuArrayDestroy)))
 
 /* A mipmapped array is charged every level's bytes; one that
  * LMS_ON_OOM=fail refuses is destroyed again. */
@@ -477,14 +411,8 @@ LMS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *handle, const CUDA_
 }
 
 /* The charge of every level goes back once the driver destroyed it. */
-LMS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray handle)
-{
-    if (!LMS_ENTER(cuMipmappedArrayDestroy))
-        return PASS(cuMipmappedArrayDestroy, handle);
-    CUresult r = lms_mipmapped_destroy(handle, REAL(cuMipmappedArrayDestroy));
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_BY(cuMipmappedArrayDestroy, (CUmipmappedArray handle), (handle),
+            lms_mipmapped_destroy(handle, REAL(cuMipmappedArrayDestroy)))
 
 /* ---- memory info ---------------------------------------------------------- */
 
@@ -515,14 +443,8 @@ LMS_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
 }
 
 /* The device's memory as this process sees it: its budget. */
-LMS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
-{
-    if (!LMS_ENTER(cuDeviceTotalMem_v2))
-        return PASS(cuDeviceTotalMem_v2, bytes, dev);
-    CUresult r = lms_place_total_mem(bytes, dev, REAL(cuDeviceTotalMem_v2));
-    lms_hook_leave();
-    return r;
-}
+LMS_HOOK_BY(cuDeviceTotalMem_v2, (size_t *bytes, CUdevice dev), (bytes, dev),
+            lms_place_total_mem(bytes, dev, REAL(cuDeviceTotalMem_v2)))
 
 LMS_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 {

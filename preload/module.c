@@ -7,8 +7,6 @@
 #include "hooks.h"
 #include "launch.h"
 
-#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
-
 /* A hook that unloads handle h: the cached layouts go when it succeeds. */
 #define UNLOAD_HOOK(sym, handle_type)                                               \
     LMS_EXPORT CUresult sym(handle_type h)                                          \

@@ -8,8 +8,6 @@
 #include "hooks.h"
 #include "residency.h"
 
-#define PASS(sym, ...) (REAL(sym) ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
-
 /* Forgets the stream before the real destroy: once that returns, another
  * thread may already get the handle for a new stream. A destroy that fails
  * (a bad handle) has cost the stream its slot: it waits for fetches again.

@@ -75,18 +75,31 @@ static uint64_t charge_of(uint64_t bytes)
     return bytes > SIZE_MAX ? bytes : sim_round_charge((size_t)bytes);
 }
 
-/* Creates an array in the current context and charges its device; the
- * array is the driver's until cuArrayDestroy or its context's end. */
-static CUresult create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+/* The checks of an array's or a mipmapped array's creation, in CUDA's
+ * order: a current context (into *ctx), the handle and descriptor
+ * pointers, then the descriptor (check_desc, `levels` as there); *charge
+ * gets the device bytes to charge. Nothing is allocated. */
+static CUresult create_checks(const void *out, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels,
+                              CUcontext *ctx, uint64_t *charge)
 {
-    CUcontext ctx;
-    CUresult r = sim_current_ctx(&ctx);
+    CUresult r = sim_current_ctx(ctx);
     if (r != CUDA_SUCCESS)
         return r;
     if (!out || !desc)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t bytes = 0;
-    r = check_desc(desc, 0, &bytes);
+    r = check_desc(desc, levels, &bytes);
+    *charge = charge_of(bytes);
+    return r;
+}
+
+/* Creates an array in the current context and charges its device; the
+ * array is the driver's until cuArrayDestroy or its context's end. */
+static CUresult create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    CUcontext ctx;
+    uint64_t charge;
+    CUresult r = create_checks(out, desc, 0, &ctx, &charge);
     if (r != CUDA_SUCCESS)
         return r;
     struct CUarray_st *a = calloc(1, sizeof *a);
@@ -96,7 +109,7 @@ static CUresult create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *desc)
     a->desc = *desc;
     a->device = ctx->device;
     a->ctx = ctx;
-    a->charged = charge_of(bytes);
+    a->charged = charge;
     pthread_mutex_lock(&sim_lock);
     r = a->charged ? sim_charge(a->device, a->charged) : CUDA_SUCCESS;
     if (r == CUDA_SUCCESS) {
@@ -164,15 +177,10 @@ static void drop_mipmap(struct CUmipmappedArray_st *m)
 SIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
                                            unsigned int numMipmapLevels)
 {
-    CUcontext ctx;
-    CUresult r = sim_current_ctx(&ctx);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!pHandle || !pMipmappedArrayDesc)
-        return CUDA_ERROR_INVALID_VALUE;
     const CUDA_ARRAY3D_DESCRIPTOR *d = pMipmappedArrayDesc;
-    uint64_t bytes = 0;
-    r = check_desc(d, numMipmapLevels ? numMipmapLevels : 1, &bytes);
+    CUcontext ctx;
+    uint64_t charge;
+    CUresult r = create_checks(pHandle, d, numMipmapLevels ? numMipmapLevels : 1, &ctx, &charge);
     if (r != CUDA_SUCCESS)
         return r;
     unsigned levels = lms_mipmap_levels(d, numMipmapLevels);   /* clamped, as documented */
@@ -184,7 +192,7 @@ SIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA
     m->device = ctx->device;
     m->ctx = ctx;
     m->levels = levels;
-    m->charged = charge_of(bytes);
+    m->charged = charge;
     for (unsigned l = 0; l < levels; l++)
         m->level[l] = (struct CUarray_st){.magic = LEVEL_MAGIC, .desc = lms_mipmap_level(d, l),
                                           .device = m->device, .ctx = ctx};

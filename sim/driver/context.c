@@ -85,13 +85,9 @@ CUresult sim_current_device(int *out)
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device_args(pctx != NULL, dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pctx)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&sim_lock);
     sim_devices[dev].primary.refs++;
     pthread_mutex_unlock(&sim_lock);
@@ -136,13 +132,9 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrima
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device_args(flags && active, dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!flags || !active)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     *flags = sim_devices[dev].primary.flags;
     *active = sim_devices[dev].primary.refs > 0;
     return CUDA_SUCCESS;
@@ -165,13 +157,9 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
 /* Creates a context on dev and pushes it on the calling thread's stack. */
 static CUresult create_context(CUcontext *pctx, unsigned flags, CUdevice dev)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device_args(pctx != NULL, dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pctx)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     if (ctx_depth >= STACK_DEPTH)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUcontext ctx = calloc(1, sizeof *ctx);

@@ -201,33 +201,21 @@ static CUresult set(CUdeviceptr dst, unsigned value, unsigned width, size_t n, C
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
-{ return set(d, v, 1, n, NULL, false, true); }
-SIM_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
-{ return set(d, v, 1, n, NULL, true, true); }
-SIM_EXPORT CUresult cuMemsetD8(CUdeviceptr_v1 d, unsigned char v, unsigned int n)
-{ return set(d, v, 1, n, NULL, false, true); }
-SIM_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
-{ return set(d, v, 2, n, NULL, false, true); }
-SIM_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n)
-{ return set(d, v, 2, n, NULL, true, true); }
-SIM_EXPORT CUresult cuMemsetD16(CUdeviceptr_v1 d, unsigned short v, unsigned int n)
-{ return set(d, v, 2, n, NULL, false, true); }
-SIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
-{ return set(d, v, 4, n, NULL, false, true); }
-SIM_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n)
-{ return set(d, v, 4, n, NULL, true, true); }
-SIM_EXPORT CUresult cuMemsetD32(CUdeviceptr_v1 d, unsigned int v, unsigned int n)
-{ return set(d, v, 4, n, NULL, false, true); }
-SIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
-{ return set(d, v, 1, n, s, false, false); }
-SIM_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
-{ return set(d, v, 1, n, s, true, false); }
-SIM_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
-{ return set(d, v, 2, n, s, false, false); }
-SIM_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
-{ return set(d, v, 2, n, s, true, false); }
-SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
-{ return set(d, v, 4, n, s, false, false); }
-SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
-{ return set(d, v, 4, n, s, true, false); }
+/* The memset entry points of one element width (`bits`, elements of
+ * `type`): cuMemsetD<bits>_v2 with its per-thread-stream variant, the
+ * legacy cuMemsetD<bits>, and cuMemsetD<bits>Async with its _ptsz variant. */
+#define MEMSET_WIDTH(bits, type)                                                                 \
+    SIM_EXPORT CUresult cuMemsetD##bits##_v2(CUdeviceptr d, type v, size_t n)                    \
+    { return set(d, v, bits / 8, n, NULL, false, true); }                                        \
+    SIM_EXPORT CUresult cuMemsetD##bits##_v2_ptds(CUdeviceptr d, type v, size_t n)               \
+    { return set(d, v, bits / 8, n, NULL, true, true); }                                         \
+    SIM_EXPORT CUresult cuMemsetD##bits(CUdeviceptr_v1 d, type v, unsigned int n)                \
+    { return set(d, v, bits / 8, n, NULL, false, true); }                                        \
+    SIM_EXPORT CUresult cuMemsetD##bits##Async(CUdeviceptr d, type v, size_t n, CUstream s)      \
+    { return set(d, v, bits / 8, n, s, false, false); }                                          \
+    SIM_EXPORT CUresult cuMemsetD##bits##Async_ptsz(CUdeviceptr d, type v, size_t n, CUstream s) \
+    { return set(d, v, bits / 8, n, s, true, false); }
+
+MEMSET_WIDTH(8, unsigned char)
+MEMSET_WIDTH(16, unsigned short)
+MEMSET_WIDTH(32, unsigned int)

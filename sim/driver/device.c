@@ -96,6 +96,19 @@ CUresult sim_check_device(CUdevice dev)
     return dev >= 0 && dev < sim_cfg.devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
+/* As sim_check_device, with the call's other arguments checked between
+ * init and the ordinal (CUDA's order where an output pointer comes first):
+ * INVALID_VALUE when !args_ok. */
+CUresult sim_check_device_args(bool args_ok, CUdevice dev)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!args_ok)
+        return CUDA_ERROR_INVALID_VALUE;
+    return dev >= 0 && dev < sim_cfg.devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
 SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
     CUresult r = sim_check_init();

@@ -177,11 +177,9 @@ SIM_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *out, CUgraph g, const CUg
 
 SIM_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     if (!value)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
@@ -203,11 +201,9 @@ SIM_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attrib
 /* Only the high watermarks can be set, and only to zero. */
 SIM_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     if (!value || *(cuuint64_t *)value != 0 ||
         (attr != CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH))
         return CUDA_ERROR_INVALID_VALUE;
@@ -224,11 +220,9 @@ SIM_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice dev, CUgraphMem_attrib
  * allocations. */
 SIM_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice dev)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&sim_lock);
     gpool *p = &pools[dev];
     sim_uncharge(dev, p->reserved - p->used);

@@ -30,26 +30,18 @@ static bool pool_valid(CUmemoryPool p)
 
 SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device_args(pool != NULL, dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pool)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     *pool = &sim_devices[dev].default_pool;
     return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-    CUresult r = sim_check_init();
+    CUresult r = sim_check_device_args(pool != NULL, dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pool)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.devices)
-        return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&sim_lock);
     *pool = sim_devices[dev].current_pool;
     pthread_mutex_unlock(&sim_lock);

@@ -175,6 +175,7 @@ extern double sim_host_ns;    /* modeled host clock: work cannot start before */
 
 CUresult sim_check_init(void);
 CUresult sim_check_device(CUdevice dev);         /* init, then the ordinal */
+CUresult sim_check_device_args(bool args_ok, CUdevice dev);   /* init, args (INVALID_VALUE), ordinal */
 CUresult sim_current_ctx(CUcontext *out);          /* INVALID_CONTEXT if none */
 CUresult sim_current_device(int *out);
 bool sim_ctx_valid(CUcontext ctx);

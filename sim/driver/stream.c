@@ -596,19 +596,23 @@ static CUresult event_record(CUevent e, CUstream s, bool ptds)
 SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, false); }
 SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, true); }
 
+/* cuEventRecordWithFlags: a flag other than CU_EVENT_RECORD_EXTERNAL is INVALID_VALUE. */
+static CUresult event_record_flags(CUevent e, CUstream s, unsigned flags, bool ptds)
+{
+    return flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL ? CUDA_ERROR_INVALID_VALUE : event_record(e, s, ptds);
+}
+
 SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
-{
-    return flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL ? CUDA_ERROR_INVALID_VALUE
-                                                        : event_record(e, s, false);
-}
-
+{ return event_record_flags(e, s, flags, false); }
 SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags)
-{
-    return flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL ? CUDA_ERROR_INVALID_VALUE
-                                                        : event_record(e, s, true);
-}
+{ return event_record_flags(e, s, flags, true); }
 
-SIM_EXPORT CUresult cuEventQuery(CUevent e)
+/* cuEventQuery (wait false) and cuEventSynchronize (wait true): an event
+ * recorded during a capture answers CAPTURED_EVENT; otherwise a wait lets
+ * the modeled host clock reach the event's time (nothing to wait for when
+ * it was never recorded). A query answers as if the work were done
+ * (never NOT_READY). */
+static CUresult event_done(CUevent e, bool wait)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
@@ -617,24 +621,14 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_lock);
     bool pending = sim_capture_event_pending(e);
-    pthread_mutex_unlock(&sim_lock);
-    return pending ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
-}
-
-SIM_EXPORT CUresult cuEventSynchronize(CUevent e)
-{
-    CUresult r = sim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!event_valid(e))
-        return CUDA_ERROR_INVALID_HANDLE;
-    pthread_mutex_lock(&sim_lock);
-    bool pending = sim_capture_event_pending(e);
-    if (e->recorded && !pending)
+    if (wait && e->recorded && !pending)
         sim_host_wait(e->t_ns);
     pthread_mutex_unlock(&sim_lock);
     return pending ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
 }
+
+SIM_EXPORT CUresult cuEventQuery(CUevent e) { return event_done(e, false); }
+SIM_EXPORT CUresult cuEventSynchronize(CUevent e) { return event_done(e, true); }
 
 SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 {

@@ -211,11 +211,7 @@ RT_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d
     return cudaSuccess;
 }
 
-RT_EXPORT cudaError_t cudaDeviceSynchronize(void)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuCtxSynchronize());
-}
+RT_ONE_CALL(cudaDeviceSynchronize, (void), rt_drv.cuCtxSynchronize())
 
 /* As cudart: waits for the device, then resets its primary context, which
  * frees every allocation made in it. */
@@ -225,8 +221,4 @@ RT_EXPORT cudaError_t cudaDeviceReset(void)
     return e != cudaSuccess ? e : rt_result(rt_drv.cuDevicePrimaryCtxReset(rt_device()));
 }
 
-RT_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuMemGetInfo(free_bytes, total));
-}
+RT_ONE_CALL(cudaMemGetInfo, (size_t *free_bytes, size_t *total), rt_drv.cuMemGetInfo(free_bytes, total))

@@ -7,27 +7,14 @@
 
 #include <string.h>
 
-RT_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-                            : rt_result(rt_drv.cuStreamBeginCapture((CUstream)s,
-                                                                    (CUstreamCaptureMode)mode));
-}
+RT_ONE_CALL(cudaStreamBeginCapture, (cudaStream_t s, enum cudaStreamCaptureMode mode),
+            rt_drv.cuStreamBeginCapture((CUstream)s, (CUstreamCaptureMode)mode))
 
-RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuStreamEndCapture((CUstream)s, (CUgraph *)graph));
-}
+RT_ONE_CALL(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t *graph),
+            rt_drv.cuStreamEndCapture((CUstream)s, (CUgraph *)graph))
 
-RT_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-                            : rt_result(rt_drv.cuStreamIsCapturing((CUstream)s,
-                                                                   (CUstreamCaptureStatus *)status));
-}
+RT_ONE_CALL(cudaStreamIsCapturing, (cudaStream_t s, enum cudaStreamCaptureStatus *status),
+            rt_drv.cuStreamIsCapturing((CUstream)s, (CUstreamCaptureStatus *)status))
 
 RT_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *status,
                                                unsigned long long *id, cudaGraph_t *graph,
@@ -51,14 +38,8 @@ RT_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCapture
     return rt_result(rt_drv.cuThreadExchangeStreamCaptureMode((CUstreamCaptureMode *)mode));
 }
 
-RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
-                                           unsigned long long flags)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-                            : rt_result(rt_drv.cuGraphInstantiateWithFlags((CUgraphExec *)exec,
-                                                                           (CUgraph)graph, flags));
-}
+RT_ONE_CALL(cudaGraphInstantiate, (cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags),
+            rt_drv.cuGraphInstantiateWithFlags((CUgraphExec *)exec, (CUgraph)graph, flags))
 
 RT_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t graph,
                                                     unsigned long long flags)
@@ -66,29 +47,15 @@ RT_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaG
     return cudaGraphInstantiate(exec, graph, flags);
 }
 
-RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuGraphLaunch((CUgraphExec)exec, (CUstream)s));
-}
+RT_ONE_CALL(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t s),
+            rt_drv.cuGraphLaunch((CUgraphExec)exec, (CUstream)s))
 
-RT_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t s)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuGraphUpload((CUgraphExec)exec, (CUstream)s));
-}
+RT_ONE_CALL(cudaGraphUpload, (cudaGraphExec_t exec, cudaStream_t s),
+            rt_drv.cuGraphUpload((CUgraphExec)exec, (CUstream)s))
 
-RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuGraphDestroy((CUgraph)graph));
-}
+RT_ONE_CALL(cudaGraphDestroy, (cudaGraph_t graph), rt_drv.cuGraphDestroy((CUgraph)graph))
 
-RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuGraphExecDestroy((CUgraphExec)exec));
-}
+RT_ONE_CALL(cudaGraphExecDestroy, (cudaGraphExec_t exec), rt_drv.cuGraphExecDestroy((CUgraphExec)exec))
 
 RT_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *p)
 {
@@ -120,9 +87,4 @@ RT_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t handle, 
     return rt_result(r);
 }
 
-RT_EXPORT cudaError_t cudaIpcCloseMemHandle(void *p)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-                            : rt_result(rt_drv.cuIpcCloseMemHandle((CUdeviceptr)(uintptr_t)p));
-}
+RT_ONE_CALL(cudaIpcCloseMemHandle, (void *p), rt_drv.cuIpcCloseMemHandle((CUdeviceptr)(uintptr_t)p))

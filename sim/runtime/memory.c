@@ -157,18 +157,11 @@ RT_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
     return memcpy_kind(dst, src, n, kind, (CUstream)s, true);
 }
 
-RT_EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t n)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuMemsetD8(DP(devPtr), (unsigned char)value, n));
-}
+RT_ONE_CALL(cudaMemset, (void *devPtr, int value, size_t n),
+            rt_drv.cuMemsetD8(DP(devPtr), (unsigned char)value, n))
 
-RT_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t n, cudaStream_t s)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-         : rt_result(rt_drv.cuMemsetD8Async(DP(devPtr), (unsigned char)value, n, (CUstream)s));
-}
+RT_ONE_CALL(cudaMemsetAsync, (void *devPtr, int value, size_t n, cudaStream_t s),
+            rt_drv.cuMemsetD8Async(DP(devPtr), (unsigned char)value, n, (CUstream)s))
 
 RT_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t s)
 {
@@ -199,18 +192,10 @@ RT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPo
     return rt_result(r);
 }
 
-RT_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t s)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuMemFreeAsync(DP(devPtr), (CUstream)s));
-}
+RT_ONE_CALL(cudaFreeAsync, (void *devPtr, cudaStream_t s), rt_drv.cuMemFreeAsync(DP(devPtr), (CUstream)s))
 
-RT_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-         : rt_result(rt_drv.cuDeviceGetDefaultMemPool((CUmemoryPool *)pool, device));
-}
+RT_ONE_CALL(cudaDeviceGetDefaultMemPool, (cudaMemPool_t *pool, int device),
+            rt_drv.cuDeviceGetDefaultMemPool((CUmemoryPool *)pool, device))
 
 /* The driver's location for a runtime location (same numbering). */
 static CUmemLocation location(struct cudaMemLocation l)
@@ -219,21 +204,13 @@ static CUmemLocation location(struct cudaMemLocation l)
     return c;
 }
 
-RT_EXPORT cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t n, struct cudaMemLocation l,
-                                           unsigned int flags, cudaStream_t s)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-         : rt_result(rt_drv.cuMemPrefetchAsync(DP(devPtr), n, location(l), flags, (CUstream)s));
-}
+RT_ONE_CALL(cudaMemPrefetchAsync,
+            (const void *devPtr, size_t n, struct cudaMemLocation l, unsigned int flags, cudaStream_t s),
+            rt_drv.cuMemPrefetchAsync(DP(devPtr), n, location(l), flags, (CUstream)s))
 
-RT_EXPORT cudaError_t cudaMemAdvise(const void *devPtr, size_t n, enum cudaMemoryAdvise advice,
-                                    struct cudaMemLocation l)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-         : rt_result(rt_drv.cuMemAdvise(DP(devPtr), n, (CUmem_advise)advice, location(l)));
-}
+RT_ONE_CALL(cudaMemAdvise,
+            (const void *devPtr, size_t n, enum cudaMemoryAdvise advice, struct cudaMemLocation l),
+            rt_drv.cuMemAdvise(DP(devPtr), n, (CUmem_advise)advice, location(l)))
 
 RT_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *ptr)
 {

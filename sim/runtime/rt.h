@@ -67,4 +67,15 @@ cudaError_t rt_result(CUresult r);
 /* Records a runtime error as the last error and returns it. */
 cudaError_t rt_error(cudaError_t e);
 
+/* Defines the exported runtime function `name` (`params`: its parenthesised
+ * parameter list) that is one driver call: rt_enter()'s error, else the
+ * result of `call` (made only once rt_enter succeeded) as the runtime's
+ * error (rt_result). */
+#define RT_ONE_CALL(name, params, call)                    \
+    RT_EXPORT cudaError_t name params                      \
+    {                                                      \
+        cudaError_t e = rt_enter();                        \
+        return e != cudaSuccess ? e : rt_result(call);     \
+    }
+
 #endif

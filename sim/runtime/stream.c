@@ -24,30 +24,14 @@ RT_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *s)
     return cudaStreamCreateWithPriority(s, cudaStreamDefault, 0);
 }
 
-RT_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuStreamDestroy((CUstream)s));
-}
+RT_ONE_CALL(cudaStreamDestroy, (cudaStream_t s), rt_drv.cuStreamDestroy((CUstream)s))
 
-RT_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuStreamSynchronize((CUstream)s));
-}
+RT_ONE_CALL(cudaStreamSynchronize, (cudaStream_t s), rt_drv.cuStreamSynchronize((CUstream)s))
 
-RT_EXPORT cudaError_t cudaStreamQuery(cudaStream_t s)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuStreamQuery((CUstream)s));
-}
+RT_ONE_CALL(cudaStreamQuery, (cudaStream_t s), rt_drv.cuStreamQuery((CUstream)s))
 
-RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigned int flags)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-         : rt_result(rt_drv.cuStreamWaitEvent((CUstream)s, (CUevent)ev, flags));
-}
+RT_ONE_CALL(cudaStreamWaitEvent, (cudaStream_t s, cudaEvent_t ev, unsigned int flags),
+            rt_drv.cuStreamWaitEvent((CUstream)s, (CUevent)ev, flags))
 
 RT_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *ev, unsigned int flags)
 {
@@ -64,36 +48,16 @@ RT_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *ev)
     return cudaEventCreateWithFlags(ev, cudaEventDefault);
 }
 
-RT_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t ev)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuEventDestroy((CUevent)ev));
-}
+RT_ONE_CALL(cudaEventDestroy, (cudaEvent_t ev), rt_drv.cuEventDestroy((CUevent)ev))
 
-RT_EXPORT cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuEventRecord((CUevent)ev, (CUstream)s));
-}
+RT_ONE_CALL(cudaEventRecord, (cudaEvent_t ev, cudaStream_t s), rt_drv.cuEventRecord((CUevent)ev, (CUstream)s))
 
-RT_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t ev)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuEventSynchronize((CUevent)ev));
-}
+RT_ONE_CALL(cudaEventSynchronize, (cudaEvent_t ev), rt_drv.cuEventSynchronize((CUevent)ev))
 
-RT_EXPORT cudaError_t cudaEventQuery(cudaEvent_t ev)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e : rt_result(rt_drv.cuEventQuery((CUevent)ev));
-}
+RT_ONE_CALL(cudaEventQuery, (cudaEvent_t ev), rt_drv.cuEventQuery((CUevent)ev))
 
-RT_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
-{
-    cudaError_t e = rt_enter();
-    return e != cudaSuccess ? e
-         : rt_result(rt_drv.cuEventElapsedTime(ms, (CUevent)start, (CUevent)end));
-}
+RT_ONE_CALL(cudaEventElapsedTime, (float *ms, cudaEvent_t start, cudaEvent_t end),
+            rt_drv.cuEventElapsedTime(ms, (CUevent)start, (CUevent)end))
 
 RT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
                                        size_t sharedMem, cudaStream_t s)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "scratch.h"
 
 #define LAYOUTS 4096                   /* handles remembered (open addressing) */
 #define MAX_PARAM_BYTES 32768          /* CUDA 12.1+ passes up to 32764 bytes */
@@ -47,46 +48,23 @@ static atomic_bool said_no_info;
 static atomic_uint said_unsure;
 
 /* A launch's scratch: the words of its parameters and the chunk ids found,
- * one per thread (malloc'd on first use, freed at thread exit). */
+ * one per thread (scratch.c: made on first use, freed at thread exit). */
 typedef struct scratch {
     uint64_t words[MAX_WORDS];
     uint32_t ids[MAX_WORDS];
 } scratch;
 
-static __thread scratch *own_scratch __attribute__((tls_model("initial-exec")));
-static pthread_key_t scratch_key;
-static bool have_key;         /* scratch_key was made (the program may have taken every key) */
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-/* Thread exit: the scratch goes (a later launch in a destructor makes a new one). */
-static void free_scratch(void *s)
-{
-    free(s);
-    own_scratch = NULL;
-}
-static void make_key(void) { have_key = pthread_key_create(&scratch_key, free_scratch) == 0; }
-
-/* This thread's scratch, or NULL when it cannot be made: without a key of
- * its own nothing would free it at thread exit, and no other key is ours
- * to write. */
+/* This thread's scratch (owned by scratch.c), or NULL when it cannot be
+ * made: without a pthread key nothing would free it at thread exit. */
 static scratch *thread_scratch(void)
 {
-    if (own_scratch)
-        return own_scratch;
-    pthread_once(&scratch_once, make_key);
-    if (!have_key) {
+    scratch *s = lms_scratch_get(LMS_SCRATCH_LAUNCH, sizeof *s, NULL);
+    if (!s && lms_scratch_no_key()) {
         static atomic_bool said;
         if (!atomic_exchange(&said, true))
             lms_log(LMS_LEVEL_WARN, "no pthread key left for the launch scratch: launches are not "
                                     "scanned (their chunks are reached over the link)");
-        return NULL;
     }
-    scratch *s = malloc(sizeof *s);
-    if (s && pthread_setspecific(scratch_key, s) != 0) {
-        free(s);
-        s = NULL;
-    }
-    own_scratch = s;
     return s;
 }
 

@@ -43,6 +43,7 @@
 #include "plan.h"
 #include "policy.h"
 #include "price.h"
+#include "scratch.h"
 #include "timing.h"
 #include "launch.h"
 #include "trace.h"
@@ -959,11 +960,10 @@ static const lms_plan_ops live_ops = {
 
 /* What a launch of more than LMS_TOKEN_FEW chunks needs beyond its token:
  * the token's ids, the chunks it pins, and room for the ids the trace and
- * the timing pass on. One per thread, grown to its widest launch and kept,
- * so the steady state allocates nothing; freed at thread exit through a
- * pthread key. A thread runs one launch hook at a time (a nested call
- * passes through), so the scratch serves one launch from before() to
- * after(). */
+ * the timing pass on. One block per thread (scratch.c), grown to its widest
+ * launch and kept, so the steady state allocates nothing; freed at thread
+ * exit. A thread runs one launch hook at a time (a nested call passes
+ * through), so the scratch serves one launch from before() to after(). */
 typedef struct wide_scratch {
     size_t cap;               /* entries of each array */
     lms_plan_chunk **mine;    /* the chunks the launch pinned */
@@ -971,44 +971,21 @@ typedef struct wide_scratch {
     uint32_t *aux;            /* the trace's chunk ids, then the ids read in place */
 } wide_scratch;
 
-static __thread wide_scratch *own_wide __attribute__((tls_model("initial-exec")));
-static pthread_key_t wide_key;
-static bool have_wide_key;    /* wide_key was made (the program may have taken every key) */
-static pthread_once_t wide_once = PTHREAD_ONCE_INIT;
-
-/* Thread exit: the scratch goes (a later launch in a destructor makes a new one). */
-static void free_wide(void *s)
-{
-    free(s);
-    own_wide = NULL;
-}
-static void make_wide_key(void) { have_wide_key = pthread_key_create(&wide_key, free_wide) == 0; }
-
-/* This thread's scratch with room for n entries per array (one block: the
- * struct, then the arrays), or NULL when it cannot have it (no memory, no
- * pthread key left); a scratch too small is replaced, at least doubling. */
+/* This thread's scratch with room for n entries per array (one block owned
+ * by scratch.c: the struct, then the arrays), or NULL when it cannot have
+ * it (no memory, no pthread key left); a scratch too small is replaced, at
+ * least doubling. */
 static wide_scratch *wide_scratch_for(int n)
 {
-    wide_scratch *s = own_wide;
-    if (s && s->cap >= (size_t)n)
-        return s;
-    pthread_once(&wide_once, make_wide_key);
-    if (!have_wide_key)
-        return NULL;
-    size_t cap = s && s->cap * 2 > (size_t)n ? s->cap * 2 : (size_t)n;
-    wide_scratch *g = malloc(sizeof *g + cap * (sizeof *g->mine + 2 * sizeof *g->ids));
+    const size_t per = sizeof(lms_plan_chunk *) + 2 * sizeof(uint32_t);   /* bytes per entry */
+    size_t size;
+    wide_scratch *g = lms_scratch_get(LMS_SCRATCH_WIDE, sizeof *g + (size_t)n * per, &size);
     if (!g)
         return NULL;
-    if (pthread_setspecific(wide_key, g) != 0) {
-        free(g);
-        return NULL;
-    }
-    free(s);
-    g->cap = cap;
+    g->cap = (size - sizeof *g) / per;
     g->mine = (lms_plan_chunk **)(g + 1);
-    g->ids = (uint32_t *)(g->mine + cap);
-    g->aux = g->ids + cap;
-    own_wide = g;
+    g->ids = (uint32_t *)(g->mine + g->cap);
+    g->aux = g->ids + g->cap;
     return g;
 }
 

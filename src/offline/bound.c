@@ -185,8 +185,8 @@ void lms_replay_bound(const lms_trace_data *t, int dev, uint64_t budget, uint64_
             continue;
         bd_chunk *c = ev->id < t->max_id ? &ch[ev->id] : NULL;
         switch (ev->kind) {
-        case RP_DEVICE_ALLOC: device += ev->bytes; break;
-        case RP_DEVICE_FREE: device -= ev->bytes < device ? ev->bytes : device; break;
+        case RP_DEVICE_ALLOC:
+        case RP_DEVICE_FREE: device = lms_replay_device_bytes(device, ev); break;
         case RP_MANAGED_ALLOC:
         case RP_MANAGED_FREE:
             if (c && c->alive) {

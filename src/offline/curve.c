@@ -114,8 +114,8 @@ static bool lru_one_pass(const lms_trace_data *t, int dev, uint64_t skip, const 
             continue;
         lru_chunk *c = ev->id < t->max_id ? &ch[ev->id] : NULL;
         switch (ev->kind) {
-        case RP_DEVICE_ALLOC: device += ev->bytes; break;
-        case RP_DEVICE_FREE: device -= ev->bytes < device ? ev->bytes : device; break;
+        case RP_DEVICE_ALLOC:
+        case RP_DEVICE_FREE: device = lms_replay_device_bytes(device, ev); break;
         case RP_MANAGED_ALLOC:
         case RP_MANAGED_FREE:
             if (c && c->alive) {
@@ -340,8 +340,8 @@ uint64_t lms_replay_need(const lms_trace_data *t, int dev)
             continue;
         bool has = ev->id < t->max_id;
         switch (ev->kind) {
-        case RP_DEVICE_ALLOC: device += ev->bytes; break;
-        case RP_DEVICE_FREE: device -= ev->bytes < device ? ev->bytes : device; break;
+        case RP_DEVICE_ALLOC:
+        case RP_DEVICE_FREE: device = lms_replay_device_bytes(device, ev); break;
         case RP_MANAGED_ALLOC:
         case RP_MANAGED_FREE:
             if (has && alive[ev->id] && touched[ev->id])

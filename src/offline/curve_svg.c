@@ -20,25 +20,6 @@
 static const char *const colors[] = {"#111111", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e",
                                      "#17becf", "#8c564b", "#e377c2"};
 
-/* A round tick step (1, 2 or 5 times a power of ten) for a range of `span` > 0. */
-static double tick_step(double span)
-{
-    double raw = span / 5, mag = 1;
-    while (mag > raw)
-        mag /= 10;
-    while (mag * 10 <= raw)
-        mag *= 10;
-    double f = raw / mag;
-    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
-
-/* v rounded up to a whole number of steps. */
-static double round_up(double v, double step)
-{
-    double k = (double)(uint64_t)(v / step);
-    return k * step < v ? (k + 1) * step : k * step;
-}
-
 /* The unit that keeps a largest value of `max` bytes readable. */
 static double unit_for(double max, const char **name)
 {
@@ -56,23 +37,14 @@ int lms_curve_svg(const char *path, const char *title, const uint64_t *budgets, 
         vmax = values[i] > vmax ? values[i] : vmax;
     const char *xu, *yu;
     double xd = unit_for(bmax, &xu), yd = unit_for(vmax, &yu);
-    double xmax = bmax / xd, ymax = vmax / yd;
-    if (xmax <= 0)
-        xmax = 1;
-    if (ymax <= 0)
-        ymax = 1;
-    double xs = tick_step(xmax), ys = tick_step(ymax);
-    xmax = round_up(xmax, xs);
-    ymax = round_up(ymax, ys);
-    FILE *f = fopen(path, "w");
+    lms_svg_frame fr = {.w = W, .h = H, .left = LEFT, .right = RIGHT, .top = TOP, .bottom = BOTTOM, .title_y = 24};
+    lms_svg_axes(&fr, bmax / xd, vmax / yd);
+    FILE *f = lms_svg_open(path, &fr, title);
     if (!f)
         return -1;
     const double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
-#define PX(v) (LEFT + (v) / xmax * pw)
-#define PY(v) (TOP + ph - (v) / ymax * ph)
-    lms_svg_frame fr = {.w = W, .h = H, .left = LEFT, .right = RIGHT, .top = TOP, .bottom = BOTTOM,
-                        .title_y = 24, .xmax = xmax, .ymax = ymax, .xs = xs, .ys = ys};
-    lms_svg_frame_write(f, &fr, title);
+#define PX(v) lms_svg_x(&fr, v)
+#define PY(v) lms_svg_y(&fr, v)
     if (mark)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"5 4\"/>"
                    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">budget</text>\n",
@@ -92,15 +64,9 @@ int lms_curve_svg(const char *path, const char *title, const uint64_t *budgets, 
                 fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", PX(budgets[i] / xd),
                         PY(values[s * n + i] / yd), c);
         }
-        double ly = TOP + 10 + s * 20;
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"%s/>"
-                   "<text x=\"%d\" y=\"%.1f\">", W - RIGHT + 15, ly, W - RIGHT + 40, ly, c, dash, W - RIGHT + 46,
-                ly + 4);
-        lms_svg_text(f, names[s]);
-        fputs("</text>\n", f);
+        lms_svg_legend(f, &fr, s, c, dash, names[s]);
     }
-    fputs("</svg>\n", f);
 #undef PX
 #undef PY
-    return fclose(f) == 0 ? 0 : -1;
+    return lms_svg_close(f);
 }

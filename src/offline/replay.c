@@ -382,8 +382,8 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
             continue;
         rp_chunk *ch = ev->id < c.nchunks ? &c.chunks[ev->id] : NULL;
         switch (ev->kind) {
-        case RP_DEVICE_ALLOC: c.device_bytes += ev->bytes; break;
-        case RP_DEVICE_FREE: c.device_bytes -= ev->bytes < c.device_bytes ? ev->bytes : c.device_bytes; break;
+        case RP_DEVICE_ALLOC:
+        case RP_DEVICE_FREE: c.device_bytes = lms_replay_device_bytes(c.device_bytes, ev); break;
         case RP_MANAGED_ALLOC:
         case RP_MANAGED_FREE:
             /* An id allocated again (a damaged trace) is freed first. */

@@ -26,6 +26,19 @@ typedef struct rp_event {
     uint32_t first, n;    /* launch: its ids in the trace's id pool */
 } rp_event;
 
+/* The bytes of device (not managed) allocations after event ev, given
+ * `device` before it: an RP_DEVICE_ALLOC adds its bytes, an RP_DEVICE_FREE
+ * takes them away (never below zero: the trace may have begun after the
+ * allocation); any other event leaves them. */
+static inline uint64_t lms_replay_device_bytes(uint64_t device, const rp_event *ev)
+{
+    if (ev->kind == RP_DEVICE_ALLOC)
+        return device + ev->bytes;
+    if (ev->kind == RP_DEVICE_FREE)
+        return device - (ev->bytes < device ? ev->bytes : device);
+    return device;
+}
+
 typedef struct lms_trace_data {
     rp_event *events;
     size_t nevents, capevents;

@@ -4,6 +4,64 @@
  */
 #include "svg.h"
 
+#include <stdint.h>
+
+/* A round tick step (1, 2 or 5 times a power of ten) for a range of `span` > 0. */
+static double tick_step(double span)
+{
+    double raw = span / 5, mag = 1;
+    while (mag > raw)
+        mag /= 10;
+    while (mag * 10 <= raw)
+        mag *= 10;
+    double f = raw / mag;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+/* v rounded up to a whole number of steps. */
+static double round_up(double v, double step)
+{
+    double k = (double)(uint64_t)(v / step);
+    return k * step < v ? (k + 1) * step : k * step;
+}
+
+/* Steps first, then the ends rounded up to them; nothing is allocated. */
+void lms_svg_axes(lms_svg_frame *fr, double xmax, double ymax)
+{
+    if (xmax <= 0)
+        xmax = 1;
+    if (ymax <= 0)
+        ymax = 1;
+    fr->xs = tick_step(xmax);
+    fr->ys = tick_step(ymax);
+    fr->xmax = round_up(xmax, fr->xs);
+    fr->ymax = round_up(ymax, fr->ys);
+}
+
+/* From the left margin, in proportion to the x axis. */
+double lms_svg_x(const lms_svg_frame *fr, double v)
+{
+    return fr->left + v / fr->xmax * (fr->w - fr->left - fr->right);
+}
+
+/* Up from the plot's bottom edge, in proportion to the y axis. */
+double lms_svg_y(const lms_svg_frame *fr, double v)
+{
+    const double ph = fr->h - fr->top - fr->bottom;
+    return fr->top + ph - v / fr->ymax * ph;
+}
+
+/* One row of the legend per series, 20 px apart from the plot's top. */
+void lms_svg_legend(FILE *f, const lms_svg_frame *fr, int s, const char *color, const char *attrs, const char *name)
+{
+    const int x = fr->w - fr->right;
+    double ly = fr->top + 10 + s * 20;
+    fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"%s/>"
+               "<text x=\"%d\" y=\"%.1f\">", x + 15, ly, x + 40, ly, color, attrs, x + 46, ly + 4);
+    lms_svg_text(f, name);
+    fputs("</text>\n", f);
+}
+
 /* Writes text with XML's special characters escaped. */
 void lms_svg_text(FILE *f, const char *s)
 {
@@ -28,8 +86,8 @@ void lms_svg_frame_write(FILE *f, const lms_svg_frame *fr, const char *title)
     const int W = fr->w, H = fr->h, LEFT = fr->left, TOP = fr->top;
     const double pw = W - LEFT - fr->right, ph = H - TOP - fr->bottom;
     const double xmax = fr->xmax, ymax = fr->ymax, xs = fr->xs, ys = fr->ys;
-#define PX(v) (LEFT + (v) / xmax * pw)
-#define PY(v) (TOP + ph - (v) / ymax * ph)
+#define PX(v) lms_svg_x(fr, v)
+#define PY(v) lms_svg_y(fr, v)
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
@@ -48,4 +106,20 @@ void lms_svg_frame_write(FILE *f, const lms_svg_frame *fr, const char *title)
             TOP, pw, ph);
 #undef PX
 #undef PY
+}
+
+/* fopen, then the frame. */
+FILE *lms_svg_open(const char *path, const lms_svg_frame *fr, const char *title)
+{
+    FILE *f = fopen(path, "w");
+    if (f)
+        lms_svg_frame_write(f, fr, title);
+    return f;
+}
+
+/* The closing tag, then fclose (which reports a failed write). */
+int lms_svg_close(FILE *f)
+{
+    fputs("</svg>\n", f);
+    return fclose(f) == 0 ? 0 : -1;
 }

@@ -2,7 +2,7 @@
  * shim.h — what test programs over the simulated GPU share: size units,
  * lmshim's statistics read through its public API (with liblmshim.so
  * preloaded), the checks a case ends with, the bytes in use as the
- * simulated device and cuMemGetInfo see them, a simulated kernel's
+ * simulated device, cuMemGetInfo and cudaMemGetInfo see them, a simulated kernel's
  * CUfunction, a counter in device memory, a memory pool, the placement of
  * a pointer and counting lines of a log.
  */
@@ -10,6 +10,7 @@
 #define TEST_SHIM_H
 
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -84,6 +85,14 @@ static inline uint64_t info_used(void)
     size_t f = 0, t = 0;
     OK(cuMemGetInfo(&f, &t));
     CHECK(f <= t);
+    return t - f;
+}
+
+/* cudaMemGetInfo's used bytes (total - free) for the current device. */
+static inline uint64_t rt_used(void)
+{
+    size_t f = 0, t = 0;
+    OK(cudaMemGetInfo(&f, &t));
     return t - f;
 }
 

@@ -18,6 +18,7 @@
 #include "../../common/check.h"
 #include "../../common/context.h"
 #include "../../common/shim.h"
+#include "../../common/threads.h"
 #include "simgpu.h"
 
 /* lmshim's count and the simulated device's agree, and are `want` (at
@@ -201,7 +202,6 @@ static void reuse(void)
     OK(cuCtxDestroy(ctx));
 }
 
-static pthread_barrier_t bar;
 static CUcontext shared_ctx;
 
 /* One thread's 64 MiB: a mipmapped array (even threads) or a plain array
@@ -217,7 +217,7 @@ static void *make_64m(void *arg)
     CUDA_ARRAY3D_DESCRIPTOR da = array3d_desc(4096, 4096, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 64 MiB */
     if (r == CUDA_SUCCESS)
         r = i % 2 ? cuArray3DCreate(&a, &da) : cuMipmappedArrayCreate(&m, &dm, 13);
-    pthread_barrier_wait(&bar);
+    race_wait();
     if (r == CUDA_SUCCESS && (i % 2 ? cuArrayDestroy(a) : cuMipmappedArrayDestroy(m)) != CUDA_SUCCESS)
         r = CUDA_ERROR_UNKNOWN;
     return (void *)(intptr_t)r;
@@ -229,22 +229,10 @@ static void *make_64m(void *arg)
 static void threads_mixed(void)
 {
     shared_ctx = new_context(0);
-    enum { N = 12 };
     for (int round = 0; round < 40; round++) {
-        pthread_t t[N];
-        pthread_barrier_init(&bar, NULL, N);
-        for (intptr_t i = 0; i < N; i++)
-            CHECK(pthread_create(&t[i], NULL, make_64m, (void *)i) == 0);
-        int ok = 0, oom = 0;
-        for (int i = 0; i < N; i++) {
-            void *r;
-            pthread_join(t[i], &r);
-            ok += (intptr_t)r == CUDA_SUCCESS;
-            oom += (intptr_t)r == CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        pthread_barrier_destroy(&bar);
-        CHECK_EQ_U(ok, 8);
-        CHECK_EQ_U(oom, 4);
+        race_count c = race_threads(12, make_64m);
+        CHECK_EQ_U(c.ok, 8);
+        CHECK_EQ_U(c.oom, 4);
         agree(0);
     }
     OK(cuCtxDestroy(shared_ctx));

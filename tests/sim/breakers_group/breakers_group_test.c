@@ -40,37 +40,6 @@ extern char **environ;
 
 /* ---- members ---- */
 
-/* Starts a member of kind `kind` with fd 3 (it writes a byte when ready)
- * and fd 4 (closed by the test to let it go); waits until it is ready.
- * Its stderr goes to `err` when given. */
-static pid_t start_member_err(const char *group, const char *limit, const char *kind, const char *arg, int *release,
-                              const char *err)
-{
-    int ready[2], go[2];   /* close-on-exec: other members must not hold them */
-    CHECK(pipe2(ready, O_CLOEXEC) == 0 && pipe2(go, O_CLOEXEC) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        member_exec(group, limit, kind, arg, err);
-    }
-    close(ready[1]);
-    close(go[0]);
-    char c;
-    CHECK(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
-    *release = go[1];
-    return pid;
-}
-
-static pid_t start_member(const char *group, const char *limit, const char *kind, const char *arg, int *release)
-{
-    return start_member_err(group, limit, kind, arg, release, NULL);
-}
-
 /* Holds `arg` MiB on the device, says so on fd 3, frees once released. */
 static void member_hold(const char *arg)
 {
@@ -85,21 +54,6 @@ static void member_hold(const char *arg)
     wait_release();
     if (p)
         OK(cuMemFree(p));
-}
-
-/* The whole budget `arg` MiB is free and can be had on the device. */
-static void member_full_budget(const char *arg)
-{
-    primary_context(0);
-    uint64_t budget = (uint64_t)atoi(arg) * MiB;
-    size_t f, t;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(t, budget);
-    CHECK_EQ_U(f, budget);
-    CUdeviceptr p;
-    OK(cuMemAlloc(&p, budget));
-    CHECK(is_managed(p) == 0);
-    OK(cuMemFree(p));
 }
 
 /* cuMemGetInfo says total `arg` MiB of which the MiB after the comma are
@@ -418,18 +372,6 @@ static const member_kind members[] = {
 
 /* ---- cases ---- */
 
-/* Runs `cmd` through the shell; on failure shows `file` and fails with `what`. */
-static void expect(const char *cmd, const char *file, const char *what)
-{
-    if (system(cmd) == 0)
-        return;
-    char show[512];
-    snprintf(show, sizeof show, "cat '%s' >&2", file);
-    CHECK(system(show) == 0);
-    fprintf(stderr, "expected: %s\n", what);
-    exit(1);
-}
-
 /* Runs a `full_budget 64` member of group `group` (budget 64 MiB): it must
  * keep its own budget, after exactly one line about the group matching the
  * extended regex `why`. */
@@ -451,7 +393,7 @@ static void fd_reused(void)
 {
     fresh_dir();
     int release;
-    pid_t holder = start_member("g", "256M", "hold", "100", &release);
+    pid_t holder = start_member("g", "256M", NULL, "hold", "100", &release);
     reap(spawn("g", "256M", "fd_reuse", "", NULL));
     lms_group_header *h = map_group("g");
     lms_group_slot *s = slot_of(h, holder);
@@ -555,7 +497,7 @@ static void top_hostile_names(void)
 {
     fresh_dir();
     int release;
-    pid_t named = start_member("hostile", "256M", "named", "", &release);
+    pid_t named = start_member("hostile", "256M", NULL, "named", "", &release);
     lms_group_header *h = map_group("hostile");
     lms_group_slot *fake = lms_groupfile_slot(h, LMS_GROUP_SLOTS - 1);
     CHECK(atomic_load(&fake->state) == LMS_SLOT_FREE);
@@ -658,11 +600,11 @@ static void fork_child_budget(void)
 {
     fresh_dir();
     int release, fork_release;
-    pid_t holder = start_member("inherit", "256M", "hold", "100", &release);
+    pid_t holder = start_member("inherit", "256M", NULL, "hold", "100", &release);
     lms_group_header *h = map_group("inherit");
     int fds[LMS_GROUP_SLOTS];
     CHECK_EQ_U(fill_slots(h, "inherit", fds), LMS_GROUP_SLOTS - 1);
-    pid_t pid = start_member("inherit", "512M", "fork_joins", "512", &fork_release);
+    pid_t pid = start_member("inherit", "512M", NULL, "fork_joins", "512", &fork_release);
     for (int i = 0; i < LMS_GROUP_SLOTS; i++)
         if (fds[i] >= 0) {
             close(fds[i]);   /* one fake member gone: the child can join */
@@ -687,7 +629,7 @@ static void slots_full(void)
 {
     fresh_dir();
     int release;
-    pid_t holder = start_member("full", "256M", "hold", "100", &release);
+    pid_t holder = start_member("full", "256M", NULL, "hold", "100", &release);
     lms_group_header *h = map_group("full");
     int fds[LMS_GROUP_SLOTS];
     CHECK_EQ_U(fill_slots(h, "full", fds), LMS_GROUP_SLOTS - 1);
@@ -718,7 +660,7 @@ static void exec_chain(void)
 {
     fresh_dir();
     int release;
-    pid_t pid = start_member("chain", "256M", "exec_hold", "", &release);
+    pid_t pid = start_member("chain", "256M", NULL, "exec_hold", "", &release);
     lms_group_header *h = map_group("chain");
     CHECK_EQ_U(live_slots(h), 1);
     CHECK_EQ_U(atomic_load(&h->charged[0]), 20 * MiB);
@@ -727,7 +669,7 @@ static void exec_chain(void)
     close(release);
     reap(pid);
     CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
-    pid = start_member("chain", "256M", "spawner", "", &release);
+    pid = start_member("chain", "256M", NULL, "spawner", "", &release);
     CHECK_EQ_U(live_slots(h), 2);
     CHECK_EQ_U(atomic_load(&h->charged[0]), 50 * MiB);
     s = slot_of(h, pid);
@@ -855,7 +797,7 @@ static void fork_in_init(void)
     lms_group_header *h = map_group("init");
     lock_group(h);
     int release;
-    pid_t pid = start_member("init", "256M", "fork_in_init", "", &release);
+    pid_t pid = start_member("init", "256M", NULL, "fork_in_init", "", &release);
     usleep(300000);
     pthread_mutex_unlock(&h->lock);
     close(release);
@@ -913,7 +855,9 @@ static void file_removed(void)
     snprintf(err, sizeof err, "%s.err", dir);
     CHECK(lms_groupfile_path(dir, "gone", path, sizeof path) == 0);
     int release;
-    pid_t pid = start_member_err("gone", "256M", "hold", "100", &release, err);
+    int ready;
+    pid_t pid = launch_member("gone", "256M", NULL, "hold", "100", err, &ready, &release);
+    wait_ready(ready, pid);
     CHECK(unlink(path) == 0);
     usleep(700000);   /* the member looks four times a second */
     close(release);
@@ -932,9 +876,9 @@ static void residency_edge(void)
     fresh_dir();
     int release[4];
     pid_t pid[4];
-    pid[0] = start_member("edge", "128M", "edge", "", &release[0]);
+    pid[0] = start_member("edge", "128M", NULL, "edge", "", &release[0]);
     for (int i = 1; i < 4; i++)
-        pid[i] = start_member("edge", "128M", "fetcher", "", &release[i]);
+        pid[i] = start_member("edge", "128M", NULL, "fetcher", "", &release[i]);
     lms_group_header *h = map_group("edge");
     for (int i = 0; i < 1500; i++) {
         check_invariant(h);
@@ -967,7 +911,7 @@ static void exit_in_handler(void)
     lms_group_header *h = NULL;
     for (int t = 0; t < 30; t++) {
         int release;
-        pid_t pid = start_member("sig", "256M", "exit_on_signal", "", &release);
+        pid_t pid = start_member("sig", "256M", NULL, "exit_on_signal", "", &release);
         if (!h)
             h = map_group("sig");
         usleep((useconds_t)(1000 + xorshift(&seed) % 5000));
@@ -1002,7 +946,7 @@ static void different_limits(void)
     char err[256], cmd[1024];
     snprintf(err, sizeof err, "%s.err", dir);
     int release;
-    pid_t holder = start_member("limits", "256M", "hold", "100", &release);
+    pid_t holder = start_member("limits", "256M", NULL, "hold", "100", &release);
     lms_group_header *h = map_group("limits");
     reap(spawn("limits", "512M", "sees", "256,100", err));
     snprintf(cmd, sizeof cmd, "test $(grep -c 'group limits: device 0 has the group.s budget of 268435456 bytes, "

@@ -37,20 +37,6 @@
 
 #define MAX_VISIBLE 16
 
-/* Parses "A,B,..." (MiB per visible ordinal) into bytes; answers the count. */
-static int sizes_of(const char *arg, uint64_t *out)
-{
-    int n = 0;
-    for (const char *s = arg; *s && n < MAX_VISIBLE; n++) {
-        out[n] = (uint64_t)atoi(s) * MiB;
-        const char *c = strchr(s, ',');
-        if (!c)
-            return n + 1;
-        s = c + 1;
-    }
-    return n;
-}
-
 /* ---- members ---- */
 
 /* Holds the i-th number of "A,B,..." MiB on its visible device i, on the
@@ -59,22 +45,7 @@ static int sizes_of(const char *arg, uint64_t *out)
 static void member_holdn(const char *arg)
 {
     uint64_t size[MAX_VISIBLE];
-    int n = sizes_of(arg, size);
-    CUdeviceptr p[MAX_VISIBLE] = {0};
-    for (int d = 0; d < n; d++) {
-        if (!size[d])
-            continue;
-        primary_context(d);
-        OK(cuMemAlloc(&p[d], size[d]));
-        CHECK(is_managed(p[d]) == 0);
-    }
-    CHECK(write(3, "r", 1) == 1);
-    wait_release();
-    for (int d = 0; d < n; d++)
-        if (p[d]) {
-            primary_context(d);
-            OK(cuMemFree(p[d]));
-        }
+    hold_per_device(size, mib_list(arg, size, MAX_VISIBLE));
 }
 
 /* For each visible device d of "U0,U1,...": cuMemGetInfo says a total of
@@ -83,19 +54,10 @@ static void member_holdn(const char *arg)
 static void member_sees(const char *arg)
 {
     uint64_t used[MAX_VISIBLE];
-    int n = sizes_of(arg, used);
+    int n = mib_list(arg, used, MAX_VISIBLE);
     OK(cuInit(0));
     for (int d = 0; d < n; d++) {
-        primary_context(d);
-        size_t f, t;
-        OK(cuMemGetInfo(&f, &t));
-        CHECK_EQ_U(t, 256 * MiB);
-        CHECK_EQ_U(f, 256 * MiB - used[d]);
-        CUdeviceptr p, q;
-        OK(cuMemAlloc(&p, f));
-        CHECK(is_managed(p) == 0);
-        OK(cuMemGetInfo(&f, &t));
-        CHECK_EQ_U(f, 0);
+        CUdeviceptr p = sees_on_device(d, 256 * MiB, used[d]), q;
         OK(cuMemAlloc(&q, 2 * MiB));   /* past the budget: off the device */
         CHECK(is_managed(q) == 1);
         OK(cuMemFree(q));
@@ -129,7 +91,7 @@ static void member_churn(const char *arg)
 static void member_fork_holds(const char *arg)
 {
     uint64_t size[MAX_VISIBLE] = {0};
-    sizes_of(arg, size);
+    mib_list(arg, size, MAX_VISIBLE);
     bool late = strstr(arg, "late") != NULL;
     CUdeviceptr p[2], q[2];
     for (int d = 0; d < 2; d++) {
@@ -361,19 +323,6 @@ static void check_table_but(lms_group_header *h, int others)
 
 static void check_table(lms_group_header *h) { check_table_but(h, 0); }
 
-/* Runs cmd (a shell line writing to out); on failure shows out and fails
- * with `what`. */
-static void expect(const char *cmd, const char *out, const char *what)
-{
-    if (system(cmd) == 0)
-        return;
-    char show[512];
-    snprintf(show, sizeof show, "cat '%s' >&2", out);
-    CHECK(system(show) == 0);
-    fprintf(stderr, "%s\n", what);
-    CHECK(!"expected");
-}
-
 /* `lmshim top GROUP --once` succeeds (rc `want`), and with --json writes
  * JSON that python3's json.tool reads. */
 static void top_parses(const char *group, int want)
@@ -388,66 +337,6 @@ static void top_parses(const char *group, int want)
     snprintf(cmd, sizeof cmd, "timeout 20 '%s' top %s --dir '%s' --once --json > '%s' 2>/dev/null; test $? = %d && "
              "python3 -m json.tool --json-lines '%s' > /dev/null 2>&1", cli, group, dir, out, want, out);
     expect(cmd, out, "top --json parses");
-}
-
-/* Starts `kind arg` in group `group` (budget 256M) with
- * CUDA_VISIBLE_DEVICES=cvd (unset when NULL), fd 3 the pipe it writes a
- * byte to when ready (*ready, read end), fd 4 the pipe whose closing (of
- * *release) lets it go. Does not wait. */
-static pid_t launch(const char *group, const char *cvd, const char *kind, const char *arg, int *ready, int *release)
-{
-    int r[2], go[2];
-    CHECK(pipe(r) == 0 && pipe(go) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        close(r[0]);
-        close(go[1]);
-        dup2(r[1], 3);
-        dup2(go[0], 4);
-        if (cvd)
-            setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
-        else
-            unsetenv("CUDA_VISIBLE_DEVICES");
-        member_exec(group, "256M", kind, arg, NULL);
-    }
-    close(r[1]);
-    close(go[0]);
-    *ready = r[0];
-    *release = go[1];
-    return pid;
-}
-
-/* Waits for a launched member's ready byte. */
-static void wait_ready(int ready, pid_t pid)
-{
-    char c;
-    if (read(ready, &c, 1) != 1) {
-        int st = 0;
-        waitpid(pid, &st, 0);
-        fprintf(stderr, "member %d ended before it was ready (status 0x%x)\n", (int)pid, st);
-        CHECK(!"member ready");
-    }
-    close(ready);
-}
-
-/* launch() and wait_ready(). */
-static pid_t start(const char *group, const char *cvd, const char *kind, const char *arg, int *release)
-{
-    int ready;
-    pid_t pid = launch(group, cvd, kind, arg, &ready, release);
-    wait_ready(ready, pid);
-    return pid;
-}
-
-/* Runs `kind arg` in group `group` with CUDA_VISIBLE_DEVICES=cvd to its
- * end; it must exit with 0. */
-static void run(const char *group, const char *cvd, const char *kind, const char *arg)
-{
-    setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
-    reap(spawn(group, "256M", kind, arg, NULL));
-    unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
 /* The physical device of visible ordinal i under the list cvd. */
@@ -495,7 +384,7 @@ static void join_storm(void)
                 snprintf(arg + strlen(arg), sizeof arg - strlen(arg), "%s%llu", i ? "," : "", (unsigned long long)mib);
                 want[physical_of(cvd, i)] += mib * MiB;
             }
-            pid[m] = launch("storm", cvd, "holdn", arg, &ready[m], &release[m]);
+            pid[m] = launch_member("storm", "256M", cvd, "holdn", arg, NULL, &ready[m], &release[m]);
         }
         for (int m = 0; m < N; m++)
             wait_ready(ready[m], pid[m]);
@@ -556,11 +445,11 @@ static void kill_claiming(void)
             check_table(h);
     }
     int release;
-    pid_t keep = start("kill", "2,1", "holdn", "10,20", &release);   /* GPU 2: 10 MiB, GPU 1: 20 MiB */
+    pid_t keep = start_visible("kill", "2,1", "holdn", "10,20", &release);   /* GPU 2: 10 MiB, GPU 1: 20 MiB */
     if (!h)
         h = map_group("kill");
-    run("kill", "0,1,2,3", "sees", "0,20,10,0");
-    run("kill", "3,2,1,0", "sees", "0,10,20,0");
+    run_visible("kill", "0,1,2,3", "sees", "0,20,10,0");
+    run_visible("kill", "3,2,1,0", "sees", "0,10,20,0");
     check_table(h);
     top_parses("kill", 0);
     close(release);
@@ -627,26 +516,26 @@ static void entries_full(void)
     fresh_dir();
     read_uuids(3);
     int release;
-    pid_t keep = start("full", "0", "holdn", "10", &release);
+    pid_t keep = start_visible("full", "0", "holdn", "10", &release);
     lms_group_header *h = map_group("full");
     int g0 = entry_of(h, 0);
     CHECK_EQ_U(fill_entries(h), LMS_GROUP_DEVICES - 1);
     int rel_a;
-    pid_t a = start("full", "1", "holdn", "200", &rel_a);
+    pid_t a = start_visible("full", "1", "holdn", "200", &rel_a);
     int g1 = entry_of(h, 1);
     CHECK(g1 >= 0);
     CHECK_EQ_U(atomic_load(&h->charged[g1]), 200 * MiB);
     CHECK_EQ_U(atomic_load(&h->peak[g1]), 200 * MiB);   /* the entry starts afresh */
-    run("full", "1,0", "sees", "200,10");
+    run_visible("full", "1,0", "sees", "200,10");
     check_table_but(h, LMS_GROUP_DEVICES - 2);
     top_parses("full", 0);
     /* Every entry used by a running member. */
     int fake = fake_member(h, "full", 0xffffu & ~(1u << g0 | 1u << g1));
     CHECK(fake >= 0);
-    run("full", "2", "survives", "device");
+    run_visible("full", "2", "survives", "device");
     CHECK(entry_of(h, 2) < 0);
     close(fake);   /* that member dies */
-    run("full", "2,1", "sees", "0,200");
+    run_visible("full", "2,1", "sees", "0,200");
     int g2 = entry_of(h, 2);
     CHECK(g2 >= 0 && g2 != g0 && g2 != g1);
     CHECK_EQ_U(atomic_load(&h->reclaimed_members), 1);
@@ -656,7 +545,7 @@ static void entries_full(void)
     close(release);
     reap(keep);
     /* The group empty, the next member starts it afresh: its GPUs only. */
-    run("full", "1", "sees", "0");
+    run_visible("full", "1", "sees", "0");
     check_table(h);
     CHECK(entry_of(h, 1) >= 0);
 }
@@ -669,7 +558,7 @@ static void fork_child(void)
     fresh_dir();
     read_uuids(2);
     int release;
-    pid_t pid = start("forked", "1,0", "fork_holds", "30,50,6,10", &release);
+    pid_t pid = start_visible("forked", "1,0", "fork_holds", "30,50,6,10", &release);
     lms_group_header *h = map_group("forked");
     int g0 = entry_of(h, 0), g1 = entry_of(h, 1);
     CHECK(g0 >= 0 && g1 >= 0);
@@ -697,14 +586,14 @@ static void late_join(void)
     fresh_dir();
     read_uuids(2);
     int release;
-    pid_t keep = start("late", "0", "holdn", "100", &release);   /* GPU 0: 100 MiB */
+    pid_t keep = start_visible("late", "0", "holdn", "100", &release);   /* GPU 0: 100 MiB */
     lms_group_header *h = map_group("late");
     int fds[LMS_GROUP_SLOTS];
     for (int i = 0; i < LMS_GROUP_SLOTS; i++)
         fds[i] = fake_member(h, "late", 0);
     CHECK(fds[LMS_GROUP_SLOTS - 2] >= 0 && fds[LMS_GROUP_SLOTS - 1] < 0);   /* every slot taken */
     int ready, go;
-    pid_t pid = launch("late", "1,0", "fork_holds", "2,2,40,20,late", &ready, &go);
+    pid_t pid = launch_member("late", "256M", "1,0", "fork_holds", "2,2,40,20,late", NULL, &ready, &go);
     char c;
     CHECK(read(ready, &c, 1) == 1 && c == 'a');
     for (int i = 0; i < LMS_GROUP_SLOTS; i++)
@@ -761,7 +650,7 @@ static void threads_devices(void)
         char out[2][128];
         for (int m = 0; m < 2; m++) {
             snprintf(out[m], sizeof out[m], "%s/kept%d", dir, m);
-            pid[m] = launch("thr", orders[m], "threads", out[m], &ready[m], &release[m]);
+            pid[m] = launch_member("thr", "256M", orders[m], "threads", out[m], NULL, &ready[m], &release[m]);
         }
         for (int m = 0; m < 2; m++)
             wait_ready(ready[m], pid[m]);
@@ -850,14 +739,14 @@ static void crafted(void)
     fresh_dir();
     read_uuids(2);
     int release;
-    pid_t keep = start("junk", "0", "holdn", "10", &release);
+    pid_t keep = start_visible("junk", "0", "holdn", "10", &release);
     lms_group_header *h = map_group("junk");
     int g0 = entry_of(h, 0);
     CHECK(g0 >= 0);
     scribble(h);
     top_parses("junk", 0);
-    run("junk", "1,0", "survives", "");
-    run("junk", "0", "survives", "device");
+    run_visible("junk", "1,0", "survives", "");
+    run_visible("junk", "0", "survives", "device");
     CHECK_EQ_U(entry_of(h, 0), g0);
     CHECK_EQ_U(atomic_load(&h->charged[g0]), 10 * MiB);
     top_parses("junk", 0);
@@ -869,12 +758,12 @@ static void crafted(void)
     CHECK(system(cmd) == 0);
     lms_group_header *a = map_group("alien");
     snprintf(a->name, sizeof a->name, "alien");
-    run("alien", "1,0", "survives", "device");   /* refused: its own budget, on the device */
+    run_visible("alien", "1,0", "survives", "device");   /* refused: its own budget, on the device */
     top_parses("alien", 0);
     scribble(a);
     uint64_t reclaimed = atomic_load(&a->reclaimed_members);
     setenv("LMS_GROUP_MODE", "0666", 1);   /* shared with every user on purpose: used */
-    run("alien", "1,0", "survives", "");
+    run_visible("alien", "1,0", "survives", "");
     CHECK(atomic_load(&a->reclaimed_members) > reclaimed);   /* it joined: the dead were reclaimed */
     unsetenv("LMS_GROUP_MODE");
     top_parses("alien", 0);
@@ -900,7 +789,7 @@ static void dies_mid_claim(void)
     fresh_dir();
     read_uuids(2);
     int release;
-    pid_t keep = start("mid", "0", "holdn", "10", &release);
+    pid_t keep = start_visible("mid", "0", "holdn", "10", &release);
     lms_group_header *h = map_group("mid");
     uint64_t repairs = atomic_load(&h->repairs);
     fflush(NULL);
@@ -921,7 +810,7 @@ static void dies_mid_claim(void)
         _exit(0);   /* holding the lock */
     }
     reap(pid);
-    run("mid", "1,0", "sees", "0,10");
+    run_visible("mid", "1,0", "sees", "0,10");
     CHECK_EQ_U(atomic_load(&h->repairs), repairs + 1);
     check_table(h);
     int g1 = entry_of(h, 1);

@@ -3,8 +3,10 @@
  * breakers_group_test) share: the group file as the test maps and locks
  * it, its invariant, member processes (the program again, `PROGRAM member
  * KIND ARG`, started in a group of this test's directory), a fresh group
- * directory per case, a fetching member's launches, and the main that
- * runs a member or a case.
+ * directory per case, a fetching member's launches, the members every
+ * program has (holding memory per device, checking what cuMemGetInfo
+ * shows, the whole budget free), and the main that runs a member or a
+ * case.
  *
  * The including file defines GROUP_DIR_TEMPLATE (a mkdtemp template under
  * /tmp) before including this header.
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "../../common/check.h"
+#include "../../common/context.h"
 #include "../../common/shim.h"
 #include "groupfile.h"
 #include "simgpu.h"
@@ -167,12 +170,162 @@ static inline void reap(pid_t pid)
     }
 }
 
+/* Starts a member (see member_exec; CUDA_VISIBLE_DEVICES=cvd in it unless
+ * cvd is NULL) with fd 3 the pipe it writes a byte to when ready (*ready
+ * gets the read end) and fd 4 the pipe whose closing lets it go (*release
+ * gets the write end; with release NULL it is closed at once, and the
+ * member never waits). Both pipes are close-on-exec, so that no other
+ * member holds their ends. Does not wait; the caller closes its ends. */
+static inline pid_t launch_member(const char *group, const char *limit, const char *cvd, const char *kind,
+                                  const char *arg, const char *err, int *ready, int *release)
+{
+    int r[2], go[2];
+    CHECK(pipe2(r, O_CLOEXEC) == 0 && pipe2(go, O_CLOEXEC) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(r[1], 3);
+        dup2(go[0], 4);
+        if (cvd)
+            setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
+        member_exec(group, limit, kind, arg, err);
+    }
+    close(r[1]);
+    close(go[0]);
+    *ready = r[0];
+    if (release)
+        *release = go[1];
+    else
+        close(go[1]);
+    return pid;
+}
+
+/* Waits for a launched member's ready byte and closes `ready`; fails,
+ * with the member's status, when it ended before it was ready. */
+static inline void wait_ready(int ready, pid_t pid)
+{
+    char c;
+    if (read(ready, &c, 1) != 1) {
+        int st = 0;
+        waitpid(pid, &st, 0);
+        fprintf(stderr, "member %d ended before it was ready (status 0x%x)\n", (int)pid, st);
+        CHECK(!"member ready");
+    }
+    close(ready);
+}
+
+/* launch_member (stderr as this process's) and wait_ready: the member is
+ * ready when this returns; closing *release (when not NULL) lets it go on. */
+static inline pid_t start_member(const char *group, const char *limit, const char *cvd, const char *kind,
+                                 const char *arg, int *release)
+{
+    int ready;
+    pid_t pid = launch_member(group, limit, cvd, kind, arg, NULL, &ready, release);
+    wait_ready(ready, pid);
+    return pid;
+}
+
+/* The GPU-identity tests' members, in a group of budget 256M seeing the
+ * devices of CUDA_VISIBLE_DEVICES=cvd: start_member, and a run to the
+ * member's end (it must exit with 0). */
+static inline pid_t start_visible(const char *group, const char *cvd, const char *kind, const char *arg,
+                                  int *release)
+{
+    return start_member(group, "256M", cvd, kind, arg, release);
+}
+static inline void run_visible(const char *group, const char *cvd, const char *kind, const char *arg)
+{
+    setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
+    reap(spawn(group, "256M", kind, arg, NULL));
+    unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+/* Runs `cmd` through the shell (a line writing to `out`); on failure shows
+ * `out` and fails with `what`. */
+static inline void expect(const char *cmd, const char *out, const char *what)
+{
+    if (system(cmd) == 0)
+        return;
+    char show[512];
+    snprintf(show, sizeof show, "cat '%s' >&2", out);
+    CHECK(system(show) == 0);
+    fprintf(stderr, "expected: %s\n", what);
+    exit(1);
+}
+
 /* In a member: waits until fd 4 (the test's release pipe) is closed. */
 static inline void wait_release(void)
 {
     char c;
     while (read(4, &c, 1) > 0)
         ;
+}
+
+/* ---- members' pieces ---- */
+
+/* Parses "A,B,..." (MiB per visible ordinal) into bytes in out[], at most
+ * max of them; answers how many. */
+static inline int mib_list(const char *arg, uint64_t *out, int max)
+{
+    int n = 0;
+    for (const char *s = arg; *s && n < max; n++) {
+        out[n] = (uint64_t)atoi(s) * MiB;
+        const char *c = strchr(s, ',');
+        if (!c)
+            return n + 1;
+        s = c + 1;
+    }
+    return n;
+}
+
+/* In a member: holds size[d] bytes on visible device d for d < n (none
+ * when 0), on the device itself (within the group's budget), touching the
+ * devices in order; says so on fd 3, waits for fd 4 to close, frees. */
+static inline void hold_per_device(const uint64_t *size, int n)
+{
+    CUdeviceptr p[16] = {0};
+    CHECK(n <= 16);
+    for (int d = 0; d < n; d++) {
+        if (!size[d])
+            continue;
+        primary_context(d);
+        OK(cuMemAlloc(&p[d], size[d]));
+        CHECK(is_managed(p[d]) == 0);
+    }
+    CHECK(write(3, "r", 1) == 1);
+    wait_release();
+    for (int d = 0; d < n; d++)
+        if (p[d]) {
+            primary_context(d);
+            OK(cuMemFree(p[d]));
+        }
+}
+
+/* In a member, on visible device d (its primary context made current):
+ * cuMemGetInfo says `total` bytes of which `used` are used (by the other
+ * members), and all the rest can be had on the device, after which none
+ * is free. Answers that allocation; the caller frees it. */
+static inline CUdeviceptr sees_on_device(int d, uint64_t total, uint64_t used)
+{
+    primary_context(d);
+    size_t f, t;
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(t, total);
+    CHECK_EQ_U(f, total - used);
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, f));
+    CHECK(is_managed(p) == 0);
+    OK(cuMemGetInfo(&f, &t));
+    CHECK_EQ_U(f, 0);
+    return p;
+}
+
+/* The member "full_budget": the whole budget, `arg` MiB, is free on device
+ * 0 and can be had there (dead members' charges have come back). */
+static inline void member_full_budget(const char *arg)
+{
+    OK(cuMemFree(sees_on_device(0, (uint64_t)atoi(arg) * MiB, 0)));
 }
 
 /* touch2(a, b, bytes): the kernel of fetching members; reads both ranges. */

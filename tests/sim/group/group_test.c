@@ -246,78 +246,21 @@ static void member_short(const char *arg)
     exit(0);
 }
 
-/* Checks that the whole budget `arg` MiB is free and can be had on the
- * device: dead members' charges have come back. */
-static void member_full_budget(const char *arg)
-{
-    primary_context(0);
-    uint64_t budget = (uint64_t)atoi(arg) * MiB;
-    size_t f, t;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(t, budget);
-    CHECK_EQ_U(f, budget);
-    CUdeviceptr p;
-    OK(cuMemAlloc(&p, budget));
-    CHECK(is_managed(p) == 0);
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(f, 0);
-    OK(cuMemFree(p));
-}
-
 /* Checks cuMemGetInfo: total `arg` MiB, of which what others hold is used
  * (the byte count after the comma, in MiB). */
 static void member_sees(const char *arg)
 {
-    primary_context(0);
     uint64_t total = (uint64_t)atoi(arg) * MiB, used = (uint64_t)atoi(strchr(arg, ',') + 1) * MiB;
-    size_t f, t;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(t, total);
-    CHECK_EQ_U(f, total - used);
-    CUdeviceptr p;
-    OK(cuMemAlloc(&p, total - used));
-    CHECK(is_managed(p) == 0);
-    OK(cuMemFree(p));
+    OK(cuMemFree(sees_on_device(0, total, used)));
 }
 
 /* ---- cases ---- */
-
-/* Starts a member of `kind` with fd 3 the pipe it writes a byte to when
- * ready, and waits for that byte. With release, fd 4 is a pipe whose
- * closing (of *release, the caller's end) lets the member go on. */
-static pid_t start_gated(const char *group, const char *limit, const char *kind, const char *arg, int *release)
-{
-    int ready[2], go[2] = {-1, -1};
-    CHECK(pipe(ready) == 0);
-    if (release)
-        CHECK(pipe(go) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(ready[1], 3);
-        if (release) {
-            dup2(go[0], 4);
-            close(go[1]);
-        }
-        member_exec(group, limit, kind, arg, NULL);
-    }
-    close(ready[1]);
-    if (release) {
-        close(go[0]);
-        *release = go[1];
-    }
-    char c;
-    CHECK(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
-    return pid;
-}
 
 /* Starts a `hold` member and waits until it holds its bytes; *release is
  * the pipe end whose closing lets it go. */
 static pid_t start_holder(const char *group, const char *limit, const char *mib, int *release)
 {
-    return start_gated(group, limit, "hold", mib, release);
+    return start_member(group, limit, NULL, "hold", mib, release);
 }
 
 /* (1) Eight members allocating and freeing at random in one 256 MiB group
@@ -381,7 +324,7 @@ static void sigkill_reclaimed(void)
     /* Killed at random moments while charging from four threads. */
     srand((unsigned)getpid());
     for (int k = 0; k < 6; k++) {
-        pid = start_gated("killed", "256M", "hammer", "", NULL);
+        pid = start_member("killed", "256M", NULL, "hammer", "", NULL);
         usleep((useconds_t)(20000 + rand() % 100000));
         kill(pid, SIGKILL);
         CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
@@ -393,7 +336,7 @@ static void sigkill_reclaimed(void)
     /* A member that closes its descriptors of the group file stays one;
      * one whose slot is taken from it never writes to it again. */
     int go;
-    pid = start_gated("killed", "256M", "close_fds", "", &go);
+    pid = start_member("killed", "256M", NULL, "close_fds", "", &go);
     reap(spawn("killed", "256M", "sees", "256,100", NULL));
     lock_group(h);
     for (int i = 0; i < LMS_GROUP_SLOTS; i++) {
@@ -410,7 +353,7 @@ static void sigkill_reclaimed(void)
     CHECK_EQ_U(atomic_load(&h->charged[0]), 0);
     /* A member killed while its fork child (a member of its own) lives on:
      * the parent's charge comes back, the child's stays. */
-    pid = start_gated("killed", "256M", "fork_then_die", "", &go);
+    pid = start_member("killed", "256M", NULL, "fork_then_die", "", &go);
     CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
     reap(spawn("killed", "256M", "sees", "256,8", NULL));
     close(go);   /* the orphaned child frees and exits */
@@ -659,7 +602,7 @@ static void top_view(void)
      * leaves it, and top shows its rates. */
     holder = start_holder("watch", "128M", "64", &release);
     int go;
-    pid_t fetcher = start_gated("watch", "128M", "fetcher", "", &go);
+    pid_t fetcher = start_member("watch", "128M", NULL, "fetcher", "", &go);
     lms_group_header *h = map_group("watch");
     for (int i = 0; i < 300; i++) {   /* 0.3 s of launches, the invariant checked meanwhile */
         check_invariant(h);

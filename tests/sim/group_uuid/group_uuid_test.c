@@ -34,36 +34,14 @@
 
 /* ---- members ---- */
 
-/* Parses "A,B" (MiB on device 0 and device 1) into bytes. */
-static void two_sizes(const char *arg, uint64_t *a, uint64_t *b)
-{
-    *a = (uint64_t)atoi(arg) * MiB;
-    const char *c = strchr(arg, ',');
-    *b = c ? (uint64_t)atoi(c + 1) * MiB : 0;
-}
-
 /* Holds A MiB on its device 0 and B MiB on its device 1 (of "A,B"; none
  * when 0), on the device itself (within the group's budget); says so on
  * fd 3, waits for fd 4 to close, frees and leaves. */
 static void member_hold2(const char *arg)
 {
-    uint64_t size[2];
-    two_sizes(arg, &size[0], &size[1]);
-    CUdeviceptr p[2] = {0, 0};
-    for (int d = 0; d < 2; d++) {
-        if (!size[d])
-            continue;
-        primary_context(d);
-        OK(cuMemAlloc(&p[d], size[d]));
-        CHECK(is_managed(p[d]) == 0);
-    }
-    CHECK(write(3, "r", 1) == 1);
-    wait_release();
-    for (int d = 0; d < 2; d++)
-        if (p[d]) {
-            primary_context(d);
-            OK(cuMemFree(p[d]));
-        }
+    uint64_t size[2] = {0, 0};
+    mib_list(arg, size, 2);
+    hold_per_device(size, 2);
 }
 
 /* For each visible device d (one or two): cuMemGetInfo says a total of
@@ -71,23 +49,13 @@ static void member_hold2(const char *arg)
  * members), and all the rest can be had on the device. */
 static void member_sees2(const char *arg)
 {
-    uint64_t used[2];
-    two_sizes(arg, &used[0], &used[1]);
+    uint64_t used[2] = {0, 0};
+    mib_list(arg, used, 2);
     OK(cuInit(0));
     int n;
     OK(cuDeviceGetCount(&n));
     for (int d = 0; d < n && d < 2; d++) {
-        primary_context(d);
-        size_t f, t;
-        OK(cuMemGetInfo(&f, &t));
-        CHECK_EQ_U(t, 256 * MiB);
-        CHECK_EQ_U(f, 256 * MiB - used[d]);
-        CUdeviceptr p;
-        OK(cuMemAlloc(&p, f));
-        CHECK(is_managed(p) == 0);
-        OK(cuMemGetInfo(&f, &t));
-        CHECK_EQ_U(f, 0);
-        OK(cuMemFree(p));
+        OK(cuMemFree(sees_on_device(d, 256 * MiB, used[d])));
     }
 }
 
@@ -209,41 +177,6 @@ static void visible_devices(void)
 
 /* ---- groups ---- */
 
-/* Starts `kind arg` in group `group` (budget 256M) with
- * CUDA_VISIBLE_DEVICES=cvd, fd 3 the pipe it writes a byte to when ready,
- * fd 4 the pipe whose closing (of *release) lets it go; waits for the byte. */
-static pid_t start(const char *group, const char *cvd, const char *kind, const char *arg, int *release)
-{
-    int ready[2], go[2];
-    CHECK(pipe(ready) == 0 && pipe(go) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(ready[1], 3);
-        dup2(go[0], 4);
-        close(go[1]);
-        setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
-        member_exec(group, "256M", kind, arg, NULL);
-    }
-    close(ready[1]);
-    close(go[0]);
-    *release = go[1];
-    char c;
-    CHECK(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
-    return pid;
-}
-
-/* Runs `kind arg` in group `group` with CUDA_VISIBLE_DEVICES=cvd to its
- * end; it must exit with 0. */
-static void run(const char *group, const char *cvd, const char *kind, const char *arg)
-{
-    setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
-    reap(spawn(group, "256M", kind, arg, NULL));
-    unsetenv("CUDA_VISIBLE_DEVICES");
-}
-
 /* The group's entry of the GPU whose UUID is `hex`, or -1. */
 static int entry_of(lms_group_header *h, const char *hex)
 {
@@ -267,8 +200,8 @@ static void separate_gpus(void)
     fresh_dir();
     shown all = visible(2, NULL);
     int release;
-    pid_t a = start("sep", "0", "hold2", "200,0", &release);
-    run("sep", "1", "sees2", "0,0");
+    pid_t a = start_visible("sep", "0", "hold2", "200,0", &release);
+    run_visible("sep", "1", "sees2", "0,0");
     lms_group_header *h = map_group("sep");
     int g0 = entry_of(h, all.uuid[0]), g1 = entry_of(h, all.uuid[1]);
     CHECK(g0 >= 0 && g1 >= 0 && g0 != g1);
@@ -277,7 +210,7 @@ static void separate_gpus(void)
     CHECK_EQ_U(atomic_load(&h->peak[g1]), 256 * MiB);
     CHECK_EQ_U(atomic_load(&h->budget[g1]), 256 * MiB);
     /* The same GPU through another list is the same budget. */
-    run("sep", "1,0", "sees2", "0,200");
+    run_visible("sep", "1,0", "sees2", "0,200");
     CHECK_EQ_U(atomic_load(&h->charged[g0]), 200 * MiB);
     close(release);
     reap(a);
@@ -291,16 +224,16 @@ static void reordered(void)
     fresh_dir();
     shown all = visible(2, NULL);
     int release;
-    pid_t a = start("order", "0,1", "hold2", "100,30", &release);   /* GPU 0: 100 MiB, GPU 1: 30 MiB */
-    run("order", "1,0", "sees2", "30,100");   /* its device 0 is GPU 1 */
-    run("order", "0,1", "sees2", "100,30");
+    pid_t a = start_visible("order", "0,1", "hold2", "100,30", &release);   /* GPU 0: 100 MiB, GPU 1: 30 MiB */
+    run_visible("order", "1,0", "sees2", "30,100");   /* its device 0 is GPU 1 */
+    run_visible("order", "0,1", "sees2", "100,30");
     lms_group_header *h = map_group("order");
     int g0 = entry_of(h, all.uuid[0]), g1 = entry_of(h, all.uuid[1]);
     CHECK(g0 >= 0 && g1 >= 0 && g0 != g1);
     CHECK_EQ_U(atomic_load(&h->charged[g0]), 100 * MiB);
     CHECK_EQ_U(atomic_load(&h->charged[g1]), 30 * MiB);
     int release_b;
-    pid_t b = start("order", "1,0", "hold2", "50,20", &release_b);   /* GPU 1: 50 MiB, GPU 0: 20 MiB */
+    pid_t b = start_visible("order", "1,0", "hold2", "50,20", &release_b);   /* GPU 1: 50 MiB, GPU 0: 20 MiB */
     check_invariant(h);
     CHECK_EQ_U(atomic_load(&h->charged[g0]), 120 * MiB);
     CHECK_EQ_U(atomic_load(&h->charged[g1]), 80 * MiB);
@@ -309,27 +242,14 @@ static void reordered(void)
     CHECK_EQ_U(atomic_load(&sb->charged[g1]), 50 * MiB);
     CHECK_EQ_U(atomic_load(&sb->charged[g0]), 20 * MiB);
     /* Others, in either order, see both members' charges on each GPU. */
-    run("order", "0,1", "sees2", "120,80");
-    run("order", "1,0", "sees2", "80,120");
+    run_visible("order", "0,1", "sees2", "120,80");
+    run_visible("order", "1,0", "sees2", "80,120");
     close(release_b);
     reap(b);
     close(release);
     reap(a);
     CHECK_EQ_U(atomic_load(&h->charged[g0]), 0);
     CHECK_EQ_U(atomic_load(&h->charged[g1]), 0);
-}
-
-/* Runs cmd (a shell line writing to out); on failure shows out and fails
- * with `what`. */
-static void expect(const char *cmd, const char *out, const char *what)
-{
-    if (system(cmd) == 0)
-        return;
-    char show[512];
-    snprintf(show, sizeof show, "cat '%s' >&2", out);
-    CHECK(system(show) == 0);
-    fprintf(stderr, "%s\n", what);
-    CHECK(!"expected");
 }
 
 /* `lmshim top` names the group's GPUs by UUID: the short form in the text
@@ -339,7 +259,7 @@ static void top_uuids(void)
     fresh_dir();
     shown all = visible(2, NULL);
     int release;
-    pid_t a = start("topu", "1,0", "hold2", "100,30", &release);   /* GPU 1: 100 MiB, GPU 0: 30 MiB */
+    pid_t a = start_visible("topu", "1,0", "hold2", "100,30", &release);   /* GPU 1: 100 MiB, GPU 0: 30 MiB */
     const char *cli = getenv("LMSHIM_CLI");
     CHECK(cli != NULL);
     char out[128], cmd[2048];
@@ -411,21 +331,6 @@ static void old_layout(void)
     snprintf(cmd, sizeof cmd, "'%s' top old --dir '%s' --once 2> '%s'; test $? = 1 && grep -q 'wrong version' '%s'",
              cli, dir, err, err);
     expect(cmd, err, "top refuses the older layout");
-}
-
-/* Checks that the whole budget `arg` MiB is free and can be had on device 0. */
-static void member_full_budget(const char *arg)
-{
-    primary_context(0);
-    uint64_t budget = (uint64_t)atoi(arg) * MiB;
-    size_t f, t;
-    OK(cuMemGetInfo(&f, &t));
-    CHECK_EQ_U(t, budget);
-    CHECK_EQ_U(f, budget);
-    CUdeviceptr p;
-    OK(cuMemAlloc(&p, budget));
-    CHECK(is_managed(p) == 0);
-    OK(cuMemFree(p));
 }
 
 static const member_kind members[] = {

@@ -20,6 +20,7 @@
 #include "../../common/check.h"
 #include "../../common/context.h"
 #include "../../common/shim.h"
+#include "../../common/threads.h"
 #include "simgpu.h"
 
 /* 4096 x 6144 one-channel floats: level 0 is 96 MiB; 13 levels (6144 needs
@@ -219,14 +220,6 @@ static void context_end(void)
     OK(cuCtxDestroy(ctx));
 }
 
-/* cudaMemGetInfo's used bytes (total - free) for the current device. */
-static uint64_t rt_used(void)
-{
-    size_t f = 0, t = 0;
-    OK(cudaMemGetInfo(&f, &t));
-    return t - f;
-}
-
 /* The runtime's mipmapped arrays are the driver's: the device and
  * cudaMemGetInfo agree from cudaMallocMipmappedArray to
  * cudaFreeMipmappedArray; the documented errors. Run bare and under lmshim. */
@@ -325,7 +318,6 @@ static void shim_sparse(void)
     CHECK_EQ_U(stats(0).oom_failures, 0);
 }
 
-static pthread_barrier_t bar;
 static CUcontext shared_ctx;
 
 /* One thread's mipmapped array of 64 MiB in shared_ctx, held until every
@@ -339,7 +331,7 @@ static void *mip_64m(void *arg)
     CUDA_ARRAY3D_DESCRIPTOR d = array3d_desc(4096, 3072, 0, CU_AD_FORMAT_FLOAT, 1, 0);
     if (r == CUDA_SUCCESS)
         r = cuMipmappedArrayCreate(&m, &d, 13);
-    pthread_barrier_wait(&bar);
+    race_wait();
     if (r == CUDA_SUCCESS && cuMipmappedArrayDestroy(m) != CUDA_SUCCESS)
         r = CUDA_ERROR_UNKNOWN;
     return (void *)(intptr_t)r;
@@ -350,25 +342,8 @@ static void *mip_64m(void *arg)
 static void shim_threads(void)
 {
     shared_ctx = new_context(0);
-    enum { N = 10 };
-    for (int round = 0; round < 50; round++) {
-        pthread_t t[N];
-        pthread_barrier_init(&bar, NULL, N);
-        for (int i = 0; i < N; i++)
-            CHECK(pthread_create(&t[i], NULL, mip_64m, NULL) == 0);
-        int ok = 0, oom = 0;
-        for (int i = 0; i < N; i++) {
-            void *r;
-            pthread_join(t[i], &r);
-            ok += (intptr_t)r == CUDA_SUCCESS;
-            oom += (intptr_t)r == CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        pthread_barrier_destroy(&bar);
-        CHECK_EQ_U(ok, 8);
-        CHECK_EQ_U(oom, 2);
-        CHECK_EQ_U(info_used(), 0);
-        CHECK_EQ_U(sim_used(), 0);
-    }
+    for (int round = 0; round < 50; round++)
+        ten_threads_eight_fit(mip_64m);
     OK(cuCtxDestroy(shared_ctx));
 }
 

@@ -16,6 +16,7 @@
 
 #include "../../common/check.h"
 #include "../../common/shim.h"
+#include "../../common/threads.h"
 #include "simgpu.h"
 
 #define MiB (1ull << 20)
@@ -168,7 +169,6 @@ static void shim_host_memory(void)
 }
 
 static CUdevice thread_dev;
-static pthread_barrier_t thread_bar;
 
 /* One thread's cuMemCreate of 64 MiB, held until every thread has tried;
  * returns the CUresult. */
@@ -185,34 +185,10 @@ static void *create_64m(void *arg)
     CUmemGenericAllocationHandle h = 0;
     if (r == CUDA_SUCCESS)
         r = cuMemCreate(&h, (64 * MiB + gran - 1) / gran * gran, &prop, 0);
-    pthread_barrier_wait(&thread_bar);
+    race_wait();
     if (r == CUDA_SUCCESS)
         cuMemRelease(h);
     return (void *)(intptr_t)r;
-}
-
-/* Runs fn in ten threads at once (each holds what it got until all have
- * tried: thread_bar) against a budget with room for eight of them: eight
- * answer success, two out-of-memory, and every charge comes back. */
-static void ten_threads_eight_fit(void *(*fn)(void *))
-{
-    enum { N = 10 };
-    pthread_t t[N];
-    pthread_barrier_init(&thread_bar, NULL, N);
-    for (int i = 0; i < N; i++)
-        CHECK(pthread_create(&t[i], NULL, fn, NULL) == 0);
-    int ok = 0, oom = 0;
-    for (int i = 0; i < N; i++) {
-        void *r;
-        pthread_join(t[i], &r);
-        ok += (intptr_t)r == CUDA_SUCCESS;
-        oom += (intptr_t)r == CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    pthread_barrier_destroy(&thread_bar);
-    CHECK_EQ_U(ok, 8);
-    CHECK_EQ_U(oom, 2);
-    CHECK_EQ_U(info_used(), 0);
-    CHECK_EQ_U(sim_used(), 0);
 }
 
 /* Ten threads create 64 MiB each against a 512 MiB budget with
@@ -298,7 +274,7 @@ static void *array_64m(void *arg)
     CUDA_ARRAY3D_DESCRIPTOR d = desc3d(2, 0);
     if (r == CUDA_SUCCESS)
         r = cuArray3DCreate(&a, &d);
-    pthread_barrier_wait(&thread_bar);
+    race_wait();
     if (r == CUDA_SUCCESS && cuArrayDestroy(a) != CUDA_SUCCESS)
         r = CUDA_ERROR_UNKNOWN;
     return (void *)(intptr_t)r;
@@ -328,14 +304,6 @@ static void shim_array_context_end(void)
     CHECK_IS(cuArrayDestroy(a), CUDA_ERROR_INVALID_HANDLE);
     CHECK_EQ_U(info_used(), 0);
     OK(cuCtxDestroy(ctx));
-}
-
-/* cudaMemGetInfo's used bytes (total - free) for the current device. */
-static uint64_t rt_used(void)
-{
-    size_t f = 0, t = 0;
-    OK(cudaMemGetInfo(&f, &t));
-    return t - f;
 }
 
 /* The runtime's arrays (cudaMallocArray, cudaMalloc3DArray) are the
