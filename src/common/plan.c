@@ -512,7 +512,8 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
  * first lets the state the previous mode left settle (reading in place
  * evicts nothing: it keeps what the modes before it left resident, tried
  * and chosen alike), the second is timed on the device by points recorded
- * on the launch stream every P/8 launches. A mode stops early when, at one
+ * on the launch stream at each eighth of the step (point_offset: the
+ * window is exactly P launches long). A mode stops early when, at one
  * of its points, it has taken more than TRIAL_ABORT times what the acting
  * step took to the same point (reading a re-read operand in place is far
  * dearer: a trial must not cost a whole slow step). The fastest over
@@ -581,12 +582,34 @@ static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     set_mode(p, best);
 }
 
+/* Where the k-th point of a window (0..TRIAL_POINTS-1) falls, in launches
+ * after its first: k eighths of the step, rounded down, so that the last
+ * point ends the window exactly one step after the first whatever the
+ * step's length (with P/8 launches between points, a step of 38 launches
+ * was timed over 32, each mode over another part of it). */
+static uint64_t point_offset(const lms_plan *p, int k)
+{
+    uint64_t P = p->trial_period, parts = TRIAL_POINTS - 1;
+    return P / parts * (uint64_t)k + P % parts * (uint64_t)k / parts;
+}
+
+/* Starts a window at launch seq: its first point is the one just
+ * recorded; the next falls an eighth of a step later. */
+static void window_from(lms_plan *p, uint64_t seq)
+{
+    p->trial_from = seq;
+    p->trial_at = later(seq, point_offset(p, 1));
+}
+
 /* Records the next point of mode m's trial, on the stream of the trials'
  * first point (a reading between points on two streams is no step's
  * time): 1; -1 when this launch is on another stream (the next launch is
- * asked, for up to a point's interval); 0 when it cannot. */
+ * asked, for up to a point's interval); 0 when it cannot. A window's
+ * points fall at its first point's launch plus point_offset(). */
 static int trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, uint64_t seq)
 {
+    if (p->trial_n[m] >= TRIAL_POINTS)
+        return 0;   /* never past the window's points */
     int mark = ops->mark(ctx, p->trial_first);
     if (mark < 0)
         return seq < later(p->trial_at, p->trial_sub) ? -1 : 0;
@@ -595,7 +618,10 @@ static int trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, u
     if (!p->trial_first)
         p->trial_first = mark;
     p->trial_marks[m][p->trial_n[m]++] = mark;
-    p->trial_at = later(seq, p->trial_sub);
+    if (p->trial_n[m] == 1)
+        window_from(p, seq);
+    else
+        p->trial_at = later(p->trial_from, point_offset(p, p->trial_n[m]));
     return 1;
 }
 
@@ -621,11 +647,12 @@ static void trial_start(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, 
     p->trial_n[m] = 0;
     p->trial_done[m] = false;
     p->trial_settling = true;
-    if (first_mark)
+    if (first_mark) {
         p->trial_marks[m][p->trial_n[m]++] = first_mark;   /* the previous mode's last point */
-    else if (trial_point(p, ops, ctx, m, seq) != 1)
+        window_from(p, seq);
+    } else if (trial_point(p, ops, ctx, m, seq) != 1) {
         trial_choose(p, seq);
-    p->trial_at = later(seq, p->trial_sub);
+    }
 }
 
 /* At each launch: runs the trials' stages at their points. O(1) but for
@@ -718,6 +745,7 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         p->trial_settling = false;
         p->trial_marks[m][0] = p->trial_marks[m][k];
         p->trial_n[m] = 1;
+        window_from(p, seq);
     } else if (p->trial_n[m] == TRIAL_POINTS) {
         p->trial_done[m] = true;
         trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);

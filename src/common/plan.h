@@ -109,7 +109,8 @@ typedef struct lms_plan {
     bool trial_decided;              /* the choice is made (else it waits for its points) */
     uint64_t trial_period;           /* the step length the trials time, launches */
     bool trial_confirmed;            /* ... confirmed by repetition (the policy's step()) */
-    uint64_t trial_sub;              /* launches between two points */
+    uint64_t trial_sub;              /* launches between two points (at least; P/8 rounded down) */
+    uint64_t trial_from;             /* seq of the current window's first point */
     uint64_t trial_at;               /* seq of the next point (or, chosen, of the next step) */
     uint32_t trial_steps;            /* steps since the choice */
     int trial_marks[LMS_PLAN_MODES][LMS_TRIAL_POINTS];   /* each mode's points (timing numbers) */

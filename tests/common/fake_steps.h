@@ -21,7 +21,9 @@
 #include "plan.h"
 #include "policy.h"
 
-#define STEP 40   /* launches per step (over TRIAL_MIN) */
+#ifndef STEP
+#define STEP 40   /* launches per step (over TRIAL_MIN; a test may define another) */
+#endif
 #define ROOM 4
 #define STEPS 20
 #define MARKS 256
@@ -36,6 +38,7 @@ typedef struct clocked {
     uint64_t done_at[MARKS]; /* launch from which it reads complete */
     int nmarks;
     int read_in_place;       /* launches from step `from` whose chunk was read where it is (any mode) */
+    double window[LMS_PLAN_MODES]; /* the clock over each mode's timed window of the last trials (-1: none) */
 } clocked;
 
 /* ops.mark: the clock now, complete `delay` launches later. */
@@ -93,6 +96,12 @@ static inline void fake_steps_run(clocked *c, bool timed, int tail, uint64_t *fe
         }
     }
     *fetches_tail = c->f.fetches - before;
+    for (int m = 0; m < LMS_PLAN_MODES; m++) {
+        const int *k = plan.trial_marks[m];
+        c->window[m] = plan.trial_done[m] && k[0] > 0 && k[LMS_TRIAL_POINTS - 1] > 0
+                           ? c->at[k[LMS_TRIAL_POINTS - 1] - 1] - c->at[k[0] - 1]
+                           : -1;
+    }
     lms_plan_destroy(&plan);
 }
 
