@@ -516,7 +516,9 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
  * window is exactly P launches long). A mode stops early when, at one
  * of its points, it has taken more than TRIAL_ABORT times what the acting
  * step took to the same point (reading a re-read operand in place is far
- * dearer: a trial must not cost a whole slow step). The fastest over
+ * dearer: a trial must not cost a whole slow step); acting runs the rest
+ * of its window, so that the next mode's windows start where acting's
+ * did (trial_stop). The fastest over
  * the whole step is kept for TRIAL_RETRY steps, then all are tried again; a
  * period that changes by more than 2x (the policy found the real step)
  * starts the trials over. The points are read without waiting: a choice
@@ -629,6 +631,7 @@ static int trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, u
 static void trial_choose(lms_plan *p, uint64_t seq)
 {
     p->trial = TRIAL_CHOSEN;
+    p->trial_stopped = LMS_PLAN_ACT;
     p->trial_decided = false;
     set_mode(p, LMS_PLAN_ACT);
     p->trial_at = later(seq, p->trial_period);
@@ -644,6 +647,7 @@ static void trial_start(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, 
         return;
     }
     set_mode(p, m);
+    p->trial_stopped = LMS_PLAN_ACT;
     p->trial_n[m] = 0;
     p->trial_done[m] = false;
     p->trial_settling = true;
@@ -653,6 +657,20 @@ static void trial_start(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, 
     } else if (trial_point(p, ops, ctx, m, seq) != 1) {
         trial_choose(p, seq);
     }
+}
+
+/* Stops mode m's trial early: acting runs the rest of its window, whose
+ * last point starts the next mode, so that every mode's windows start at
+ * the same place of the step as acting's and its points are compared
+ * with acting's over the same launches (a mode started where the one
+ * before stopped was compared, launch for launch, with another part of
+ * the step: a backward half against a forward one). */
+static void trial_stop(lms_plan *p, int m)
+{
+    set_mode(p, LMS_PLAN_ACT);
+    p->trial_stopped = m;
+    p->trial_n[m] = TRIAL_POINTS - 1;   /* its next point is its window's last */
+    p->trial_at = later(p->trial_from, point_offset(p, TRIAL_POINTS - 1));
 }
 
 /* At each launch: runs the trials' stages at their points. O(1) but for
@@ -716,7 +734,7 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
             p->trial = TRIAL_OFF;   /* the next launch starts the trials again */
         return;
     }
-    int m = p->mode;
+    int m = p->trial_stopped != LMS_PLAN_ACT ? p->trial_stopped : p->mode;
     int r = trial_point(p, ops, ctx, m, seq);
     if (r < 0)
         return;   /* a launch on another stream: the point waits for one on the trials' */
@@ -725,6 +743,10 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         return;
     }
     int k = p->trial_n[m] - 1;
+    if (p->trial_stopped != LMS_PLAN_ACT) {   /* the stopped mode's window ended, acting */
+        trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
+        return;
+    }
     /* Compared at the latest of its points that completed: the point just
      * recorded has not while the device runs behind the host (at most
      * eight readings per point). */
@@ -734,7 +756,10 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
             continue;   /* not completed yet */
         double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, j);
         if (a >= 0 && b > TRIAL_ABORT * a) {   /* far slower already: on to the next mode */
-            trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
+            if (k == TRIAL_POINTS - 1)
+                trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
+            else
+                trial_stop(p, m);   /* acting to its window's end first */
             return;
         }
         break;

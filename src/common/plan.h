@@ -117,6 +117,8 @@ typedef struct lms_plan {
     int trial_n[LMS_PLAN_MODES];                         /* ... recorded */
     bool trial_done[LMS_PLAN_MODES];                     /* its timed step ran to the end */
     bool trial_settling;                                 /* the current mode's first (untimed) step */
+    int trial_stopped;                                   /* a mode stopped early, acting to the end of its
+                                                          * window (LMS_PLAN_ACT, never stopped: none) */
     bool trial_paused;                                   /* chosen, but the policy lost its period */
     int trial_best;                                      /* the mode chosen (when decided) */
     int trial_first;                                     /* the trials' first point: all on its stream */
