@@ -20,9 +20,10 @@ static uint64_t told_step(void *st) { (void)st; return step_len; }
 /* Runs `steps` steps of `len` launches (one chunk each, chunk k % STEP)
  * under the lookahead policy told the step's length; a launch at place k
  * of the step costs `light` in the first half, `heavy` in the second,
- * plus extra[mode]. Returns the planner (the caller destroys it). */
+ * plus extra[mode]. Counts the launches planned in each mode while the
+ * trials run. Returns the planner (the caller destroys it). */
 static void phased_run(clocked *c, lms_plan *plan, uint64_t len, int steps, double light, double heavy,
-                       const double extra[LMS_PLAN_MODES])
+                       const double extra[LMS_PLAN_MODES], uint64_t tried[LMS_PLAN_MODES])
 {
     static lms_policy pol;
     pol = *lms_policy_find("lookahead");
@@ -42,28 +43,35 @@ static void phased_run(clocked *c, lms_plan *plan, uint64_t len, int steps, doub
         lms_plan_pin(plan, mine[0]);
         lms_plan_launch(plan, &ops, c, seq, 7, &id, 1, mine, 1);
         c->now += (2 * k < len ? light : heavy) + extra[plan->mode];
+        if (plan->trial == 1 /* running */)
+            tried[plan->mode]++;
         lms_plan_used(plan, mine[0], seq);
     }
 }
 
-/* Acting deep far dearer (stopped at its first point, an eighth into the
- * step); on demand a little cheaper than acting at every launch. On
- * demand must be timed whole and chosen: compared from the middle of the
- * step where the mode stopped, its first points cover heavy launches
- * where acting's cover light ones (2.75x at its fourth point with a step
- * of 40), and it was stopped as far slower. For steps of 40, 38 (uneven
- * points) and 16 (the shortest). */
+/* Acting deep far dearer (stopped at its first point that completed, an
+ * eighth or a quarter into the step); on demand a little cheaper than
+ * acting at every launch. On demand must be timed whole and chosen:
+ * compared from the place of the step where the mode before stopped, its
+ * first points cover heavy launches where acting's cover light ones
+ * (2.75x at its fourth point with a step of 40), and it was stopped as
+ * far slower. Acting deep still runs no more than until its first point
+ * completes. For steps of 40, 38 (uneven points) and 16 (the shortest),
+ * points complete at once or 3 launches later. */
 static void stopped_keeps_place(void)
 {
     const uint64_t lens[] = {40, 38, 16};
     const double extra[LMS_PLAN_MODES] = {[LMS_PLAN_DEEP] = 10000, [LMS_PLAN_DEMAND] = -50};
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 6; v++) {
         clocked *c = calloc(1, sizeof *c);
         CHECK(c != NULL);
+        c->delay = v < 3 ? 0 : 3;
+        uint64_t len = lens[v % 3], tried[LMS_PLAN_MODES] = {0};
         lms_plan plan;
-        phased_run(c, &plan, lens[v], 12, 100, 1000, extra);
+        phased_run(c, &plan, len, 12, 100, 1000, extra, tried);
         CHECK(plan.trial_decided);
         CHECK(!plan.trial_done[LMS_PLAN_DEEP]);
+        CHECK(tried[LMS_PLAN_DEEP] <= 2 * (len / 8 + 1) + (uint64_t)c->delay);
         CHECK(plan.trial_done[LMS_PLAN_DEMAND]);
         CHECK_EQ_U(plan.trial_best, LMS_PLAN_DEMAND);
         lms_plan_destroy(&plan);
