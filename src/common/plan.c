@@ -351,8 +351,8 @@ static bool scratch(lms_plan *p, int n)
  * is, and holds room for a whole step or evicts a chunk needed again
  * sooner; reading it in place leaves the room to chunks used more often.
  * The timed steps keep acting deep only where that is faster, and time it
- * again fetching those chunks too where reading them in place stopped its
- * trial early (trial_next). O(1). */
+ * again fetching those chunks too where reading them in place made it far
+ * slower than acting (trial_next). O(1). */
 static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t distance)
 {
     if (p->mode != LMS_PLAN_DEEP || p->deep_all || !c->last_use || !p->policy->period)
@@ -526,6 +526,7 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 #define TRIAL_POINTS LMS_TRIAL_POINTS
 #define TRIAL_RETRY 256   /* steps between trials */
 #define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
+#define TRIAL_AGAIN 1.25  /* acting deep this much slower than acting over its step: try it fetching all (trial_next) */
 
 enum { TRIAL_OFF, TRIAL_RUNNING, TRIAL_CHOSEN };
 
@@ -605,20 +606,24 @@ static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m,
     return false;
 }
 
-/* The mode to try after m, whose trial ended (`stopped` early or not):
- * the next one, but acting deep once more, fetching the chunks used once
- * a step too, when it read such chunks in place and was stopped early
- * (over TRIAL_ABORT times slower than acting). A chunk re-read by its
+/* The mode to try after m, whose trial ended at its point k (`stopped`
+ * early or not): the next one, but acting deep once more, fetching the
+ * chunks used once a step too, when it read such chunks in place and was
+ * stopped early (over TRIAL_ABORT times slower than acting) or took over
+ * TRIAL_AGAIN times what acting took over its step. A chunk re-read by its
  * kernel (a GEMM's weight in inference, once per tile row) costs a pass
  * over the link per read in place, and one timed step cannot tell that
  * from acting deep itself: without a second try, acting (one launch
  * ahead) was kept where acting deep fetching every chunk was faster
- * (bench/shapes decoder at 1.5x: 1.27x against 1.00x in-memory). Only
- * after a stop, so that the trials grow by two steps only where the rule
- * cost that much (a longer trial moved data-dependent's choice). */
-static int trial_next(lms_plan *p, int m, bool stopped)
+ * (bench/shapes decoder at 1.5x: 1.27x against 1.00x in-memory). Not
+ * where acting deep was merely a little slower, so that the trials grow by
+ * two steps only where the rule cost that much (data-dependent's acting
+ * deep, 1.02x acting: trying again moved its choice, 1.18x -> 1.63x
+ * in-memory at 2x). */
+static int trial_next(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int k, bool stopped)
 {
-    if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once || !stopped)
+    if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once ||
+        !(stopped || behind(p, ops, ctx, m, 0, k, TRIAL_AGAIN)))
         return m + 1;
     p->deep_all = true;
     return m;
@@ -752,7 +757,7 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
      * then less than acting per point. */
     int from = m == LMS_PLAN_DEEP && p->deep_all && p->trial_settling ? 1 : 0;
     if (behind(p, ops, ctx, m, from, k, TRIAL_ABORT)) {   /* far slower already: on to the next mode */
-        trial_start(p, ops, ctx, trial_next(p, m, true), seq, p->trial_marks[m][k]);
+        trial_start(p, ops, ctx, trial_next(p, ops, ctx, m, k, true), seq, p->trial_marks[m][k]);
         return;
     }
     if (p->trial_n[m] == TRIAL_POINTS && p->trial_settling) {
@@ -763,7 +768,7 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         p->trial_n[m] = 1;
     } else if (p->trial_n[m] == TRIAL_POINTS) {
         p->trial_done[m] = true;
-        trial_start(p, ops, ctx, trial_next(p, m, false), seq, p->trial_marks[m][k]);
+        trial_start(p, ops, ctx, trial_next(p, ops, ctx, m, k, false), seq, p->trial_marks[m][k]);
     }
     if (p->trial == TRIAL_CHOSEN)
         trial_decide(p, ops, ctx);

@@ -96,6 +96,25 @@ static void deep_fetches_dear_once(void)
     free(d);
 }
 
+/* Reading a chunk in place costs 1.5 fetches: acting deep reading them
+ * in place is 1.5x acting, its trial runs to the end, and acting deep
+ * fetching every chunk is tried too and kept. */
+static void deep_fetches_dearish_once(void)
+{
+    dear *d = calloc(1, sizeof *d);
+    CHECK(d != NULL);
+    d->inplace = 1.5 * FETCH;
+    lms_plan plan;
+    int remote;
+    double last = run(d, STEPS, &plan, &remote);
+    CHECK(plan.trial_decided);
+    CHECK_EQ_U(plan.mode, LMS_PLAN_DEEP);
+    CHECK_EQ_U(remote, 0);
+    CHECK(last <= STEP * 100 * 1.1);
+    lms_plan_destroy(&plan);
+    free(d);
+}
+
 /* Reading a chunk in place costs a tenth of a fetch: acting deep reads
  * the chunks used once a step in place and is kept so. */
 static void deep_reads_cheap_once(void)
@@ -116,6 +135,7 @@ static void deep_reads_cheap_once(void)
 
 static const test_case cases[] = {
     {"deep_fetches_dear_once", deep_fetches_dear_once},
+    {"deep_fetches_dearish_once", deep_fetches_dearish_once},
     {"deep_reads_cheap_once", deep_reads_cheap_once},
 };
 
