@@ -2,8 +2,9 @@
  * workloads.c — the workload shapes of bench/shapes (workloads.h): a
  * transformer step, random access, many small chunks, arena-sized chunks,
  * a PyTorch caching-allocator step, train/eval alternation, a
- * data-dependent extra kernel, a working set that grows, and a forward
- * pass alone (inference).
+ * data-dependent extra kernel, a working set that grows, a forward pass
+ * alone (inference), and one with small kernels between its GEMMs
+ * (decoder).
  *
  * Each shape keeps its buffers in a static state (one workload per
  * process, never freed: the process ends with the run). Sizes come from
@@ -570,6 +571,43 @@ static int in_step(wl_ctx *c, int step)
     return c->error;
 }
 
+/* ---- (j) a decoder: layers of a GEMM and three small kernels ------------- */
+
+#define DEC_LAYERS 24
+#define DEC_EW 3
+
+static struct {
+    size_t w, a;
+    void *Wt[DEC_LAYERS], *A[2];
+} dec;
+
+/* 24 layer weights and two activation buffers of an eighth of a weight. */
+static int dec_setup(wl_ctx *c)
+{
+    dec.w = wl_pages((double)c->working_set / (DEC_LAYERS + 0.25));
+    dec.a = wl_pages((double)dec.w / 8);
+    for (int l = 0; l < DEC_LAYERS; l++)
+        dec.Wt[l] = wl_alloc(c, dec.w);
+    dec.A[0] = wl_alloc(c, dec.a);
+    dec.A[1] = wl_alloc(c, dec.a);
+    return c->error;
+}
+
+/* A batch through the 24 layers: per layer one GEMM (its weight re-read
+ * per tile row) and three elementwise kernels over the activations (a
+ * norm, an activation function, a residual add). */
+static int dec_step(wl_ctx *c, int step)
+{
+    (void)step;
+    for (int l = 0; l < DEC_LAYERS; l++) {
+        void *x = dec.A[l % 2], *y = dec.A[1 - l % 2];
+        wl_gemm(c, x, dec.Wt[l], y, dec.a, dec.w, dec.a, TN, TM, false);
+        for (int k = 0; k < DEC_EW; k++)
+            wl_ew(c, 2, (wl_t[]){{x, dec.a, R}, {y, dec.a, RW}});
+    }
+    return c->error;
+}
+
 /* ---- the table of shapes -------------------------------------------------- */
 
 const wl_shape wl_shapes[] = {
@@ -590,5 +628,6 @@ const wl_shape wl_shapes[] = {
     {"growing", "8 layers and an attention cache that grows by a block per layer a step", 0, false, GR_STEPS,
      gr_setup, gr_step},
     {"inference", "24 layers forward only: each weight used by one GEMM a step", 0, false, 0, in_setup, in_step},
+    {"decoder", "24 layers forward only: a GEMM and 3 elementwise kernels each", 0, false, 0, dec_setup, dec_step},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

@@ -350,10 +350,12 @@ static bool scratch(lms_plan *p, int n)
  * Fetching such a chunk crosses the link as often as reading it where it
  * is, and holds room for a whole step or evicts a chunk needed again
  * sooner; reading it in place leaves the room to chunks used more often.
- * The timed steps keep acting deep only where that is faster. O(1). */
+ * The timed steps keep acting deep only where that is faster, and time it
+ * again fetching those chunks too where reading them in place made it far
+ * slower than acting (trial_next). O(1). */
 static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t distance)
 {
-    if (p->mode != LMS_PLAN_DEEP || !c->last_use || !p->policy->period)
+    if (p->mode != LMS_PLAN_DEEP || p->deep_all || !c->last_use || !p->policy->period)
         return false;
     uint64_t step = p->policy->step ? p->policy->step(p->pstate) : 0;
     if (!step)
@@ -527,6 +529,7 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 #define TRIAL_POINTS LMS_TRIAL_POINTS
 #define TRIAL_RETRY 256   /* steps between trials */
 #define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
+#define TRIAL_AGAIN 1.25  /* acting deep this much slower than acting over its step: try it fetching all (trial_next) */
 
 enum { TRIAL_OFF, TRIAL_RUNNING, TRIAL_CHOSEN };
 
@@ -555,11 +558,17 @@ static void set_mode(lms_plan *p, int m)
     }
 }
 
+/* The device time from mode m's point `from` to its k-th, or negative. */
+static double trial_span(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int from, int k)
+{
+    const int *marks = p->trial_marks[m];
+    return from < k && k < p->trial_n[m] && marks[from] && marks[k] ? ops->between(ctx, marks[from], marks[k]) : -1;
+}
+
 /* The device time from mode m's first point to its k-th, or negative. */
 static double trial_time(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int k)
 {
-    const int *marks = p->trial_marks[m];
-    return k < p->trial_n[m] && marks[0] && marks[k] ? ops->between(ctx, marks[0], marks[k]) : -1;
+    return trial_span(p, ops, ctx, m, 0, k);
 }
 
 /* Chooses once the measurements of every mode that ran a whole step can
@@ -601,6 +610,45 @@ static void window_from(lms_plan *p, uint64_t seq)
 {
     p->trial_from = seq;
     p->trial_at = later(seq, point_offset(p, 1));
+}
+
+/* Whether mode m, from its point `from` to the latest of its points up to
+ * k that completed, has taken more than `factor` times what acting took
+ * between the same points (false while none completed, or acting's step
+ * was not timed). */
+static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int from, int k, double factor)
+{
+    for (int j = k; j > from && m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]; j--) {
+        double b = trial_span(p, ops, ctx, m, from, j);
+        if (b < 0)
+            continue;   /* not completed yet */
+        double a = trial_span(p, ops, ctx, LMS_PLAN_ACT, from, j);
+        return a >= 0 && b > factor * a;
+    }
+    return false;
+}
+
+/* The mode to try after m, whose trial ended at its point k (`stopped`
+ * early or not): the next one, but acting deep once more, fetching the
+ * chunks used once a step too, when it read such chunks in place and was
+ * stopped early (over TRIAL_ABORT times slower than acting) or took over
+ * TRIAL_AGAIN times what acting took over its step. A chunk re-read by its
+ * kernel (a GEMM's weight in inference, once per tile row) costs a pass
+ * over the link per read in place, and one timed step cannot tell that
+ * from acting deep itself: without a second try, acting (one launch
+ * ahead) was kept where acting deep fetching every chunk was faster
+ * (bench/shapes decoder at 1.5x: 1.27x against 1.00x in-memory). Not
+ * where acting deep was merely a little slower, so that the trials grow by
+ * two steps only where the rule cost that much (data-dependent's acting
+ * deep, 1.02x acting: trying again moved its choice, 1.18x -> 1.63x
+ * in-memory at 2x). */
+static int trial_next(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int k, bool stopped)
+{
+    if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once ||
+        !(stopped || behind(p, ops, ctx, m, 0, k, TRIAL_AGAIN)))
+        return m + 1;
+    p->deep_all = true;
+    return m;
 }
 
 /* Records the next point of mode m's trial, on the stream of the trials'
@@ -650,6 +698,7 @@ static void trial_start(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, 
     p->trial_stopped = LMS_PLAN_ACT;
     p->trial_n[m] = 0;
     p->trial_done[m] = false;
+    p->trial_once = false;
     p->trial_settling = true;
     if (first_mark) {
         p->trial_marks[m][p->trial_n[m]++] = first_mark;   /* the previous mode's last point */
@@ -719,6 +768,7 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
             p->trial_n[m] = 0, p->trial_done[m] = false;
         p->trial = TRIAL_RUNNING;
         p->trial_first = 0;
+        p->deep_all = false;   /* acting deep tried reading the chunks used once a step in place first */
         trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
         return;
     }
@@ -744,25 +794,23 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
     }
     int k = p->trial_n[m] - 1;
     if (p->trial_stopped != LMS_PLAN_ACT) {   /* the stopped mode's window ended, acting */
-        trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
+        trial_start(p, ops, ctx, trial_next(p, ops, ctx, m, k, true), seq, p->trial_marks[m][k]);
         return;
     }
     /* Compared at the latest of its points that completed: the point just
      * recorded has not while the device runs behind the host (at most
-     * eight readings per point). */
-    for (int j = k; j > 0 && m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]; j--) {
-        double b = trial_time(p, ops, ctx, m, j);
-        if (b < 0)
-            continue;   /* not completed yet */
-        double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, j);
-        if (a >= 0 && b > TRIAL_ABORT * a) {   /* far slower already: on to the next mode */
-            if (k == TRIAL_POINTS - 1)
-                trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
-            else
-                trial_stop(p, m);   /* acting to its window's end first */
-            return;
-        }
-        break;
+     * eight readings per point). Acting deep tried again is compared from
+     * its second point while it settles: it starts with nothing fetched
+     * ahead (trial_next), and the first launches' fetches on demand cost
+     * the decoder shape at 1.5x 2.6x what acting took to the first point,
+     * then less than acting per point. */
+    int from = m == LMS_PLAN_DEEP && p->deep_all && p->trial_settling ? 1 : 0;
+    if (behind(p, ops, ctx, m, from, k, TRIAL_ABORT)) {   /* far slower already: on to the next mode */
+        if (k == TRIAL_POINTS - 1)
+            trial_start(p, ops, ctx, trial_next(p, ops, ctx, m, k, true), seq, p->trial_marks[m][k]);
+        else
+            trial_stop(p, m);   /* acting to its window's end first */
+        return;
     }
     if (p->trial_n[m] == TRIAL_POINTS && p->trial_settling) {
         /* The step that left the previous mode's state behind is over:
@@ -773,7 +821,7 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         window_from(p, seq);
     } else if (p->trial_n[m] == TRIAL_POINTS) {
         p->trial_done[m] = true;
-        trial_start(p, ops, ctx, m + 1, seq, p->trial_marks[m][k]);
+        trial_start(p, ops, ctx, trial_next(p, ops, ctx, m, k, false), seq, p->trial_marks[m][k]);
     }
     if (p->trial == TRIAL_CHOSEN)
         trial_decide(p, ops, ctx);
@@ -810,8 +858,11 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
             if (c->resident) {
                 if (ops->wait_ready)
                     ops->wait_ready(ctx, c);
-            } else if (fetch && c->charge <= budget && !once_a_step(p, c, LMS_DISTANCE_NOW)) {
-                p->batch[nb++] = c;
+            } else if (fetch && c->charge <= budget) {
+                if (!once_a_step(p, c, LMS_DISTANCE_NOW))
+                    p->batch[nb++] = c;
+                else
+                    p->trial_once = true;   /* read in place: see trial_next */
             }
         }
         if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m) > 0 && ops->fetched)

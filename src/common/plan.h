@@ -122,6 +122,8 @@ typedef struct lms_plan {
     bool trial_paused;                                   /* chosen, but the policy lost its period */
     int trial_best;                                      /* the mode chosen (when decided) */
     int trial_first;                                     /* the trials' first point: all on its stream */
+    bool trial_once;      /* acting deep's trial read a chunk used once a step in place */
+    bool deep_all;        /* acting deep fetches the chunks used once a step too (plan.c, trial_next) */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */

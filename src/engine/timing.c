@@ -29,9 +29,10 @@
 #define SEEN_ALL 4        /* launches of a signature timed before sampling */
 #define EVERY 8           /* then one launch in this many */
 #define TABLE (1u << 16)  /* price table slots per device (1 MiB) */
-/* Step points kept per device: the trials of four modes record 65; the
- * oldest one still read, the acting mode's timed start, is 56 back. */
-#define MARKS 64
+/* Step points kept per device: the trials of four modes, acting deep
+ * tried twice (plan.c, trial_next), record up to 81; the oldest one still
+ * read, the acting mode's timed start, is 72 back. */
+#define MARKS 128
 
 typedef struct pair {
     CUevent start, end;

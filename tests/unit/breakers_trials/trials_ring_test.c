@@ -3,7 +3,7 @@
  * (lms_timing_mark, lms_timing_between) over a fake driver whose events
  * carry the fake clock at their last record: a reading between two points
  * is their true distance or nothing (never a point recorded over since),
- * across many wraps of the ring of 64; a point whose record failed is no
+ * across many wraps of the ring of 128; a point whose record failed is no
  * point (mark answers 0), so that the planner does not run modes it can
  * never time. One case per meson test.
  */
@@ -64,7 +64,7 @@ static void setup(void)
 #define N 1000
 
 /* Point k (1-based) is recorded at clock k ms: every reading the ring
- * gives is to - from ms, for every pair within 70 of each other after
+ * gives is to - from ms, for every pair within 140 of each other after
  * each of N points. */
 static void ring_wraps(void)
 {
@@ -75,16 +75,16 @@ static void ring_wraps(void)
         clock_ns = (uint64_t)k * 1000000;
         num[k] = lms_timing_mark(0, (CUstream)(uintptr_t)0x10, 0);
         CHECK(num[k] > 0);
-        for (int from = k - 70 > 1 ? k - 70 : 1; from < k; from++) {
+        for (int from = k - 140 > 1 ? k - 140 : 1; from < k; from++) {
             double ns = lms_timing_between(0, num[from], num[k]);
             if (ns >= 0) {
                 readable++;
                 CHECK_NEAR(ns, (double)(num[k] - num[from]) * 1e6, 1e3);
-                CHECK(k - from < 64);
+                CHECK(k - from < 128);
             }
         }
     }
-    CHECK(readable > 60 * (N - 64));   /* the latest 64 are read */
+    CHECK(readable > 124 * (N - 128));   /* the latest 128 are read */
 }
 
 /* Every third record fails: the failed ones are no points (0), and the

@@ -17,7 +17,9 @@
 static uint64_t step_len;   /* what period() and step() answer */
 static uint64_t told_step(void *st) { (void)st; return step_len; }
 
-/* Runs `steps` steps of `len` launches (one chunk each, chunk k % STEP)
+/* Runs `steps` steps of `len` launches (one chunk each, chunk k % (len /
+ * 2): each used twice a step, so that acting deep fetches them all and is
+ * tried once, src/common/plan.c trial_next)
  * under the lookahead policy told the step's length; a launch at place k
  * of the step costs `light` in the first half, `heavy` in the second,
  * plus extra[mode]. Counts the launches planned in each mode while the
@@ -37,7 +39,7 @@ static void phased_run(clocked *c, lms_plan *plan, uint64_t len, int steps, doub
     ops.between = fake_steps_between;
     for (uint64_t seq = 1; seq <= (uint64_t)steps * len; seq++) {
         uint64_t k = (seq - 1) % len;
-        uint32_t id = (uint32_t)(k % STEP);
+        uint32_t id = (uint32_t)(k % (len / 2));
         lms_plan_chunk *mine[1] = {&c->f.chunks[id]};
         c->seq = seq;
         lms_plan_pin(plan, mine[0]);
