@@ -17,6 +17,10 @@
  * of N managed chunks, launching a kernel on chunk (i mod N): under lru
  * every launch fetches one chunk and evicts another (lookahead keeps some
  * chunks, as Belady's rule would, and evicts on most launches). The
+ * kernel reads its chunk 32 times, so that reading it in place would cost
+ * 32 link passes and the timed steps keep fetching (with a kernel that
+ * touched nothing, reading in place cost nothing and was kept: no
+ * eviction was left to measure). The
  * added time is the residency engine's decisions plus the driver calls it
  * makes (prefetches, events), with N = 10 and N = 10,000 live chunks.
  *
@@ -61,7 +65,18 @@ static void empty_kernel(simgpu_launch *l, void **p)
     (void)p;
 }
 
-static CUfunction kernel;
+#define EVICT_CHUNK (64 << 10)   /* bytes of each chunk of the eviction rows */
+
+/* The body of the eviction rows' kernel: reads the chunk of its first
+ * parameter 32 times (a GEMM's operand, re-read per tile: reading it in
+ * place would cost a link pass per read, so fetching is what pays, as on
+ * the workloads the eviction path serves). */
+static void touch_kernel(simgpu_launch *l, void **p)
+{
+    l->access_passes(l, *(const CUdeviceptr *)p[0], EVICT_CHUNK, SIMGPU_READ, 32);
+}
+
+static CUfunction kernel, kernel_touch;
 static void *kernel_args[10];
 static CUdeviceptr kernel_ptrs[10];
 
@@ -73,7 +88,6 @@ static CUfunction kernel_wide;
 static void *wide_args[WIDE_PARAMS];
 static CUdeviceptr wide_ptrs[WIDE_CHUNKS];
 
-#define EVICT_CHUNK (64 << 10)   /* bytes of each chunk of the eviction rows */
 
 /* CPU time of this thread, ns: on a shared machine, time-slicing by other
  * processes does not count (on an idle one it equals wall time here). */
@@ -144,7 +158,7 @@ static double run_evict(const api *a, const CUdeviceptr *chunks, long n, long st
     for (long i = 0; i < iters; i++) {
         for (int k = 0; k < 10; k++)
             kernel_ptrs[k] = chunks[(start + i) % n];
-        if (a->launch(kernel, 1, 1, 1, 32, 1, 1, 0, NULL, kernel_args, NULL) != CUDA_SUCCESS)
+        if (a->launch(kernel_touch, 1, 1, 1, 32, 1, 1, 0, NULL, kernel_args, NULL) != CUDA_SUCCESS)
             return -1;
     }
     return (now_ns() - t0) / (double)iters;
@@ -328,14 +342,16 @@ int main(int argc, char **argv)
     CUresult (*load_module)(CUmodule *, const void *) = (CUresult(*)(CUmodule *, const void *))dlsym(drv, "cuModuleLoadData");
     CUresult (*get_function)(CUfunction *, CUmodule, const char *) =
         (CUresult(*)(CUfunction *, CUmodule, const char *))dlsym(drv, "cuModuleGetFunction");
+    simgpu_kernel kt = {"touch10", touch_kernel, 10, {8, 8, 8, 8, 8, 8, 8, 8, 8, 8}};
     simgpu_kernel kw = {"empty_wide", empty_kernel, WIDE_PARAMS, {0}};
     for (int i = 0; i < WIDE_PARAMS; i++) {
         kw.param_sizes[i] = 2 * sizeof(CUdeviceptr);
         wide_args[i] = &wide_ptrs[2 * i];
     }
     CUmodule mod;
-    if (simgpu_register_kernel(&k) || simgpu_register_kernel(&kw) || load_module(&mod, "bench") ||
-        get_function(&kernel, mod, "empty10") || get_function(&kernel_wide, mod, "empty_wide"))
+    if (simgpu_register_kernel(&k) || simgpu_register_kernel(&kt) || simgpu_register_kernel(&kw) ||
+        load_module(&mod, "bench") || get_function(&kernel, mod, "empty10") ||
+        get_function(&kernel_touch, mod, "touch10") || get_function(&kernel_wide, mod, "empty_wide"))
         return 1;
     for (int i = 0; i < 10; i++) {
         if (bare.alloc(&kernel_ptrs[i], 4096) != CUDA_SUCCESS)
