@@ -539,73 +539,56 @@ static int gr_step(wl_ctx *c, int step)
     return c->error;
 }
 
-/* ---- (i) inference: forward only ---------------------------------------- */
+/* ---- (i) inference and (j) a decoder: forward only ----------------------- */
 
-#define IN_LAYERS 24
-
-static struct {
-    size_t w, a;
-    void *Wt[IN_LAYERS], *A[2];
-} in;
-
-/* 24 layer weights and two activation buffers of an eighth of a weight:
- * every weight is used by one kernel a step. */
-static int in_setup(wl_ctx *c)
-{
-    in.w = wl_pages((double)c->working_set / (IN_LAYERS + 0.25));
-    in.a = wl_pages((double)in.w / 8);
-    for (int l = 0; l < IN_LAYERS; l++)
-        in.Wt[l] = wl_alloc(c, in.w);
-    in.A[0] = wl_alloc(c, in.a);
-    in.A[1] = wl_alloc(c, in.a);
-    return c->error;
-}
-
-/* A batch through the 24 layers: one GEMM each (its weight re-read per
- * tile row of the output, as a batched forward pass does). */
-static int in_step(wl_ctx *c, int step)
-{
-    (void)step;
-    for (int l = 0; l < IN_LAYERS; l++)
-        wl_gemm(c, in.A[l % 2], in.Wt[l], in.A[1 - l % 2], in.a, in.w, in.a, TN, TM, false);
-    return c->error;
-}
-
-/* ---- (j) a decoder: layers of a GEMM and three small kernels ------------- */
-
-#define DEC_LAYERS 24
+#define FW_LAYERS 24
 #define DEC_EW 3
 
 static struct {
     size_t w, a;
-    void *Wt[DEC_LAYERS], *A[2];
-} dec;
+    void *Wt[FW_LAYERS], *A[2];
+} fw;
 
-/* 24 layer weights and two activation buffers of an eighth of a weight. */
-static int dec_setup(wl_ctx *c)
+/* 24 layer weights and two activation buffers of an eighth of a weight:
+ * every weight is used by one kernel a step. */
+static int fw_setup(wl_ctx *c)
 {
-    dec.w = wl_pages((double)c->working_set / (DEC_LAYERS + 0.25));
-    dec.a = wl_pages((double)dec.w / 8);
-    for (int l = 0; l < DEC_LAYERS; l++)
-        dec.Wt[l] = wl_alloc(c, dec.w);
-    dec.A[0] = wl_alloc(c, dec.a);
-    dec.A[1] = wl_alloc(c, dec.a);
+    fw.w = wl_pages((double)c->working_set / (FW_LAYERS + 0.25));
+    fw.a = wl_pages((double)fw.w / 8);
+    for (int l = 0; l < FW_LAYERS; l++)
+        fw.Wt[l] = wl_alloc(c, fw.w);
+    fw.A[0] = wl_alloc(c, fw.a);
+    fw.A[1] = wl_alloc(c, fw.a);
     return c->error;
 }
 
 /* A batch through the 24 layers: per layer one GEMM (its weight re-read
- * per tile row) and three elementwise kernels over the activations (a
+ * per tile row of the output, as a batched forward pass does), and for
+ * the decoder three elementwise kernels over the activations after it (a
  * norm, an activation function, a residual add). */
+static int fw_layers(wl_ctx *c, int ew)
+{
+    for (int l = 0; l < FW_LAYERS; l++) {
+        void *x = fw.A[l % 2], *y = fw.A[1 - l % 2];
+        wl_gemm(c, x, fw.Wt[l], y, fw.a, fw.w, fw.a, TN, TM, false);
+        for (int k = 0; k < ew; k++)
+            wl_ew(c, 2, (wl_t[]){{x, fw.a, R}, {y, fw.a, RW}});
+    }
+    return c->error;
+}
+
+/* Inference: the GEMMs back to back. */
+static int in_step(wl_ctx *c, int step)
+{
+    (void)step;
+    return fw_layers(c, 0);
+}
+
+/* A decoder: each GEMM followed by three small kernels. */
 static int dec_step(wl_ctx *c, int step)
 {
     (void)step;
-    for (int l = 0; l < DEC_LAYERS; l++) {
-        void *x = dec.A[l % 2], *y = dec.A[1 - l % 2];
-        wl_gemm(c, x, dec.Wt[l], y, dec.a, dec.w, dec.a, TN, TM, false);
-        for (int k = 0; k < DEC_EW; k++)
-            wl_ew(c, 2, (wl_t[]){{x, dec.a, R}, {y, dec.a, RW}});
-    }
-    return c->error;
+    return fw_layers(c, DEC_EW);
 }
 
 /* ---- the table of shapes -------------------------------------------------- */
@@ -627,7 +610,7 @@ const wl_shape wl_shapes[] = {
      dd_step},
     {"growing", "8 layers and an attention cache that grows by a block per layer a step", 0, false, GR_STEPS,
      gr_setup, gr_step},
-    {"inference", "24 layers forward only: each weight used by one GEMM a step", 0, false, 0, in_setup, in_step},
-    {"decoder", "24 layers forward only: a GEMM and 3 elementwise kernels each", 0, false, 0, dec_setup, dec_step},
+    {"inference", "24 layers forward only: each weight used by one GEMM a step", 0, false, 0, fw_setup, in_step},
+    {"decoder", "24 layers forward only: a GEMM and 3 elementwise kernels each", 0, false, 0, fw_setup, dec_step},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

@@ -76,24 +76,33 @@ static double run(dear *d, int steps, lms_plan *plan, int *remote)
     return d->c.now - start;
 }
 
+/* Runs the trials with reading in place at `inplace` ns a chunk: the
+ * trials must have decided, and chosen acting deep; returns the last
+ * step's device time and, in *remote, its launches read in place. */
+static double deep_kept(double inplace, int *remote)
+{
+    dear *d = calloc(1, sizeof *d);
+    CHECK(d != NULL);
+    d->inplace = inplace;
+    lms_plan plan;
+    double last = run(d, STEPS, &plan, remote);
+    CHECK(plan.trial_decided);
+    CHECK_EQ_U(plan.mode, LMS_PLAN_DEEP);
+    lms_plan_destroy(&plan);
+    free(d);
+    return last;
+}
+
 /* Reading a chunk in place costs 10 fetches: the trials end in a schedule
  * as fast as acting deep fetching every chunk (a step of 100 ns a launch),
  * not in acting, whose fetches one launch ahead wait 2/3 of a fetch each
  * (the schedule that was kept when acting deep read them in place). */
 static void deep_fetches_dear_once(void)
 {
-    dear *d = calloc(1, sizeof *d);
-    CHECK(d != NULL);
-    d->inplace = 10 * FETCH;
-    lms_plan plan;
     int remote;
-    double last = run(d, STEPS, &plan, &remote);
-    CHECK(plan.trial_decided);
-    CHECK_EQ_U(plan.mode, LMS_PLAN_DEEP);
+    double last = deep_kept(10 * FETCH, &remote);
     CHECK_EQ_U(remote, 0);
     CHECK(last <= STEP * 100 * 1.1);
-    lms_plan_destroy(&plan);
-    free(d);
 }
 
 /* Reading a chunk in place costs 1.5 fetches: acting deep reading them
@@ -101,36 +110,20 @@ static void deep_fetches_dear_once(void)
  * fetching every chunk is tried too and kept. */
 static void deep_fetches_dearish_once(void)
 {
-    dear *d = calloc(1, sizeof *d);
-    CHECK(d != NULL);
-    d->inplace = 1.5 * FETCH;
-    lms_plan plan;
     int remote;
-    double last = run(d, STEPS, &plan, &remote);
-    CHECK(plan.trial_decided);
-    CHECK_EQ_U(plan.mode, LMS_PLAN_DEEP);
+    double last = deep_kept(1.5 * FETCH, &remote);
     CHECK_EQ_U(remote, 0);
     CHECK(last <= STEP * 100 * 1.1);
-    lms_plan_destroy(&plan);
-    free(d);
 }
 
 /* Reading a chunk in place costs a tenth of a fetch: acting deep reads
  * the chunks used once a step in place and is kept so. */
 static void deep_reads_cheap_once(void)
 {
-    dear *d = calloc(1, sizeof *d);
-    CHECK(d != NULL);
-    d->inplace = FETCH / 10;
-    lms_plan plan;
     int remote;
-    double last = run(d, STEPS, &plan, &remote);
-    CHECK(plan.trial_decided);
-    CHECK_EQ_U(plan.mode, LMS_PLAN_DEEP);
+    double last = deep_kept(FETCH / 10, &remote);
     CHECK(remote >= STEP - ROOM);   /* but what stayed resident from the modes before */
     CHECK(last <= STEP * (100 + FETCH / 10) * 1.01);
-    lms_plan_destroy(&plan);
-    free(d);
 }
 
 static const test_case cases[] = {
