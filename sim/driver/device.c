@@ -97,8 +97,8 @@ CUresult sim_check_device(CUdevice dev)
 }
 
 /* As sim_check_device, with the call's other arguments checked between
- * init and the ordinal (CUDA's order where an output pointer comes first):
- * INVALID_VALUE when !args_ok. */
+ * init and the ordinal (the simulator's order: CUDA does not document
+ * which error wins when both are wrong): INVALID_VALUE when !args_ok. */
 CUresult sim_check_device_args(bool args_ok, CUdevice dev)
 {
     CUresult r = sim_check_init();

@@ -343,6 +343,18 @@ static bool scratch(lms_plan *p, int n)
     return true;
 }
 
+/* The step's length the planner works with, in launches: the one the
+ * policy confirmed by repetition when it is at least TRIAL_MIN launches
+ * (*confirmed), else its period (0: none). A period inside a step (a
+ * repeated training iteration) is shorter than the step. */
+static uint64_t step_length(const lms_plan *p, bool *confirmed)
+{
+    uint64_t period = p->policy->period ? p->policy->period(p->pstate) : 0;
+    uint64_t step = period && p->policy->step ? p->policy->step(p->pstate) : 0;
+    *confirmed = step >= TRIAL_MIN;
+    return *confirmed ? step : period;
+}
+
 /* Whether acting deep reads c in place rather than fetching it for a need
  * `distance` launches ahead: c's last use was a whole step or more before
  * that need (the step the policy confirmed, else its period, of at least
@@ -355,11 +367,10 @@ static bool scratch(lms_plan *p, int n)
  * slower than acting (trial_next). O(1). */
 static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t distance)
 {
-    if (p->mode != LMS_PLAN_DEEP || p->deep_all || !c->last_use || !p->policy->period)
+    if (p->mode != LMS_PLAN_DEEP || p->deep_all || !c->last_use)
         return false;
-    uint64_t step = p->policy->step ? p->policy->step(p->pstate) : 0;
-    if (!step)
-        step = p->policy->period(p->pstate);
+    bool confirmed;
+    uint64_t step = step_length(p, &confirmed);
     return step >= TRIAL_MIN && p->now + distance - c->last_use >= step;
 }
 
@@ -509,8 +520,11 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
  * least-recently-used order on demand may do better. Which is fastest
  * depends on the workload, the room and the link, so it is measured: once
  * the policy knows the step's length P (at least TRIAL_MIN launches), each
- * mode runs two steps (acting; on demand in LRU order, every missing
- * chunk fetched, prices aside; reading every missing chunk in place): the
+ * mode runs two steps (acting; acting deep, fetching 8 launches ahead,
+ * tried a second time fetching every chunk where reading the chunks used
+ * once a step in place made it far slower: trial_next; on demand in LRU
+ * order, every missing chunk fetched, prices aside; reading every missing
+ * chunk in place): the
  * first lets the state the previous mode left settle (reading in place
  * evicts nothing: it keeps what the modes before it left resident, tried
  * and chosen alike), the second is timed on the device by points recorded
@@ -531,7 +545,9 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 #define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
 #define TRIAL_AGAIN 1.25  /* acting deep this much slower than acting over its step: try it fetching all (trial_next) */
 
-enum { TRIAL_OFF, TRIAL_RUNNING, TRIAL_CHOSEN };
+#define TRIAL_OFF LMS_TRIAL_OFF
+#define TRIAL_RUNNING LMS_TRIAL_RUNNING
+#define TRIAL_CHOSEN LMS_TRIAL_CHOSEN
 
 /* Launch seq + n, or the last one when that is past it (a policy may name
  * any length). */
@@ -575,7 +591,7 @@ static double trial_time(const lms_plan *p, const lms_plan_ops *ops, void *ctx, 
  * be read: the fastest of them (acting on ties). */
 static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
-    if (p->trial != TRIAL_CHOSEN || p->trial_decided)
+    if (p->trial != TRIAL_CHOSEN || p->trial_decided || p->deep_retry)
         return;
     int best = LMS_PLAN_ACT;
     double best_ns = -1;
@@ -587,6 +603,16 @@ static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
             return;   /* not completed yet: act meanwhile */
         if (best_ns < 0 || t < best_ns)
             best = m, best_ns = t;
+    }
+    if (p->deep_again) {   /* acting deep's step against acting's, complete now (trial_next) */
+        p->deep_again = false;
+        double b = trial_time(p, ops, ctx, LMS_PLAN_DEEP, TRIAL_POINTS - 1);
+        double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+        if (!p->deep_all && p->trial_done[LMS_PLAN_DEEP] && a >= 0 && b > TRIAL_AGAIN * a) {
+            p->deep_all = true;
+            p->deep_retry = true;   /* tried from the next step's boundary (trial_launch) */
+            return;
+        }
     }
     p->trial_decided = true;
     p->trial_best = best;
@@ -629,10 +655,13 @@ static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m,
 }
 
 /* The mode to try after m, whose trial ended at its point k (`stopped`
- * early or not): the next one, but acting deep once more, fetching the
- * chunks used once a step too, when it read such chunks in place and was
- * stopped early (over TRIAL_ABORT times slower than acting) or took over
- * TRIAL_AGAIN times what acting took over its step. A chunk re-read by its
+ * early or not): the next one not tried in this round, but acting deep
+ * once more, fetching the chunks used once a step too, when it read such
+ * chunks in place and was stopped early (over TRIAL_ABORT times slower
+ * than acting) or took over TRIAL_AGAIN times what acting took over its
+ * step (when that step's time is not complete yet, the device running
+ * behind the host, it is judged with the choice: trial_decide asks for
+ * the retry then, and it runs from the next step's boundary). A chunk re-read by its
  * kernel (a GEMM's weight in inference, once per tile row) costs a pass
  * over the link per read in place, and one timed step cannot tell that
  * from acting deep itself: without a second try, acting (one launch
@@ -644,9 +673,20 @@ static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m,
  * in-memory at 2x). */
 static int trial_next(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int k, bool stopped)
 {
-    if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once ||
-        !(stopped || behind(p, ops, ctx, m, 0, k, TRIAL_AGAIN)))
-        return m + 1;
+    int next = m + 1;
+    while (next < LMS_PLAN_MODES && (p->trial_tried >> next & 1u))
+        next++;   /* tried in this round already (before acting deep's retry from the choice) */
+    if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once)
+        return next;
+    if (!stopped) {
+        double b = trial_time(p, ops, ctx, m, k), a = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+        if (b < 0 || a < 0) {
+            p->deep_again = true;   /* not complete yet (the device runs behind): judged with the choice */
+            return next;
+        }
+        if (!(b > TRIAL_AGAIN * a))
+            return next;
+    }
     p->deep_all = true;
     return m;
 }
@@ -695,6 +735,7 @@ static void trial_start(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, 
         return;
     }
     set_mode(p, m);
+    p->trial_tried |= 1u << m;
     p->trial_stopped = LMS_PLAN_ACT;
     p->trial_n[m] = 0;
     p->trial_done[m] = false;
@@ -723,20 +764,17 @@ static void trial_stop(lms_plan *p, int m)
 }
 
 /* At each launch: runs the trials' stages at their points. O(1) but for
- * a switch into or out of the LRU order; one point recorded per P/8
- * launches while trying, none otherwise. */
+ * a switch into or out of the LRU order; one point recorded per eighth of
+ * a step while trying, none otherwise. */
 static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq)
 {
     if (!ops->mark || !ops->between || !p->policy->period)
         return;
-    uint64_t period = p->policy->period(p->pstate);
     /* The step confirmed by repetition, when the policy has one: a period
      * inside a step (a repeated training iteration) would time windows
      * that start at different places of the step. */
-    uint64_t step = period && p->policy->step ? p->policy->step(p->pstate) : 0;
-    bool confirmed = step >= TRIAL_MIN;
-    if (confirmed)
-        period = step;
+    bool confirmed;
+    uint64_t period = step_length(p, &confirmed);
     if (period < TRIAL_MIN) {   /* nothing learned, or confidence lost: the policy's own rules */
         if (p->trial == TRIAL_RUNNING)
             p->trial = TRIAL_OFF;   /* a trial cut short is started again */
@@ -757,7 +795,7 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
      * otherwise restart them for ever). */
     bool longer = p->trial_period <= UINT64_MAX / 2 && period > 2 * p->trial_period;
     bool shorter = period <= UINT64_MAX / 2 && 2 * period < p->trial_period;
-    bool differs = !p->trial_confirmed && (confirmed ? step != p->trial_period : longer || shorter);
+    bool differs = !p->trial_confirmed && (confirmed ? period != p->trial_period : longer || shorter);
     if (p->trial != TRIAL_OFF && differs)
         p->trial = TRIAL_OFF;
     if (p->trial == TRIAL_OFF) {
@@ -769,6 +807,8 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
         p->trial = TRIAL_RUNNING;
         p->trial_first = 0;
         p->deep_all = false;   /* acting deep tried reading the chunks used once a step in place first */
+        p->deep_again = p->deep_retry = false;
+        p->trial_tried = 0;
         trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
         return;
     }
@@ -779,6 +819,12 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
     }
     if (p->trial == TRIAL_CHOSEN) {
         trial_decide(p, ops, ctx);
+        if (p->deep_retry) {   /* the choice asked for acting deep fetching all: from this boundary */
+            p->deep_retry = false;
+            p->trial = TRIAL_RUNNING;
+            trial_start(p, ops, ctx, LMS_PLAN_DEEP, seq, 0);
+            return;
+        }
         p->trial_at = later(seq, p->trial_period);
         if (++p->trial_steps >= TRIAL_RETRY)
             p->trial = TRIAL_OFF;   /* the next launch starts the trials again */

@@ -81,6 +81,8 @@ typedef struct lms_plan_ops {
  * same fetching the next 8 launches' chunks ahead (deep); fetch them all
  * on demand only, in LRU order, prices aside; or read them in place. */
 enum { LMS_PLAN_ACT, LMS_PLAN_DEEP, LMS_PLAN_DEMAND, LMS_PLAN_INPLACE, LMS_PLAN_MODES };
+/* The stages of the timed steps (lms_plan.trial). */
+enum { LMS_TRIAL_OFF, LMS_TRIAL_RUNNING, LMS_TRIAL_CHOSEN };
 
 /* A growable array of chunk pointers used as an indexed heap. */
 typedef struct lms_plan_heap {
@@ -105,7 +107,7 @@ typedef struct lms_plan {
     /* The mode chosen by timing a learned step of each (plan.c, "Timed
      * steps"): LMS_PLAN_ACT, _DEEP, _DEMAND or _INPLACE. */
     int mode;
-    int trial;                       /* the stage (plan.c) */
+    int trial;                       /* the stage: LMS_TRIAL_OFF, _RUNNING or _CHOSEN */
     bool trial_decided;              /* the choice is made (else it waits for its points) */
     uint64_t trial_period;           /* the step length the trials time, launches */
     bool trial_confirmed;            /* ... confirmed by repetition (the policy's step()) */
@@ -124,6 +126,10 @@ typedef struct lms_plan {
     int trial_first;                                     /* the trials' first point: all on its stream */
     bool trial_once;      /* acting deep's trial read a chunk used once a step in place */
     bool deep_all;        /* acting deep fetches the chunks used once a step too (plan.c, trial_next) */
+    bool deep_again;      /* acting deep's step against acting's was not complete at its end: judged
+                           * with the choice (trial_decide) */
+    bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
+    unsigned trial_tried; /* bit m: mode m tried in this round of trials */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */

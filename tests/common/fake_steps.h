@@ -2,13 +2,15 @@
  * fake_steps.h — a repeating step for the planner's timed steps
  * (src/common/plan.c, "Timed steps") without CUDA: STEP launches, each on
  * its own chunk, over a room of ROOM chunks (so a fetched chunk is evicted
- * long before the step comes back to it); the trials run from the second
- * step, two steps per mode (acting, acting deep, on demand, in place). A
- * fake clock
- * charges each launch `fetch` per chunk fetched for it and `inplace` per
- * chunk it reads where it is; points are readings of that clock, complete
- * at once or `delay` launches later. Used by tests/unit/timed_steps and
- * tests/unit/breakers_trials.
+ * long before the step comes back to it: each chunk is used once a step,
+ * so acting deep reads them in place, src/common/plan.c once_a_step); the
+ * trials run from the second step, two steps per mode (acting, acting
+ * deep, on demand, in place; acting deep may be tried twice). A fake
+ * clock charges each launch `fetch` per chunk fetched for it and
+ * `inplace` per chunk it reads where it is; points are readings of that
+ * clock, complete at once or `delay` launches later. A test may define
+ * STEP before including it. Used by tests/unit/timed_steps,
+ * breakers_trials, trial_windows, breakers_windows and breakers_once.
  */
 #ifndef FAKE_STEPS_H
 #define FAKE_STEPS_H

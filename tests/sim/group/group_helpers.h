@@ -187,6 +187,8 @@ static inline pid_t launch_member(const char *group, const char *limit, const ch
     if (pid == 0) {
         dup2(r[1], 3);
         dup2(go[0], 4);
+        fcntl(3, F_SETFD, 0);   /* kept across exec even when dup2 found the pipe at 3 or 4 already */
+        fcntl(4, F_SETFD, 0);
         if (cvd)
             setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
         member_exec(group, limit, kind, arg, err);

@@ -45,7 +45,7 @@ static void phased_run(clocked *c, lms_plan *plan, uint64_t len, int steps, doub
         lms_plan_pin(plan, mine[0]);
         lms_plan_launch(plan, &ops, c, seq, 7, &id, 1, mine, 1);
         c->now += (2 * k < len ? light : heavy) + extra[plan->mode];
-        if (plan->trial == 1 /* running */)
+        if (plan->trial == LMS_TRIAL_RUNNING)
             tried[plan->mode]++;
         lms_plan_used(plan, mine[0], seq);
     }

@@ -16,16 +16,18 @@
 #define STEP 20
 #define STEPS 8
 
-/* The chunk launch k of a step uses. */
-static uint32_t chunk_of(uint32_t k)
+static int new_from = STEPS;   /* from this step on, launch 18 uses chunk 4, new then, instead of 3 */
+
+/* The chunk launch k of step s uses. */
+static uint32_t chunk_of(int s, uint32_t k)
 {
-    return k < 18 ? 1 + k % 2 : k == 18 ? 3 : 0;
+    return k < 18 ? 1 + k % 2 : k == 18 ? (s >= new_from ? 4 : 3) : 0;
 }
 
 /* The fake device with fetches counted per chunk. */
 typedef struct counted {
     fake_room f;   /* first: the fake_room ops get this pointer */
-    uint64_t by_id[4];
+    uint64_t by_id[5];
 } counted;
 
 /* ops.fetch: counts per chunk, then as fake_room. */
@@ -35,14 +37,16 @@ static bool counted_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
     return fake_room_fetch(ctx, c, ahead);
 }
 
+static uint64_t fetched_new;   /* fetches of chunk 4 in the last run */
+
 /* Runs STEPS steps in `mode` (set before every launch: no timed steps
  * here); fetches[s] counts the fetches of step s, far[s] those of chunks
- * 0 and 3. */
+ * 0 and 3 (and fetched_new those of chunk 4). */
 static void run(int mode, uint64_t *fetches, uint64_t *far)
 {
     counted c;
     memset(&c, 0, sizeof c);
-    fake_room_init(&c.f, 2, 4);
+    fake_room_init(&c.f, 2, 5);
     lms_plan plan;
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
     lms_plan_ops ops = fake_room_ops();
@@ -51,7 +55,7 @@ static void run(int mode, uint64_t *fetches, uint64_t *far)
         uint64_t before = c.f.fetches, far_before = c.by_id[0] + c.by_id[3];
         for (uint32_t k = 0; k < STEP; k++) {
             uint64_t seq = (uint64_t)s * STEP + k + 1;
-            uint32_t id = chunk_of(k);
+            uint32_t id = chunk_of(s, k);
             lms_plan_chunk *mine[1] = {&c.f.chunks[id]};
             plan.mode = mode;
             lms_plan_pin(&plan, mine[0]);
@@ -61,6 +65,7 @@ static void run(int mode, uint64_t *fetches, uint64_t *far)
         fetches[s] = c.f.fetches - before;
         far[s] = c.by_id[0] + c.by_id[3] - far_before;
     }
+    fetched_new = c.by_id[4];
     lms_plan_destroy(&plan);
 }
 
@@ -99,10 +104,24 @@ static void first_step_fetches(void)
     CHECK(deep[0] >= 4);
 }
 
+/* A chunk first used once the step is learned (step 5) is fetched at that
+ * use by acting deep, and read in place from the next step on, when it is
+ * used once a step: fetched exactly once. */
+static void new_chunk_fetched(void)
+{
+    uint64_t fetches[STEPS], far[STEPS];
+    new_from = 5;
+    run(LMS_PLAN_DEEP, fetches, far);
+    new_from = STEPS;
+    CHECK_EQ_U(fetched_new, 1);
+    CHECK_EQ_U(fetches[STEPS - 1], 0);
+}
+
 static const test_case cases[] = {
     {"deep_reads_once_in_place", deep_reads_once_in_place},
     {"act_fetches_once", act_fetches_once},
     {"first_step_fetches", first_step_fetches},
+    {"new_chunk_fetched", new_chunk_fetched},
 };
 
 TEST_MAIN(cases)
