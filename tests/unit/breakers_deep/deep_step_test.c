@@ -4,6 +4,7 @@
  * with acting deep (src/common/plan.c, "Timed steps") under policies and
  * costs chosen to mislead them, without CUDA.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,65 +206,65 @@ static void moded_run(moded *m, const lms_policy *pol, int steps, lms_plan *plan
         }
 }
 
-/* Acting deep the cheapest: chosen. */
-static void deep_wins(void)
+/* What one run of the lookahead policy over moded launches ended with. */
+typedef struct deep_outcome {
+    bool decided;                    /* the trials made their choice */
+    int best;                        /* the mode chosen (when decided) */
+    int mode;                        /* the mode at the end */
+    uint64_t tried[LMS_PLAN_MODES];  /* launches per mode in the first trials */
+} deep_outcome;
+
+/* Runs STEPS steps under lookahead with each launch charged 100 ns plus
+ * the given extra ns of its mode; returns the outcome (owns nothing: the
+ * plan and the launches are freed here). */
+static deep_outcome deep_trial(double act, double deep, double demand, double inplace)
 {
     moded *m = calloc(1, sizeof *m);
     CHECK(m != NULL);
-    m->extra[LMS_PLAN_ACT] = 100;
-    m->extra[LMS_PLAN_DEEP] = 20;
-    m->extra[LMS_PLAN_DEMAND] = 150;
-    m->extra[LMS_PLAN_INPLACE] = 150;
+    m->extra[LMS_PLAN_ACT] = act;
+    m->extra[LMS_PLAN_DEEP] = deep;
+    m->extra[LMS_PLAN_DEMAND] = demand;
+    m->extra[LMS_PLAN_INPLACE] = inplace;
     lms_plan plan;
-    uint64_t tried[LMS_PLAN_MODES] = {0};
-    moded_run(m, lms_policy_find("lookahead"), STEPS, &plan, tried);
-    CHECK(plan.trial_decided);
-    CHECK_EQ_U(plan.trial_best, LMS_PLAN_DEEP);
-    CHECK_EQ_U(plan.mode, LMS_PLAN_DEEP);
+    deep_outcome o = {0};
+    moded_run(m, lms_policy_find("lookahead"), STEPS, &plan, o.tried);
+    o.decided = plan.trial_decided;
+    o.best = plan.trial_best;
+    o.mode = plan.mode;
     lms_plan_destroy(&plan);
     free(m);
+    return o;
+}
+
+/* Acting deep the cheapest: chosen. */
+static void deep_wins(void)
+{
+    deep_outcome o = deep_trial(100, 20, 150, 150);
+    CHECK(o.decided);
+    CHECK_EQ_U(o.best, LMS_PLAN_DEEP);
+    CHECK_EQ_U(o.mode, LMS_PLAN_DEEP);
 }
 
 /* Acting deep dearer, but less than 2x: timed whole, not chosen. */
 static void deep_loses(void)
 {
-    moded *m = calloc(1, sizeof *m);
-    CHECK(m != NULL);
-    m->extra[LMS_PLAN_ACT] = 50;
-    m->extra[LMS_PLAN_DEEP] = 100;
-    m->extra[LMS_PLAN_DEMAND] = 80;
-    m->extra[LMS_PLAN_INPLACE] = 80;
-    lms_plan plan;
-    uint64_t tried[LMS_PLAN_MODES] = {0};
-    moded_run(m, lms_policy_find("lookahead"), STEPS, &plan, tried);
-    CHECK(plan.trial_decided);
-    CHECK_EQ_U(plan.trial_best, LMS_PLAN_ACT);
-    CHECK_EQ_U(plan.mode, LMS_PLAN_ACT);
-    CHECK(tried[LMS_PLAN_DEEP] >= 2 * STEP - 2);
-    lms_plan_destroy(&plan);
-    free(m);
+    deep_outcome o = deep_trial(50, 100, 80, 80);
+    CHECK(o.decided);
+    CHECK_EQ_U(o.best, LMS_PLAN_ACT);
+    CHECK_EQ_U(o.mode, LMS_PLAN_ACT);
+    CHECK(o.tried[LMS_PLAN_DEEP] >= 2 * STEP - 2);
 }
 
 /* Acting deep over 2x dearer than acting: stopped before its timed step
  * ends, not chosen. */
 static void deep_aborts(void)
 {
-    moded *m = calloc(1, sizeof *m);
-    CHECK(m != NULL);
-    m->extra[LMS_PLAN_ACT] = 0;
-    m->extra[LMS_PLAN_DEEP] = 400;
-    m->extra[LMS_PLAN_DEMAND] = 50;
-    m->extra[LMS_PLAN_INPLACE] = 50;
-    lms_plan plan;
-    uint64_t tried[LMS_PLAN_MODES] = {0};
-    moded_run(m, lms_policy_find("lookahead"), STEPS, &plan, tried);
-    CHECK(plan.trial_decided);
-    CHECK_EQ_U(plan.trial_best, LMS_PLAN_ACT);
-    CHECK(tried[LMS_PLAN_DEEP] > 0);
-    CHECK(tried[LMS_PLAN_DEEP] < STEP + STEP / 4);   /* stopped at the first point that completed */
-    CHECK(tried[LMS_PLAN_DEMAND] >= 2 * STEP - 2);
-    lms_plan_destroy(&plan);
-    free(m);
+    deep_outcome o = deep_trial(0, 400, 50, 50);
+    CHECK(o.decided);
+    CHECK_EQ_U(o.best, LMS_PLAN_ACT);
+    CHECK(o.tried[LMS_PLAN_DEEP] > 0);
+    CHECK(o.tried[LMS_PLAN_DEEP] < STEP + STEP / 4);   /* stopped at the first point that completed */
+    CHECK(o.tried[LMS_PLAN_DEMAND] >= 2 * STEP - 2);
 }
 
 /* Policies whose period() is 20 and whose step() misbehaves. */
