@@ -279,12 +279,7 @@ static int entry_of(lms_group_header *h, int dev)
 {
     int found = -1;
     for (int g = 0; g < LMS_GROUP_DEVICES; g++) {
-        if (atomic_load(&h->gpu_kind[g]) != LMS_GPU_UUID)
-            continue;
-        char k[33];
-        for (int i = 0; i < 16; i++)
-            snprintf(k + 2 * i, 3, "%02x", h->gpu_key[g][i]);
-        if (strcmp(k, uuid[dev]) != 0)
+        if (!entry_has_uuid(h, g, uuid[dev]))
             continue;
         if (found >= 0) {
             fprintf(stderr, "GPU %d has entries %d and %d\n", dev, found, g);

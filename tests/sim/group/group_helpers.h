@@ -1,8 +1,9 @@
 /*
  * group_helpers.h — what the shared-budget test programs (group_test,
- * breakers_group_test) share: the group file as the test maps and locks
- * it, its invariant, member processes (the program again, `PROGRAM member
- * KIND ARG`, started in a group of this test's directory), a fresh group
+ * breakers_group_test, group_uuid_test, breakers_uuid_test) share: the
+ * group file as the test maps and locks it (its entries by GPU UUID), its
+ * invariant, member processes (the program again, `PROGRAM member KIND
+ * ARG`, started in a group of this test's directory), a fresh group
  * directory per case, a fetching member's launches, the members every
  * program has (holding memory per device, checking what cuMemGetInfo
  * shows, the whole budget free), and the main that runs a member or a
@@ -21,7 +22,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -62,6 +65,18 @@ static inline lms_group_header *map_group(const char *name)
     }
     fprintf(stderr, "group %s never appeared in %s\n", name, dir);
     exit(1);
+}
+
+/* Whether entry g of the group is keyed by the GPU UUID `hex` (32 hex
+ * digits, as the members print it). */
+static inline bool entry_has_uuid(lms_group_header *h, int g, const char *hex)
+{
+    if (atomic_load(&h->gpu_kind[g]) != LMS_GPU_UUID)
+        return false;
+    char k[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(k + 2 * i, 3, "%02x", h->gpu_key[g][i]);
+    return strcmp(k, hex) == 0;
 }
 
 /* Live slots (their members may be dead, not yet reclaimed). */

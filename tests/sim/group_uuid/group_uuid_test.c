@@ -180,15 +180,9 @@ static void visible_devices(void)
 /* The group's entry of the GPU whose UUID is `hex`, or -1. */
 static int entry_of(lms_group_header *h, const char *hex)
 {
-    for (int g = 0; g < LMS_GROUP_DEVICES; g++) {
-        if (atomic_load(&h->gpu_kind[g]) != LMS_GPU_UUID)
-            continue;
-        char k[33];
-        for (int i = 0; i < 16; i++)
-            snprintf(k + 2 * i, 3, "%02x", h->gpu_key[g][i]);
-        if (strcmp(k, hex) == 0)
+    for (int g = 0; g < LMS_GROUP_DEVICES; g++)
+        if (entry_has_uuid(h, g, hex))
             return g;
-    }
     return -1;
 }
 
