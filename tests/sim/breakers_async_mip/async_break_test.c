@@ -687,6 +687,8 @@ static void legacy_during_capture(void)
 
 static pthread_barrier_t arr_bar;
 
+#define ROOM_THREADS 4   /* threads making 24 MiB each at once */
+
 /* One thread's 24 MiB mipmapped array, made at the barrier and destroyed
  * after the second; returns the CUresult of its creation. */
 static void *array_24m(void *arg)
@@ -703,6 +705,29 @@ static void *array_24m(void *arg)
     return (void *)(intptr_t)r;
 }
 
+/* One round of ROOM_THREADS threads running `fn` (the i-th given i), which
+ * acts between the two waits at arr_bar: between them the budget holds;
+ * every thread's CUresult is CUDA_SUCCESS. */
+static void room_round(void *(*fn)(void *))
+{
+    pthread_t th[ROOM_THREADS];
+    pthread_barrier_init(&arr_bar, NULL, ROOM_THREADS + 1);
+    for (intptr_t i = 0; i < ROOM_THREADS; i++)
+        CHECK(pthread_create(&th[i], NULL, fn, (void *)i) == 0);
+    pthread_barrier_wait(&arr_bar);
+    pthread_barrier_wait(&arr_bar);
+    lms_device_stats s = stats(0);
+    CHECK(s.used <= s.budget);
+    int ok = 0;
+    for (int i = 0; i < ROOM_THREADS; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        ok += (intptr_t)r == CUDA_SUCCESS;
+    }
+    pthread_barrier_destroy(&arr_bar);
+    CHECK_EQ_U(ok, ROOM_THREADS);
+}
+
 /* Four threads make 24 MiB arrays at once while managed chunks fill the
  * budget (LMS_ON_OOM=fail): the managed chunks make room for all four
  * (96 MiB of 128), none is refused, the budget holds. */
@@ -711,23 +736,7 @@ static void arrays_threads_room(void)
     full t = make_full();
     for (int round = 0; round < 20; round++) {
         refill(&t);
-        enum { N = 4 };
-        pthread_t th[N];
-        pthread_barrier_init(&arr_bar, NULL, N + 1);
-        for (int i = 0; i < N; i++)
-            CHECK(pthread_create(&th[i], NULL, array_24m, NULL) == 0);
-        pthread_barrier_wait(&arr_bar);
-        pthread_barrier_wait(&arr_bar);
-        lms_device_stats s = stats(0);
-        CHECK(s.used <= s.budget);
-        int ok = 0;
-        for (int i = 0; i < N; i++) {
-            void *r;
-            pthread_join(th[i], &r);
-            ok += (intptr_t)r == CUDA_SUCCESS;
-        }
-        pthread_barrier_destroy(&arr_bar);
-        CHECK_EQ_U(ok, N);
+        room_round(array_24m);
     }
     OK(cuCtxSynchronize());
     check_no_hazards(0, false);
@@ -735,7 +744,7 @@ static void arrays_threads_room(void)
     CHECK_EQ_U(stats(0).used, 0);
 }
 
-static CUstream async_streams[4];
+static CUstream async_streams[ROOM_THREADS];
 
 /* One thread's 24 MiB stream-ordered chunk on its own stream, made at the
  * barrier and freed after the second; returns the CUresult. */
@@ -758,30 +767,14 @@ static void *async_24m(void *arg)
 static void async_threads_room(void)
 {
     full t = make_full();
-    enum { N = 4 };
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < ROOM_THREADS; i++)
         OK(cuStreamCreate(&async_streams[i], CU_STREAM_NON_BLOCKING));
     for (int round = 0; round < 20; round++) {
         refill(&t);
-        pthread_t th[N];
-        pthread_barrier_init(&arr_bar, NULL, N + 1);
-        for (intptr_t i = 0; i < N; i++)
-            CHECK(pthread_create(&th[i], NULL, async_24m, (void *)i) == 0);
-        pthread_barrier_wait(&arr_bar);
-        pthread_barrier_wait(&arr_bar);
-        lms_device_stats s = stats(0);
-        CHECK(s.used <= s.budget);
-        int ok = 0;
-        for (int i = 0; i < N; i++) {
-            void *r;
-            pthread_join(th[i], &r);
-            ok += (intptr_t)r == CUDA_SUCCESS;
-        }
-        pthread_barrier_destroy(&arr_bar);
-        CHECK_EQ_U(ok, N);
+        room_round(async_24m);
         OK(cuCtxSynchronize());
     }
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < ROOM_THREADS; i++)
         OK(cuStreamDestroy(async_streams[i]));
     check_no_hazards(0, false);
     full_drop(&t);
