@@ -95,16 +95,24 @@ static double deep_kept(double inplace, int delay, int *remote)
     return last;
 }
 
+/* deep_kept(inplace, delay) ends fetching every chunk: no launch of the
+ * last step reads in place, and that step takes within 10% of 100 ns a
+ * launch. */
+static void deep_fetches_every_chunk(double inplace, int delay)
+{
+    int remote;
+    double last = deep_kept(inplace, delay, &remote);
+    CHECK_EQ_U(remote, 0);
+    CHECK(last <= STEP * 100 * 1.1);
+}
+
 /* Reading a chunk in place costs 10 fetches: the trials end in a schedule
  * as fast as acting deep fetching every chunk (a step of 100 ns a launch),
  * not in acting, whose fetches one launch ahead wait 2/3 of a fetch each
  * (the schedule that was kept when acting deep read them in place). */
 static void deep_fetches_dear_once(void)
 {
-    int remote;
-    double last = deep_kept(10 * FETCH, 0, &remote);
-    CHECK_EQ_U(remote, 0);
-    CHECK(last <= STEP * 100 * 1.1);
+    deep_fetches_every_chunk(10 * FETCH, 0);
 }
 
 /* Reading a chunk in place costs 1.5 fetches: acting deep reading them
@@ -112,10 +120,7 @@ static void deep_fetches_dear_once(void)
  * fetching every chunk is tried too and kept. */
 static void deep_fetches_dearish_once(void)
 {
-    int remote;
-    double last = deep_kept(1.5 * FETCH, 0, &remote);
-    CHECK_EQ_U(remote, 0);
-    CHECK(last <= STEP * 100 * 1.1);
+    deep_fetches_every_chunk(1.5 * FETCH, 0);
 }
 
 /* The same as deep_fetches_dearish_once with the device a step and more
@@ -126,19 +131,13 @@ static void deep_fetches_dearish_once(void)
  * acting was kept). */
 static void deep_fetches_dearish_once_late(void)
 {
-    int remote;
-    double last = deep_kept(1.5 * FETCH, 45, &remote);
-    CHECK_EQ_U(remote, 0);
-    CHECK(last <= STEP * 100 * 1.1);
+    deep_fetches_every_chunk(1.5 * FETCH, 45);
 }
 
 /* Reading a chunk in place costs 10 fetches, points 45 launches late. */
 static void deep_fetches_dear_once_late(void)
 {
-    int remote;
-    double last = deep_kept(10 * FETCH, 45, &remote);
-    CHECK_EQ_U(remote, 0);
-    CHECK(last <= STEP * 100 * 1.1);
+    deep_fetches_every_chunk(10 * FETCH, 45);
 }
 
 /* Reading a chunk in place costs a tenth of a fetch: acting deep reads
