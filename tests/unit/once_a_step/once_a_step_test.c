@@ -69,28 +69,30 @@ static void run(int mode, uint64_t *fetches, uint64_t *far)
     lms_plan_destroy(&plan);
 }
 
+/* Runs STEPS steps in `mode`: from step 3 on, each step fetches `want`
+ * times, `want_far` of them chunks 0 and 3. */
+static void steady_fetches(int mode, uint64_t want, uint64_t want_far)
+{
+    uint64_t fetches[STEPS], far[STEPS];
+    run(mode, fetches, far);
+    for (int s = 3; s < STEPS; s++) {
+        CHECK_EQ_U(fetches[s], want);
+        CHECK_EQ_U(far[s], want_far);
+    }
+}
+
 /* Acting deep: once the step is learned, chunks 0 and 3 are read where
  * they are and chunks 1 and 2 stay: no fetch at all. */
 static void deep_reads_once_in_place(void)
 {
-    uint64_t fetches[STEPS], far[STEPS];
-    run(LMS_PLAN_DEEP, fetches, far);
-    for (int s = 3; s < STEPS; s++) {
-        CHECK_EQ_U(fetches[s], 0);
-        CHECK_EQ_U(far[s], 0);
-    }
+    steady_fetches(LMS_PLAN_DEEP, 0, 0);
 }
 
 /* Acting (one launch ahead): chunks 0 and 3 are fetched every step, and
  * chunks 1 and 2 come back after them: four fetches a step. */
 static void act_fetches_once(void)
 {
-    uint64_t fetches[STEPS], far[STEPS];
-    run(LMS_PLAN_ACT, fetches, far);
-    for (int s = 3; s < STEPS; s++) {
-        CHECK_EQ_U(fetches[s], 4);
-        CHECK_EQ_U(far[s], 2);
-    }
+    steady_fetches(LMS_PLAN_ACT, 4, 2);
 }
 
 /* Before anything is learned (the first step), acting deep fetches as
