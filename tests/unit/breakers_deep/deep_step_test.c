@@ -300,6 +300,26 @@ static void step_flips_every_launch(void)
     }
 }
 
+/* Runs STEPS steps of lookahead with `period` and `step` in place of its
+ * own, every mode at the same cost: the planner acts throughout; returns
+ * how many points it marked. */
+static int acting_marks(uint64_t (*period)(void *), uint64_t (*step)(void *))
+{
+    lms_policy pol = *lms_policy_find("lookahead");
+    pol.period = period;
+    pol.step = step;
+    moded *m = calloc(1, sizeof *m);
+    CHECK(m != NULL);
+    lms_plan plan;
+    uint64_t tried[LMS_PLAN_MODES] = {0};
+    moded_run(m, &pol, STEPS, &plan, tried);
+    CHECK_EQ_U(plan.mode, LMS_PLAN_ACT);
+    int marks = m->c.nmarks;
+    lms_plan_destroy(&plan);
+    free(m);
+    return marks;
+}
+
 /* A step() past 2^32 launches or the largest number, or a period() of the
  * largest number without step() (twice it wrapped: a different step at
  * every launch, the trials restarted at each with a point): one point,
@@ -307,32 +327,9 @@ static void step_flips_every_launch(void)
 static void step_hostile_lengths(void)
 {
     uint64_t (*steps[3])(void *) = {step_huge, step_max, NULL};
-    for (int v = 0; v < 3; v++) {
-        lms_policy pol = *lms_policy_find("lookahead");
-        pol.period = steps[v] ? period_20 : period_max;
-        pol.step = steps[v];
-        moded *m = calloc(1, sizeof *m);
-        CHECK(m != NULL);
-        lms_plan plan;
-        uint64_t tried[LMS_PLAN_MODES] = {0};
-        moded_run(m, &pol, STEPS, &plan, tried);
-        CHECK_EQ_U(plan.mode, LMS_PLAN_ACT);
-        CHECK(m->c.nmarks <= 2);   /* the first point, not one per launch */
-        lms_plan_destroy(&plan);
-        free(m);
-    }
-    lms_policy pol = *lms_policy_find("lookahead");
-    pol.period = period_0;
-    pol.step = step_40;
-    moded *m = calloc(1, sizeof *m);
-    CHECK(m != NULL);
-    lms_plan plan;
-    uint64_t tried[LMS_PLAN_MODES] = {0};
-    moded_run(m, &pol, STEPS, &plan, tried);
-    CHECK_EQ_U(plan.mode, LMS_PLAN_ACT);
-    CHECK_EQ_U(m->c.nmarks, 0);
-    lms_plan_destroy(&plan);
-    free(m);
+    for (int v = 0; v < 3; v++)
+        CHECK(acting_marks(steps[v] ? period_20 : period_max, steps[v]) <= 2);   /* the first point, not one per launch */
+    CHECK_EQ_U(acting_marks(period_0, step_40), 0);
 }
 
 
