@@ -23,6 +23,7 @@
  *
  * usage: shapes [--quick] [--shapes a,b] [--ratios 0.5,1,1.5,2,3] [--seeds 3]
  *               [--budget-mib 1024] [--steps 18] [--warmup 12] [--compute-scale 1] [--l2-mib M]
+ *               [--frac F]   (LMS_FRAC of the -dflt and defaults modes; else lmshim's default)
  *        shapes --worker ...   (one mode of one shape in this process)
  */
 #include <cuda_runtime_api.h>
@@ -44,6 +45,7 @@
 
 typedef struct opts {
     const char *shape, *alloc, *shapes, *ratios;
+    const char *frac;           /* LMS_FRAC of the modes at the default settings (NULL: lmshim's default) */
     double ratio, scale, l2_mib;
     size_t budget_mib;
     int steps, warmup, seeds;   /* steps run, the first `warmup` not measured (0: all but the last 6) */
@@ -155,6 +157,8 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
         if (!m->defaults) {
             env[nenv++] = (worker_env){"LMS_FRAC", "0.5"};
             env[nenv++] = (worker_env){"LMS_THRESHOLD", "1M"};
+        } else if (o->frac) {
+            env[nenv++] = (worker_env){"LMS_FRAC", o->frac};
         }
     }
     char *argv[] = {(char *)self, "--worker", "--shape", (char *)shape, "--ratio", ratio_s, "--budget-mib",
@@ -264,6 +268,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--compute-scale") == 0) o.scale = atof(v);
         else if (strcmp(a, "--l2-mib") == 0) o.l2_mib = atof(v);
         else if (strcmp(a, "--alloc") == 0) o.alloc = v;
+        else if (strcmp(a, "--frac") == 0) o.frac = v;
         else {
             fprintf(stderr, "shapes: unknown flag %s\n", a);
             return 2;
@@ -271,6 +276,12 @@ int main(int argc, char **argv)
     }
     if (o.warmup == 0)   /* not given: all but the last 6 steps, at least 1 */
         o.warmup = o.steps > 7 ? o.steps - 6 : 1;
+    char *end = NULL;
+    double frac = o.frac ? strtod(o.frac, &end) : 1;
+    if (o.frac && (end == o.frac || *end || !(frac >= 0 && frac <= 1))) {
+        fprintf(stderr, "shapes: --frac takes a fraction from 0 to 1\n");
+        return 2;
+    }
     if (o.steps < 2 || o.warmup < 1 || o.warmup >= o.steps || o.budget_mib < 64 || !(o.ratio > 0) || o.seeds < 1 || !(o.scale > 0)) {
         fprintf(stderr, "shapes: bad sizes (steps >= 2, 1 <= warmup < steps, budget >= 64 MiB, seeds >= 1)\n");
         return 2;
@@ -294,8 +305,9 @@ int main(int argc, char **argv)
     static row rows[MAX_ROWS];
     int nrows = 0;
     printf("shapes: budget %zu MiB (fixed-size shapes: their size / ratio), %d steps (the first %d a warm-up), "
-           "compute = %g x link time of the working set%s\n",
-           o.budget_mib, o.steps, o.warmup, o.scale, o.quick ? ", quick" : "");
+           "compute = %g x link time of the working set%s%s%s\n",
+           o.budget_mib, o.steps, o.warmup, o.scale, o.quick ? ", quick" : "",
+           o.frac ? "; the default settings with LMS_FRAC=" : "", o.frac ? o.frac : "");
     for (int s = 0; s < wl_nshapes; s++)
         if (listed(o.shapes, wl_shapes[s].name))
             printf("  %-15s %s\n", wl_shapes[s].name, wl_shapes[s].what);

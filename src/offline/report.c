@@ -43,6 +43,8 @@ typedef struct dev_state {
     uint64_t device, resident, host, peak;
     uint64_t allocs[5], fallbacks, oom, prefetched, evicted, launches;
     uint64_t requested, charged;    /* live device chunks */
+    uint64_t managed, managed_peak; /* live managed chunks' bytes, and their most at once */
+    uint64_t device_at_peak;        /* device and VMM charges when the managed bytes peaked */
     interval *live;                 /* live device chunks sorted by address */
     size_t nlive, caplive;
     sample *samples;
@@ -84,6 +86,7 @@ typedef struct file_state {
     char *path;
     int rank;
     double t0;                      /* first timestamp (s); <0 unknown */
+    double frac;                    /* the run's LMS_FRAC (its header's options); <0 unknown */
     dev_state dev[DEVS];
     site *sites;
     size_t nsites, capsites;
@@ -395,6 +398,12 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
             f->rank = (int)iv;
         if (lms_json_number(j, 0, LMS_TF(header, t, TIME), &v) && v >= 0 && v < 1e19)
             f->t0 = v / 1e9;
+        int opts = lms_json_get(j, 0, LMS_TF(header, options, OPTIONS));
+        char frac[32], *end;
+        if (opts >= 0 && lms_json_string(j, opts, "LMS_FRAC", frac, sizeof frac)) {
+            v = strtod(frac, &end);
+            f->frac = end != frac && !*end && v >= 0 && v <= 1 ? v : -1;
+        }
         return NULL;
     }
     if (strcmp(type, LMS_TE(site)) == 0)
@@ -450,6 +459,13 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         } else {
             d->host += a.size;
         }
+        if (p == 1) {
+            d->managed += a.size;
+            if (d->managed > d->managed_peak) {
+                d->managed_peak = d->managed;
+                d->device_at_peak = d->device;
+            }
+        }
         site *st = a.site >= 0 ? site_of(f, a.site, true) : NULL;
         if (st) {
             st->live += a.size;
@@ -479,6 +495,8 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         } else {
             ad->resident -= a.resident;
             ad->host -= a.size - a.resident;
+            if (a.place == 1)
+                ad->managed -= a.size;
         }
         site *st = a.site >= 0 ? site_of(f, a.site, false) : NULL;
         if (st)
@@ -547,6 +565,7 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
     f->path = strdup(path);
     f->rank = r->nfiles;
     f->t0 = -1;
+    f->frac = -1;
     f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
     lms_addrmap_init(&f->managed, sizeof(uint64_t));
@@ -573,6 +592,7 @@ void lms_report_add_text(lms_report *r, const char *name, const char *text, size
     f->path = strdup(name);
     f->rank = r->nfiles;
     f->t0 = -1;
+    f->frac = -1;
     f->sym = r->sym;
     lms_addrmap_init(&f->allocs, sizeof(alloc_rec));
     lms_addrmap_init(&f->managed, sizeof(uint64_t));
@@ -605,6 +625,28 @@ static int by_peak(const void *a, const void *b)
 {
     uint64_t x = ((const site *)a)->peak, y = ((const site *)b)->peak;
     return (x < y) - (x > y);
+}
+
+/* One line on the room the residency engine had on a device (the budget
+ * less the device chunks when the managed chunks peaked) against those
+ * managed bytes, when there were any; and a hint when that room was under
+ * a quarter of them, they were fetched at least once over, and LMS_FRAC
+ * was above 0.5: a smaller LMS_FRAC leaves the engine more room (measured:
+ * docs/PERFORMANCE.md, "Choosing LMS_FRAC"). */
+static void room_line(const dev_state *d, double frac, FILE *out)
+{
+    if (!d->managed_peak || !d->budget)
+        return;
+    uint64_t room = d->budget > d->device_at_peak ? d->budget - d->device_at_peak : 0;
+    char a[32], b[32], c[32], e[32];
+    fprintf(out, "  residency room: %s (the budget less %s of device chunks) for %s of managed chunks at their "
+            "peak; %s fetched\n", sz(a, room), sz(b, d->device_at_peak), sz(c, d->managed_peak),
+            sz(e, d->prefetched));
+    if (room < d->managed_peak / 4 && d->prefetched >= d->managed_peak && frac > 0.5)
+        fprintf(out, "  hint: that room is under a quarter of the managed chunks, fetched over and over: a smaller "
+                "LMS_FRAC than this run's %g (say 0.5) keeps fewer chunks on the device for good and leaves the "
+                "engine more room, often far faster on a repeating step (docs/PERFORMANCE.md, \"Choosing "
+                "LMS_FRAC\")\n", frac);
 }
 
 void lms_report_text(const lms_report *r, FILE *out)
@@ -645,6 +687,7 @@ void lms_report_text(const lms_report *r, FILE *out)
                     sz(c, d->physical));
             fprintf(out, "  fragmentation: most holes %s (at %.3f s), most rounding %s\n", sz(a, max_holes), at_holes,
                     sz(b, max_round));
+            room_line(d, f->frac, out);
             /* About eight samples spread over the run, and always the
              * last one: the state the trace ends in. */
             size_t step = d->nsamples > 8 ? d->nsamples / 8 : 1;
