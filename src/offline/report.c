@@ -631,8 +631,10 @@ static int by_peak(const void *a, const void *b)
  * less the device chunks when the managed chunks peaked) against those
  * managed bytes, when there were any; and a hint when that room was under
  * a quarter of them, they were fetched at least once over, and LMS_FRAC
- * was above 0.5: a smaller LMS_FRAC leaves the engine more room (measured:
- * docs/PERFORMANCE.md, "Choosing LMS_FRAC"). */
+ * was above 0.5: a smaller LMS_FRAC leaves the engine more room, which
+ * made some steps of bench/shapes far faster and others slower
+ * (docs/PERFORMANCE.md, "Choosing LMS_FRAC"): a hint to compare, no
+ * verdict (the trace cannot tell which kind this step is). */
 static void room_line(const dev_state *d, double frac, FILE *out)
 {
     if (!d->managed_peak || !d->budget)
@@ -645,8 +647,8 @@ static void room_line(const dev_state *d, double frac, FILE *out)
     if (room < d->managed_peak / 4 && d->prefetched >= d->managed_peak && frac > 0.5)
         fprintf(out, "  hint: that room is under a quarter of the managed chunks, fetched over and over: a smaller "
                 "LMS_FRAC than this run's %g (say 0.5) keeps fewer chunks on the device for good and leaves the "
-                "engine more room, often far faster on a repeating step (docs/PERFORMANCE.md, \"Choosing "
-                "LMS_FRAC\")\n", frac);
+                "engine more room, up to 3x faster on some steps and slower on others: compare a run at 0.5 "
+                "(docs/PERFORMANCE.md, \"Choosing LMS_FRAC\")\n", frac);
 }
 
 void lms_report_text(const lms_report *r, FILE *out)
