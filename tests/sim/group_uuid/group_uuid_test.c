@@ -304,6 +304,17 @@ static void write_old_file(const char *path, char *file)
     close(fd);
 }
 
+/* A fresh directory holding an old-layout file for group "old" (its path
+ * into path, its bytes into file), and the path of a member's stderr there
+ * into err (256 bytes each). */
+static void old_dir(char *path, char *err, char *file)
+{
+    fresh_dir();
+    CHECK(lms_groupfile_path(dir, "old", path, 256) == 0);
+    snprintf(err, 256, "%s/member.err", dir);
+    write_old_file(path, file);
+}
+
 /* Runs a member of group "old" with its own 256 MiB (LMS_LIMIT) on GPU 0,
  * its log at info level into err. */
 static void run_old_member(const char *err)
@@ -331,12 +342,9 @@ static void file_unchanged(const char *path, const char *file)
  * top says why it does not show it. */
 static void old_layout_in_use(void)
 {
-    fresh_dir();
     char path[256], err[256], cmd[2048];
-    CHECK(lms_groupfile_path(dir, "old", path, sizeof path) == 0);
-    snprintf(err, sizeof err, "%s/member.err", dir);
     static char file[LMS_GROUP_FILE_BYTES];
-    write_old_file(path, file);
+    old_dir(path, err, file);
     int held = open(path, O_RDWR);
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(3), .l_len = 1};
     CHECK(held >= 0 && fcntl(held, F_OFD_SETLK, &fl) == 0);   /* a live member of that lmshim */
@@ -362,12 +370,9 @@ static void old_layout_in_use(void)
  * directory. Another user's such file is refused, never replaced. */
 static void old_layout_left(void)
 {
-    fresh_dir();
     char path[256], err[256], cmd[2048];
-    CHECK(lms_groupfile_path(dir, "old", path, sizeof path) == 0);
-    snprintf(err, sizeof err, "%s/member.err", dir);
     static char file[LMS_GROUP_FILE_BYTES];
-    write_old_file(path, file);
+    old_dir(path, err, file);
     struct stat before;
     CHECK(stat(path, &before) == 0);
     run_old_member(err);
