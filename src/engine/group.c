@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -540,77 +541,159 @@ static bool trusted(const struct stat *st)
     return false;
 }
 
+/* Whether the file open as f (stat st) is an lmshim group file of another
+ * layout: its magic is lmshim's, its size, version or layout not this
+ * lmshim's (a file left by an older or newer lmshim). */
+static bool other_layout(int f, const struct stat *st)
+{
+    lms_group_header h;
+    memset(&h, 0, sizeof h);
+    size_t want = (uint64_t)st->st_size < sizeof h ? (size_t)st->st_size : sizeof h;
+    if (want < sizeof h.magic || pread(f, &h, want, 0) != (ssize_t)want || h.magic != LMS_GROUP_MAGIC)
+        return false;
+    const char *w = lms_groupfile_check(&h, (uint64_t)st->st_size);
+    return w && (strcmp(w, "wrong size") == 0 || strcmp(w, "wrong version") == 0 || strcmp(w, "wrong layout") == 0);
+}
+
+/* Whether no process holds a lock on any byte of the file open as f: every
+ * member, of this layout or an older one, holds an OFD write lock on its
+ * slot for as long as it lives. */
+static bool abandoned(int f)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    return fcntl(f, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_UNLCK;
+}
+
+/* Whether path still names the file whose stat is st (it was not replaced
+ * between this process's open and its flock). */
+static bool still_named(const char *path, const struct stat *st)
+{
+    struct stat now;
+    return lstat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+}
+
+/* Puts a fresh group file of this layout at path, in place of an abandoned
+ * one of another layout: made under a hidden name in the same directory
+ * (no group's name starts with a dot) and renamed over it, so that a
+ * process still mapping the old file keeps that file to itself. True when
+ * done; nothing is left behind when not. */
+static bool fresh_file(const char *path, const char *name)
+{
+    char tmp[sizeof mapped_path + 48];
+    const char *slash = strrchr(path, '/');
+    if (!slash || snprintf(tmp, sizeof tmp, "%.*s/.%s.%d.%llu", (int)(slash - path), path, slash + 1,
+                           (int)getpid(), (unsigned long long)clock_ns(CLOCK_MONOTONIC)) >= (int)sizeof tmp)
+        return false;
+    unsigned mode = lms_opt.group_mode;
+    int f = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (f < 0)
+        return false;
+    bool ok = fchmod(f, mode) == 0 && posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES) == 0;
+    void *m = ok ? mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0) : MAP_FAILED;
+    if (m != MAP_FAILED) {
+        ok = init_header(m, name);
+        munmap(m, LMS_GROUP_FILE_BYTES);
+    }
+    ok = ok && m != MAP_FAILED && rename(tmp, path) == 0;
+    if (!ok)
+        unlink(tmp);
+    close(f);
+    return ok;
+}
+
 /* Opens (creating it if needed) and maps the group file; NULL, or why not
  * in *why. The file's flock serializes creation: a creator that died
  * half-way leaves a file that is not `ready`, which the next opener sets
- * up again. */
+ * up again. A file of another lmshim layout that this user owns and no
+ * process uses any more is replaced by a fresh one (fresh_file); one still
+ * in use is refused. An opener that finds the path renamed over while it
+ * waited for the flock opens it again. */
 static lms_group_header *map_file(const char *path, const char *name, int *out_fd, const char **why)
 {
-    unsigned mode = lms_opt.group_mode;
-    int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-    if (f >= 0)
-        fchmod(f, mode);   /* exactly LMS_GROUP_MODE, whatever the umask */
-    else if (errno == EEXIST)
-        f = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (f < 0) {
-        *why = strerror(errno);
-        return NULL;
-    }
-    int r;
-    while ((r = flock(f, LOCK_EX)) != 0 && errno == EINTR)
-        ;
-    struct stat st;
-    lms_group_header *h = NULL;
-    *why = NULL;
-    if (r != 0 || fstat(f, &st) != 0)
-        *why = strerror(errno);
-    else if (!S_ISREG(st.st_mode))
-        *why = "not a regular file";
-    else if (!trusted(&st))
-        *why = "another user's file that is not shared with this user's groups (share a group between users "
-               "with LMS_GROUP_MODE=0660 and a common group id)";
-    else if (st.st_size != 0 && (uint64_t)st.st_size != LMS_GROUP_FILE_BYTES)
-        *why = "wrong size";
-    else if ((r = posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES)) != 0)
-        *why = strerror(r);   /* every page now, not at a first write to the mapping (SIGBUS on a full tmpfs) */
-    if (!*why) {
-        void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-        if (m == MAP_FAILED) {
+    for (int tries = 0;; tries++) {
+        unsigned mode = lms_opt.group_mode;
+        int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (f >= 0)
+            fchmod(f, mode);   /* exactly LMS_GROUP_MODE, whatever the umask */
+        else if (errno == EEXIST)
+            f = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (f < 0) {
             *why = strerror(errno);
-        } else {
-            h = m;
-            /* Not ready under the flock: its creator died before the end
-             * (before or after writing the magic, the last field but
-             * `ready`). Another program's file keeps its own magic. */
-            if (atomic_load(&h->ready) == 0 && (h->magic == 0 || h->magic == LMS_GROUP_MAGIC) &&
-                !init_header(h, name))
-                *why = "cannot set up its lock";
-            else if (!*why)
-                *why = lms_groupfile_check(h, LMS_GROUP_FILE_BYTES);
-            if (*why && h->magic == LMS_GROUP_MAGIC && h->version != LMS_GROUP_VERSION) {
-                /* Another lmshim's layout (version 1 matched devices by
-                 * ordinal): never read further than the version. */
-                static char said[200];
-                snprintf(said, sizeof said, "wrong version: its layout is version %u, this lmshim's is %u; its "
-                         "members run another lmshim version (remove the file once they have ended)",
-                         (unsigned)h->version, (unsigned)LMS_GROUP_VERSION);
-                *why = said;
-            }
-            if (!*why && strcmp(h->name, name) != 0)
-                *why = "it belongs to another group";
-            if (*why) {
-                munmap(m, LMS_GROUP_FILE_BYTES);
-                h = NULL;
+            return NULL;
+        }
+        int r;
+        while ((r = flock(f, LOCK_EX)) != 0 && errno == EINTR)
+            ;
+        struct stat st;
+        bool again = false;
+        uint32_t old_version = 0;
+        lms_group_header *h = NULL;
+        *why = NULL;
+        if (r != 0 || fstat(f, &st) != 0) {
+            *why = strerror(errno);
+        } else if (!S_ISREG(st.st_mode)) {
+            *why = "not a regular file";
+        } else if (!trusted(&st)) {
+            *why = "another user's file that is not shared with this user's groups (share a group between users "
+                   "with LMS_GROUP_MODE=0660 and a common group id)";
+        } else if (!still_named(path, &st)) {
+            again = tries < 8;   /* renamed over while this process waited for the flock */
+            *why = "replaced while it was opened, again and again";
+        } else if (st.st_size != 0 && st.st_uid == geteuid() && other_layout(f, &st) && abandoned(f) &&
+                   pread(f, &old_version, sizeof old_version, offsetof(lms_group_header, version)) >= 0 &&
+                   fresh_file(path, name)) {
+            lms_log(LMS_LEVEL_INFO, "group %s: %s was of another lmshim layout (version %u) and no process "
+                    "used it: replaced by a fresh one (version %u)", name, path, (unsigned)old_version,
+                    (unsigned)LMS_GROUP_VERSION);
+            again = tries < 8;
+            *why = "replaced while it was opened, again and again";
+        } else if (st.st_size != 0 && (uint64_t)st.st_size != LMS_GROUP_FILE_BYTES) {
+            *why = "wrong size";
+        } else if ((r = posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES)) != 0) {
+            *why = strerror(r);   /* every page now, not at a first write to the mapping (SIGBUS on a full tmpfs) */
+        }
+        if (!*why) {
+            void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+            if (m == MAP_FAILED) {
+                *why = strerror(errno);
+            } else {
+                h = m;
+                /* Not ready under the flock: its creator died before the end
+                 * (before or after writing the magic, the last field but
+                 * `ready`). Another program's file keeps its own magic. */
+                if (atomic_load(&h->ready) == 0 && (h->magic == 0 || h->magic == LMS_GROUP_MAGIC) &&
+                    !init_header(h, name))
+                    *why = "cannot set up its lock";
+                else if (!*why)
+                    *why = lms_groupfile_check(h, LMS_GROUP_FILE_BYTES);
+                if (*why && h->magic == LMS_GROUP_MAGIC && h->version != LMS_GROUP_VERSION) {
+                    /* Another lmshim's layout (version 1 matched devices by
+                     * ordinal), still in use or another user's: never read
+                     * further than the version. */
+                    static char said[200];
+                    snprintf(said, sizeof said, "wrong version: its layout is version %u, this lmshim's is %u; "
+                             "a process of that lmshim still uses it (its owner's next process replaces it once none does)",
+                             (unsigned)h->version, (unsigned)LMS_GROUP_VERSION);
+                    *why = said;
+                }
+                if (!*why && strcmp(h->name, name) != 0)
+                    *why = "it belongs to another group";
+                if (*why) {
+                    munmap(m, LMS_GROUP_FILE_BYTES);
+                    h = NULL;
+                }
             }
         }
+        flock(f, LOCK_UN);
+        if (!h) {
+            close(f);
+            if (again)
+                continue;
+            return NULL;
+        }
+        *out_fd = f;
+        return h;
     }
-    flock(f, LOCK_UN);
-    if (!h) {
-        close(f);
-        return NULL;
-    }
-    *out_fd = f;
-    return h;
 }
 
 /* Claims a free or dead slot for this process; false if all are live. */

@@ -416,6 +416,27 @@ static void deepbind_dlsym(void)
     CHECK_EQ_U(stats(0).used, 0);
 }
 
+/* dlvsym cannot hand out a driver entry that bypasses the hooks: the
+ * driver defines no symbol versions, and glibc's dlvsym answers a versioned
+ * lookup only with a symbol of that version in an object that has a
+ * version table (the driver has one, for what it needs from the C
+ * library). So lmshim leaves dlvsym alone; dlsym answers with the hooks. */
+static void dlvsym_no_driver_entry(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    CHECK(h != NULL);
+    void *hook = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+    CHECK(hook != NULL && dlsym(h, "cuMemAlloc_v2") == hook);   /* the shim's, through either handle */
+    const char *versions[] = {"GLIBC_2.2.5", "GLIBC_2.34", "libcuda.so.1", "CUDA_12.0", "cuMemAlloc_v2"};
+    const char *names[] = {"cuMemAlloc_v2", "cuMemAlloc", "cuGetProcAddress_v2", "cuLaunchKernel", "cuInit"};
+    for (size_t v = 0; v < sizeof versions / sizeof *versions; v++)
+        for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+            CHECK(dlvsym(h, names[n], versions[v]) == NULL);
+            CHECK(dlvsym(RTLD_DEFAULT, names[n], versions[v]) == NULL);
+        }
+    dlclose(h);
+}
+
 /* LMS_DISABLE=1: a pure pass-through; the device simply runs out. */
 static void disabled(void)
 {
@@ -446,6 +467,7 @@ static const test_case cases[] = {
     {"vmm_counted", vmm_counted},
     {"static_cudart_style", static_cudart_style},
     {"deepbind_dlsym", deepbind_dlsym},
+    {"dlvsym_no_driver_entry", dlvsym_no_driver_entry},
 };
 
 TEST_MAIN(cases)

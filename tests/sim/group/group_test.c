@@ -532,7 +532,9 @@ static void unreadable_file(void)
         CHECK(chmod(path, 0) == 0);
         check_refused("Permission denied", (uid_t)-1);
     }
-    /* Wrong magic, wrong size, wrong version. */
+    /* Wrong magic, wrong size, wrong version (a future version's file in
+     * use: a process holds a lock on a slot, as its members do; one that
+     * no process uses would be replaced, test group_uuid/old_layout_left). */
     static char junk[LMS_GROUP_FILE_BYTES];
     memset(junk, 0xab, sizeof junk);
     struct {
@@ -551,7 +553,16 @@ static void unreadable_file(void)
             h->version = LMS_GROUP_VERSION + 1;
             munmap(h, LMS_GROUP_FILE_BYTES);
         }
+        int held = -1;
+        if (!bad[i].size) {
+            held = open(path, O_RDWR);
+            struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(5),
+                               .l_len = 1};
+            CHECK(held >= 0 && fcntl(held, F_OFD_SETLK, &fl) == 0);
+        }
         check_refused(bad[i].why, (uid_t)-1);
+        if (held >= 0)
+            close(held);
     }
 }
 

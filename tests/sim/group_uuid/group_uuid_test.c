@@ -283,16 +283,12 @@ static void top_uuids(void)
     reap(a);
 }
 
-/* A group file of the older layout (version 1: devices by ordinal), in use
- * or left behind: a member refuses it in one line that says why, keeps its
- * own budget (LMS_LIMIT), and never writes to it. */
-static void old_layout(void)
+/* Writes a group file of the older layout (version 1: devices by
+ * ordinal) for group "old" into path, with its first member's budget of 64
+ * MiB in it; its bytes go to file (LMS_GROUP_FILE_BYTES). */
+static void write_old_file(const char *path, char *file)
 {
-    fresh_dir();
-    char path[256], err[256], cmd[1024];
-    CHECK(lms_groupfile_path(dir, "old", path, sizeof path) == 0);
-    snprintf(err, sizeof err, "%s/member.err", dir);
-    static _Alignas(64) char file[LMS_GROUP_FILE_BYTES];
+    memset(file, 0, LMS_GROUP_FILE_BYTES);
     lms_group_header *h = (lms_group_header *)file;
     h->magic = LMS_GROUP_MAGIC;
     h->version = 1;
@@ -304,27 +300,154 @@ static void old_layout(void)
     atomic_store(&h->ready, 1);
     atomic_store(&h->budget[0], 64 * MiB);   /* what a version-1 member would have fixed */
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    CHECK(fd >= 0 && write(fd, file, sizeof file) == (ssize_t)sizeof file);
+    CHECK(fd >= 0 && write(fd, file, LMS_GROUP_FILE_BYTES) == (ssize_t)LMS_GROUP_FILE_BYTES);
     close(fd);
+}
+
+/* A fresh directory holding an old-layout file for group "old" (its path
+ * into path, its bytes into file), and the path of a member's stderr there
+ * into err (256 bytes each). */
+static void old_dir(char *path, char *err, char *file)
+{
+    fresh_dir();
+    CHECK(lms_groupfile_path(dir, "old", path, 256) == 0);
+    snprintf(err, 256, "%s/member.err", dir);
+    write_old_file(path, file);
+}
+
+/* Runs a member of group "old" with its own 256 MiB (LMS_LIMIT) on GPU 0,
+ * its log at info level into err. */
+static void run_old_member(const char *err)
+{
     setenv("CUDA_VISIBLE_DEVICES", "0", 1);
-    reap(spawn("old", "256M", "full_budget", "256", err));   /* its own 256 MiB, not the file's 64 */
+    setenv("LMS_LOG", "info", 1);
+    reap(spawn("old", "256M", "full_budget", "256", err));   /* its own 256 MiB, not the old file's 64 */
+    unsetenv("LMS_LOG");
     unsetenv("CUDA_VISIBLE_DEVICES");
-    snprintf(cmd, sizeof cmd,
-             "test $(grep -c 'group old: cannot use .*(wrong version: its layout is version 1, this lmshim.s is %u; "
-             "its members run another lmshim version (remove the file once they have ended)); this process keeps "
-             "its own budget' '%s') = 1 && test $(grep -c group '%s') = 1",
-             (unsigned)LMS_GROUP_VERSION, err, err);
-    expect(cmd, err, "one line: the file's layout version is refused");
+}
+
+/* Checks that the file at path still holds exactly `file`. */
+static void file_unchanged(const char *path, const char *file)
+{
     int rd = open(path, O_RDONLY);
     static char after[LMS_GROUP_FILE_BYTES];
     CHECK(rd >= 0 && read(rd, after, sizeof after) == (ssize_t)sizeof after);
     close(rd);
-    CHECK(memcmp(file, after, sizeof file) == 0);
-    /* lmshim top says why it does not show it. */
+    CHECK(memcmp(file, after, LMS_GROUP_FILE_BYTES) == 0);
+}
+
+/* A group file of the older layout still in use (a process holds the lock
+ * a member holds on its slot): a member refuses it in one line that says
+ * why, keeps its own budget (LMS_LIMIT), and never writes to it; lmshim
+ * top says why it does not show it. */
+static void old_layout_in_use(void)
+{
+    char path[256], err[256], cmd[2048];
+    static char file[LMS_GROUP_FILE_BYTES];
+    old_dir(path, err, file);
+    int held = open(path, O_RDWR);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(3), .l_len = 1};
+    CHECK(held >= 0 && fcntl(held, F_OFD_SETLK, &fl) == 0);   /* a live member of that lmshim */
+    run_old_member(err);
+    snprintf(cmd, sizeof cmd,
+             "test $(grep -c 'group old: cannot use .*(wrong version: its layout is version 1, this lmshim.s is %u; "
+             "a process of that lmshim still uses it (its owner.s next process replaces it once none does)); this "
+             "process keeps its own budget' '%s') = 1 && test $(grep -c 'group old: cannot use' '%s') = 1 && "
+             "! grep -q 'joined' '%s'",
+             (unsigned)LMS_GROUP_VERSION, err, err, err);
+    expect(cmd, err, "one line: the file's layout version is refused");
+    file_unchanged(path, file);
     const char *cli = getenv("LMSHIM_CLI");
     snprintf(cmd, sizeof cmd, "'%s' top old --dir '%s' --once 2> '%s'; test $? = 1 && grep -q 'wrong version' '%s'",
              cli, dir, err, err);
     expect(cmd, err, "top refuses the older layout");
+    close(held);
+}
+
+/* A group file of the older layout left behind (no process uses it): the
+ * first member replaces it with a fresh file of this layout (one info
+ * line), joins it and fixes its budget; nothing else is left in the
+ * directory. Another user's such file is refused, never replaced. */
+static void old_layout_left(void)
+{
+    char path[256], err[256], cmd[2048];
+    static char file[LMS_GROUP_FILE_BYTES];
+    old_dir(path, err, file);
+    struct stat before;
+    CHECK(stat(path, &before) == 0);
+    run_old_member(err);
+    snprintf(cmd, sizeof cmd,
+             "test $(grep -c 'group old: .*lmshim-group-old was of another lmshim layout (version 1) and no process "
+             "used it: replaced by a fresh one (version %u)' '%s') = 1 && grep -q 'group old: joined' '%s' && "
+             "! grep -q 'cannot use' '%s' && test $(ls -A '%s' | grep -vc member.err) = 1",
+             (unsigned)LMS_GROUP_VERSION, err, err, err, dir);
+    expect(cmd, err, "the old file replaced, joined, nothing left beside it");
+    int rd = open(path, O_RDONLY);
+    static char now[LMS_GROUP_FILE_BYTES];
+    CHECK(rd >= 0 && read(rd, now, sizeof now) == (ssize_t)sizeof now);
+    close(rd);
+    const lms_group_header *h = (const lms_group_header *)now;
+    CHECK(lms_groupfile_check(h, sizeof now) == NULL && strcmp(h->name, "old") == 0);
+    uint64_t fixed = 0;
+    for (int g = 0; g < LMS_GROUP_DEVICES; g++)
+        fixed = atomic_load(&h->budget[g]) ? atomic_load(&h->budget[g]) : fixed;
+    CHECK_EQ_U(fixed, 256 * MiB);   /* the member's, in the fresh file */
+    struct stat after;
+    CHECK(stat(path, &after) == 0 && after.st_ino != before.st_ino && (after.st_mode & 0777) == 0600);
+    /* Another user's old file (shared with this user's group): refused. */
+    if (geteuid() != 0) {
+        puts("not root: another user's file not tried");
+        return;
+    }
+    CHECK(unlink(path) == 0);
+    write_old_file(path, file);
+    CHECK(chown(path, 65534, getegid()) == 0 && chmod(path, 0660) == 0);
+    run_old_member(err);
+    snprintf(cmd, sizeof cmd, "grep -q 'group old: cannot use .*wrong version' '%s' && ! grep -q 'replaced' '%s'",
+             err, err);
+    expect(cmd, err, "another user's old file is refused");
+    file_unchanged(path, file);
+}
+
+/* Eight members start at once beside a group file of the older layout
+ * that no process uses: one of them replaces it and all eight join that
+ * one fresh file (an opener that waited for the old file's flock while it
+ * was renamed over opens the path again), none keeps its own budget. */
+static void old_layout_race(void)
+{
+    enum { N = 8 };
+    fresh_dir();
+    char path[256];
+    CHECK(lms_groupfile_path(dir, "old", path, sizeof path) == 0);
+    static char file[LMS_GROUP_FILE_BYTES];
+    write_old_file(path, file);
+    pid_t pid[N];
+    int ready[N], release[N];
+    for (int i = 0; i < N; i++)
+        pid[i] = launch_member("old", "256M", "0", "hold2", "16,0", NULL, &ready[i], &release[i]);
+    for (int i = 0; i < N; i++)
+        wait_ready(ready[i], pid[i]);
+    int rd = open(path, O_RDONLY);
+    static char now[LMS_GROUP_FILE_BYTES];
+    CHECK(rd >= 0 && read(rd, now, sizeof now) == (ssize_t)sizeof now);
+    close(rd);
+    lms_group_header *h = (lms_group_header *)now;
+    CHECK(lms_groupfile_check(h, sizeof now) == NULL);
+    int live = 0;
+    for (int i = 0; i < LMS_GROUP_SLOTS; i++)
+        live += atomic_load(&lms_groupfile_slot(h, i)->state) == LMS_SLOT_LIVE;
+    uint64_t charged = 0;
+    for (int g = 0; g < LMS_GROUP_DEVICES; g++)
+        charged += atomic_load(&h->charged[g]);
+    CHECK(live == N);
+    CHECK_EQ_U(charged, N * 16 * MiB);   /* every member's 16 MiB in the one file */
+    for (int i = 0; i < N; i++)
+        close(release[i]);
+    for (int i = 0; i < N; i++)
+        reap(pid[i]);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) = 1", dir);
+    CHECK(system(cmd) == 0);   /* no hidden file left beside it */
 }
 
 static const member_kind members[] = {
@@ -336,7 +459,9 @@ static const test_case cases[] = {
     {"separate_gpus", separate_gpus},
     {"reordered", reordered},
     {"top_uuids", top_uuids},
-    {"old_layout", old_layout},
+    {"old_layout_in_use", old_layout_in_use},
+    {"old_layout_left", old_layout_left},
+    {"old_layout_race", old_layout_race},
 };
 
 int main(int argc, char **argv)
