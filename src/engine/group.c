@@ -575,30 +575,62 @@ static bool still_named(const char *path, const struct stat *st)
 /* Puts a fresh group file of this layout at path, in place of an abandoned
  * one of another layout: made under a hidden name in the same directory
  * (no group's name starts with a dot) and renamed over it, so that a
- * process still mapping the old file keeps that file to itself. True when
- * done; nothing is left behind when not. */
-static bool fresh_file(const char *path, const char *name)
+ * process still mapping the old file keeps that file to itself. 0 when
+ * done, else the error (an errno value); nothing is left behind when not. */
+static int fresh_file(const char *path, const char *name)
 {
     char tmp[sizeof mapped_path + 48];
     const char *slash = strrchr(path, '/');
     if (!slash || snprintf(tmp, sizeof tmp, "%.*s/.%s.%d.%llu", (int)(slash - path), path, slash + 1,
                            (int)getpid(), (unsigned long long)clock_ns(CLOCK_MONOTONIC)) >= (int)sizeof tmp)
-        return false;
+        return ENAMETOOLONG;
     unsigned mode = lms_opt.group_mode;
     int f = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (f < 0)
-        return false;
-    bool ok = fchmod(f, mode) == 0 && posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES) == 0;
-    void *m = ok ? mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0) : MAP_FAILED;
-    if (m != MAP_FAILED) {
-        ok = init_header(m, name);
-        munmap(m, LMS_GROUP_FILE_BYTES);
+        return errno;
+    int err = fchmod(f, mode) == 0 ? posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES) : errno;
+    if (err == 0) {
+        void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+        if (m == MAP_FAILED) {
+            err = errno;
+        } else {
+            err = init_header(m, name) ? 0 : ENOTRECOVERABLE;
+            munmap(m, LMS_GROUP_FILE_BYTES);
+        }
     }
-    ok = ok && m != MAP_FAILED && rename(tmp, path) == 0;
-    if (!ok)
+    if (err == 0 && rename(tmp, path) != 0)
+        err = errno;
+    if (err != 0)
         unlink(tmp);
     close(f);
-    return ok;
+    return err;
+}
+
+/* Writes what the file open as f (stat st), of another layout, is into
+ * out (len bytes): "version N", or its size when it is too short to hold
+ * a version. */
+static void old_layout_name(int f, const struct stat *st, char *out, size_t len)
+{
+    uint32_t v;
+    if (pread(f, &v, sizeof v, offsetof(lms_group_header, version)) == (ssize_t)sizeof v)
+        snprintf(out, len, "version %u", (unsigned)v);
+    else
+        snprintf(out, len, "%lld bytes, too short for a version", (long long)st->st_size);
+}
+
+/* Whether the mapped header h, not `ready`, is one that this lmshim's
+ * creator left half-made — no magic yet, or the magic after every field
+ * of this layout (init_header writes them first) — in a file no process
+ * holds a lock on (open as f): only such a file is set up again in place.
+ * A file of another layout does not keep `ready` where this one does, and
+ * its members may be using it. */
+static bool half_made(int f, const lms_group_header *h)
+{
+    bool ours = h->magic == 0 ||
+                (h->magic == LMS_GROUP_MAGIC && h->version == LMS_GROUP_VERSION && h->slots == LMS_GROUP_SLOTS &&
+                 h->file_bytes == LMS_GROUP_FILE_BYTES && h->slot_bytes == LMS_GROUP_SLOT_BYTES &&
+                 h->lock_bytes == sizeof(pthread_mutex_t));
+    return ours && abandoned(f);
 }
 
 /* Opens (creating it if needed) and maps the group file; NULL, or why not
@@ -626,7 +658,6 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
             ;
         struct stat st;
         bool again = false;
-        uint32_t old_version = 0;
         lms_group_header *h = NULL;
         *why = NULL;
         if (r != 0 || fstat(f, &st) != 0) {
@@ -639,14 +670,21 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
         } else if (!still_named(path, &st)) {
             again = tries < 8;   /* renamed over while this process waited for the flock */
             *why = "replaced while it was opened, again and again";
-        } else if (st.st_size != 0 && st.st_uid == geteuid() && other_layout(f, &st) && abandoned(f) &&
-                   pread(f, &old_version, sizeof old_version, offsetof(lms_group_header, version)) >= 0 &&
-                   fresh_file(path, name)) {
-            lms_log(LMS_LEVEL_INFO, "group %s: %s was of another lmshim layout (version %u) and no process "
-                    "used it: replaced by a fresh one (version %u)", name, path, (unsigned)old_version,
-                    (unsigned)LMS_GROUP_VERSION);
-            again = tries < 8;
-            *why = "replaced while it was opened, again and again";
+        } else if (st.st_size != 0 && st.st_uid == geteuid() && other_layout(f, &st) && abandoned(f)) {
+            char old[64];
+            old_layout_name(f, &st, old, sizeof old);
+            int err = fresh_file(path, name);
+            if (err == 0) {
+                lms_log(LMS_LEVEL_INFO, "group %s: %s was of another lmshim layout (%s) and no process used it: "
+                        "replaced by a fresh one (version %u)", name, path, old, (unsigned)LMS_GROUP_VERSION);
+                again = tries < 8;
+                *why = "replaced while it was opened, again and again";
+            } else {
+                static char said[200];
+                snprintf(said, sizeof said, "a file of another lmshim layout (%s) that no process uses; "
+                         "replacing it failed: %s", old, strerror(err));
+                *why = said;
+            }
         } else if (st.st_size != 0 && (uint64_t)st.st_size != LMS_GROUP_FILE_BYTES) {
             *why = "wrong size";
         } else if ((r = posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES)) != 0) {
@@ -660,9 +698,9 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
                 h = m;
                 /* Not ready under the flock: its creator died before the end
                  * (before or after writing the magic, the last field but
-                 * `ready`). Another program's file keeps its own magic. */
-                if (atomic_load(&h->ready) == 0 && (h->magic == 0 || h->magic == LMS_GROUP_MAGIC) &&
-                    !init_header(h, name))
+                 * `ready`). Another program's file keeps its own magic;
+                 * another layout's, or one in use, is left as it is. */
+                if (atomic_load(&h->ready) == 0 && half_made(f, h) && !init_header(h, name))
                     *why = "cannot set up its lock";
                 else if (!*why)
                     *why = lms_groupfile_check(h, LMS_GROUP_FILE_BYTES);
