@@ -572,22 +572,20 @@ static bool still_named(const char *path, const struct stat *st)
     return lstat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
 }
 
-/* Puts a fresh group file of this layout at path, in place of an abandoned
- * one of another layout: made under a hidden name in the same directory
- * (no group's name starts with a dot) and renamed over it, so that a
- * process still mapping the old file keeps that file to itself. 0 when
- * done, else the error (an errno value); nothing is left behind when not. */
-static int fresh_file(const char *path, const char *name)
+/* Makes a fresh group file of this layout for group `name` and gives it
+ * the name tmp, in directory dir: unnamed (O_TMPFILE) while it is sized
+ * and set up, so that a process killed meanwhile leaves nothing behind,
+ * then linked under tmp; or, when `unnamed` is false, created under tmp
+ * at once. 0 when done, else the error (an errno value); then nothing is
+ * left under tmp by this call (a file already there is not touched). */
+static int make_fresh(const char *dir, const char *tmp, const char *name, bool unnamed)
 {
-    char tmp[sizeof mapped_path + 48];
-    const char *slash = strrchr(path, '/');
-    if (!slash || snprintf(tmp, sizeof tmp, "%.*s/.%s.%d.%llu", (int)(slash - path), path, slash + 1,
-                           (int)getpid(), (unsigned long long)clock_ns(CLOCK_MONOTONIC)) >= (int)sizeof tmp)
-        return ENAMETOOLONG;
     unsigned mode = lms_opt.group_mode;
-    int f = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    int f = unnamed ? open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode)
+                    : open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (f < 0)
         return errno;
+    bool named = !unnamed;
     int err = fchmod(f, mode) == 0 ? posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES) : errno;
     if (err == 0) {
         void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
@@ -598,11 +596,43 @@ static int fresh_file(const char *path, const char *name)
             munmap(m, LMS_GROUP_FILE_BYTES);
         }
     }
-    if (err == 0 && rename(tmp, path) != 0)
-        err = errno;
-    if (err != 0)
+    if (err == 0 && unnamed) {
+        char self_fd[32];
+        snprintf(self_fd, sizeof self_fd, "/proc/self/fd/%d", f);
+        if (linkat(AT_FDCWD, self_fd, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
+            named = true;
+        else
+            err = errno;
+    }
+    if (err != 0 && named)
         unlink(tmp);
     close(f);
+    return err;
+}
+
+/* Puts a fresh group file of this layout at path, in place of an abandoned
+ * one of another layout: made under a hidden name in the same directory
+ * (no group's name starts with a dot) and renamed over it, so that a
+ * process still mapping the old file keeps that file to itself. The file
+ * has that name only once it is set up (make_fresh); where the directory
+ * cannot hold unnamed files (or /proc is missing) it is made under the
+ * name. 0 when done, else the error (an errno value); nothing is left
+ * behind when not. */
+static int fresh_file(const char *path, const char *name)
+{
+    char tmp[sizeof mapped_path + 48], dir[sizeof mapped_path];
+    const char *slash = strrchr(path, '/');
+    if (!slash || snprintf(tmp, sizeof tmp, "%.*s/.%s.%d.%llu", (int)(slash - path), path, slash + 1,
+                           (int)getpid(), (unsigned long long)clock_ns(CLOCK_MONOTONIC)) >= (int)sizeof tmp)
+        return ENAMETOOLONG;
+    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    int err = make_fresh(dir, tmp, name, true);
+    if (err != 0 && err != EEXIST)
+        err = make_fresh(dir, tmp, name, false);
+    if (err == 0 && rename(tmp, path) != 0) {
+        err = errno;
+        unlink(tmp);
+    }
     return err;
 }
 

@@ -490,6 +490,47 @@ static void replace_fails(void)
     free(b);
 }
 
+/* In the member's child before exec: files of at most 4096 bytes, and
+ * SIGXFSZ as it is by default: the process is killed at its first write
+ * past that, as a member killed while it makes the fresh file. */
+static void killed_past_4096(void)
+{
+    struct rlimit r = {.rlim_cur = 4096, .rlim_max = 4096};
+    signal(SIGXFSZ, SIG_DFL);
+    setrlimit(RLIMIT_FSIZE, &r);
+}
+
+/* A member killed while it makes the fresh file (SIGXFSZ as it sizes it)
+ * leaves nothing behind: no hidden file that no one would ever remove
+ * (neither `ls` nor `lmshim top` shows it); the old file stays until the
+ * next member replaces it. */
+static void killed_mid_replace(void)
+{
+    fresh_dirs();
+    char err[128];
+    log_path(err, sizeof err, "m");
+    const char *path = group_path("k");
+    char *b = file_bytes(LMS_GROUP_FILE_BYTES, LMS_GROUP_MAGIC, 1, 1, "k", 0);
+    put_file(path, b, LMS_GROUP_FILE_BYTES);
+    pid_t pid = spawn_with(killed_past_4096, "k", "quick", "", err);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGXFSZ);
+    unchanged(path, b, LMS_GROUP_FILE_BYTES);
+    int hidden = 0;
+    int n = entries(&hidden);
+    if (n != 1 || hidden != 0) {
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "ls -la '%s' >&2", dir);
+        CHECK(system(cmd) == 0);
+        CHECK(!"nothing left beside the old file");
+    }
+    run_member("k", "quick", "", "info", err);
+    replaced_once(err);
+    CHECK_EQ_U(entries(NULL), 1);
+    free(b);
+}
+
 /* Locks that are not a member's slot lock — a classic POSIX lock on the
  * header, a read lock on the last byte, a lock past the end of the file —
  * still mean a process uses the old file: it is refused, never replaced. */
@@ -737,6 +778,7 @@ static const test_case cases[] = {
     {"cut_and_grown", cut_and_grown},
     {"not_a_file", not_a_file},
     {"replace_fails", replace_fails},
+    {"killed_mid_replace", killed_mid_replace},
     {"other_locks", other_locks},
     {"storm", storm},
     {"old_member_mapped", old_member_mapped},
