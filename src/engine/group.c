@@ -739,9 +739,12 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
                      * ordinal), still in use or another user's: never read
                      * further than the version. */
                     static char said[200];
-                    snprintf(said, sizeof said, "wrong version: its layout is version %u, this lmshim's is %u; "
-                             "a process of that lmshim still uses it (its owner's next process replaces it once none does)",
-                             (unsigned)h->version, (unsigned)LMS_GROUP_VERSION);
+                    snprintf(said, sizeof said, "wrong version: its layout is version %u, this lmshim's is %u; %s",
+                             (unsigned)h->version, (unsigned)LMS_GROUP_VERSION,
+                             abandoned(f) ? "another user's file that no process uses (its owner's next process "
+                                            "replaces it)"
+                                          : "a process of that lmshim still uses it (its owner's next process "
+                                            "replaces it once none does)");
                     *why = said;
                 }
                 if (!*why && strcmp(h->name, name) != 0)

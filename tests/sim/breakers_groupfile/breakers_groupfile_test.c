@@ -333,6 +333,8 @@ static void other_layout_not_ready(void)
         CHECK(held >= 0 && fcntl(held, F_OFD_SETLK, &fl) == 0);   /* a live member of that lmshim */
         run_member("n", "full_budget", "256", "info", err);
         refused_once(err, files[i].why);
+        if (files[i].version != LMS_GROUP_VERSION && lines_with(err, "a process of that lmshim still uses it") != 1)
+            fail_log(err, "the line says a process still uses the file");
         unchanged(path, b, LMS_GROUP_FILE_BYTES);
         close(held);
         bool this_layout = files[i].version == LMS_GROUP_VERSION && !files[i].layout_off;
@@ -340,6 +342,10 @@ static void other_layout_not_ready(void)
             CHECK(chown(path, 65534, getegid()) == 0 && chmod(path, 0660) == 0);
             run_member("n", "full_budget", "256", "info", err);
             refused_once(err, files[i].why);
+            /* No process uses it: the line must not say one does. */
+            if (lines_with(err, "still uses it") != 0 ||
+                (files[i].version != LMS_GROUP_VERSION && lines_with(err, "another user's file") != 1))
+                fail_log(err, "the line says it is another user's file, not that a process uses it");
             unchanged(path, b, LMS_GROUP_FILE_BYTES);
         }
         CHECK_EQ_U(entries(NULL), 1);
