@@ -26,7 +26,9 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../common/check.h"
@@ -37,6 +39,27 @@
 
 #define GROUP_DIR_TEMPLATE "/tmp/lmshim-brk-groupfile-XXXXXX"
 #include "../group/group_helpers.h"
+
+/* clock_gettime for the whole process (lmshim's calls bind to it: the
+ * program comes first in symbol lookup): the kernel's answer, except that
+ * CLOCK_MONOTONIC reads BREAK_MONOTONIC_NS when that is set, so that a
+ * case knows the hidden name a member gives its fresh file. */
+int clock_gettime(clockid_t c, struct timespec *ts)
+{
+    long r = syscall(SYS_clock_gettime, c, ts);
+    static const char *fixed;
+    static int asked;
+    if (!asked) {
+        fixed = getenv("BREAK_MONOTONIC_NS");
+        asked = 1;
+    }
+    if (r == 0 && c == CLOCK_MONOTONIC && fixed) {
+        unsigned long long ns = strtoull(fixed, NULL, 10);
+        ts->tv_sec = (time_t)(ns / 1000000000ull);
+        ts->tv_nsec = (long)(ns % 1000000000ull);
+    }
+    return (int)r;
+}
 
 /* ---- members ---- */
 
@@ -537,6 +560,52 @@ static void killed_mid_replace(void)
     free(b);
 }
 
+/* In the member's child before exec: plants, at the hidden name this
+ * process will give its fresh file (its pid, and the monotonic clock the
+ * member reads, fixed), a symlink to a victim file. */
+static char victim[128];
+static void plant_hidden(void)
+{
+    char hidden[256];
+    snprintf(hidden, sizeof hidden, "%s/.lmshim-group-h.%d.%s", dir, (int)getpid(), "123456789");
+    setenv("BREAK_MONOTONIC_NS", "123456789", 1);
+    if (symlink(victim, hidden) != 0)
+        _exit(125);
+}
+
+/* The hidden name of the fresh file is taken already (a symlink planted
+ * there): the member makes no file through it, removes nothing, says in
+ * one line that the replacement failed, and keeps its own budget; the old
+ * file and the victim are unchanged. */
+static void hidden_name_taken(void)
+{
+    fresh_dirs();
+    char err[128];
+    log_path(err, sizeof err, "m");
+    snprintf(victim, sizeof victim, "%s/victim", logs);
+    const char *path = group_path("h");
+    char *b = file_bytes(LMS_GROUP_FILE_BYTES, LMS_GROUP_MAGIC, 1, 1, "h", 0);
+    put_file(path, b, LMS_GROUP_FILE_BYTES);
+    put_file(victim, "victim", 6);
+    setenv("LMS_LOG", "info", 1);
+    pid_t pid = spawn_with(plant_hidden, "h", "quick", "", err);
+    unsetenv("LMS_LOG");
+    reap(pid);
+    refused_once(err, "replacing it failed: File exists");
+    unchanged(path, b, LMS_GROUP_FILE_BYTES);
+    unchanged(victim, "victim", 6);
+    int hidden = 0;
+    CHECK_EQ_U(entries(&hidden), 2);
+    CHECK_EQ_U(hidden, 1);   /* the planted link, left as it was */
+    char link_path[256], to[256];
+    snprintf(link_path, sizeof link_path, "%s/.lmshim-group-h.%d.123456789", dir, (int)pid);
+    ssize_t n = readlink(link_path, to, sizeof to - 1);
+    CHECK(n > 0);
+    to[n] = 0;
+    CHECK(strcmp(to, victim) == 0);
+    free(b);
+}
+
 /* Locks that are not a member's slot lock — a classic POSIX lock on the
  * header, a read lock on the last byte, a lock past the end of the file —
  * still mean a process uses the old file: it is refused, never replaced. */
@@ -785,6 +854,7 @@ static const test_case cases[] = {
     {"not_a_file", not_a_file},
     {"replace_fails", replace_fails},
     {"killed_mid_replace", killed_mid_replace},
+    {"hidden_name_taken", hidden_name_taken},
     {"other_locks", other_locks},
     {"storm", storm},
     {"old_member_mapped", old_member_mapped},
