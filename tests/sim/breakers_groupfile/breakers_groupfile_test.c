@@ -606,6 +606,36 @@ static void hidden_name_taken(void)
     free(b);
 }
 
+/* Without /proc (an empty tmpfs over it, in a mount namespace of this
+ * process's own; only /proc/self/exe kept, which members read to know
+ * their program) an unnamed file cannot be linked: the fresh file is made
+ * under its hidden name instead, renamed over the old one, and nothing
+ * else is left. */
+static void no_proc(void)
+{
+    fresh_dirs();
+    char err[128];
+    log_path(err, sizeof err, "m");
+    const char *path = group_path("p");
+    char *b = file_bytes(LMS_GROUP_FILE_BYTES, LMS_GROUP_MAGIC, 1, 1, "p", 0);
+    put_file(path, b, LMS_GROUP_FILE_BYTES);
+    free(b);
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("tmpfs", "/proc", "tmpfs", 0, "size=64k") != 0) {
+        printf("no mount namespace (%s): not tried\n", strerror(errno));
+        return;
+    }
+    CHECK(mkdir("/proc/self", 0755) == 0 && symlink(self, "/proc/self/exe") == 0);
+    ino_t before = inode_of(path);
+    run_member("p", "quick", "", "info", err);
+    replaced_once(err);
+    CHECK(inode_of(path) != before);
+    map_now(path);
+    int hidden = 0;
+    CHECK_EQ_U(entries(&hidden), 1);
+    CHECK_EQ_U(hidden, 0);
+}
+
 /* Locks that are not a member's slot lock — a classic POSIX lock on the
  * header, a read lock on the last byte, a lock past the end of the file —
  * still mean a process uses the old file: it is refused, never replaced. */
@@ -855,6 +885,7 @@ static const test_case cases[] = {
     {"replace_fails", replace_fails},
     {"killed_mid_replace", killed_mid_replace},
     {"hidden_name_taken", hidden_name_taken},
+    {"no_proc", no_proc},
     {"other_locks", other_locks},
     {"storm", storm},
     {"old_member_mapped", old_member_mapped},
