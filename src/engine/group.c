@@ -663,15 +663,40 @@ static bool half_made(int f, const lms_group_header *h)
     return ours && abandoned(f);
 }
 
+#define FLOCK_WAIT_NS 5000000000ull   /* the longest an opener waits for the file's flock, 5 s */
+
+/* Takes the flock of the file open as f, waiting until `until`
+ * (CLOCK_MONOTONIC, ns) at most: its holder sets the file up in far less,
+ * but may be stopped (a job stopped with ^Z, a debugger) or a stranger's
+ * process, and the program's first CUDA call must not wait for ever. 0,
+ * or an errno value (EWOULDBLOCK: the time is up). */
+static int lock_file(int f, uint64_t until)
+{
+    long pause_ns = 100000;   /* 0.1 ms, doubling up to 10 ms */
+    for (;;) {
+        if (flock(f, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return errno;
+        if (clock_ns(CLOCK_MONOTONIC) >= until)
+            return EWOULDBLOCK;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = pause_ns};
+        nanosleep(&ts, NULL);
+        pause_ns = pause_ns < 10000000 ? pause_ns * 2 : 10000000;
+    }
+}
+
 /* Opens (creating it if needed) and maps the group file; NULL, or why not
  * in *why. The file's flock serializes creation: a creator that died
  * half-way leaves a file that is not `ready`, which the next opener sets
  * up again. A file of another lmshim layout that this user owns and no
  * process uses any more is replaced by a fresh one (fresh_file); one still
  * in use is refused. An opener that finds the path renamed over while it
- * waited for the flock opens it again. */
+ * waited for the flock opens it again. It waits 5 s at most for the
+ * flock, all tries together. */
 static lms_group_header *map_file(const char *path, const char *name, int *out_fd, const char **why)
 {
+    uint64_t until = clock_ns(CLOCK_MONOTONIC) + FLOCK_WAIT_NS;
     for (int tries = 0;; tries++) {
         unsigned mode = lms_opt.group_mode;
         int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
@@ -683,15 +708,17 @@ static lms_group_header *map_file(const char *path, const char *name, int *out_f
             *why = strerror(errno);
             return NULL;
         }
-        int r;
-        while ((r = flock(f, LOCK_EX)) != 0 && errno == EINTR)
-            ;
+        int r = lock_file(f, until);
         struct stat st;
         bool again = false;
         lms_group_header *h = NULL;
         *why = NULL;
-        if (r != 0 || fstat(f, &st) != 0) {
-            *why = strerror(errno);
+        if (r == EWOULDBLOCK) {
+            close(f);
+            *why = "another process has held its lock (flock) for 5 s";
+            return NULL;
+        } else if (r != 0 || fstat(f, &st) != 0) {
+            *why = strerror(r ? r : errno);
         } else if (!S_ISREG(st.st_mode)) {
             *why = "not a regular file";
         } else if (!trusted(&st)) {

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -652,6 +653,55 @@ static void no_proc(void)
     CHECK_EQ_U(hidden, 0);
 }
 
+/* Waits up to `seconds` for process pid to end (killing it then, and
+ * failing); answers its status. */
+static int wait_at_most(pid_t pid, int seconds)
+{
+    for (int i = 0; i < seconds * 100; i++) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        CHECK(r >= 0);
+        if (r == pid)
+            return st;
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    fprintf(stderr, "member %d still waited after %d s\n", (int)pid, seconds);
+    CHECK(!"the member gives up waiting for the file's lock");
+    return -1;
+}
+
+/* A process holds the group file's flock and never lets go (stopped
+ * while it set the file up, or a stranger): a member does not wait for it
+ * for ever at its first CUDA call; after a few seconds it says so in one
+ * line, keeps its own budget and goes on. Then, the flock given back, the
+ * next member replaces the old file as usual. */
+static void flock_held(void)
+{
+    fresh_dirs();
+    char err[128];
+    log_path(err, sizeof err, "m");
+    const char *path = group_path("w");
+    char *b = file_bytes(LMS_GROUP_FILE_BYTES, LMS_GROUP_MAGIC, 1, 1, "w", 0);
+    put_file(path, b, LMS_GROUP_FILE_BYTES);
+    int fd = open(path, O_RDWR);
+    CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int st = wait_at_most(spawn("w", "256M", "full_budget", "256", err), 20);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(waited > 4.5 && waited < 10);
+    refused_once(err, "another process has held its lock (flock) for 5 s");
+    unchanged(path, b, LMS_GROUP_FILE_BYTES);
+    close(fd);
+    run_member("w", "quick", "", "info", err);
+    replaced_once(err);
+    free(b);
+}
+
 /* Locks that are not a member's slot lock — a classic POSIX lock on the
  * header, a read lock on the last byte, a lock past the end of the file —
  * still mean a process uses the old file: it is refused, never replaced. */
@@ -902,6 +952,7 @@ static const test_case cases[] = {
     {"killed_mid_replace", killed_mid_replace},
     {"hidden_name_taken", hidden_name_taken},
     {"no_proc", no_proc},
+    {"flock_held", flock_held},
     {"other_locks", other_locks},
     {"storm", storm},
     {"old_member_mapped", old_member_mapped},
