@@ -5,9 +5,11 @@
  * use) that must be kept, files of another program, of a newer layout
  * still in use, cut short or grown, things that are not files at the
  * group's path, replacements that cannot be made (a full file system, a
- * size limit), locks that are not members', many members starting at once,
- * a process of the older lmshim still mapping the old file, `lmshim top`
- * beside hidden files, and the log lines each of these says.
+ * size limit, the hidden name taken), a member killed while it makes the
+ * fresh file, no /proc, a flock that is never given back, locks that are
+ * not members', many members starting at once, a process of the older
+ * lmshim still mapping the old file, `lmshim top` beside hidden files, and
+ * the log lines each of these says.
  *
  * Members are this program again (`breakers_groupfile_test member KIND
  * ARG`, see tests/sim/group/group_helpers.h) with a budget of 256 MiB.
