@@ -532,9 +532,8 @@ static void unreadable_file(void)
         CHECK(chmod(path, 0) == 0);
         check_refused("Permission denied", (uid_t)-1);
     }
-    /* Wrong magic, wrong size, wrong version (a future version's file in
-     * use: a process holds a lock on a slot, as its members do; one that
-     * no process uses would be replaced, test group_uuid/old_layout_left). */
+    /* Wrong magic, wrong size, wrong version (a file of a future version
+     * still in use: one that no process uses is replaced). */
     static char junk[LMS_GROUP_FILE_BYTES];
     memset(junk, 0xab, sizeof junk);
     struct {
@@ -543,6 +542,7 @@ static void unreadable_file(void)
     } bad[] = {{sizeof junk, "wrong magic"}, {100, "wrong size"}, {0, "wrong version"}};
     for (int i = 0; i < 3; i++) {
         unlink(path);
+        int held = -1;
         if (bad[i].size) {
             int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
             CHECK(fd >= 0 && write(fd, junk, bad[i].size) == (ssize_t)bad[i].size);
@@ -552,11 +552,8 @@ static void unreadable_file(void)
             lms_group_header *h = map_group("solo");
             h->version = LMS_GROUP_VERSION + 1;
             munmap(h, LMS_GROUP_FILE_BYTES);
-        }
-        int held = -1;
-        if (!bad[i].size) {
-            held = open(path, O_RDWR);
-            struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(5),
+            held = open(path, O_RDWR);   /* a live member of that version: its slot lock */
+            struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lms_groupfile_lock_offset(0),
                                .l_len = 1};
             CHECK(held >= 0 && fcntl(held, F_OFD_SETLK, &fl) == 0);
         }
