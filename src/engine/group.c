@@ -34,6 +34,7 @@
 
 #include "account.h"
 #include "driver.h"
+#include "group_file.h"
 #include "groupfile.h"
 #include "log.h"
 
@@ -43,7 +44,7 @@ atomic_bool lms_group_on;
 
 static int fd = -1;                     /* the group file, O_CLOEXEC: this process's own open() of it */
 static lms_group_header *hdr;           /* its mapping, LMS_GROUP_FILE_BYTES; never unmapped */
-static char mapped_path[320];           /* the path of that mapping */
+static char mapped_path[LMS_GROUP_PATH_MAX];           /* the path of that mapping */
 static dev_t file_dev;                  /* the group file's identity, to know `fd` is still */
 static ino_t file_ino;                  /* a descriptor of it */
 static lms_group_slot *me;              /* this process's slot (read and written under hdr->lock) */
@@ -71,12 +72,6 @@ static atomic_int entry_of[LMS_MAX_DEVICES];
 #define SWEEP_EVERY_NS 10000000ull      /* 10 ms between sweeps */
 #define PUBLISH_EVERY_NS 250000000l     /* counters for `lmshim top`, 4 times a second */
 
-static uint64_t clock_ns(clockid_t c)
-{
-    struct timespec t;
-    clock_gettime(c, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* True if `fd` is still a descriptor of the group file. A program may
  * close descriptors it does not own and get their numbers again for its own
@@ -386,7 +381,7 @@ static bool sweep_locked(void)
  * thread's sweep; true if any charge came back. */
 static bool sweep(void)
 {
-    uint64_t t = clock_ns(CLOCK_MONOTONIC);
+    uint64_t t = lms_group_clock_ns(CLOCK_MONOTONIC);
     if (t < atomic_load_explicit(&next_sweep_ns, memory_order_relaxed))
         return false;
     atomic_store_explicit(&next_sweep_ns, t + SWEEP_EVERY_NS, memory_order_relaxed);
@@ -417,7 +412,7 @@ static void publish(void)
             atomic_store(&me->fetched_bytes[g], atomic_load(&a->prefetched_bytes));
             atomic_store(&me->evicted_bytes[g], atomic_load(&a->evicted_bytes));
         }
-        atomic_store(&me->published_ns, clock_ns(CLOCK_REALTIME));
+        atomic_store(&me->published_ns, lms_group_clock_ns(CLOCK_REALTIME));
     }
     unlock_group();
 }
@@ -493,307 +488,6 @@ static void leave(void)
     my_index = -1;
 }
 
-/* Fills a fresh header and empties every slot (under the file's flock,
- * before `ready`; a creator that died half-way may have left anything). */
-static bool init_header(lms_group_header *h, const char *name)
-{
-    memset(h, 0, LMS_GROUP_FILE_BYTES);
-    h->version = LMS_GROUP_VERSION;
-    h->slots = LMS_GROUP_SLOTS;
-    h->file_bytes = LMS_GROUP_FILE_BYTES;
-    h->slot_bytes = LMS_GROUP_SLOT_BYTES;
-    h->lock_bytes = sizeof(pthread_mutex_t);
-    snprintf(h->name, sizeof h->name, "%s", name);
-    h->created_ns = clock_ns(CLOCK_REALTIME);
-    pthread_mutexattr_t at;
-    bool ok = pthread_mutexattr_init(&at) == 0 &&
-              pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED) == 0 &&
-              pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST) == 0 && pthread_mutex_init(&h->lock, &at) == 0;
-    pthread_mutexattr_destroy(&at);
-    if (!ok)
-        return false;
-    h->magic = LMS_GROUP_MAGIC;
-    atomic_store_explicit(&h->ready, 1, memory_order_release);
-    return true;
-}
-
-/* True if this process may take part in a group file with this owner and
- * mode. Its own file, yes. Another user's only when that user shared it on
- * purpose: writable by its Unix group, which this process is in; or
- * writable by every user when LMS_GROUP_MODE here says so too. Anyone can
- * plant a file in /dev/shm: a stranger's file would set the budget, or
- * hold the lock for ever. */
-static bool trusted(const struct stat *st)
-{
-    if (st->st_uid == geteuid())
-        return true;
-    if (st->st_mode & S_IWOTH)
-        return (lms_opt.group_mode & S_IWOTH) != 0;
-    if (!(st->st_mode & S_IWGRP))
-        return false;
-    if (st->st_gid == getegid())
-        return true;
-    gid_t groups[256];
-    int n = getgroups(256, groups);
-    for (int i = 0; i < n; i++)
-        if (groups[i] == st->st_gid)
-            return true;
-    return false;
-}
-
-/* Whether the file open as f (stat st) is an lmshim group file of another
- * layout: its magic is lmshim's, its size, version or layout not this
- * lmshim's (a file left by an older or newer lmshim). */
-static bool other_layout(int f, const struct stat *st)
-{
-    lms_group_header h;
-    memset(&h, 0, sizeof h);
-    size_t want = (uint64_t)st->st_size < sizeof h ? (size_t)st->st_size : sizeof h;
-    if (want < sizeof h.magic || pread(f, &h, want, 0) != (ssize_t)want || h.magic != LMS_GROUP_MAGIC)
-        return false;
-    const char *w = lms_groupfile_check(&h, (uint64_t)st->st_size);
-    return w && (strcmp(w, "wrong size") == 0 || strcmp(w, "wrong version") == 0 || strcmp(w, "wrong layout") == 0);
-}
-
-/* Whether no process holds a lock on any byte of the file open as f: every
- * member, of this layout or an older one, holds an OFD write lock on its
- * slot for as long as it lives. */
-static bool abandoned(int f)
-{
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-    return fcntl(f, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_UNLCK;
-}
-
-/* Whether path still names the file whose stat is st (it was not replaced
- * between this process's open and its flock). */
-static bool still_named(const char *path, const struct stat *st)
-{
-    struct stat now;
-    return lstat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
-}
-
-/* Makes a fresh group file of this layout for group `name` and gives it
- * the name tmp, in directory dir: unnamed (O_TMPFILE) while it is sized
- * and set up, so that a process killed meanwhile leaves nothing behind,
- * then linked under tmp; or, when `unnamed` is false, created under tmp
- * at once. 0 when done, else the error (an errno value); then nothing is
- * left under tmp by this call (a file already there is not touched). */
-static int make_fresh(const char *dir, const char *tmp, const char *name, bool unnamed)
-{
-    unsigned mode = lms_opt.group_mode;
-    int f = unnamed ? open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode)
-                    : open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-    if (f < 0)
-        return errno;
-    bool named = !unnamed;
-    int err = fchmod(f, mode) == 0 ? posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES) : errno;
-    if (err == 0) {
-        void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-        if (m == MAP_FAILED) {
-            err = errno;
-        } else {
-            err = init_header(m, name) ? 0 : ENOTRECOVERABLE;
-            munmap(m, LMS_GROUP_FILE_BYTES);
-        }
-    }
-    if (err == 0 && unnamed) {
-        char self_fd[32];
-        snprintf(self_fd, sizeof self_fd, "/proc/self/fd/%d", f);
-        if (linkat(AT_FDCWD, self_fd, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
-            named = true;
-        else
-            err = errno;
-    }
-    if (err != 0 && named)
-        unlink(tmp);
-    close(f);
-    return err;
-}
-
-/* Puts a fresh group file of this layout at path, in place of an abandoned
- * one of another layout: made under a hidden name in the same directory
- * (no group's name starts with a dot) and renamed over it, so that a
- * process still mapping the old file keeps that file to itself. The file
- * has that name only once it is set up (make_fresh); where the directory
- * cannot hold unnamed files (or /proc is missing) it is made under the
- * name. 0 when done, else the error (an errno value); nothing is left
- * behind when not. */
-static int fresh_file(const char *path, const char *name)
-{
-    char tmp[sizeof mapped_path + 48], dir[sizeof mapped_path];
-    const char *slash = strrchr(path, '/');
-    if (!slash || snprintf(tmp, sizeof tmp, "%.*s/.%s.%d.%llu", (int)(slash - path), path, slash + 1,
-                           (int)getpid(), (unsigned long long)clock_ns(CLOCK_MONOTONIC)) >= (int)sizeof tmp)
-        return ENAMETOOLONG;
-    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    int err = make_fresh(dir, tmp, name, true);
-    if (err != 0 && err != EEXIST)
-        err = make_fresh(dir, tmp, name, false);
-    if (err == 0 && rename(tmp, path) != 0) {
-        err = errno;
-        unlink(tmp);
-    }
-    return err;
-}
-
-/* Writes what the file open as f (stat st), of another layout, is into
- * out (len bytes): "version N", or its size when it is too short to hold
- * a version. */
-static void old_layout_name(int f, const struct stat *st, char *out, size_t len)
-{
-    uint32_t v;
-    if (pread(f, &v, sizeof v, offsetof(lms_group_header, version)) == (ssize_t)sizeof v)
-        snprintf(out, len, "version %u", (unsigned)v);
-    else
-        snprintf(out, len, "%lld bytes, too short for a version", (long long)st->st_size);
-}
-
-/* Whether the mapped header h, not `ready`, is one that this lmshim's
- * creator left half-made — no magic yet, or the magic after every field
- * of this layout (init_header writes them first) — in a file no process
- * holds a lock on (open as f): only such a file is set up again in place.
- * A file of another layout does not keep `ready` where this one does, and
- * its members may be using it. */
-static bool half_made(int f, const lms_group_header *h)
-{
-    bool ours = h->magic == 0 ||
-                (h->magic == LMS_GROUP_MAGIC && h->version == LMS_GROUP_VERSION && h->slots == LMS_GROUP_SLOTS &&
-                 h->file_bytes == LMS_GROUP_FILE_BYTES && h->slot_bytes == LMS_GROUP_SLOT_BYTES &&
-                 h->lock_bytes == sizeof(pthread_mutex_t));
-    return ours && abandoned(f);
-}
-
-#define FLOCK_WAIT_NS 5000000000ull   /* the longest an opener waits for the file's flock, 5 s */
-
-/* Takes the flock of the file open as f, waiting until `until`
- * (CLOCK_MONOTONIC, ns) at most: its holder sets the file up in far less,
- * but may be stopped (a job stopped with ^Z, a debugger) or a stranger's
- * process, and the program's first CUDA call must not wait for ever. 0,
- * or an errno value (EWOULDBLOCK: the time is up). */
-static int lock_file(int f, uint64_t until)
-{
-    long pause_ns = 100000;   /* 0.1 ms, doubling up to 10 ms */
-    for (;;) {
-        if (flock(f, LOCK_EX | LOCK_NB) == 0)
-            return 0;
-        if (errno != EWOULDBLOCK && errno != EINTR)
-            return errno;
-        if (clock_ns(CLOCK_MONOTONIC) >= until)
-            return EWOULDBLOCK;
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = pause_ns};
-        nanosleep(&ts, NULL);
-        pause_ns = pause_ns < 10000000 ? pause_ns * 2 : 10000000;
-    }
-}
-
-/* Opens (creating it if needed) and maps the group file; NULL, or why not
- * in *why. The file's flock serializes creation: a creator that died
- * half-way leaves a file that is not `ready`, which the next opener sets
- * up again. A file of another lmshim layout that this user owns and no
- * process uses any more is replaced by a fresh one (fresh_file); one still
- * in use is refused. An opener that finds the path renamed over while it
- * waited for the flock opens it again. It waits 5 s at most for the
- * flock, all tries together. */
-static lms_group_header *map_file(const char *path, const char *name, int *out_fd, const char **why)
-{
-    uint64_t until = clock_ns(CLOCK_MONOTONIC) + FLOCK_WAIT_NS;
-    for (int tries = 0;; tries++) {
-        unsigned mode = lms_opt.group_mode;
-        int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-        if (f >= 0)
-            fchmod(f, mode);   /* exactly LMS_GROUP_MODE, whatever the umask */
-        else if (errno == EEXIST)
-            f = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (f < 0) {
-            *why = strerror(errno);
-            return NULL;
-        }
-        int r = lock_file(f, until);
-        struct stat st;
-        bool again = false;
-        lms_group_header *h = NULL;
-        *why = NULL;
-        if (r == EWOULDBLOCK) {
-            close(f);
-            *why = "another process has held its lock (flock) for 5 s";
-            return NULL;
-        } else if (r != 0 || fstat(f, &st) != 0) {
-            *why = strerror(r ? r : errno);
-        } else if (!S_ISREG(st.st_mode)) {
-            *why = "not a regular file";
-        } else if (!trusted(&st)) {
-            *why = "another user's file that is not shared with this user's groups (share a group between users "
-                   "with LMS_GROUP_MODE=0660 and a common group id)";
-        } else if (!still_named(path, &st)) {
-            again = tries < 8;   /* renamed over while this process waited for the flock */
-            *why = "replaced while it was opened, again and again";
-        } else if (st.st_size != 0 && st.st_uid == geteuid() && other_layout(f, &st) && abandoned(f)) {
-            char old[64];
-            old_layout_name(f, &st, old, sizeof old);
-            int err = fresh_file(path, name);
-            if (err == 0) {
-                lms_log(LMS_LEVEL_INFO, "group %s: %s was of another lmshim layout (%s) and no process used it: "
-                        "replaced by a fresh one (version %u)", name, path, old, (unsigned)LMS_GROUP_VERSION);
-                again = tries < 8;
-                *why = "replaced while it was opened, again and again";
-            } else {
-                static char said[200];
-                snprintf(said, sizeof said, "a file of another lmshim layout (%s) that no process uses; "
-                         "replacing it failed: %s", old, strerror(err));
-                *why = said;
-            }
-        } else if (st.st_size != 0 && (uint64_t)st.st_size != LMS_GROUP_FILE_BYTES) {
-            *why = "wrong size";
-        } else if ((r = posix_fallocate(f, 0, LMS_GROUP_FILE_BYTES)) != 0) {
-            *why = strerror(r);   /* every page now, not at a first write to the mapping (SIGBUS on a full tmpfs) */
-        }
-        if (!*why) {
-            void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-            if (m == MAP_FAILED) {
-                *why = strerror(errno);
-            } else {
-                h = m;
-                /* Not ready under the flock: its creator died before the end
-                 * (before or after writing the magic, the last field but
-                 * `ready`). Another program's file keeps its own magic;
-                 * another layout's, or one in use, is left as it is. */
-                if (atomic_load(&h->ready) == 0 && half_made(f, h) && !init_header(h, name))
-                    *why = "cannot set up its lock";
-                else if (!*why)
-                    *why = lms_groupfile_check(h, LMS_GROUP_FILE_BYTES);
-                if (*why && h->magic == LMS_GROUP_MAGIC && h->version != LMS_GROUP_VERSION) {
-                    /* Another lmshim's layout (version 1 matched devices by
-                     * ordinal), still in use or another user's: never read
-                     * further than the version. */
-                    static char said[200];
-                    snprintf(said, sizeof said, "wrong version: its layout is version %u, this lmshim's is %u; %s",
-                             (unsigned)h->version, (unsigned)LMS_GROUP_VERSION,
-                             abandoned(f) ? "another user's file that no process uses (its owner's next process "
-                                            "replaces it)"
-                                          : "a process of that lmshim still uses it (its owner's next process "
-                                            "replaces it once none does)");
-                    *why = said;
-                }
-                if (!*why && strcmp(h->name, name) != 0)
-                    *why = "it belongs to another group";
-                if (*why) {
-                    munmap(m, LMS_GROUP_FILE_BYTES);
-                    h = NULL;
-                }
-            }
-        }
-        flock(f, LOCK_UN);
-        if (!h) {
-            close(f);
-            if (again)
-                continue;
-            return NULL;
-        }
-        *out_fd = f;
-        return h;
-    }
-}
-
 /* Claims a free or dead slot for this process; false if all are live. */
 static bool claim_slot(void)
 {
@@ -815,7 +509,7 @@ static bool claim_slot(void)
         }
         memset((char *)s + sizeof s->state, 0, sizeof *s - sizeof s->state);
         s->pid = (int32_t)getpid();
-        s->joined_ns = clock_ns(CLOCK_REALTIME);
+        s->joined_ns = lms_group_clock_ns(CLOCK_REALTIME);
         my_joined = s->joined_ns;
         FILE *comm = fopen("/proc/self/comm", "re");
         if (comm) {
@@ -868,14 +562,14 @@ void lms_group_open(void)
     if (!hdr) {
         const char *why = NULL;
         int f = -1;
-        lms_group_header *h = map_file(path, lms_opt.group, &f, &why);
+        lms_group_header *h = lms_group_map_file(path, lms_opt.group, &f, &why);
         if (!h) {
             lms_log(LMS_LEVEL_WARN, "group %s: cannot use %s (%s); this process keeps its own budget (LMS_LIMIT)",
                     lms_opt.group, path, why);
             return;
         }
         struct stat st;
-        fstat(f, &st);   /* it succeeded in map_file() */
+        fstat(f, &st);   /* it succeeded in lms_group_map_file() */
         file_dev = st.st_dev;
         file_ino = st.st_ino;
         fd = f;
