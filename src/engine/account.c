@@ -121,6 +121,24 @@ void lms_account_refused(lms_account *a, uint64_t size, const char *what, bool t
             device_of(a), what, (unsigned long long)size, (unsigned long long)used, (unsigned long long)a->budget);
 }
 
+/* Raises a's managed peak to `managed` bytes, noting the device and VMM
+ * charges then (the residency room of the at-exit summary; the two are
+ * read together only there, and a race between two allocations leaves a
+ * pair of one of them). */
+static void note_managed_peak(lms_account *a, uint64_t managed)
+{
+    uint64_t was = atomic_load_explicit(&a->managed_peak, memory_order_relaxed);
+    while (managed > was)
+        if (atomic_compare_exchange_weak_explicit(&a->managed_peak, &was, managed, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            atomic_store_explicit(&a->device_at_peak,
+                                  atomic_load_explicit(&a->live_charged[LMS_PLACE_DEVICE], memory_order_relaxed) +
+                                      atomic_load_explicit(&a->live_charged[LMS_PLACE_VMM], memory_order_relaxed),
+                                  memory_order_relaxed);
+            return;
+        }
+}
+
 void lms_account_add_chunk(lms_account *a, const lms_chunk *c)
 {
     atomic_fetch_add_explicit(&a->live_chunks[c->place], 1, memory_order_relaxed);
@@ -128,6 +146,8 @@ void lms_account_add_chunk(lms_account *a, const lms_chunk *c)
     if (c->charged)
         atomic_fetch_add_explicit(&a->live_charged[c->place], c->charged, memory_order_relaxed);
     atomic_fetch_add_explicit(&a->allocs[c->place], 1, memory_order_relaxed);
+    if (c->place == LMS_PLACE_MANAGED)
+        note_managed_peak(a, atomic_load_explicit(&a->live_bytes[LMS_PLACE_MANAGED], memory_order_relaxed));
     if (c->flags & LMS_CHUNK_FALLBACK)
         atomic_fetch_add_explicit(&a->fallbacks, 1, memory_order_relaxed);
 }

@@ -31,6 +31,8 @@ typedef struct lms_account {
     _Atomic uint64_t evictions;                /* evictions issued (count) */
     _Atomic uint64_t launches_scanned;         /* launches that went through residency */
     _Atomic uint64_t violations;               /* times used passed the budget (a bug) */
+    _Atomic uint64_t managed_peak;             /* most bytes of live managed chunks at once */
+    _Atomic uint64_t device_at_peak;           /* device and VMM charges when managed_peak was set */
 } lms_account;
 
 extern lms_account lms_accounts[LMS_MAX_DEVICES];

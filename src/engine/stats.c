@@ -11,6 +11,8 @@
 #include "chunks.h"
 #include "frag.h"
 #include "log.h"
+#include "options.h"
+#include "room.h"
 #include "trace.h"
 #include "units.h"
 
@@ -90,6 +92,9 @@ void lms_stats_print(void)
                 (unsigned long long)st.launches_scanned, s1, (unsigned long long)st.prefetches, s2,
                 (unsigned long long)st.evictions);
         }
+        const lms_account *a = &lms_accounts[d];
+        at += lms_room_text(buf + at, sizeof buf - at, "  ", st.budget, atomic_load(&a->device_at_peak),
+                            atomic_load(&a->managed_peak), st.prefetched_bytes, lms_opt.frac);
         lms_frag f;
         lms_frag_measure(d, &f);
         lms_format_size(s1, sizeof s1, f.holes);

@@ -1,7 +1,8 @@
 #!/bin/bash
-# frac_hint_test.sh SHAPES LMSHIM LIBLMSHIM — `lmshim report` tells the
-# residency engine's room and, when it was small against the managed
-# chunks at LMS_FRAC above 0.5, hints at a smaller LMS_FRAC; and that hint
+# frac_hint_test.sh SHAPES LMSHIM LIBLMSHIM — `lmshim report` and the
+# at-exit summary (LMS_STATS=1) tell the residency engine's room, in the
+# same line, and, when it was small against the managed chunks at LMS_FRAC
+# above 0.5, hint at a smaller LMS_FRAC; and that hint
 # is right on the shape it was measured on: bench/shapes `inference` at 3x
 # runs far faster at LMS_FRAC=0.5 than at the default.
 #   (a) defaults (LMS_FRAC=0.9) at 3x: the room line, the hint naming 0.9;
@@ -19,27 +20,36 @@ fail() { echo "frac_hint_test: $*" >&2; exit 1; }
 run() {
     local name=$1 ratio=$2
     shift 2
-    env SIMGPU_MEM=2048M SIMGPU_L2_MIB=0.625 LD_PRELOAD="$lib" LMS_LIMIT=1024M LMS_TRACE="$dir/$name.jsonl" "$@" \
+    env SIMGPU_MEM=2048M SIMGPU_L2_MIB=0.625 LD_PRELOAD="$lib" LMS_LIMIT=1024M LMS_TRACE="$dir/$name.jsonl" \
+        LMS_STATS=1 "$@" \
         "$shapes" --worker --shape inference --ratio "$ratio" --budget-mib 1024 --steps 8 --warmup 4 \
         --compute-scale 1 --seed 1 --alloc device >"$dir/$name.out" 2>&1 || fail "$name: the worker failed"
     grep -q '^RESULT ok=1' "$dir/$name.out" || { cat "$dir/$name.out"; fail "$name: no result"; }
     "$cli" report "$dir/$name.jsonl" >"$dir/$name.txt" 2>&1 || { cat "$dir/$name.txt"; fail "$name: report failed"; }
 }
 step() { sed -n 's/.*step_ms=\([0-9.]*\).*/\1/p' "$dir/$1.out"; }
+# The summary at exit says what the report says: the same room and hint lines.
+same() {
+    diff <(grep -E '^  (residency room|hint):' "$dir/$1.out") <(grep -E '^  (residency room|hint):' "$dir/$1.txt") ||
+        fail "$1: the summary at exit and the report differ"
+}
 
 run dflt 3
 grep -q '^  residency room: .* (the budget less .* of device chunks) for .* of managed chunks at their peak; .* fetched$' \
     "$dir/dflt.txt" || { cat "$dir/dflt.txt"; fail "(a) no room line"; }
 test "$(grep -c 'hint: .*LMS_FRAC than this run.s 0.9 (say 0.5)' "$dir/dflt.txt")" = 1 ||
     { cat "$dir/dflt.txt"; fail "(a) no hint, or more than one"; }
+same dflt
 
 run half 3 LMS_FRAC=0.5
 grep -q '^  residency room: ' "$dir/half.txt" || { cat "$dir/half.txt"; fail "(b) no room line"; }
 ! grep -q 'hint:' "$dir/half.txt" || { cat "$dir/half.txt"; fail "(b) a hint at LMS_FRAC=0.5"; }
+same half
 a=$(step dflt) b=$(step half)
 awk -v a="$a" -v b="$b" 'BEGIN { exit !(a >= 2 * b) }' ||
     fail "(b) LMS_FRAC=0.5 took $b ms a step against $a ms at the default: the hint would be wrong"
 
 run fits 0.5
-! grep -qE 'residency room|hint:' "$dir/fits.txt" || { cat "$dir/fits.txt"; fail "(c) a room line or hint with nothing managed"; }
+! grep -qE 'residency room|hint:' "$dir/fits.txt" "$dir/fits.out" ||
+    { cat "$dir/fits.txt" "$dir/fits.out"; fail "(c) a room line or hint with nothing managed"; }
 echo "frac_hint_test: default $a ms, LMS_FRAC=0.5 $b ms a step; hint shown only at the default"
