@@ -44,6 +44,7 @@ typedef struct dev_state {
     uint64_t allocs[5], fallbacks, oom, prefetched, evicted, launches;
     uint64_t requested, charged;    /* live device chunks */
     uint64_t managed, managed_peak; /* live managed chunks' bytes, and their most at once */
+    uint64_t named;                 /* bytes of managed chunks named by launches (a chunk's size each time) */
     uint64_t device_at_peak;        /* the most device and VMM charges while the managed bytes were at their peak */
     interval *live;                 /* live device chunks sorted by address */
     size_t nlive, caplive;
@@ -582,6 +583,15 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
     }
     if (strcmp(type, LMS_TE(launch)) == 0) {
         d->launches++;
+        int arr = lms_json_get(j, 0, LMS_TF(launch, chunks, IDS));
+        for (int c = arr >= 0 && j->nodes[arr].type == LMS_JSON_ARRAY ? j->nodes[arr].first_child : -1; c >= 0;
+             c = j->nodes[c].next) {
+            double v = j->nodes[c].num;
+            alloc_rec *a = j->nodes[c].type == LMS_JSON_NUMBER && v >= 0 && v <= 1e9 && v == (double)(int64_t)v
+                               ? managed_by_id(f, (int64_t)v) : NULL;
+            if (a && a->dev == (int)dv)
+                d->named += a->size;
+        }
         return NULL;
     }
     return NULL;   /* a newer event type */
@@ -664,8 +674,10 @@ static int by_peak(const void *a, const void *b)
  * peak: device chunks allocated after the peak count) against those
  * managed bytes, when there were any; and a hint when that room was under
  * a quarter of them (exactly: 4 x room < peak), they were fetched at least
- * once over, and LMS_FRAC (frac; frac_text as the header wrote it) was
- * above 0.5: a smaller LMS_FRAC leaves the engine more room, which
+ * once over or named by launches at least twice over (a room too small to
+ * fetch into leaves them read over the link: LMS_FRAC=1 at 3x was 12x
+ * slower a step than 0.5), and LMS_FRAC (frac; frac_text as the header
+ * wrote it) was above 0.5: a smaller LMS_FRAC leaves the engine more room, which
  * made some steps of bench/shapes far faster and others slower
  * (docs/PERFORMANCE.md, "Choosing LMS_FRAC"): a hint to compare, no
  * verdict (the trace cannot tell which kind this step is). */
@@ -680,11 +692,14 @@ static void room_line(const dev_state *d, double frac, const char *frac_text, FI
             sz(e, d->prefetched));
     /* under a quarter: room < M/4 exactly, so room < ceil(M/4) in whole bytes */
     uint64_t quarter = d->managed_peak / 4 + (d->managed_peak % 4 != 0);
-    if (room < quarter && d->prefetched >= d->managed_peak && frac > 0.5)
-        fprintf(out, "  hint: that room is under a quarter of the managed chunks, fetched over and over: a smaller "
+    bool fetched = d->prefetched >= d->managed_peak, named = d->named >= 2 * d->managed_peak;
+    if (room < quarter && (fetched || named) && frac > 0.5)
+        fprintf(out, "  hint: that room is under a quarter of the managed chunks, %s: a smaller "
                 "LMS_FRAC than this run's %s (say 0.5) keeps fewer chunks on the device for good and leaves the "
                 "engine more room, up to 3x faster on some steps and slower on others: compare a run at 0.5 "
-                "(docs/PERFORMANCE.md, \"Choosing LMS_FRAC\")\n", frac_text);
+                "(docs/PERFORMANCE.md, \"Choosing LMS_FRAC\")\n",
+                fetched ? "fetched over and over" : "named by launches over and over but hardly fetched (read over the link)",
+                frac_text);
 }
 
 void lms_report_text(const lms_report *r, FILE *out)
