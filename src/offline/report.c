@@ -46,6 +46,8 @@ typedef struct dev_state {
     uint64_t managed, managed_peak; /* live managed chunks' bytes, and their most at once */
     uint64_t named;                 /* bytes of managed chunks named by launches (a chunk's size each time) */
     uint64_t device_at_peak;        /* the most device and VMM charges while the managed bytes were at their peak */
+    uint64_t device_at_launch;      /* the same over the launches while they were at their peak */
+    bool launched_at_peak;          /* a launch came while they were at their (latest) peak */
     interval *live;                 /* live device chunks sorted by address */
     size_t nlive, caplive;
     sample *samples;
@@ -516,6 +518,8 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         if (p == 1 && d->managed > d->managed_peak) {
             d->managed_peak = d->managed;
             d->device_at_peak = d->device;
+            d->device_at_launch = 0;
+            d->launched_at_peak = false;
         } else if (d->managed_peak && d->managed == d->managed_peak && d->device > d->device_at_peak) {
             d->device_at_peak = d->device;
         }
@@ -583,6 +587,11 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
     }
     if (strcmp(type, LMS_TE(launch)) == 0) {
         d->launches++;
+        if (d->managed_peak && d->managed == d->managed_peak) {   /* the room this launch ran in */
+            d->launched_at_peak = true;
+            if (d->device > d->device_at_launch)
+                d->device_at_launch = d->device;
+        }
         int arr = lms_json_get(j, 0, LMS_TF(launch, chunks, IDS));
         for (int c = arr >= 0 && j->nodes[arr].type == LMS_JSON_ARRAY ? j->nodes[arr].first_child : -1; c >= 0;
              c = j->nodes[c].next) {
@@ -670,8 +679,10 @@ static int by_peak(const void *a, const void *b)
 }
 
 /* One line on the room the residency engine had on a device (the budget
- * less the most device chunks while the managed chunks were at their
- * peak: device chunks allocated after the peak count) against those
+ * less the most device chunks at a launch while the managed chunks were
+ * at their peak: device chunks allocated after the peak count, those freed
+ * before the first launch do not; without such a launch, the most device
+ * chunks while they were at their peak) against those
  * managed bytes, when there were any; and a hint when that room was under
  * a quarter of them (exactly: 4 x room < peak), they were fetched at least
  * once over or named by launches at least twice over (a room too small to
@@ -685,10 +696,11 @@ static void room_line(const dev_state *d, double frac, const char *frac_text, FI
 {
     if (!d->managed_peak || !d->budget)
         return;
-    uint64_t room = d->budget > d->device_at_peak ? d->budget - d->device_at_peak : 0;
+    uint64_t device = d->launched_at_peak ? d->device_at_launch : d->device_at_peak;
+    uint64_t room = d->budget > device ? d->budget - device : 0;
     char a[32], b[32], c[32], e[32];
     fprintf(out, "  residency room: %s (the budget less %s of device chunks) for %s of managed chunks at their "
-            "peak; %s fetched\n", sz(a, room), sz(b, d->device_at_peak), sz(c, d->managed_peak),
+            "peak; %s fetched\n", sz(a, room), sz(b, device), sz(c, d->managed_peak),
             sz(e, d->prefetched));
     /* under a quarter: room < M/4 exactly, so room < ceil(M/4) in whole bytes */
     uint64_t quarter = d->managed_peak / 4 + (d->managed_peak % 4 != 0);

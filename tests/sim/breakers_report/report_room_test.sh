@@ -5,6 +5,10 @@
 #   (a) device chunks allocated while the managed chunks stay at their peak
 #       shrink the room: it is the budget less the most device chunks
 #       while they were at their peak, not those at the moment they peaked;
+#   (a2) with launches at the peak, the room is the one they ran in: a
+#       scratch buffer freed before the first launch leaves the whole
+#       budget; device chunks freed only after the last launch (the
+#       program's end) still count;
 #   (b) "under a quarter" exactly: room 1 for 5 bytes hints (1 < 1.25),
 #       room 2 for 8 bytes does not (a quarter is not under it);
 #   (c) the header's LMS_FRAC read as options are written (digits and one
@@ -37,6 +41,20 @@ report a
 room a | grep -q '^  residency room: 200 (the budget less 800 of device chunks) for 1000 ' ||
     { cat "$dir/a.txt"; fail "(a) the room ignores device chunks allocated at the managed peak"; }
 test "$(hint a)" = 1 || { cat "$dir/a.txt"; fail "(a) no hint with 200 of room for 1000"; }
+
+# (a2) 800 of scratch freed before the launches; 800 of activations freed after them.
+lc() { printf '{"type":"launch","t":%s,"dev":0,"seq":%s,"fn":"0x1","name":"k","stream":"0x0","chunks":[0],"dropped":0}\n' "$@"; }
+{ hdr 0.9; dev 0 1000; al 1002 0x1000 800 800 device -1; al 1003 0x10000 1000 0 managed 0; fr 1004 0x1000
+  lc 1005 1; pf 1006 0 1000; lc 1007 2; pf 1008 0 1000; } >"$dir/a2.jsonl"
+report a2
+room a2 | grep -q '^  residency room: 1000 (the budget less 0 of device chunks) for 1000 ' ||
+    { cat "$dir/a2.txt"; fail "(a2) scratch freed before any launch still shrinks the room"; }
+test "$(hint a2)" = 0 || { cat "$dir/a2.txt"; fail "(a2) a hint with the whole budget as room"; }
+{ hdr 0.9; dev 0 1000; al 1002 0x1000 800 800 device -1; al 1003 0x10000 1000 0 managed 0
+  lc 1005 1; pf 1006 0 1000; lc 1007 2; pf 1008 0 1000; fr 1009 0x1000; } >"$dir/a3.jsonl"
+report a3
+room a3 | grep -q '^  residency room: 200 (the budget less 800 of device chunks) for 1000 ' ||
+    { cat "$dir/a3.txt"; fail "(a2) device chunks freed at the end do not count"; }
 
 # (b) the quarter, exactly.
 { hdr 0.9; dev 0 1000; al 1002 0x1000 999 999 device -1; al 1003 0x10000 5 0 managed 0; pf 1004 0 5; } >"$dir/b1.jsonl"
@@ -78,7 +96,7 @@ room d | grep -q ' for 1000 of managed chunks at their peak' ||
 { hdr 0.9; dev 0 1000; al 1002 0x1000 800 800 device -1; al 1003 0x9000 100 0 host -1; fr 1004 0x1000; } >"$dir/e.jsonl"
 report e
 ! grep -qE 'residency room|hint:' "$dir/e.txt" || { cat "$dir/e.txt"; fail "(e) a room line without managed chunks"; }
-for t in a b1 b2 c d e; do
+for t in a a2 a3 b1 b2 c d e; do
     "$cli" report --svg "$dir/$t.svg" --chrome "$dir/$t.json" --html "$dir/$t.html" "$dir/$t.jsonl" >/dev/null 2>&1 &&
         test -s "$dir/$t.svg" && test -s "$dir/$t.json" && test -s "$dir/$t.html" || fail "(e) $t: --svg/--chrome/--html"
 done
