@@ -91,6 +91,7 @@ typedef struct file_state {
     double t0;                      /* first timestamp (s); <0 unknown */
     double frac;                    /* the run's LMS_FRAC (its header's options); <0 unknown */
     char frac_text[32];             /* the same as the header writes it ("" unknown) */
+    bool no_fetch;                  /* its LMS_POLICY is "none": managed chunks are read over the link, never fetched */
     dev_state dev[DEVS];
     site *sites;
     size_t nsites, capsites;
@@ -453,6 +454,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         int opts = lms_json_get(j, 0, LMS_TF(header, options, OPTIONS));
         if (opts >= 0 && lms_json_get(j, opts, "LMS_FRAC") >= 0)
             take_frac(f, j, lms_json_get(j, opts, "LMS_FRAC"));
+        char policy[16];
+        if (opts >= 0 && lms_json_string(j, opts, "LMS_POLICY", policy, sizeof policy))
+            f->no_fetch = strcmp(policy, "none") == 0;
         return NULL;
     }
     if (strcmp(type, LMS_TE(site)) == 0)
@@ -599,7 +603,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
             alloc_rec *a = j->nodes[c].type == LMS_JSON_NUMBER && v >= 0 && v <= 1e9 && v == (double)(int64_t)v
                                ? managed_by_id(f, (int64_t)v) : NULL;
             if (a && a->dev == (int)dv)
-                d->named += a->size;
+                d->named = d->named > UINT64_MAX - a->size ? UINT64_MAX : d->named + a->size;
         }
         return NULL;
     }
@@ -678,21 +682,22 @@ static int by_peak(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* One line on the room the residency engine had on a device (the budget
- * less the most device chunks at a launch while the managed chunks were
- * at their peak: device chunks allocated after the peak count, those freed
- * before the first launch do not; without such a launch, the most device
- * chunks while they were at their peak) against those
- * managed bytes, when there were any; and a hint when that room was under
- * a quarter of them (exactly: 4 x room < peak), they were fetched at least
- * once over or named by launches at least twice over (a room too small to
- * fetch into leaves them read over the link: LMS_FRAC=1 at 3x was 12x
- * slower a step than 0.5), and LMS_FRAC (frac; frac_text as the header
- * wrote it) was above 0.5: a smaller LMS_FRAC leaves the engine more room, which
- * made some steps of bench/shapes far faster and others slower
- * (docs/PERFORMANCE.md, "Choosing LMS_FRAC"): a hint to compare, no
- * verdict (the trace cannot tell which kind this step is). */
-static void room_line(const dev_state *d, double frac, const char *frac_text, FILE *out)
+/* One line on the room the residency engine had on a device against the
+ * managed chunks at their peak, when there were any: the budget less the
+ * most device chunks at a launch while they were at their peak (device
+ * chunks allocated after the peak count, those freed before the first
+ * launch do not; without such a launch, the most device chunks while they
+ * were at their peak). Then a hint when that room was under a quarter of
+ * them (exactly: 4 x room < peak), they were fetched at least once over or
+ * named by launches at least twice over (a room too small to fetch into
+ * leaves them read over the link: LMS_FRAC=1 at 3x was 12x slower a step
+ * than 0.5), f's LMS_FRAC was above 0.5 (named as its header wrote it) and
+ * its LMS_POLICY was not "none" (which never fetches: a smaller LMS_FRAC
+ * only reads more over the link there). A smaller LMS_FRAC leaves the
+ * engine more room, which made some steps of bench/shapes far faster and
+ * others slower (docs/PERFORMANCE.md, "Choosing LMS_FRAC"): a hint to
+ * compare, no verdict (the trace cannot tell which kind this step is). */
+static void room_line(const dev_state *d, const file_state *f, FILE *out)
 {
     if (!d->managed_peak || !d->budget)
         return;
@@ -704,14 +709,14 @@ static void room_line(const dev_state *d, double frac, const char *frac_text, FI
             sz(e, d->prefetched));
     /* under a quarter: room < M/4 exactly, so room < ceil(M/4) in whole bytes */
     uint64_t quarter = d->managed_peak / 4 + (d->managed_peak % 4 != 0);
-    bool fetched = d->prefetched >= d->managed_peak, named = d->named >= 2 * d->managed_peak;
-    if (room < quarter && (fetched || named) && frac > 0.5)
+    bool fetched = d->prefetched >= d->managed_peak, named = d->named / 2 >= d->managed_peak;
+    if (room < quarter && (fetched || named) && f->frac > 0.5 && !f->no_fetch)
         fprintf(out, "  hint: that room is under a quarter of the managed chunks, %s: a smaller "
                 "LMS_FRAC than this run's %s (say 0.5) keeps fewer chunks on the device for good and leaves the "
                 "engine more room, up to 3x faster on some steps and slower on others: compare a run at 0.5 "
                 "(docs/PERFORMANCE.md, \"Choosing LMS_FRAC\")\n",
                 fetched ? "fetched over and over" : "named by launches over and over but hardly fetched (read over the link)",
-                frac_text);
+                f->frac_text);
 }
 
 void lms_report_text(const lms_report *r, FILE *out)
@@ -752,7 +757,7 @@ void lms_report_text(const lms_report *r, FILE *out)
                     sz(c, d->physical));
             fprintf(out, "  fragmentation: most holes %s (at %.3f s), most rounding %s\n", sz(a, max_holes), at_holes,
                     sz(b, max_round));
-            room_line(d, f->frac, f->frac_text, out);
+            room_line(d, f, out);
             /* About eight samples spread over the run, and always the
              * last one: the state the trace ends in. */
             size_t step = d->nsamples > 8 ? d->nsamples / 8 : 1;

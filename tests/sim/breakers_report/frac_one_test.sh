@@ -8,7 +8,10 @@
 #       the same at LMS_FRAC=0.5 at least 2x faster a step;
 #   (b) a hand-written trace: 1000 managed bytes named by launches 3 times
 #       over, 100 fetched, 100 of room: a hint; only the 600-byte chunk
-#       named, once: no hint (the chunks were not needed over and over).
+#       named, once: no hint (the chunks were not needed over and over);
+#   (c) LMS_POLICY=none never fetches, whatever the room: a smaller
+#       LMS_FRAC only reads more over the link (inference 3x at 0.5 is
+#       slower than at 1 there), so no hint under it.
 set -u
 shapes=$1 cli=$2 lib=$3
 dir=$(mktemp -d)
@@ -52,4 +55,12 @@ test "$(grep -c '^  hint: ' "$dir/h3.txt")" = 1 || { cat "$dir/h3.txt"; fail "(b
   printf '{"type":"launch","t":1006,"dev":0,"seq":2,"fn":"0x1","name":"k","stream":"0x0","chunks":[],"dropped":0}\n'; } >"$dir/h1.jsonl"
 "$cli" report "$dir/h1.jsonl" >"$dir/h1.txt" 2>&1 || fail "(b) report failed"
 test "$(grep -c '^  hint: ' "$dir/h1.txt")" = 0 || { cat "$dir/h1.txt"; fail "(b) a hint for chunks named once"; }
-echo "frac_one_test: LMS_FRAC=1 $a ms, 0.5 $b ms a step; hint at 1"
+run none1 LMS_FRAC=1 LMS_POLICY=none
+run nonehalf LMS_FRAC=0.5 LMS_POLICY=none
+c=$(step none1) d=$(step nonehalf)
+awk -v c="$c" -v d="$d" 'BEGIN { exit !(d > c) }' || fail "(c) under LMS_POLICY=none 0.5 ($d ms) is not slower than 1 ($c ms)"
+! grep -q '^  hint: ' "$dir/none1.txt" || { cat "$dir/none1.txt"; fail "(c) a hint under LMS_POLICY=none"; }
+hand 3 | sed 's/"LMS_FRAC":"1"/"LMS_FRAC":"1","LMS_POLICY":"none"/' >"$dir/hn.jsonl"
+"$cli" report "$dir/hn.jsonl" >"$dir/hn.txt" 2>&1 || fail "(c) report failed"
+! grep -q '^  hint: ' "$dir/hn.txt" || { cat "$dir/hn.txt"; fail "(c) a hint for a hand-written trace under none"; }
+echo "frac_one_test: LMS_FRAC=1 $a ms, 0.5 $b ms a step, hint at 1; under LMS_POLICY=none 1 $c ms, 0.5 $d ms, no hint"
