@@ -43,7 +43,7 @@ typedef struct dev_state {
     uint64_t device, resident, host, peak;
     uint64_t allocs[5], fallbacks, oom, prefetched, evicted, launches;
     uint64_t requested, charged;    /* live device chunks */
-    uint64_t managed, managed_peak; /* live managed chunks' bytes, and their most at once */
+    uint64_t managed, managed_peak; /* live managed chunks' bytes (the residency engine's: with an id), and their most at once */
     uint64_t named;                 /* bytes of managed chunks named by launches (a chunk's size each time) */
     uint64_t device_at_peak;        /* the most device and VMM charges while the managed bytes were at their peak */
     uint64_t device_at_launch;      /* the same over the launches while they were at their peak */
@@ -427,7 +427,7 @@ static void retire(file_state *f, const alloc_rec *a, double t)
     } else {
         ad->resident -= a->resident;
         ad->host -= a->size - a->resident;
-        if (a->place == 1)
+        if (a->place == 1 && a->id >= 0)
             ad->managed -= a->size;
     }
     site *st = a->site >= 0 ? site_of(f, a->site, false) : NULL;
@@ -515,7 +515,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         } else {
             d->host += a.size;
         }
-        if (p == 1)
+        if (p == 1 && a.id >= 0)   /* the residency engine's (the program's own managed memory has no id) */
             d->managed += a.size;
         /* a new managed peak takes the device chunks of this moment; at
          * the peak still, more device chunks leave less room */

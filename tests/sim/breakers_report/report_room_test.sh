@@ -17,6 +17,9 @@
 #       hint; "0.50000001" is above 0.5 and is named as written;
 #   (d) a pointer allocated again without a free (the free was missed)
 #       retires the old chunk: the managed peak is not counted twice;
+#   (f) the program's own managed memory (cuMemAllocManaged: place
+#       "managed", id -1) is no chunk of the residency engine and no
+#       LMS_FRAC moves it: not in the managed bytes the room is set against;
 #   (e) a trace without managed chunks prints no room line; --svg,
 #       --chrome and --html still work on every trace here.
 set -u
@@ -92,11 +95,22 @@ report d
 room d | grep -q ' for 1000 of managed chunks at their peak' ||
     { cat "$dir/d.txt"; fail "(d) a pointer allocated twice counted twice"; }
 
+# (f) 10000 of the program's managed memory next to the engine's 1000.
+{ hdr 0.9; dev 0 1000; al 1002 0x1000 800 800 device -1; al 1003 0x40000 10000 0 managed -1
+  al 1004 0x10000 1000 0 managed 0; pf 1005 0 2000; fr 1006 0x40000; } >"$dir/f.jsonl"
+report f
+room f | grep -q ' for 1000 of managed chunks at their peak' ||
+    { cat "$dir/f.txt"; fail "(f) the program's own managed memory counted as the engine's chunks"; }
+test "$(hint f)" = 1 || { cat "$dir/f.txt"; fail "(f) no hint"; }
+{ hdr 0.9; dev 0 1000; al 1003 0x40000 10000 0 managed -1; fr 1006 0x40000; } >"$dir/f2.jsonl"
+report f2
+! grep -qE 'residency room|hint:' "$dir/f2.txt" || { cat "$dir/f2.txt"; fail "(f) a room line for the program's managed memory alone"; }
+
 # (e) no managed chunk; the other outputs on every trace.
 { hdr 0.9; dev 0 1000; al 1002 0x1000 800 800 device -1; al 1003 0x9000 100 0 host -1; fr 1004 0x1000; } >"$dir/e.jsonl"
 report e
 ! grep -qE 'residency room|hint:' "$dir/e.txt" || { cat "$dir/e.txt"; fail "(e) a room line without managed chunks"; }
-for t in a a2 a3 b1 b2 c d e; do
+for t in a a2 a3 b1 b2 c d e f f2; do
     "$cli" report --svg "$dir/$t.svg" --chrome "$dir/$t.json" --html "$dir/$t.html" "$dir/$t.jsonl" >/dev/null 2>&1 &&
         test -s "$dir/$t.svg" && test -s "$dir/$t.json" && test -s "$dir/$t.html" || fail "(e) $t: --svg/--chrome/--html"
 done
