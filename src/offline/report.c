@@ -43,7 +43,7 @@ typedef struct dev_state {
     uint64_t device, resident, host, peak;
     uint64_t allocs[5], fallbacks, oom, prefetched, evicted, launches;
     uint64_t requested, charged;    /* live device chunks */
-    uint64_t managed, managed_peak; /* live managed chunks' bytes (the residency engine's: with an id), and their most at once */
+    uint64_t managed, managed_peak; /* live managed chunks' bytes (the engine's: with an id), and their most at once */
     uint64_t named;                 /* bytes of managed chunks named by launches (a chunk's size each time) */
     uint64_t device_at_peak;        /* the most device and VMM charges while the managed bytes were at their peak */
     uint64_t device_at_launch;      /* the same over the launches while they were at their peak */
@@ -91,7 +91,7 @@ typedef struct file_state {
     double t0;                      /* first timestamp (s); <0 unknown */
     double frac;                    /* the run's LMS_FRAC (its header's options); <0 unknown */
     char frac_text[32];             /* the same as the header writes it ("" unknown) */
-    bool no_fetch;                  /* its LMS_POLICY is "none": managed chunks are read over the link, never fetched */
+    bool no_fetch;                  /* its LMS_POLICY is "none": managed chunks are never fetched */
     dev_state dev[DEVS];
     site *sites;
     size_t nsites, capsites;
@@ -452,8 +452,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         if (lms_json_number(j, 0, LMS_TF(header, t, TIME), &v) && v >= 0 && v < 1e19)
             f->t0 = v / 1e9;
         int opts = lms_json_get(j, 0, LMS_TF(header, options, OPTIONS));
-        if (opts >= 0 && lms_json_get(j, opts, "LMS_FRAC") >= 0)
-            take_frac(f, j, lms_json_get(j, opts, "LMS_FRAC"));
+        int frac = opts >= 0 ? lms_json_get(j, opts, "LMS_FRAC") : -1;
+        if (frac >= 0)
+            take_frac(f, j, frac);
         char policy[16];
         if (opts >= 0 && lms_json_string(j, opts, "LMS_POLICY", policy, sizeof policy))
             f->no_fetch = strcmp(policy, "none") == 0;
@@ -715,7 +716,8 @@ static void room_line(const dev_state *d, const file_state *f, FILE *out)
                 "LMS_FRAC than this run's %s (say 0.5) keeps fewer chunks on the device for good and leaves the "
                 "engine more room, up to 3x faster on some steps and slower on others: compare a run at 0.5 "
                 "(docs/PERFORMANCE.md, \"Choosing LMS_FRAC\")\n",
-                fetched ? "fetched over and over" : "named by launches over and over but hardly fetched (read over the link)",
+                fetched ? "fetched over and over"
+                        : "named by launches over and over but hardly fetched (read over the link)",
                 f->frac_text);
 }
 
