@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "simgpu.h"
+#include "units.h"
 #include "worker.h"
 #include "workloads.h"
 
@@ -276,10 +277,11 @@ int main(int argc, char **argv)
     }
     if (o.warmup == 0)   /* not given: all but the last 6 steps, at least 1 */
         o.warmup = o.steps > 7 ? o.steps - 6 : 1;
-    char *end = NULL;
-    double frac = o.frac ? strtod(o.frac, &end) : 1;
-    if (o.frac && (end == o.frac || *end || !(frac >= 0 && frac <= 1))) {
-        fprintf(stderr, "shapes: --frac takes a fraction from 0 to 1\n");
+    /* lmshim's own grammar for LMS_FRAC (digits, one point, at most 1): the
+     * workers get this text, and lmshim keeps its default for any other. */
+    double frac;
+    if (o.frac && (!lms_parse_decimal(o.frac, &frac) || frac > 1)) {
+        fprintf(stderr, "shapes: --frac takes a fraction from 0 to 1 as LMS_FRAC does (digits, at most one point: 0.5)\n");
         return 2;
     }
     if (o.steps < 2 || o.warmup < 1 || o.warmup >= o.steps || o.budget_mib < 64 || !(o.ratio > 0) || o.seeds < 1 || !(o.scale > 0)) {

@@ -43,8 +43,11 @@ typedef struct dev_state {
     uint64_t device, resident, host, peak;
     uint64_t allocs[5], fallbacks, oom, prefetched, evicted, launches;
     uint64_t requested, charged;    /* live device chunks */
-    uint64_t managed, managed_peak; /* live managed chunks' bytes, and their most at once */
-    uint64_t device_at_peak;        /* device and VMM charges when the managed bytes peaked */
+    uint64_t managed, managed_peak; /* live managed chunks' bytes (the engine's: with an id), and their most at once */
+    uint64_t named;                 /* bytes of managed chunks named by launches (a chunk's size each time) */
+    uint64_t device_at_peak;        /* the most device and VMM charges while the managed bytes were at their peak */
+    uint64_t device_at_launch;      /* the same over the launches while they were at their peak */
+    bool launched_at_peak;          /* a launch came while they were at their (latest) peak */
     interval *live;                 /* live device chunks sorted by address */
     size_t nlive, caplive;
     sample *samples;
@@ -87,6 +90,8 @@ typedef struct file_state {
     int rank;
     double t0;                      /* first timestamp (s); <0 unknown */
     double frac;                    /* the run's LMS_FRAC (its header's options); <0 unknown */
+    char frac_text[32];             /* the same as the header writes it ("" unknown) */
+    bool no_fetch;                  /* its LMS_POLICY is "none": managed chunks are never fetched */
     dev_state dev[DEVS];
     site *sites;
     size_t nsites, capsites;
@@ -383,6 +388,54 @@ static const char *take_site(file_state *f, const lms_json *j)
     return ok ? NULL : "out of memory";
 }
 
+/* Reads the run's LMS_FRAC from node `node` of a header's options: a
+ * string as lmshim writes options (digits and at most one point, no sign,
+ * space or exponent, at most 1), whole (not cut by the buffer, no NUL);
+ * anything else leaves it unknown (-1). */
+static void take_frac(file_state *f, const lms_json *j, int node)
+{
+    char text[sizeof f->frac_text];
+    double v;
+    f->frac = -1;
+    f->frac_text[0] = 0;
+    if (j->nodes[node].type != LMS_JSON_STRING)
+        return;
+    size_t n = lms_json_unescape(j->nodes[node].str, j->nodes[node].str_len, text, sizeof text - 1);
+    if (n >= sizeof text - 1)
+        return;
+    text[n] = 0;
+    if (strlen(text) != n || !lms_parse_decimal(text, &v) || v > 1)
+        return;
+    f->frac = v;
+    memcpy(f->frac_text, text, n + 1);
+}
+
+/* Takes a chunk the allocation map no longer holds (a) off its device's
+ * bytes, its managed id and its site's live bytes, at time t. */
+static void retire(file_state *f, const alloc_rec *a, double t)
+{
+    uint64_t *owner = a->id >= 0 ? lms_addrmap_get(&f->managed, (uint64_t)a->id + 1) : NULL;
+    if (owner && *owner == a->ptr)
+        lms_addrmap_take(&f->managed, (uint64_t)a->id + 1, NULL);
+    dev_state *ad = &f->dev[a->dev];
+    if (a->place == 0 || a->place == 3) {
+        ad->device -= a->charge;
+        if (a->place == 0) {
+            ad->charged -= a->charge;
+            track_interval(ad, a->ptr, a->size, false);
+        }
+    } else {
+        ad->resident -= a->resident;
+        ad->host -= a->size - a->resident;
+        if (a->place == 1 && a->id >= 0)
+            ad->managed -= a->size;
+    }
+    site *st = a->site >= 0 ? site_of(f, a->site, false) : NULL;
+    if (st)
+        st->live -= a->size;
+    sample_now(ad, t);
+}
+
 /* Interprets one line of a trace. */
 static const char *take(const lms_json *j, size_t lineno, void *ctx)
 {
@@ -399,11 +452,12 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         if (lms_json_number(j, 0, LMS_TF(header, t, TIME), &v) && v >= 0 && v < 1e19)
             f->t0 = v / 1e9;
         int opts = lms_json_get(j, 0, LMS_TF(header, options, OPTIONS));
-        char frac[32], *end;
-        if (opts >= 0 && lms_json_string(j, opts, "LMS_FRAC", frac, sizeof frac)) {
-            v = strtod(frac, &end);
-            f->frac = end != frac && !*end && v >= 0 && v <= 1 ? v : -1;
-        }
+        int frac = opts >= 0 ? lms_json_get(j, opts, "LMS_FRAC") : -1;
+        if (frac >= 0)
+            take_frac(f, j, frac);
+        char policy[16];
+        if (opts >= 0 && lms_json_string(j, opts, "LMS_POLICY", policy, sizeof policy))
+            f->no_fetch = strcmp(policy, "none") == 0;
         return NULL;
     }
     if (strcmp(type, LMS_TE(site)) == 0)
@@ -446,6 +500,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
                        .dev = (int)dv, .place = p, .site = (int)site_id, .id = (int64_t)id};
         if (!a.ptr)
             return "bad ptr";
+        alloc_rec old;   /* live still: its free was not traced, and the address is this chunk's now */
+        if (lms_addrmap_take(&f->allocs, a.ptr, &old))
+            retire(f, &old, t);
         if (!lms_addrmap_put(&f->allocs, a.ptr, &a) ||
             (a.id >= 0 && !lms_addrmap_put(&f->managed, (uint64_t)a.id + 1, &a.ptr)))
             return "out of memory";
@@ -459,12 +516,17 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         } else {
             d->host += a.size;
         }
-        if (p == 1) {
+        if (p == 1 && a.id >= 0)   /* the residency engine's (the program's own managed memory has no id) */
             d->managed += a.size;
-            if (d->managed > d->managed_peak) {
-                d->managed_peak = d->managed;
-                d->device_at_peak = d->device;
-            }
+        /* a new managed peak takes the device chunks of this moment; at
+         * the peak still, more device chunks leave less room */
+        if (p == 1 && d->managed > d->managed_peak) {
+            d->managed_peak = d->managed;
+            d->device_at_peak = d->device;
+            d->device_at_launch = 0;
+            d->launched_at_peak = false;
+        } else if (d->managed_peak && d->managed == d->managed_peak && d->device > d->device_at_peak) {
+            d->device_at_peak = d->device;
         }
         site *st = a.site >= 0 ? site_of(f, a.site, true) : NULL;
         if (st) {
@@ -480,29 +542,9 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
         alloc_rec a;
         if (!lms_json_string(j, 0, LMS_TF(free, ptr, HEX), s, sizeof s))
             return "free without ptr";
-        if (!lms_addrmap_take(&f->allocs, strtoull(s, NULL, 16), &a))
-            return NULL;   /* allocated before the trace began */
-        uint64_t *owner = a.id >= 0 ? lms_addrmap_get(&f->managed, (uint64_t)a.id + 1) : NULL;
-        if (owner && *owner == a.ptr)
-            lms_addrmap_take(&f->managed, (uint64_t)a.id + 1, NULL);
-        dev_state *ad = &f->dev[a.dev];
-        if (a.place == 0 || a.place == 3) {
-            ad->device -= a.charge;
-            if (a.place == 0) {
-                ad->charged -= a.charge;
-                track_interval(ad, a.ptr, a.size, false);
-            }
-        } else {
-            ad->resident -= a.resident;
-            ad->host -= a.size - a.resident;
-            if (a.place == 1)
-                ad->managed -= a.size;
-        }
-        site *st = a.site >= 0 ? site_of(f, a.site, false) : NULL;
-        if (st)
-            st->live -= a.size;
-        sample_now(ad, t);
-        return NULL;
+        if (lms_addrmap_take(&f->allocs, strtoull(s, NULL, 16), &a))
+            retire(f, &a, t);
+        return NULL;   /* else allocated before the trace began */
     }
     if (strcmp(type, LMS_TE(prefetch)) == 0 || strcmp(type, LMS_TE(evict)) == 0) {
         long long id, bytes;
@@ -550,6 +592,20 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
     }
     if (strcmp(type, LMS_TE(launch)) == 0) {
         d->launches++;
+        if (d->managed_peak && d->managed == d->managed_peak) {   /* the room this launch ran in */
+            d->launched_at_peak = true;
+            if (d->device > d->device_at_launch)
+                d->device_at_launch = d->device;
+        }
+        int arr = lms_json_get(j, 0, LMS_TF(launch, chunks, IDS));
+        for (int c = arr >= 0 && j->nodes[arr].type == LMS_JSON_ARRAY ? j->nodes[arr].first_child : -1; c >= 0;
+             c = j->nodes[c].next) {
+            double v = j->nodes[c].num;
+            alloc_rec *a = j->nodes[c].type == LMS_JSON_NUMBER && v >= 0 && v <= 1e9 && v == (double)(int64_t)v
+                               ? managed_by_id(f, (int64_t)v) : NULL;
+            if (a && a->dev == (int)dv)
+                d->named = d->named > UINT64_MAX - a->size ? UINT64_MAX : d->named + a->size;
+        }
         return NULL;
     }
     return NULL;   /* a newer event type */
@@ -627,28 +683,42 @@ static int by_peak(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* One line on the room the residency engine had on a device (the budget
- * less the device chunks when the managed chunks peaked) against those
- * managed bytes, when there were any; and a hint when that room was under
- * a quarter of them, they were fetched at least once over, and LMS_FRAC
- * was above 0.5: a smaller LMS_FRAC leaves the engine more room, which
- * made some steps of bench/shapes far faster and others slower
- * (docs/PERFORMANCE.md, "Choosing LMS_FRAC"): a hint to compare, no
- * verdict (the trace cannot tell which kind this step is). */
-static void room_line(const dev_state *d, double frac, FILE *out)
+/* One line on the room the residency engine had on a device against the
+ * managed chunks at their peak, when there were any: the budget less the
+ * most device chunks at a launch while they were at their peak (device
+ * chunks allocated after the peak count, those freed before the first
+ * launch do not; without such a launch, the most device chunks while they
+ * were at their peak). Then a hint when that room was under a quarter of
+ * them (exactly: 4 x room < peak), they were fetched at least once over or
+ * named by launches at least twice over (a room too small to fetch into
+ * leaves them read over the link: LMS_FRAC=1 at 3x was 12x slower a step
+ * than 0.5), f's LMS_FRAC was above 0.5 (named as its header wrote it) and
+ * its LMS_POLICY was not "none" (which never fetches: a smaller LMS_FRAC
+ * only reads more over the link there). A smaller LMS_FRAC leaves the
+ * engine more room, which made some steps of bench/shapes far faster and
+ * others slower (docs/PERFORMANCE.md, "Choosing LMS_FRAC"): a hint to
+ * compare, no verdict (the trace cannot tell which kind this step is). */
+static void room_line(const dev_state *d, const file_state *f, FILE *out)
 {
     if (!d->managed_peak || !d->budget)
         return;
-    uint64_t room = d->budget > d->device_at_peak ? d->budget - d->device_at_peak : 0;
+    uint64_t device = d->launched_at_peak ? d->device_at_launch : d->device_at_peak;
+    uint64_t room = d->budget > device ? d->budget - device : 0;
     char a[32], b[32], c[32], e[32];
     fprintf(out, "  residency room: %s (the budget less %s of device chunks) for %s of managed chunks at their "
-            "peak; %s fetched\n", sz(a, room), sz(b, d->device_at_peak), sz(c, d->managed_peak),
+            "peak; %s fetched\n", sz(a, room), sz(b, device), sz(c, d->managed_peak),
             sz(e, d->prefetched));
-    if (room < d->managed_peak / 4 && d->prefetched >= d->managed_peak && frac > 0.5)
-        fprintf(out, "  hint: that room is under a quarter of the managed chunks, fetched over and over: a smaller "
-                "LMS_FRAC than this run's %g (say 0.5) keeps fewer chunks on the device for good and leaves the "
+    /* under a quarter: room < M/4 exactly, so room < ceil(M/4) in whole bytes */
+    uint64_t quarter = d->managed_peak / 4 + (d->managed_peak % 4 != 0);
+    bool fetched = d->prefetched >= d->managed_peak, named = d->named / 2 >= d->managed_peak;
+    if (room < quarter && (fetched || named) && f->frac > 0.5 && !f->no_fetch)
+        fprintf(out, "  hint: that room is under a quarter of the managed chunks, %s: a smaller "
+                "LMS_FRAC than this run's %s (say 0.5) keeps fewer chunks on the device for good and leaves the "
                 "engine more room, up to 3x faster on some steps and slower on others: compare a run at 0.5 "
-                "(docs/PERFORMANCE.md, \"Choosing LMS_FRAC\")\n", frac);
+                "(docs/PERFORMANCE.md, \"Choosing LMS_FRAC\")\n",
+                fetched ? "fetched over and over"
+                        : "named by launches over and over but hardly fetched (read over the link)",
+                f->frac_text);
 }
 
 void lms_report_text(const lms_report *r, FILE *out)
@@ -689,7 +759,7 @@ void lms_report_text(const lms_report *r, FILE *out)
                     sz(c, d->physical));
             fprintf(out, "  fragmentation: most holes %s (at %.3f s), most rounding %s\n", sz(a, max_holes), at_holes,
                     sz(b, max_round));
-            room_line(d, f->frac, out);
+            room_line(d, f, out);
             /* About eight samples spread over the run, and always the
              * last one: the state the trace ends in. */
             size_t step = d->nsamples > 8 ? d->nsamples / 8 : 1;
