@@ -121,22 +121,38 @@ void lms_account_refused(lms_account *a, uint64_t size, const char *what, bool t
             device_of(a), what, (unsigned long long)size, (unsigned long long)used, (unsigned long long)a->budget);
 }
 
-/* Raises a's managed peak to `managed` bytes, noting the device and VMM
- * charges then (the residency room of the at-exit summary; the two are
- * read together only there, and a race between two allocations leaves a
- * pair of one of them). */
-static void note_managed_peak(lms_account *a, uint64_t managed)
+/* The device and VMM charges of a now. */
+static uint64_t device_charges(const lms_account *a)
 {
-    uint64_t was = atomic_load_explicit(&a->managed_peak, memory_order_relaxed);
-    while (managed > was)
-        if (atomic_compare_exchange_weak_explicit(&a->managed_peak, &was, managed, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            atomic_store_explicit(&a->device_at_peak,
-                                  atomic_load_explicit(&a->live_charged[LMS_PLACE_DEVICE], memory_order_relaxed) +
-                                      atomic_load_explicit(&a->live_charged[LMS_PLACE_VMM], memory_order_relaxed),
-                                  memory_order_relaxed);
-            return;
-        }
+    return atomic_load_explicit(&a->live_charged[LMS_PLACE_DEVICE], memory_order_relaxed) +
+           atomic_load_explicit(&a->live_charged[LMS_PLACE_VMM], memory_order_relaxed);
+}
+
+/* Keeps the managed peak and the most device charges while it holds (the
+ * residency room of the summary at exit, src/common/room.c): a managed
+ * chunk that raises the peak notes the device charges then, a device or
+ * VMM chunk placed while the managed bytes are at their peak raises them.
+ * Two allocations racing may leave the pair of either. */
+static void note_room(lms_account *a, const lms_chunk *c)
+{
+    if (c->place == LMS_PLACE_MANAGED) {
+        uint64_t managed = atomic_load_explicit(&a->live_bytes[LMS_PLACE_MANAGED], memory_order_relaxed);
+        uint64_t was = atomic_load_explicit(&a->managed_peak, memory_order_relaxed);
+        while (managed > was)
+            if (atomic_compare_exchange_weak_explicit(&a->managed_peak, &was, managed, memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                atomic_store_explicit(&a->device_at_peak, device_charges(a), memory_order_relaxed);
+                return;
+            }
+    } else if ((c->place == LMS_PLACE_DEVICE || c->place == LMS_PLACE_VMM) &&
+               atomic_load_explicit(&a->managed_peak, memory_order_relaxed) != 0 &&
+               atomic_load_explicit(&a->live_bytes[LMS_PLACE_MANAGED], memory_order_relaxed) ==
+                   atomic_load_explicit(&a->managed_peak, memory_order_relaxed)) {
+        uint64_t dev = device_charges(a), was = atomic_load_explicit(&a->device_at_peak, memory_order_relaxed);
+        while (dev > was && !atomic_compare_exchange_weak_explicit(&a->device_at_peak, &was, dev,
+                                                                   memory_order_relaxed, memory_order_relaxed))
+            ;
+    }
 }
 
 void lms_account_add_chunk(lms_account *a, const lms_chunk *c)
@@ -146,8 +162,7 @@ void lms_account_add_chunk(lms_account *a, const lms_chunk *c)
     if (c->charged)
         atomic_fetch_add_explicit(&a->live_charged[c->place], c->charged, memory_order_relaxed);
     atomic_fetch_add_explicit(&a->allocs[c->place], 1, memory_order_relaxed);
-    if (c->place == LMS_PLACE_MANAGED)
-        note_managed_peak(a, atomic_load_explicit(&a->live_bytes[LMS_PLACE_MANAGED], memory_order_relaxed));
+    note_room(a, c);
     if (c->flags & LMS_CHUNK_FALLBACK)
         atomic_fetch_add_explicit(&a->fallbacks, 1, memory_order_relaxed);
 }

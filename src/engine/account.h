@@ -32,7 +32,8 @@ typedef struct lms_account {
     _Atomic uint64_t launches_scanned;         /* launches that went through residency */
     _Atomic uint64_t violations;               /* times used passed the budget (a bug) */
     _Atomic uint64_t managed_peak;             /* most bytes of live managed chunks at once */
-    _Atomic uint64_t device_at_peak;           /* device and VMM charges when managed_peak was set */
+    _Atomic uint64_t device_at_peak;           /* most device and VMM charges while managed_peak held */
+    _Atomic uint64_t named_bytes;              /* bytes of managed chunks named by launches (each time) */
 } lms_account;
 
 extern lms_account lms_accounts[LMS_MAX_DEVICES];

@@ -1056,6 +1056,21 @@ static void wait_groups(live *l, const uint32_t *ids, int n)
                 op_wait_ready(l, &g[k].pc);
 }
 
+/* The bytes launch naming c counts toward the account's named bytes (the
+ * residency room's hint, src/common/room.c): its size; for a chunk in
+ * pieces, the whole chunk's once (at its first piece among the launch's,
+ * `prev` the chunk named before c), as the trace names it. */
+static uint64_t named_size(const res_chunk *c, const res_chunk *prev)
+{
+    const res_chunk *g = c->group;
+    if (!g)
+        return c->size;
+    if (prev && prev->group == g)
+        return 0;
+    const res_chunk *last = &g[g->pieces - 1];
+    return last->ptr + last->size - g->ptr;
+}
+
 /* Before a launch (lms_residency_before and _before_scan): its chunks are
  * ids[0..n), or, with `scan`, those its words point into, found under the
  * same hold of map_lock as the rest of the launch's decisions. */
@@ -1108,14 +1123,18 @@ static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *id
         l.sig = lms_price_sig(fn, tids, tok->n) ^ roles;   /* the roles of this launch's scan */
     lms_plan_chunk *few[LMS_TOKEN_FEW], **mine = ws ? ws->mine : few;   /* tok->n entries */
     int m = 0;
+    uint64_t named = 0;
     for (int i = 0; i < tok->n; i++) {
         lms_plan_chunk *pc = op_lookup(&l, tids[i]);
         if (pc) {
             lms_plan_pin(&d->plan, pc);
             mine[m++] = pc;
             tok->pieces |= ((res_chunk *)pc)->group != NULL;
+            named += named_size((res_chunk *)pc, m > 1 ? (res_chunk *)mine[m - 2] : NULL);
         }
     }
+    if (named)
+        atomic_fetch_add_explicit(&a->named_bytes, named, memory_order_relaxed);
     lms_plan_launch(&d->plan, &live_ops, &l, tok->seq, fn, tids, tok->n, mine, m);
     if (d->plan.policy->on_demand) {
         if (tok->pieces)

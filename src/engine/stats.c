@@ -12,6 +12,7 @@
 #include "frag.h"
 #include "log.h"
 #include "options.h"
+#include "policy.h"
 #include "room.h"
 #include "trace.h"
 #include "units.h"
@@ -93,8 +94,13 @@ void lms_stats_print(void)
                 (unsigned long long)st.evictions);
         }
         const lms_account *a = &lms_accounts[d];
-        at += lms_room_text(buf + at, sizeof buf - at, "  ", st.budget, atomic_load(&a->device_at_peak),
-                            atomic_load(&a->managed_peak), st.prefetched_bytes, lms_opt.frac);
+        char frac[32];
+        snprintf(frac, sizeof frac, "%g", lms_opt.frac);   /* as the trace's header writes it */
+        lms_room room = {.budget = st.budget, .device = atomic_load(&a->device_at_peak),
+                         .managed_peak = atomic_load(&a->managed_peak), .fetched = st.prefetched_bytes,
+                         .named = atomic_load(&a->named_bytes), .frac = lms_opt.frac, .frac_text = frac,
+                         .no_fetch = lms_opt.policy && strcmp(lms_opt.policy->name, "none") == 0};
+        at += lms_room_text(buf + at, sizeof buf - at, "  ", &room);
         lms_frag f;
         lms_frag_measure(d, &f);
         lms_format_size(s1, sizeof s1, f.holes);

@@ -19,6 +19,7 @@
 
 #include "addrmap.h"
 #include "jsonl.h"
+#include "room.h"
 #include "symbolize.h"
 #include "trace_fields.h"
 #include "units.h"
@@ -683,42 +684,18 @@ static int by_peak(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* One line on the room the residency engine had on a device against the
- * managed chunks at their peak, when there were any: the budget less the
- * most device chunks at a launch while they were at their peak (device
- * chunks allocated after the peak count, those freed before the first
- * launch do not; without such a launch, the most device chunks while they
- * were at their peak). Then a hint when that room was under a quarter of
- * them (exactly: 4 x room < peak), they were fetched at least once over or
- * named by launches at least twice over (a room too small to fetch into
- * leaves them read over the link: LMS_FRAC=1 at 3x was 12x slower a step
- * than 0.5), f's LMS_FRAC was above 0.5 (named as its header wrote it) and
- * its LMS_POLICY was not "none" (which never fetches: a smaller LMS_FRAC
- * only reads more over the link there). A smaller LMS_FRAC leaves the
- * engine more room, which made some steps of bench/shapes far faster and
- * others slower (docs/PERFORMANCE.md, "Choosing LMS_FRAC"): a hint to
- * compare, no verdict (the trace cannot tell which kind this step is). */
+/* The room line and hint (src/common/room.c) of a device, from the trace:
+ * the room is the budget less the most device chunks at a launch while the
+ * managed chunks were at their peak (device chunks allocated after the
+ * peak count, those freed before the first launch do not; without such a
+ * launch, the most device chunks while they were at their peak). */
 static void room_line(const dev_state *d, const file_state *f, FILE *out)
 {
-    if (!d->managed_peak || !d->budget)
-        return;
-    uint64_t device = d->launched_at_peak ? d->device_at_launch : d->device_at_peak;
-    uint64_t room = d->budget > device ? d->budget - device : 0;
-    char a[32], b[32], c[32], e[32];
-    fprintf(out, "  residency room: %s (the budget less %s of device chunks) for %s of managed chunks at their "
-            "peak; %s fetched\n", sz(a, room), sz(b, device), sz(c, d->managed_peak),
-            sz(e, d->prefetched));
-    /* under a quarter: room < M/4 exactly, so room < ceil(M/4) in whole bytes */
-    uint64_t quarter = d->managed_peak / 4 + (d->managed_peak % 4 != 0);
-    bool fetched = d->prefetched >= d->managed_peak, named = d->named / 2 >= d->managed_peak;
-    if (room < quarter && (fetched || named) && f->frac > 0.5 && !f->no_fetch)
-        fprintf(out, "  hint: that room is under a quarter of the managed chunks, %s: a smaller "
-                "LMS_FRAC than this run's %s (say 0.5) keeps fewer chunks on the device for good and leaves the "
-                "engine more room, up to 3x faster on some steps and slower on others: compare a run at 0.5 "
-                "(docs/PERFORMANCE.md, \"Choosing LMS_FRAC\")\n",
-                fetched ? "fetched over and over"
-                        : "named by launches over and over but hardly fetched (read over the link)",
-                f->frac_text);
+    lms_room r = {.budget = d->budget, .device = d->launched_at_peak ? d->device_at_launch : d->device_at_peak,
+                  .managed_peak = d->managed_peak, .fetched = d->prefetched, .named = d->named, .frac = f->frac,
+                  .frac_text = f->frac_text, .no_fetch = f->no_fetch};
+    char text[1024];
+    fputs(lms_room_text(text, sizeof text, "  ", &r) ? text : "", out);
 }
 
 void lms_report_text(const lms_report *r, FILE *out)

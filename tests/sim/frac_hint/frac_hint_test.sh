@@ -9,7 +9,8 @@
 #   (b) LMS_FRAC=0.5 at 3x: the room line, no hint; its step at least 2x
 #       shorter than (a)'s;
 #   (c) 0.5x (everything fits on the device placement): no managed chunk,
-#       no room line, no hint.
+#       no room line, no hint;
+#   (d) LMS_FRAC=1 at 3x: the hint of chunks read over the link.
 set -u
 shapes=$1 cli=$2 lib=$3
 dir=$(mktemp -d)
@@ -48,6 +49,13 @@ same half
 a=$(step dflt) b=$(step half)
 awk -v a="$a" -v b="$b" 'BEGIN { exit !(a >= 2 * b) }' ||
     fail "(b) LMS_FRAC=0.5 took $b ms a step against $a ms at the default: the hint would be wrong"
+
+# (d) LMS_FRAC=1: almost no room, hardly anything fetched, the chunks read
+#     over the link: the summary and the report agree on that hint too.
+run whole 3 LMS_FRAC=1
+grep -q 'hint: .*named by launches over and over but hardly fetched' "$dir/whole.txt" ||
+    { cat "$dir/whole.txt"; fail "(d) no hint at LMS_FRAC=1"; }
+same whole
 
 run fits 0.5
 ! grep -qE 'residency room|hint:' "$dir/fits.txt" "$dir/fits.out" ||
