@@ -18,16 +18,12 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "frac_one_test: $*" >&2; exit 1; }
 
+. "$(dirname "$0")/../../common/inference_run.sh"
 run() {
     local name=$1
     shift
-    env SIMGPU_MEM=2048M SIMGPU_L2_MIB=0.625 LD_PRELOAD="$lib" LMS_LIMIT=1024M LMS_TRACE="$dir/$name.jsonl" "$@" \
-        "$shapes" --worker --shape inference --ratio 3 --budget-mib 1024 --steps 6 --warmup 3 --compute-scale 1 \
-        --seed 1 --alloc device >"$dir/$name.out" 2>&1 || fail "$name: the worker failed"
-    grep -q '^RESULT ok=1' "$dir/$name.out" || { cat "$dir/$name.out"; fail "$name: no result"; }
-    "$cli" report "$dir/$name.jsonl" >"$dir/$name.txt" 2>&1 || { cat "$dir/$name.txt"; fail "$name: report failed"; }
+    inference_run "$name" 3 6 3 "$@"
 }
-step() { sed -n 's/.*step_ms=\([0-9.]*\).*/\1/p' "$dir/$1.out"; }
 
 run one LMS_FRAC=1
 run half LMS_FRAC=0.5

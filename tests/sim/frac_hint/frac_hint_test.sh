@@ -17,18 +17,13 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "frac_hint_test: $*" >&2; exit 1; }
 
-# One run of the inference shape under lmshim; trace and report in $dir/$1.
+. "$(dirname "$0")/../../common/inference_run.sh"
+# One run of the inference shape at RATIO, its summary at exit too.
 run() {
     local name=$1 ratio=$2
     shift 2
-    env SIMGPU_MEM=2048M SIMGPU_L2_MIB=0.625 LD_PRELOAD="$lib" LMS_LIMIT=1024M LMS_TRACE="$dir/$name.jsonl" \
-        LMS_STATS=1 "$@" \
-        "$shapes" --worker --shape inference --ratio "$ratio" --budget-mib 1024 --steps 8 --warmup 4 \
-        --compute-scale 1 --seed 1 --alloc device >"$dir/$name.out" 2>&1 || fail "$name: the worker failed"
-    grep -q '^RESULT ok=1' "$dir/$name.out" || { cat "$dir/$name.out"; fail "$name: no result"; }
-    "$cli" report "$dir/$name.jsonl" >"$dir/$name.txt" 2>&1 || { cat "$dir/$name.txt"; fail "$name: report failed"; }
+    inference_run "$name" "$ratio" 8 4 LMS_STATS=1 "$@"
 }
-step() { sed -n 's/.*step_ms=\([0-9.]*\).*/\1/p' "$dir/$1.out"; }
 # The summary at exit says what the report says: the same room and hint lines.
 same() {
     diff <(grep -E '^  (residency room|hint):' "$dir/$1.out") <(grep -E '^  (residency room|hint):' "$dir/$1.txt") ||
