@@ -6,6 +6,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,28 @@ void worker_paths_of(const char *self, worker_paths *p)
     snprintf(p->shim, sizeof p->shim, "%s/../preload/liblmshim.so", dir);
 }
 
+/* Takes every LMS_ variable but the log's (LMS_LOG, LMS_LOG_FILE) out of
+ * this process's environment: a mode runs with exactly the options its
+ * bench names (a shell's LMS_LIMIT_0 or LMS_POLICY would change rows that
+ * say otherwise). */
+static void clear_lms_options(void)
+{
+    for (bool again = true; again;) {
+        again = false;
+        for (char **e = environ; *e; e++) {
+            size_t k = strcspn(*e, "=");
+            if (strncmp(*e, "LMS_", 4) != 0 || strncmp(*e, "LMS_LOG", 7) == 0 || k >= 128)
+                continue;
+            char name[128];
+            memcpy(name, *e, k);
+            name[k] = 0;
+            unsetenv(name);   /* environ changes: look again from its start */
+            again = true;
+            break;
+        }
+    }
+}
+
 /* Forks, applies env in the child and execs argv with stdout on a pipe
  * (or on this process's stdout when buf is NULL); the parent reads the pipe
  * into buf (the caller's) and reaps the child. */
@@ -40,6 +63,7 @@ bool worker_run(char *const argv[], const worker_env *env, size_t n, char *buf, 
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        clear_lms_options();
         for (size_t i = 0; i < n; i++) {
             if (env[i].value)
                 setenv(env[i].name, env[i].value, 1);

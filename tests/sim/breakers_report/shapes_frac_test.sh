@@ -16,4 +16,15 @@ for good in 0 1 0.5 0.75 1.0 0.123456789; do
     out=$("$shapes" --frac "$good" --shapes no-such-shape 2>&1) || fail "--frac \"$good\" refused: $out"
     grep -q "LMS_FRAC=$good\$" <<<"$out" || fail "--frac \"$good\": the header does not name it: $out"
 done
-echo "shapes_frac_test: ok"
+echo "shapes_frac_test: --frac ok"
+# Options in the shell reach no row: a mode runs with exactly the options
+# bench/shapes names (LMS_LIMIT_0 would change every lmshim row's budget,
+# LMS_POLICY the defaults' policy); the log's options may pass.
+a=$("$shapes" --quick --shapes transformer --ratios 1.5 2>&1) || fail "the bench failed: $a"
+b=$(LMS_LIMIT_0=64M LMS_POLICY=none LMS_FRAC=1 LMS_ON_OOM=fail LMS_LOG=error \
+    "$shapes" --quick --shapes transformer --ratios 1.5 2>&1) || fail "the bench failed under LMS_ options: $b"
+test "$a" = "$b" || fail "options in the shell changed the table:
+$a
+---
+$b"
+echo "shapes_frac_test: the shell's LMS_ options reach no row"
