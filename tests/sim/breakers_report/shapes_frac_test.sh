@@ -20,9 +20,12 @@ echo "shapes_frac_test: --frac ok"
 # Options in the shell reach no row: a mode runs with exactly the options
 # bench/shapes names (LMS_LIMIT_0 would change every lmshim row's budget,
 # LMS_POLICY the defaults' policy); the log's options may pass.
-a=$("$shapes" --quick --shapes transformer --ratios 1.5 2>&1) || fail "the bench failed: $a"
+a=$("$shapes" --quick --shapes transformer --ratios 1.5) || fail "the bench failed: $a"
 b=$(LMS_LIMIT_0=64M LMS_POLICY=none LMS_FRAC=1 LMS_ON_OOM=fail LMS_LOG=error \
-    "$shapes" --quick --shapes transformer --ratios 1.5 2>&1) || fail "the bench failed under LMS_ options: $b"
+    "$shapes" --quick --shapes transformer --ratios 1.5) || fail "the bench failed under LMS_ options: $b"
+! grep -q 'failed' <<<"$a$b" || fail "a mode failed:
+$a
+$b"
 test "$a" = "$b" || fail "options in the shell changed the table:
 $a
 ---
