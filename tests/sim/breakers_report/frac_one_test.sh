@@ -19,14 +19,8 @@ trap 'rm -rf "$dir"' EXIT
 fail() { echo "frac_one_test: $*" >&2; exit 1; }
 
 . "$(dirname "$0")/../../common/inference_run.sh"
-run() {
-    local name=$1
-    shift
-    inference_run "$name" 3 6 3 "$@"
-}
-
-run one LMS_FRAC=1
-run half LMS_FRAC=0.5
+inference_run one 3 6 3 LMS_FRAC=1
+inference_run half 3 6 3 LMS_FRAC=0.5
 a=$(step one) b=$(step half)
 awk -v a="$a" -v b="$b" 'BEGIN { exit !(a >= 2 * b) }' || fail "(a) LMS_FRAC=1 $a ms a step, 0.5 $b ms: not the case"
 test "$(grep -c "^  hint: .* LMS_FRAC than this run's 1 (say 0.5)" "$dir/one.txt")" = 1 ||
@@ -51,8 +45,8 @@ test "$(grep -c '^  hint: ' "$dir/h3.txt")" = 1 || { cat "$dir/h3.txt"; fail "(b
   printf '{"type":"launch","t":1006,"dev":0,"seq":2,"fn":"0x1","name":"k","stream":"0x0","chunks":[],"dropped":0}\n'; } >"$dir/h1.jsonl"
 "$cli" report "$dir/h1.jsonl" >"$dir/h1.txt" 2>&1 || fail "(b) report failed"
 test "$(grep -c '^  hint: ' "$dir/h1.txt")" = 0 || { cat "$dir/h1.txt"; fail "(b) a hint for chunks named once"; }
-run none1 LMS_FRAC=1 LMS_POLICY=none
-run nonehalf LMS_FRAC=0.5 LMS_POLICY=none
+inference_run none1 3 6 3 LMS_FRAC=1 LMS_POLICY=none
+inference_run nonehalf 3 6 3 LMS_FRAC=0.5 LMS_POLICY=none
 c=$(step none1) d=$(step nonehalf)
 awk -v c="$c" -v d="$d" 'BEGIN { exit !(d > c) }' || fail "(c) under LMS_POLICY=none 0.5 ($d ms) is not slower than 1 ($c ms)"
 ! grep -q '^  hint: ' "$dir/none1.txt" || { cat "$dir/none1.txt"; fail "(c) a hint under LMS_POLICY=none"; }
