@@ -13,8 +13,10 @@
  * step) there is no prediction and the planner's order is LRU. A
  * signature that repeats inside a step (the same kernel on the same chunks
  * forward and backward) is told apart by its context: the launch one
- * period earlier, else the pair (previous signature, signature); see
- * observe().
+ * period earlier, else the pair (previous signature, signature), else,
+ * when the previous launch was never seen before (a kernel on a chunk
+ * allocated this step), the pair (latest signature seen before, signature);
+ * see observe().
  *
  * Nothing to learn: the policy scores each launch as a hit when the
  * signature it predicted for it came, or when its chunks came about when
@@ -68,6 +70,7 @@ typedef struct sigslot {
 
 typedef struct state {
     uint64_t sig1;            /* signature of the launch before this one (0: none) */
+    uint64_t sigk;            /* ... of the latest launch whose signature had been seen before it (0: none) */
     uint64_t predicted;       /* signature the latest match predicted for this launch (0: none) */
     uint32_t score;           /* recent predictions that came true, in 1/65536 (an average over ~16) */
     uint64_t doubt_since;     /* the launch confidence was last lost at */
@@ -128,6 +131,12 @@ static uint64_t mix(uint64_t h, uint64_t v)
 {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     return h * 0xff51afd7ed558ccdull;
+}
+
+/* The context key of a launch of signature `sig` after one of `before`. */
+static uint64_t ctx_of(uint64_t before, uint64_t sig)
+{
+    return mix(mix(0x6a09e667f3bcc909ull, before), sig) | 1;
 }
 
 /* True while pool entry `i` has not been overwritten. */
@@ -285,8 +294,13 @@ static bool chunks_came(lms_policy_memo *const *memos, int n, uint64_t seq)
  * the same signature (the step repeats); else the latest launch with the
  * same signature after the same previous signature (the context: a step
  * that runs the same kernel on the same chunks forward and backward has
- * repeated signatures, but not repeated pairs); else the latest launch
- * with the same signature. Only the first two set the period. */
+ * repeated signatures, but not repeated pairs); else, when the previous
+ * launch's signature was new, the latest launch with the same signature
+ * after the latest signature seen before (a step that gains a launch on a
+ * new chunk, a cache block, keeps its context: bench/shapes `growing`,
+ * whose layers all start with the same two signatures, was matched with
+ * the layer before in the same step); else the latest launch with the
+ * same signature. Only the first three set the period. */
 static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lms_policy_memo *const *memos,
                     int n)
 {
@@ -295,11 +309,13 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     for (int i = 0; i < n; i++)
         sig = mix(sig, ids[i]);
     sig |= 1;   /* 0 marks an empty slot */
-    uint64_t ctx = mix(mix(0x6a09e667f3bcc909ull, s->sig1), sig) | 1;
+    uint64_t ctx = ctx_of(s->sig1, sig);
     score(s, sig, chunks_came(memos, n, seq));
     s->seq = seq;
     s->matched = false;
     uint64_t prev_sig = seen_at(s, sig), prev_ctx = seen_at(s, ctx);
+    if (!prev_ctx && s->sigk && s->sigk != s->sig1)   /* a launch never seen before came between */
+        prev_ctx = seen_at(s, ctx_of(s->sigk, sig));
     uint64_t far = prev_ctx ? prev_ctx : prev_sig;
     if (far && seq - far >= s->hcap && s->hcap < HIST_MAX) {
         /* A step longer than the ring: hold two of them from now on. */
@@ -381,6 +397,8 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         if (memos[i])
             memos[i]->w[M_RUN] = memos[i]->w[M_NEXT] ? 0 : memos[i]->w[M_RUN] ? memos[i]->w[M_RUN] : seq;
     s->sig1 = sig;
+    if (prev_sig)
+        s->sigk = sig;
     if (remember(s, sig, seq))
         remember(s, ctx, seq);
 }

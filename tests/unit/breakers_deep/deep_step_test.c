@@ -379,6 +379,95 @@ static void trials_move_to_the_step(void)
     free(c);
 }
 
+/* The period the policy names, set by the test per launch. */
+static uint64_t named_period, named_step;
+static uint64_t period_named(void *st) { (void)st; return named_period; }
+static uint64_t step_named(void *st) { (void)st; return named_step; }
+
+/* A period not confirmed that grows by one every eighth of itself (a step
+ * that grows every step, bench/shapes `growing`), reading in place the
+ * cheapest mode: its windows would time different work in each mode, so
+ * no trial completes and the planner acts throughout. A period that holds
+ * is timed (the control). */
+static void period_drifts_acts(void)
+{
+    for (int drift = 1; drift >= 0; drift--) {
+        lms_policy pol = *lms_policy_find("lookahead");
+        pol.period = period_named;
+        pol.step = NULL;
+        moded *m = calloc(1, sizeof *m);
+        CHECK(m != NULL);
+        m->extra[LMS_PLAN_INPLACE] = -50;
+        fake_room_init(&m->c.f, ROOM, STEP);
+        lms_plan plan;
+        CHECK(lms_plan_init(&plan, &pol));
+        lms_plan_ops ops = fake_room_ops();
+        ops.mark = fake_steps_mark;
+        ops.between = fake_steps_between;
+        uint64_t acting = 0, launches = 0;
+        named_period = 20;
+        for (uint64_t seq = 1; seq <= 3000; seq++) {
+            if (drift && seq % (named_period / 8) == 0)
+                named_period++;
+            uint32_t k = (uint32_t)(seq % STEP);
+            m->c.seq = seq;
+            lms_plan_chunk *mine[1] = {&m->c.f.chunks[k]};
+            lms_plan_pin(&plan, mine[0]);
+            lms_plan_launch(&plan, &ops, &m->c, seq, 7, &k, 1, mine, 1);
+            m->c.now += 100 + m->extra[plan.mode];
+            launches++;
+            acting += plan.mode == LMS_PLAN_ACT;
+            lms_plan_used(&plan, mine[0], seq);
+        }
+        if (drift) {
+            CHECK(!plan.trial_decided);
+            CHECK(acting * 100 >= launches * 99);   /* a trial's first window at most, cut short */
+        } else {
+            CHECK(plan.trial_decided);
+            CHECK_EQ_U(plan.trial_best, LMS_PLAN_INPLACE);
+        }
+        lms_plan_destroy(&plan);
+        free(m);
+    }
+}
+
+/* A step of 20 launches confirmed and timed, then one of 60 confirmed (the
+ * 20 were a repeated part of it): the trials time the 60 (what was
+ * fastest over a part need not be over the step). */
+static void longer_step_retimed(void)
+{
+    lms_policy pol = *lms_policy_find("lookahead");
+    pol.period = period_named;
+    pol.step = step_named;
+    moded *m = calloc(1, sizeof *m);
+    CHECK(m != NULL);
+    fake_room_init(&m->c.f, ROOM, STEP);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &pol));
+    lms_plan_ops ops = fake_room_ops();
+    ops.mark = fake_steps_mark;
+    ops.between = fake_steps_between;
+    named_period = named_step = 20;
+    bool timed_20 = false;
+    for (uint64_t seq = 1; seq <= 4000; seq++) {
+        if (seq == 1000)
+            named_step = 60;
+        uint32_t k = (uint32_t)(seq % STEP);
+        m->c.seq = seq;
+        lms_plan_chunk *mine[1] = {&m->c.f.chunks[k]};
+        lms_plan_pin(&plan, mine[0]);
+        lms_plan_launch(&plan, &ops, &m->c, seq, 7, &k, 1, mine, 1);
+        m->c.now += 100;
+        lms_plan_used(&plan, mine[0], seq);
+        timed_20 |= seq < 1000 && plan.trial_period == 20;
+    }
+    CHECK(timed_20);
+    CHECK_EQ_U(plan.trial_period, 60);
+    CHECK(plan.trial_decided);
+    lms_plan_destroy(&plan);
+    free(m);
+}
+
 static const test_case cases[] = {
     {"step_random_property", step_random_property},
     {"step_181_looks_60", step_181_looks_60},
@@ -391,6 +480,8 @@ static const test_case cases[] = {
     {"step_flips_every_launch", step_flips_every_launch},
     {"step_hostile_lengths", step_hostile_lengths},
     {"trials_move_to_the_step", trials_move_to_the_step},
+    {"period_drifts_acts", period_drifts_acts},
+    {"longer_step_retimed", longer_step_retimed},
 };
 
 TEST_MAIN(cases)

@@ -158,9 +158,54 @@ static void growing_near_min(void)
     free(f);
 }
 
+/* bench/shapes `growing` at the defaults: the weights and each layer's
+ * first block are on the device, so every layer starts with the same two
+ * signatures (a GEMM, then a kernel on its first block: no managed chunk),
+ * and the layer before ends with its new block's kernel, a signature never
+ * seen before. From the fourth step on, after the kernel on a layer's
+ * first block, ahead() names that layer's second block: the context of
+ * the GEMM is the launch before the new one (the same as one step
+ * earlier), not the latest GEMM (the layer before's, in this step). */
+#define NB_LAYERS 8
+#define NB_STEPS 7
+/* Block b >= 1 of layer l's cache (allocated in step b - 1: ids from 0). */
+#define NB_BLOCK(l, b) ((uint32_t)((b) - 1) * NB_LAYERS + (uint32_t)(l))
+#define NB_CHUNKS (NB_STEPS * NB_LAYERS)
+
+static void new_block_context(void)
+{
+    const lms_policy *p = lms_policy_find("lookahead");
+    void *st = p->create();
+    CHECK(st != NULL);
+    static lms_policy_memo memo[NB_CHUNKS];
+    uint64_t seq = 0;
+    int asked = 0, right = 0;
+    for (int s = 0; s < NB_STEPS; s++)
+        for (int l = 0; l < NB_LAYERS; l++) {
+            p->observe(st, ++seq, 1, NULL, NULL, 0);   /* the GEMM */
+            p->observe(st, ++seq, 2, NULL, NULL, 0);   /* the first block's kernel */
+            if (s >= 3 && l >= 1) {
+                uint32_t ids[4], dist[4];
+                int n = p->ahead(st, ids, dist, 4, 1);
+                asked++;
+                right += n == 1 && ids[0] == NB_BLOCK(l, 1);
+            }
+            for (int b = 1; b <= s + 1; b++) {   /* block s + 1 is new this step */
+                uint32_t id = NB_BLOCK(l, b);
+                lms_policy_memo *m = &memo[id];
+                p->observe(st, ++seq, 2, &id, &m, 1);
+            }
+        }
+    printf("named the layer's second block after its first in %d of %d layers\n", right, asked);
+    CHECK_EQ_U(right, asked);
+    CHECK(asked > 0);
+    p->destroy(st);
+}
+
 static const test_case cases[] = {
     {"growing_keeps_guess", growing_keeps_guess},
     {"growing_near_min", growing_near_min},
+    {"new_block_context", new_block_context},
 };
 
 TEST_MAIN(cases)
