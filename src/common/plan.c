@@ -364,7 +364,8 @@ static uint64_t step_length(const lms_plan *p, bool *confirmed)
  * sooner; reading it in place leaves the room to chunks used more often.
  * The timed steps keep acting deep only where that is faster, and time it
  * again fetching those chunks too where reading them in place made it far
- * slower than acting (trial_next). O(1). */
+ * slower than acting (trial_next). Such a chunk is still fetched into
+ * room that is free (fetch_free: nothing evicted for it). O(1). */
 static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t distance)
 {
     if (p->mode != LMS_PLAN_DEEP || p->deep_all || !c->last_use)
@@ -374,9 +375,18 @@ static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t dis
     return step >= TRIAL_MIN && p->now + distance - c->last_use >= step;
 }
 
+/* Fetches c (not resident, not pinned) when the room has its charge free
+ * without evicting anything; false when it has not, or the fetch failed. */
+static bool fetch_free(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool ahead)
+{
+    if (!ops->reserve(ctx, c->charge))
+        return false;
+    return fetch_into_room(p, ops, ctx, c, ahead);
+}
+
 /* Fetches ahead the chunks the policy expects, in order of need, within a
- * window of one budget (acting deep: but those used once a step); one
- * record (ops->fetched) after them all. */
+ * window of one budget (acting deep: those used once a step only into
+ * free room); one record (ops->fetched) after them all. */
 static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
     if (!p->ahead && !(p->ahead = malloc(3 * AHEAD_MAX * sizeof *p->ahead)))
@@ -386,11 +396,16 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     if (n <= 0 || !scratch(p, n))
         return;
     uint64_t window = 0, budget = ops->budget(ctx);
-    int nb = 0;
+    int nb = 0, fetched_free = 0;
     for (int i = 0; i < n; i++) {
         lms_plan_chunk *c = ops->lookup(ctx, ids[i]);
-        if (!c || (!c->resident && once_a_step(p, c, dist[i])))
+        if (!c)
             continue;
+        if (!c->resident && once_a_step(p, c, dist[i])) {
+            if (c->pins == 0 && fetch_free(p, ops, ctx, c, true))
+                fetched_free++;
+            continue;
+        }
         window += c->charge;
         if (window > budget)
             break;   /* more than fits at once: the rest comes later */
@@ -402,7 +417,7 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         bdist[nb] = dist[i];
         p->batch[nb++] = c;
     }
-    int fetched = bring(p, ops, ctx, p->batch, nb, bdist, true);
+    int fetched = bring(p, ops, ctx, p->batch, nb, bdist, true) + fetched_free;
     for (int i = 0; i < nb; i++)
         unpin(p, p->batch[i]);
     if (fetched && ops->fetched)
@@ -923,7 +938,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
             } else if (fetch && c->charge <= budget) {
                 if (!once_a_step(p, c, LMS_DISTANCE_NOW))
                     p->batch[nb++] = c;
-                else
+                else if (!fetch_free(p, ops, ctx, c, false))
                     p->trial_once = true;   /* read in place: see trial_next */
             }
         }

@@ -3,7 +3,8 @@
  * place (src/common/plan.c, once_a_step) and fetches the chunks used more
  * often, without CUDA: a step of 20 launches over a room of 2 chunks;
  * launches 0-17 alternate between chunks 1 and 2, launch 18 uses chunk 3
- * and launch 19 chunk 0, each once a step. One case per meson test.
+ * and launch 19 chunk 0, each once a step; a free room is used (case
+ * free_room_used). One case per meson test.
  */
 #include <stdint.h>
 #include <string.h>
@@ -38,6 +39,8 @@ static bool counted_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
 }
 
 static uint64_t fetched_new;   /* fetches of chunk 4 in the last run */
+static int grow_at = STEPS;   /* from this step on, the room holds 3 chunks instead of 2 */
+static uint64_t in_place[STEPS];   /* launches of each step of the last run whose chunk was not resident */
 
 /* Runs STEPS steps in `mode` (set before every launch: no timed steps
  * here); fetches[s] counts the fetches of step s, far[s] those of chunks
@@ -51,7 +54,10 @@ static void run(int mode, uint64_t *fetches, uint64_t *far)
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
     lms_plan_ops ops = fake_room_ops();
     ops.fetch = counted_fetch;
+    memset(in_place, 0, sizeof in_place);
     for (int s = 0; s < STEPS; s++) {
+        if (s == grow_at)
+            c.f.room = 3;   /* a device buffer freed: the room grows */
         uint64_t before = c.f.fetches, far_before = c.by_id[0] + c.by_id[3];
         for (uint32_t k = 0; k < STEP; k++) {
             uint64_t seq = (uint64_t)s * STEP + k + 1;
@@ -60,6 +66,7 @@ static void run(int mode, uint64_t *fetches, uint64_t *far)
             plan.mode = mode;
             lms_plan_pin(&plan, mine[0]);
             lms_plan_launch(&plan, &ops, &c, seq, 7 + id, &id, 1, mine, 1);
+            in_place[s] += !mine[0]->resident;
             lms_plan_used(&plan, mine[0], seq);
         }
         fetches[s] = c.f.fetches - before;
@@ -119,11 +126,30 @@ static void new_chunk_fetched(void)
     CHECK_EQ_U(fetches[STEPS - 1], 0);
 }
 
+/* The room grows from 2 chunks to 3 in step 3 (a device buffer freed),
+ * once the step is learned: acting deep fetches a chunk used once a step
+ * into the free room rather than read it in place (nothing is evicted for
+ * it): from step 4 on, one of chunks 0 and 3 stays on the device and the
+ * other alone is read in place, with no fetch (the free room was left
+ * empty: both read in place). */
+static void free_room_used(void)
+{
+    uint64_t fetches[STEPS], far[STEPS];
+    grow_at = 3;
+    run(LMS_PLAN_DEEP, fetches, far);
+    grow_at = STEPS;
+    for (int s = 4; s < STEPS; s++) {
+        CHECK_EQ_U(in_place[s], 1);
+        CHECK_EQ_U(fetches[s], 0);
+    }
+}
+
 static const test_case cases[] = {
     {"deep_reads_once_in_place", deep_reads_once_in_place},
     {"act_fetches_once", act_fetches_once},
     {"first_step_fetches", first_step_fetches},
     {"new_chunk_fetched", new_chunk_fetched},
+    {"free_room_used", free_room_used},
 };
 
 TEST_MAIN(cases)
