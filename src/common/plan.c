@@ -424,6 +424,99 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         ops->fetched(ctx, true);
 }
 
+/* ---- acting deep: the room among chunks used once a step ---------------------
+ *
+ * Acting deep reads a chunk used once a step where it is (once_a_step), so
+ * which of them stay on the device is what the room held when the mode
+ * began. A launch hides reads over the link up to what the link carries
+ * while it computes (ops->hides); past that they show in its duration. So
+ * a launch that reads nothing over the link beyond what it can hide, and
+ * has a resident chunk used once a step that it could hide too, offers
+ * that chunk (a donor); a launch measured slower for reading such a chunk
+ * in place (a price above zero) takes the room of an offered chunk at
+ * least as large: the offered one is evicted (its launch reads it over the
+ * link from the next step on, hidden), the dear one fetched on demand,
+ * once. On the transformer step's optimizer (one kernel per layer over a
+ * weight, its gradient and two moments, each kernel hiding one moment's
+ * read) this moves the room from layers whose two moments were resident
+ * to layers that read both over the link. */
+
+/* Offers chunk `id`, used by launch `seq` (the oldest offer gives way). */
+static void offer(lms_plan *p, uint32_t id, uint64_t seq)
+{
+    int i;
+    if (p->ndonors == LMS_PLAN_DONORS) {
+        i = p->donor_head;
+        p->donor_head = (p->donor_head + 1) % LMS_PLAN_DONORS;
+    } else {
+        i = (p->donor_head + p->ndonors++) % LMS_PLAN_DONORS;
+    }
+    p->donors[i] = (struct lms_plan_donor){.id = id, .seq = seq};
+}
+
+/* Takes an offered chunk of at least `need` bytes that is still as it was
+ * offered (resident, unpinned, not used since), dropping the offers that
+ * are not; NULL when none is. O(LMS_PLAN_DONORS). */
+static lms_plan_chunk *take(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t need)
+{
+    int n = p->ndonors, kept = 0;
+    lms_plan_chunk *got = NULL;
+    struct lms_plan_donor keep[LMS_PLAN_DONORS];
+    for (int k = 0; k < n; k++) {
+        struct lms_plan_donor d = p->donors[(p->donor_head + k) % LMS_PLAN_DONORS];
+        lms_plan_chunk *v = ops->lookup(ctx, d.id);
+        if (!v || !v->resident || v->pins > 0 || v->last_use != d.seq)
+            continue;   /* gone, evicted, or used since: its launch's state is another */
+        if (!got && v->charge >= need)
+            got = v;
+        else
+            keep[kept++] = d;
+    }
+    for (int k = 0; k < kept; k++)
+        p->donors[k] = keep[k];
+    p->donor_head = 0;
+    p->ndonors = kept;
+    return got;
+}
+
+/* Acting deep, after a launch's own fetches (mine[0..m), pinned): offers
+ * one of its chunks used once a step, or takes an offered chunk's room for
+ * one it reads in place dearly (see above). At most one of either per
+ * launch; O(m + LMS_PLAN_DONORS). */
+static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
+{
+    if (p->mode != LMS_PLAN_DEEP || p->deep_all || !ops->hides || !ops->price)
+        return;
+    uint64_t hides = ops->hides(ctx), remote = 0;
+    if (!hides)
+        return;
+    for (int i = 0; i < m; i++)
+        remote += mine[i]->resident ? 0 : mine[i]->charge;
+    if (remote <= hides) {
+        for (int i = 0; i < m; i++) {
+            lms_plan_chunk *c = mine[i];
+            if (c->resident && c->charge <= hides - remote && once_a_step(p, c, LMS_DISTANCE_NOW)) {
+                offer(p, c->id, p->now);
+                return;
+            }
+        }
+        return;
+    }
+    for (int i = 0; i < m; i++) {
+        lms_plan_chunk *c = mine[i];
+        if (c->resident || !once_a_step(p, c, LMS_DISTANCE_NOW) || !(ops->price(ctx, c) > 0))
+            continue;
+        lms_plan_chunk *v = take(p, ops, ctx, c->charge);
+        if (!v)
+            return;
+        lms_plan_forget(p, v);
+        ops->evict(ctx, v);
+        if (ops->reserve(ctx, c->charge) && fetch_into_room(p, ops, ctx, c, false) && ops->fetched)
+            ops->fetched(ctx, false);
+        return;
+    }
+}
+
 /* How much a chunk should be fetched: its price when reading it in place
  * slowed the launch; an unknown price next (it may be dear); a price of
  * zero (its reads in place were hidden) last. */
@@ -945,6 +1038,8 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m) > 0 && ops->fetched)
             ops->fetched(ctx, false);
     }
+    if (p->policy->on_demand)
+        give_room(p, ops, ctx, mine, m);
     if (p->policy->ahead && (p->mode == LMS_PLAN_ACT || p->mode == LMS_PLAN_DEEP))
         fetch_ahead(p, ops, ctx);
 }

@@ -64,6 +64,10 @@ typedef struct lms_plan_ops {
      * link and the waits for evictions), or negative when unknown (NULL:
      * never known). */
     double (*fetch_cost)(void *ctx);
+    /* The bytes the launch being planned could read over the link while
+     * it computes (its shortest measured duration at the link's measured
+     * speed), or 0 when unknown (NULL: never known). */
+    uint64_t (*hides)(void *ctx);
     /* Records a point on the launch's stream (a step's boundary) before
      * the launch; returns its number (> 0) or 0. With `like` > 0 only when
      * the launch's stream is that of point `like` (negative, nothing
@@ -81,6 +85,7 @@ typedef struct lms_plan_ops {
  * same fetching the next 8 launches' chunks ahead (deep); fetch them all
  * on demand only, in LRU order, prices aside; or read them in place. */
 enum { LMS_PLAN_ACT, LMS_PLAN_DEEP, LMS_PLAN_DEMAND, LMS_PLAN_INPLACE, LMS_PLAN_MODES };
+#define LMS_PLAN_DONORS 16   /* chunks offered by acting deep's launches that hide a read in place */
 /* The stages of the timed steps (lms_plan.trial). */
 enum { LMS_TRIAL_OFF, LMS_TRIAL_RUNNING, LMS_TRIAL_CHOSEN };
 
@@ -131,6 +136,10 @@ typedef struct lms_plan {
                            * with the choice (trial_decide) */
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
+    /* Acting deep: resident chunks used once a step whose launch could
+     * read them over the link unseen (plan.c, give_room): a ring. */
+    struct lms_plan_donor { uint32_t id; uint64_t seq; } donors[LMS_PLAN_DONORS];
+    int ndonors, donor_head;
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */

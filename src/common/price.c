@@ -146,6 +146,16 @@ double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id)
     return e && e->key ? e->value : -1;
 }
 
+double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig)
+{
+    const lms_price_entry *b = probe(p, key_of(sig, BASE_TAG));
+    const lms_price_entry *f = probe(p, key_of(lms_price_sig(fn, NULL, 0), BASE_TAG));
+    double base = b && b->key && b->value >= 0 ? b->value : -1;
+    if (f && f->key && f->value >= 0 && (base < 0 || f->value < base))
+        base = f->value;
+    return base;
+}
+
 uint32_t lms_price_seen(const lms_price *p, uint64_t sig)
 {
     const lms_price_entry *e = probe(p, key_of(sig, COUNT_TAG));

@@ -44,6 +44,11 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
  * a launch of signature `sig`, or a negative number when unknown. */
 double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id);
 
+/* The base a slowdown of `sig` (a launch of fn) is measured from: the
+ * shortest duration (ns) of the signature, or of the function with
+ * nothing read in place, whichever is shorter; negative when unknown. */
+double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig);
+
 /* How many launches of `sig` were learned (saturating). */
 uint32_t lms_price_seen(const lms_price *p, uint64_t sig);
 

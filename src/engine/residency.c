@@ -131,6 +131,7 @@ typedef struct live {
     CUstream stream;          /* the launch's stream */
     int slot;                 /* its slot, or -1 */
     uint64_t sig;             /* the launch's signature (prices are learned per signature) */
+    uintptr_t fn;             /* the launch's function */
     int fetch_timed;          /* the timing handle of its demand fetches (0: none) */
     bool fetch_tried;         /* a demand fetch was issued: fetch_timed is decided */
     uint64_t fetch_bytes;     /* bytes of its demand fetches */
@@ -936,6 +937,16 @@ static double op_fetch_cost(void *ctx)
     return lms_timing_fetch_cost(((live *)ctx)->device);
 }
 
+/* The bytes the launch being planned could read over the link within its
+ * shortest measured duration, at what a demand fetch was measured to hold
+ * a launch per byte; 0 when either is unknown. */
+static uint64_t op_hides(void *ctx)
+{
+    const live *l = ctx;
+    double base = lms_timing_base(l->device, l->fn, l->sig), per = lms_timing_fetch_cost(l->device);
+    return base > 0 && per > 0 && base / per < 1e18 ? (uint64_t)(base / per) : 0;
+}
+
 /* A step's boundary, recorded on the launch's stream when it is that of
  * point `like` (timing.c). */
 static int op_mark(void *ctx, int like)
@@ -953,7 +964,8 @@ static double op_between(void *ctx, int from, int to)
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost, .mark = op_mark, .between = op_between,
+    .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost, .hides = op_hides, .mark = op_mark,
+    .between = op_between,
 };
 
 /* ---- a thread's memory for wide launches ------------------------------------ */
@@ -1096,7 +1108,7 @@ static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *id
     atomic_fetch_add(&a->launches_scanned, 1);
     tok->device = device;
     tok->seq = ++d->seq;
-    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1};
+    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1, .fn = fn};
     if (d->plan.policy->on_demand) {
         l.slot = slot_of(d, stream);   /* before map_lock: a takeover walks the chunks */
         lms_timing_poll(device);

@@ -214,6 +214,13 @@ double lms_timing_price(int device, uint64_t sig, uint32_t id)
     return lms_price_of(&timing[device].price, sig, id);
 }
 
+double lms_timing_base(int device, uintptr_t fn, uint64_t sig)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+        return -1;
+    return lms_price_base(&timing[device].price, fn, sig);
+}
+
 /* Whether point `k` (a number given by lms_timing_mark) is still in the
  * ring, not recorded over since. */
 static bool kept(const dev_timing *t, int k)

@@ -37,6 +37,10 @@ void lms_timing_poll(int device);
  * place for a launch of `sig`, or negative when unknown. */
 double lms_timing_price(int device, uint64_t sig, uint32_t id);
 
+/* The shortest duration (ns) measured for a launch of fn with signature
+ * `sig` (see lms_price_base), or negative when unknown. */
+double lms_timing_base(int device, uintptr_t fn, uint64_t sig);
+
 /* Records a point on `stream` (a step's boundary); returns its number
  * (> 0), or 0 when it cannot (the record failed: no point; or point
  * `like` is gone). With `like` > 0, only on the stream of point `like`:

@@ -6,6 +6,7 @@
  * and launch 19 chunk 0, each once a step; a free room is used (case
  * free_room_used). One case per meson test.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -144,12 +145,102 @@ static void free_room_used(void)
     }
 }
 
+/* ---- the room among chunks used once a step (give_room) ----------------- */
+
+#define PAIRS 4            /* launches of a pair of chunks each, once a step */
+#define FILL 14            /* launches on no managed chunk after them: a step of 18 */
+
+/* A device whose launches hide one chunk read in place, not two: the price
+ * of reading a chunk in place is 1 while the launch being planned has both
+ * of its chunks off the device, else 0. */
+typedef struct paired {
+    fake_room f;                 /* first: the fake_room ops get this pointer */
+    lms_plan_chunk **mine;       /* the launch being planned */
+    int m;
+} paired;
+
+/* ops.price: as above, for the launch being planned. */
+static double paired_price(void *ctx, lms_plan_chunk *c)
+{
+    (void)c;
+    paired *d = ctx;
+    int off = 0;
+    for (int i = 0; i < d->m; i++)
+        off += !d->mine[i]->resident;
+    return off >= 2 ? 1 : 0;
+}
+
+/* ops.hides: one chunk's charge. */
+static uint64_t paired_hides(void *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
+/* Runs STEPS steps in acting deep of PAIRS launches (launch j on chunks 2j
+ * and 2j+1) and FILL others, with a room of 4 chunks; both[s] counts the
+ * launches of step s that had both chunks off the device, moved[s] the
+ * fetches of step s. `hides` false: no ops.hides. */
+static void run_pairs(bool hides, uint64_t *both, uint64_t *moved)
+{
+    paired d;
+    memset(&d, 0, sizeof d);
+    fake_room_init(&d.f, 4, 2 * PAIRS);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = fake_room_ops();
+    ops.price = paired_price;
+    if (hides)
+        ops.hides = paired_hides;
+    uint64_t seq = 0;
+    for (int s = 0; s < STEPS; s++) {
+        both[s] = 0;
+        uint64_t before = d.f.fetches;
+        for (uint32_t j = 0; j < PAIRS + FILL; j++) {
+            uint32_t ids[2] = {2 * j, 2 * j + 1};
+            int n = j < PAIRS ? 2 : 0;
+            lms_plan_chunk *mine[2] = {NULL, NULL};
+            for (int i = 0; i < n; i++) {
+                mine[i] = &d.f.chunks[ids[i]];
+                lms_plan_pin(&plan, mine[i]);
+            }
+            d.mine = mine, d.m = n;
+            plan.mode = LMS_PLAN_DEEP;
+            lms_plan_launch(&plan, &ops, &d, ++seq, 100 + j, ids, n, mine, n);
+            both[s] += n == 2 && !mine[0]->resident && !mine[1]->resident;
+            for (int i = 0; i < n; i++)
+                lms_plan_used(&plan, mine[i], seq);
+        }
+        moved[s] = d.f.fetches - before;
+    }
+    lms_plan_destroy(&plan);
+}
+
+/* Four pairs over a room of four: the room acting deep began with held
+ * both chunks of two pairs and none of the others (two launches reading
+ * two chunks in place, the others none). Launches that hide a chunk
+ * offer one, launches slowed by two take their room: from step 5 on every
+ * launch reads exactly one chunk in place and nothing moves. Without
+ * ops.hides the room stays as it began. */
+static void room_given(void)
+{
+    uint64_t both[STEPS], moved[STEPS];
+    run_pairs(false, both, moved);
+    CHECK(both[STEPS - 1] >= 1);   /* as it began: the case below is no accident */
+    run_pairs(true, both, moved);
+    for (int s = 5; s < STEPS; s++) {
+        CHECK_EQ_U(both[s], 0);
+        CHECK_EQ_U(moved[s], 0);
+    }
+}
+
 static const test_case cases[] = {
     {"deep_reads_once_in_place", deep_reads_once_in_place},
     {"act_fetches_once", act_fetches_once},
     {"first_step_fetches", first_step_fetches},
     {"new_chunk_fetched", new_chunk_fetched},
     {"free_room_used", free_room_used},
+    {"room_given", room_given},
 };
 
 TEST_MAIN(cases)
