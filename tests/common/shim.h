@@ -138,6 +138,34 @@ static inline int is_managed(CUdeviceptr p)
     return m;
 }
 
+/* The size in bytes of the file at `path` now, 0 when there is none:
+ * where this process's lines begin in a log named by its pid
+ * (LMS_LOG_FILE=..._%p.log) that an earlier process of the same pid left. */
+static inline long file_size_now(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+    fclose(f);
+    return n > 0 ? n : 0;
+}
+
+/* Lines of the file at `path` (which must exist) from byte `from` on that
+ * contain `what`. */
+static inline int lines_with_from(const char *path, const char *what, long from)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    CHECK(fseek(f, from, SEEK_SET) == 0);
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, what) != NULL;
+    fclose(f);
+    return n;
+}
+
 /* Lines of the file at `path` (which must exist) that contain `what`. */
 static inline int lines_with(const char *path, const char *what)
 {

@@ -299,6 +299,20 @@ static void ipc_current_pool(void)
     check_invariants();
 }
 
+/* Where this process's lines begin in its log (set before main, and again
+ * after an exec): a log of the same name left by an earlier process of the
+ * same pid is not read. */
+static long log_from;
+
+__attribute__((constructor)) static void note_log_start(void)
+{
+    char path[512];
+    if (getenv("BREAKERS_LOG_DIR")) {
+        snprintf(path, sizeof path, "%s/breakers_%d.log", getenv("BREAKERS_LOG_DIR"), (int)getpid());
+        log_from = file_size_now(path);
+    }
+}
+
 /* The lines of this process's log (LMS_LOG_FILE=BREAKERS_LOG_DIR/
  * breakers_<pid>.log) that name the pointer at; the count of lines with
  * `what` in *refusals. Returns how many lines name `at`. */
@@ -312,6 +326,7 @@ static int log_lines_naming(CUdeviceptr at, const char *what, int *refusals)
     *refusals = 0;
     if (!f)
         return 0;   /* nothing logged at all */
+    CHECK(fseek(f, log_from, SEEK_SET) == 0);
     while (fgets(line, sizeof line, f)) {
         n += strstr(line, addr) != NULL;
         *refusals += strstr(line, what) != NULL;

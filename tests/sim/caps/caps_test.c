@@ -89,14 +89,33 @@ static void sim_concurrent(void)
     OK(cuMemFree(d));
 }
 
+/* This process's lmshim log (LMS_LOG_FILE=CAPS_LOG_DIR/caps_<pid>.log), and
+ * where its lines begin in it: a file of the same name left by an earlier
+ * process of the same pid is not read (log_from, set before main). */
+static void log_path(char *path, size_t size)
+{
+    const char *dir = getenv("CAPS_LOG_DIR");
+    CHECK(dir != NULL);
+    snprintf(path, size, "%s/caps_%d.log", dir, (int)getpid());
+}
+
+static long log_from;
+
+__attribute__((constructor)) static void note_log_start(void)
+{
+    char path[512];
+    if (getenv("CAPS_LOG_DIR")) {
+        log_path(path, sizeof path);
+        log_from = file_size_now(path);
+    }
+}
+
 /* Lines of this process's lmshim log that contain `what`. */
 static int log_lines_with(const char *what)
 {
     char path[512];
-    const char *dir = getenv("CAPS_LOG_DIR");
-    CHECK(dir != NULL);
-    snprintf(path, sizeof path, "%s/caps_%d.log", dir, (int)getpid());
-    return lines_with(path, what);
+    log_path(path, sizeof path);
+    return lines_with_from(path, what, log_from);
 }
 
 /* lmshim on such a device: chunks that leave it are pinned host memory,
