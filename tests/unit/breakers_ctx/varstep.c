@@ -14,8 +14,9 @@
  *            overflow (one step in three, at random) an extra kernel per
  *            gradient rescales it (mixed precision), so the step is 47 or
  *            55 launches;
- *   grow     a buffer allocated afresh every `GROW_EVERY` steps gets a
- *            kernel of its own each step from then on (a growing cache).
+ *   grow     a buffer allocated afresh every `GROW_EVERY` steps (growN:
+ *            every N steps) gets a kernel of its own each step from then
+ *            on, after the forward pass (a growing cache).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +87,8 @@ static int setup(wl_ctx *c)
 /* One step of `shape` (see the top). */
 static int step(wl_ctx *c, const char *shape, int s)
 {
-    bool overflow = strcmp(shape, "overflow") == 0, grow = strcmp(shape, "grow") == 0;
+    bool overflow = strcmp(shape, "overflow") == 0, grow = strncmp(shape, "grow", 4) == 0;
+    int every = grow && shape[4] ? atoi(shape + 4) : GROW_EVERY;
     int32_t ids[TOKENS];
     uint64_t rng = 0x51ed27u + (uint64_t)s * 7919u;
     for (int i = 0; i < TOKENS; i++)
@@ -96,7 +98,7 @@ static int step(wl_ctx *c, const char *shape, int s)
     wl_gather(c, t.E, t.idx, t.A[0], t.row, TOKENS);
     for (int l = 0; l < LAYERS; l++)
         wl_gemm(c, t.A[l], t.Wt[l], t.A[l + 1], a, w, a, TN, TM, false);
-    if (grow && !c->counting && s % GROW_EVERY == 0 && t.ngrown < GROW_MAX)
+    if (grow && !c->counting && s % every == 0 && t.ngrown < GROW_MAX)
         t.grown[t.ngrown++] = wl_alloc(c, GROW_BYTES);
     for (int g = 0; g < t.ngrown; g++)
         wl_ew(c, 2, (wl_t[]){{t.A[LAYERS], a / 64, SIMGPU_READ}, {t.grown[g], GROW_BYTES, SIMGPU_READ_WRITE}});
@@ -131,6 +133,9 @@ static int step(wl_ctx *c, const char *shape, int s)
     return c->error;
 }
 
+/* Sets the shape up, calibrates compute on its first step as bench/shapes
+ * does (one step computes as long as its working set takes over the
+ * link), runs STEPS steps and prints the mean over those after WARMUP. */
 int main(int argc, char **argv)
 {
     if (argc != 5) {
