@@ -12,8 +12,8 @@
  *   steady   the step as is;
  *   overflow a loss-scale check read back every step; when it finds an
  *            overflow (one step in three, at random) an extra kernel per
- *            gradient rescales it (mixed precision), so the step is 47 or
- *            55 launches;
+ *            gradient rescales it (mixed precision), so the step is 39 or
+ *            47 launches;
  *   grow     a buffer allocated afresh every `GROW_EVERY` steps (growN:
  *            every N steps) gets a kernel of its own each step from then
  *            on, after the forward pass (a growing cache).
