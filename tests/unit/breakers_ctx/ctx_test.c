@@ -245,10 +245,43 @@ static void longer_flashes_hold(void)
     CHECK(decided);
 }
 
+/* Nested steps confirmed in turn, each held: 20, 60, 180, 540. */
+static uint64_t chain(uint64_t seq)
+{
+    return seq < 1000 ? 20 : seq < 3000 ? 60 : seq < 8000 ? 180 : 540;
+}
+
+/* A confirmed step that alternates between 20 and 60 every 500 launches. */
+static uint64_t alternate(uint64_t seq)
+{
+    return seq / 500 % 2 ? 60 : 20;
+}
+
+/* A chain of longer steps, each held, moves the trials to each in turn
+ * and they choose on the last; one that alternates between L and 3L
+ * moves them once, to 3L, and they hold there (both held before the
+ * rule of longer_flashes_hold too: it must not cost them). */
+static void chain_and_alternation_settle(void)
+{
+    uint64_t period;
+    bool decided;
+    int starts = starts_of(chain, 20000, &period, &decided);
+    printf("chain: %d starts, timing %llu, decided %d\n", starts, (unsigned long long)period, decided);
+    CHECK_EQ_U(starts, 4);
+    CHECK_EQ_U(period, 540);
+    CHECK(decided);
+    starts = starts_of(alternate, 12000, &period, &decided);   /* before the retry, 256 steps of 60 after the choice */
+    printf("alternation: %d starts, timing %llu, decided %d\n", starts, (unsigned long long)period, decided);
+    CHECK_EQ_U(starts, 2);
+    CHECK_EQ_U(period, 60);
+    CHECK(decided);
+}
+
 static const test_case cases[] = {
     {"grow_every_other_step", grow_every_other_step},
     {"varying_step_holds", varying_step_holds},
     {"longer_flashes_hold", longer_flashes_hold},
+    {"chain_and_alternation_settle", chain_and_alternation_settle},
 };
 
 TEST_MAIN(cases)
