@@ -96,8 +96,15 @@ static int step(wl_ctx *c, const char *shape, int s)
     wl_upload(c, t.idx, ids, sizeof ids);
     size_t a = t.a, w = t.w, e = t.e;
     wl_gather(c, t.E, t.idx, t.A[0], t.row, TOKENS);
-    for (int l = 0; l < LAYERS; l++)
+    void *tmp = NULL;
+    int at = strcmp(shape, "fresh") == 0 ? (int)(wl_rand(&rng) % LAYERS) : 3;
+    if (strncmp(shape, "fresh", 5) == 0 && !c->counting)
+        tmp = wl_alloc(c, GROW_BYTES);
+    for (int l = 0; l < LAYERS; l++) {
         wl_gemm(c, t.A[l], t.Wt[l], t.A[l + 1], a, w, a, TN, TM, false);
+        if (tmp && l == at)
+            wl_ew(c, 2, (wl_t[]){{t.A[l + 1], a / 64, SIMGPU_READ}, {tmp, GROW_BYTES, SIMGPU_READ_WRITE}});
+    }
     if (grow && !c->counting && s % every == 0 && t.ngrown < GROW_MAX)
         t.grown[t.ngrown++] = wl_alloc(c, GROW_BYTES);
     for (int g = 0; g < t.ngrown; g++)
@@ -130,6 +137,10 @@ static int step(wl_ctx *c, const char *shape, int s)
                              {t.v[l], w, SIMGPU_READ_WRITE}});
     wl_ew(c, 4, (wl_t[]){{t.dE, e, SIMGPU_READ}, {t.E, e, SIMGPU_READ_WRITE}, {t.mE, e, SIMGPU_READ_WRITE},
                          {t.vE, e, SIMGPU_READ_WRITE}});
+    if (tmp) {
+        cudaDeviceSynchronize();
+        cudaFree(tmp);
+    }
     return c->error;
 }
 
