@@ -16,7 +16,11 @@
  *            47 launches;
  *   grow     a buffer allocated afresh every `GROW_EVERY` steps (growN:
  *            every N steps) gets a kernel of its own each step from then
- *            on, after the forward pass (a growing cache).
+ *            on, after the forward pass (a growing cache);
+ *   fresh    a temporary allocated every step (a new chunk: a new
+ *            signature), used by one kernel after a forward GEMM chosen at
+ *            random, freed at the step's end (freshfix: always after the
+ *            fourth).
  */
 #include <stdio.h>
 #include <stdlib.h>
