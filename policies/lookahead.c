@@ -139,6 +139,13 @@ static uint64_t ctx_of(uint64_t before, uint64_t sig)
     return mix(mix(0x6a09e667f3bcc909ull, before), sig) | 1;
 }
 
+/* How far launch `at` is from one period before launch seq, in launches. */
+static uint64_t off_period(const state *s, uint64_t seq, uint64_t at)
+{
+    uint64_t d = seq - at;
+    return d > s->period ? d - s->period : s->period - d;
+}
+
 /* True while pool entry `i` has not been overwritten. */
 static bool entry_live(const state *s, uint64_t i)
 {
@@ -299,8 +306,9 @@ static bool chunks_came(lms_policy_memo *const *memos, int n, uint64_t seq)
  * after the latest signature seen before (a step that gains a launch on a
  * new chunk, a cache block, keeps its context: bench/shapes `growing`,
  * whose layers all start with the same two signatures, was matched with
- * the layer before in the same step); else the latest launch with the
- * same signature. Only the first three set the period. */
+ * the layer before in the same step), when that lies about one period
+ * back; else the latest launch with the same signature. Only the first
+ * three set the period. */
 static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lms_policy_memo *const *memos,
                     int n)
 {
@@ -314,8 +322,18 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     s->seq = seq;
     s->matched = false;
     uint64_t prev_sig = seen_at(s, sig), prev_ctx = seen_at(s, ctx);
-    if (!prev_ctx && s->sigk && s->sigk != s->sig1)   /* a launch never seen before came between */
-        prev_ctx = seen_at(s, ctx_of(s->sigk, sig));
+    if (!prev_ctx && s->sigk && s->sigk != s->sig1) {   /* a launch never seen before came between */
+        /* Taken as one step back only: at least half a period back, and
+         * no farther from one period back than the signature's latest
+         * launch. Among launches of one signature (GEMMs on weights on
+         * the device) the pair is found a launch or two back, and set
+         * the period there: under 16 launches, the planner's trials
+         * stopped (varstep `fresh`: tests/unit/breakers_ctx). */
+        uint64_t alt = seen_at(s, ctx_of(s->sigk, sig));
+        if (alt && (!s->period || (seq - alt >= s->period / 2 &&
+                                   (!prev_sig || off_period(s, seq, alt) <= off_period(s, seq, prev_sig)))))
+            prev_ctx = alt;
+    }
     uint64_t far = prev_ctx ? prev_ctx : prev_sig;
     if (far && seq - far >= s->hcap && s->hcap < HIST_MAX) {
         /* A step longer than the ring: hold two of them from now on. */

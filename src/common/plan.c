@@ -887,12 +887,18 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
      * (a step that grows by a few launches every step: bench/shapes
      * `growing`) gives windows that time different work in each mode:
      * nothing is timed until it holds for a whole period. The first one
-     * long enough to time is timed at once. */
+     * long enough to time is timed at once. Trials that timed a confirmed
+     * step hold through it, as through any period not confirmed: a step
+     * that varies (an extra kernel one step in three, a block gained every
+     * other step) is confirmed between its changes, and trials cut at each
+     * change never completed (acting throughout, where reading in place
+     * was 3x cheaper: tests/unit/breakers_ctx). */
     if (!confirmed && period >= TRIAL_MIN && period != p->held_period) {
         p->held_since = p->held_period ? seq : 0;
         p->held_period = period;
     }
-    bool drifting = !confirmed && p->held_since && seq - p->held_since < period;
+    bool drifting = !confirmed && p->held_since && seq - p->held_since < period &&
+                    !(p->trial != TRIAL_OFF && p->trial_confirmed);   /* trials on a confirmed step hold */
     if (period < TRIAL_MIN || drifting) {   /* nothing learned, confidence lost, or drifting: the policy's own rules */
         if (p->trial == TRIAL_RUNNING)
             p->trial = TRIAL_OFF;   /* a trial cut short is started again */
@@ -918,11 +924,26 @@ static void trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64
      * acting deep chosen over the whole step). */
     bool longer = p->trial_period <= UINT64_MAX / 2 && period > 2 * p->trial_period;
     bool shorter = period <= UINT64_MAX / 2 && 2 * period < p->trial_period;
-    bool differs = p->trial_confirmed ? confirmed && longer
-                                      : (confirmed ? period != p->trial_period : longer || shorter);
+    bool lengthens = p->trial_confirmed && confirmed && longer;
+    if (lengthens && p->trial_longer) {
+        /* Once the trials moved to a longer step, a still longer one
+         * moves them again only once it held a whole step more: a step
+         * whose length varies (an extra kernel one step in three) repeats
+         * by chance over two steps, later over four, ...; each move ran
+         * a round of trials over windows twice as long (on a fake clock,
+         * 1.48x the step of holding: tests/unit/breakers_ctx). */
+        if (p->longer_period != period)
+            p->longer_period = period, p->longer_since = seq;
+        lengthens = seq - p->longer_since >= period;
+    } else if (!lengthens) {
+        p->longer_period = 0;
+    }
+    bool differs = p->trial_confirmed ? lengthens : (confirmed ? period != p->trial_period : longer || shorter);
     if (p->trial != TRIAL_OFF && differs)
         p->trial = TRIAL_OFF;
     if (p->trial == TRIAL_OFF) {
+        p->trial_longer = lengthens;
+        p->longer_period = 0;
         p->trial_period = period;
         p->trial_confirmed = confirmed;
         p->trial_sub = period / (TRIAL_POINTS - 1);
