@@ -764,8 +764,9 @@ static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m,
 
 /* The mode to try after m, whose trial ended at its point k (`stopped`
  * early or not): the next one not tried in this round, but acting deep
- * once more, fetching the chunks used once a step too, when it read such
- * chunks in place and was stopped early (over TRIAL_ABORT times slower
+ * once more, fetching the chunks used once a step too, when it held such
+ * chunks back (read them in place, or fetched them on demand only into
+ * free room: fetched ahead by neither) and was stopped early (over TRIAL_ABORT times slower
  * than acting) or took over TRIAL_AGAIN times what acting took over its
  * step (when that step's time is not complete yet, the device running
  * behind the host, it is judged with the choice: trial_decide asks for
@@ -1029,10 +1030,15 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                 if (ops->wait_ready)
                     ops->wait_ready(ctx, c);
             } else if (fetch && c->charge <= budget) {
-                if (!once_a_step(p, c, LMS_DISTANCE_NOW))
+                if (!once_a_step(p, c, LMS_DISTANCE_NOW)) {
                     p->batch[nb++] = c;
-                else if (!fetch_free(p, ops, ctx, c, false))
-                    p->trial_once = true;   /* read in place: see trial_next */
+                } else {
+                    /* Read in place, or fetched on demand only because its
+                     * room was free: either way not fetched ahead as
+                     * acting deep fetching every chunk would (trial_next). */
+                    p->trial_once = true;
+                    fetch_free(p, ops, ctx, c, false);
+                }
             }
         }
         if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m) > 0 && ops->fetched)

@@ -130,7 +130,8 @@ typedef struct lms_plan {
     bool trial_paused;                                   /* chosen, but the policy lost its period */
     int trial_best;                                      /* the mode chosen (when decided) */
     int trial_first;                                     /* the trials' first point: all on its stream */
-    bool trial_once;      /* acting deep's trial read a chunk used once a step in place */
+    bool trial_once;      /* acting deep's trial held a chunk used once a step back (read it in
+                           * place, or fetched it on demand only into free room) */
     bool deep_all;        /* acting deep fetches the chunks used once a step too (plan.c, trial_next) */
     bool deep_again;      /* acting deep's step against acting's was not complete at its end: judged
                            * with the choice (trial_decide) */
