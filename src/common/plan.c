@@ -285,6 +285,7 @@ static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t 
             return false;   /* everything resident is needed sooner than this */
         lms_plan_forget(p, c);
         ops->evict(ctx, c);
+        p->pressed = p->now;
     }
     return true;
 }
@@ -376,9 +377,18 @@ static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t dis
 }
 
 /* Fetches c (not resident, not pinned) when the room has its charge free
- * without evicting anything; false when it has not, or the fetch failed. */
+ * without evicting anything, and nothing was evicted for room within the
+ * last step: room free between evictions is room that chunks used more
+ * often come back for within the step, and a chunk used once a step
+ * fetched into it is evicted again for them, a fetch and an eviction a
+ * step where reading it in place costs one pass. False when it is not
+ * fetched. */
 static bool fetch_free(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool ahead)
 {
+    bool confirmed;
+    uint64_t step = step_length(p, &confirmed);
+    if (p->pressed && p->now - p->pressed < step)
+        return false;
     if (!ops->reserve(ctx, c->charge))
         return false;
     return fetch_into_room(p, ops, ctx, c, ahead);

@@ -137,6 +137,7 @@ typedef struct lms_plan {
                            * with the choice (trial_decide) */
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
+    uint64_t pressed;     /* the last launch for which room was made by evicting (0: none; fetch_free) */
     /* Acting deep: resident chunks used once a step whose launch could
      * read them over the link unseen (plan.c, give_room): a ring. */
     struct lms_plan_donor { uint32_t id; uint64_t seq; } donors[LMS_PLAN_DONORS];
