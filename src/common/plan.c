@@ -776,9 +776,10 @@ static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m,
  * early or not): the next one not tried in this round, but acting deep
  * once more, fetching the chunks used once a step too, when it held such
  * chunks back (read them in place, or fetched them on demand only into
- * free room: fetched ahead by neither) and was stopped early (over TRIAL_ABORT times slower
- * than acting) or took over TRIAL_AGAIN times what acting took over its
- * step (when that step's time is not complete yet, the device running
+ * free room: fetched ahead by neither) and was stopped early (over
+ * TRIAL_ABORT times slower than acting) or took over TRIAL_AGAIN times
+ * what acting took over its step (when that step's time is not
+ * complete yet, the device running
  * behind the host, it is judged with the choice: trial_decide asks for
  * the retry then, and it runs from the next step's boundary). A chunk re-read by its
  * kernel (a GEMM's weight in inference, once per tile row) costs a pass
