@@ -285,6 +285,7 @@ static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t 
             return false;   /* everything resident is needed sooner than this */
         lms_plan_forget(p, c);
         ops->evict(ctx, c);
+        p->pressed = p->now;
     }
     return true;
 }
@@ -376,9 +377,18 @@ static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t dis
 }
 
 /* Fetches c (not resident, not pinned) when the room has its charge free
- * without evicting anything; false when it has not, or the fetch failed. */
+ * without evicting anything, and nothing was evicted for room within the
+ * last step: room free between evictions is room that chunks used more
+ * often come back for within the step, and a chunk used once a step
+ * fetched into it is evicted again for them, a fetch and an eviction a
+ * step where reading it in place costs one pass. False when it is not
+ * fetched. */
 static bool fetch_free(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool ahead)
 {
+    bool confirmed;
+    uint64_t step = step_length(p, &confirmed);
+    if (p->pressed && p->now - p->pressed < step)
+        return false;
     if (!ops->reserve(ctx, c->charge))
         return false;
     return fetch_into_room(p, ops, ctx, c, ahead);
@@ -764,10 +774,12 @@ static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m,
 
 /* The mode to try after m, whose trial ended at its point k (`stopped`
  * early or not): the next one not tried in this round, but acting deep
- * once more, fetching the chunks used once a step too, when it read such
- * chunks in place and was stopped early (over TRIAL_ABORT times slower
- * than acting) or took over TRIAL_AGAIN times what acting took over its
- * step (when that step's time is not complete yet, the device running
+ * once more, fetching the chunks used once a step too, when it held such
+ * chunks back (read them in place, or fetched them on demand only into
+ * free room: fetched ahead by neither) and was stopped early (over
+ * TRIAL_ABORT times slower than acting) or took over TRIAL_AGAIN times
+ * what acting took over its step (when that step's time is not
+ * complete yet, the device running
  * behind the host, it is judged with the choice: trial_decide asks for
  * the retry then, and it runs from the next step's boundary). A chunk re-read by its
  * kernel (a GEMM's weight in inference, once per tile row) costs a pass
@@ -1050,10 +1062,15 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                 if (ops->wait_ready)
                     ops->wait_ready(ctx, c);
             } else if (fetch && c->charge <= budget) {
-                if (!once_a_step(p, c, LMS_DISTANCE_NOW))
+                if (!once_a_step(p, c, LMS_DISTANCE_NOW)) {
                     p->batch[nb++] = c;
-                else if (!fetch_free(p, ops, ctx, c, false))
-                    p->trial_once = true;   /* read in place: see trial_next */
+                } else {
+                    /* Read in place, or fetched on demand only because its
+                     * room was free: either way not fetched ahead as
+                     * acting deep fetching every chunk would (trial_next). */
+                    p->trial_once = true;
+                    fetch_free(p, ops, ctx, c, false);
+                }
             }
         }
         if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m) > 0 && ops->fetched)

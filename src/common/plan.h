@@ -132,12 +132,14 @@ typedef struct lms_plan {
     bool trial_paused;                                   /* chosen, but the policy lost its period */
     int trial_best;                                      /* the mode chosen (when decided) */
     int trial_first;                                     /* the trials' first point: all on its stream */
-    bool trial_once;      /* acting deep's trial read a chunk used once a step in place */
+    bool trial_once;      /* acting deep's trial held a chunk used once a step back (read it in
+                           * place, or fetched it on demand only into free room) */
     bool deep_all;        /* acting deep fetches the chunks used once a step too (plan.c, trial_next) */
     bool deep_again;      /* acting deep's step against acting's was not complete at its end: judged
                            * with the choice (trial_decide) */
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
+    uint64_t pressed;     /* the last launch for which room was made by evicting (0: none; fetch_free) */
     /* Acting deep: resident chunks used once a step whose launch could
      * read them over the link unseen (plan.c, give_room): a ring. */
     struct lms_plan_donor { uint32_t id; uint64_t seq; } donors[LMS_PLAN_DONORS];
