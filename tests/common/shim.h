@@ -15,7 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "lmshim.h"
@@ -169,14 +171,30 @@ static inline int lines_with_from(const char *path, const char *what, long from)
 /* Lines of the file at `path` (which must exist) that contain `what`. */
 static inline int lines_with(const char *path, const char *what)
 {
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    char line[1024];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, what) != NULL;
-    fclose(f);
-    return n;
+    return lines_with_from(path, what, 0);
+}
+
+/* This process's lmshim log when LMS_LOG_FILE is $DIR/PREFIX_%p.log with
+ * DIR named by the environment variable `dir_env`: its path, and where this
+ * process's lines begin in it (a log of the same name left by an earlier
+ * process of the same pid is not read). Set it up before the case logs
+ * anything (a constructor of the test). */
+typedef struct pid_log {
+    char path[512];
+    long from;
+} pid_log;
+
+static inline void pid_log_init(pid_log *l, const char *dir_env, const char *prefix)
+{
+    const char *dir = getenv(dir_env);
+    snprintf(l->path, sizeof l->path, "%s/%s_%d.log", dir ? dir : ".", prefix, (int)getpid());
+    l->from = file_size_now(l->path);
+}
+
+/* Lines of this process's log `l` that contain `what`. */
+static inline int pid_log_lines(const pid_log *l, const char *what)
+{
+    return lines_with_from(l->path, what, l->from);
 }
 
 #endif

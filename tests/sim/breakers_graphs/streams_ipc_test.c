@@ -302,15 +302,11 @@ static void ipc_current_pool(void)
 /* Where this process's lines begin in its log (set before main, and again
  * after an exec): a log of the same name left by an earlier process of the
  * same pid is not read. */
-static long log_from;
+static pid_log log_of_run;
 
 __attribute__((constructor)) static void note_log_start(void)
 {
-    char path[512];
-    if (getenv("BREAKERS_LOG_DIR")) {
-        snprintf(path, sizeof path, "%s/breakers_%d.log", getenv("BREAKERS_LOG_DIR"), (int)getpid());
-        log_from = file_size_now(path);
-    }
+    pid_log_init(&log_of_run, "BREAKERS_LOG_DIR", "breakers");
 }
 
 /* The lines of this process's log (LMS_LOG_FILE=BREAKERS_LOG_DIR/
@@ -318,15 +314,14 @@ __attribute__((constructor)) static void note_log_start(void)
  * `what` in *refusals. Returns how many lines name `at`. */
 static int log_lines_naming(CUdeviceptr at, const char *what, int *refusals)
 {
-    char path[512], line[1024], addr[32];
-    snprintf(path, sizeof path, "%s/breakers_%d.log", getenv("BREAKERS_LOG_DIR"), (int)getpid());
+    char line[1024], addr[32];
     snprintf(addr, sizeof addr, "0x%llx ", (unsigned long long)at);
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(log_of_run.path, "r");
     int n = 0;
     *refusals = 0;
     if (!f)
         return 0;   /* nothing logged at all */
-    CHECK(fseek(f, log_from, SEEK_SET) == 0);
+    CHECK(fseek(f, log_of_run.from, SEEK_SET) == 0);
     while (fgets(line, sizeof line, f)) {
         n += strstr(line, addr) != NULL;
         *refusals += strstr(line, what) != NULL;

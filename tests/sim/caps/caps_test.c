@@ -89,33 +89,20 @@ static void sim_concurrent(void)
     OK(cuMemFree(d));
 }
 
-/* This process's lmshim log (LMS_LOG_FILE=CAPS_LOG_DIR/caps_<pid>.log), and
- * where its lines begin in it: a file of the same name left by an earlier
- * process of the same pid is not read (log_from, set before main). */
-static void log_path(char *path, size_t size)
-{
-    const char *dir = getenv("CAPS_LOG_DIR");
-    CHECK(dir != NULL);
-    snprintf(path, size, "%s/caps_%d.log", dir, (int)getpid());
-}
-
-static long log_from;
+/* This process's lmshim log (LMS_LOG_FILE=CAPS_LOG_DIR/caps_<pid>.log), read
+ * from where this process's lines begin. */
+static pid_log log_of_run;
 
 __attribute__((constructor)) static void note_log_start(void)
 {
-    char path[512];
-    if (getenv("CAPS_LOG_DIR")) {
-        log_path(path, sizeof path);
-        log_from = file_size_now(path);
-    }
+    pid_log_init(&log_of_run, "CAPS_LOG_DIR", "caps");
 }
 
 /* Lines of this process's lmshim log that contain `what`. */
 static int log_lines_with(const char *what)
 {
-    char path[512];
-    log_path(path, sizeof path);
-    return lines_with_from(path, what, log_from);
+    CHECK(getenv("CAPS_LOG_DIR") != NULL);
+    return pid_log_lines(&log_of_run, what);
 }
 
 /* lmshim on such a device: chunks that leave it are pinned host memory,
