@@ -384,6 +384,31 @@ static uint64_t named_period, named_step;
 static uint64_t period_named(void *st) { (void)st; return named_period; }
 static uint64_t step_named(void *st) { (void)st; return named_step; }
 
+/* Sets up m (a room of ROOM, STEP chunks) and plan under pol, with the
+ * fake clock's ops, which it returns. */
+static lms_plan_ops moded_setup(moded *m, lms_plan *plan, const lms_policy *pol)
+{
+    fake_room_init(&m->c.f, ROOM, STEP);
+    CHECK(lms_plan_init(plan, pol));
+    lms_plan_ops ops = fake_room_ops();
+    ops.mark = fake_steps_mark;
+    ops.between = fake_steps_between;
+    return ops;
+}
+
+/* Plans and records launch seq on chunk seq % STEP, charged 100 ns plus
+ * its mode's extra. */
+static void moded_launch(moded *m, lms_plan *plan, const lms_plan_ops *ops, uint64_t seq)
+{
+    uint32_t k = (uint32_t)(seq % STEP);
+    m->c.seq = seq;
+    lms_plan_chunk *mine[1] = {&m->c.f.chunks[k]};
+    lms_plan_pin(plan, mine[0]);
+    lms_plan_launch(plan, ops, &m->c, seq, 7, &k, 1, mine, 1);
+    m->c.now += 100 + m->extra[plan->mode];
+    lms_plan_used(plan, mine[0], seq);
+}
+
 /* A period not confirmed that grows by one every eighth of itself (a step
  * that grows every step, bench/shapes `growing`), reading in place the
  * cheapest mode: its windows would time different work in each mode, so
@@ -398,26 +423,16 @@ static void period_drifts_acts(void)
         moded *m = calloc(1, sizeof *m);
         CHECK(m != NULL);
         m->extra[LMS_PLAN_INPLACE] = -50;
-        fake_room_init(&m->c.f, ROOM, STEP);
         lms_plan plan;
-        CHECK(lms_plan_init(&plan, &pol));
-        lms_plan_ops ops = fake_room_ops();
-        ops.mark = fake_steps_mark;
-        ops.between = fake_steps_between;
+        lms_plan_ops ops = moded_setup(m, &plan, &pol);
         uint64_t acting = 0, launches = 0;
         named_period = 20;
         for (uint64_t seq = 1; seq <= 3000; seq++) {
             if (drift && seq % (named_period / 8) == 0)
                 named_period++;
-            uint32_t k = (uint32_t)(seq % STEP);
-            m->c.seq = seq;
-            lms_plan_chunk *mine[1] = {&m->c.f.chunks[k]};
-            lms_plan_pin(&plan, mine[0]);
-            lms_plan_launch(&plan, &ops, &m->c, seq, 7, &k, 1, mine, 1);
-            m->c.now += 100 + m->extra[plan.mode];
+            moded_launch(m, &plan, &ops, seq);
             launches++;
             acting += plan.mode == LMS_PLAN_ACT;
-            lms_plan_used(&plan, mine[0], seq);
         }
         if (drift) {
             CHECK(!plan.trial_decided);
@@ -441,24 +456,14 @@ static void longer_step_retimed(void)
     pol.step = step_named;
     moded *m = calloc(1, sizeof *m);
     CHECK(m != NULL);
-    fake_room_init(&m->c.f, ROOM, STEP);
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &pol));
-    lms_plan_ops ops = fake_room_ops();
-    ops.mark = fake_steps_mark;
-    ops.between = fake_steps_between;
+    lms_plan_ops ops = moded_setup(m, &plan, &pol);
     named_period = named_step = 20;
     bool timed_20 = false;
     for (uint64_t seq = 1; seq <= 4000; seq++) {
         if (seq == 1000)
             named_step = 60;
-        uint32_t k = (uint32_t)(seq % STEP);
-        m->c.seq = seq;
-        lms_plan_chunk *mine[1] = {&m->c.f.chunks[k]};
-        lms_plan_pin(&plan, mine[0]);
-        lms_plan_launch(&plan, &ops, &m->c, seq, 7, &k, 1, mine, 1);
-        m->c.now += 100;
-        lms_plan_used(&plan, mine[0], seq);
+        moded_launch(m, &plan, &ops, seq);
         timed_20 |= seq < 1000 && plan.trial_period == 20;
     }
     CHECK(timed_20);
