@@ -109,7 +109,7 @@ typedef struct lms_plan {
     int capscratch;
     uint32_t *ahead;                 /* scratch for ahead(): ids, distances, batch distances */
     struct lms_plan_priced *priced;  /* scratch: a launch's chunks with their prices */
-    /* The mode chosen by timing a learned step of each (plan.c, "Timed
+    /* The mode chosen by timing a learned step of each (trials.c, "Timed
      * steps"): LMS_PLAN_ACT, _DEEP, _DEMAND or _INPLACE. */
     int mode;
     int trial;                       /* the stage: LMS_TRIAL_OFF, _RUNNING or _CHOSEN */
@@ -134,7 +134,7 @@ typedef struct lms_plan {
     int trial_first;                                     /* the trials' first point: all on its stream */
     bool trial_once;      /* acting deep's trial held a chunk used once a step back (read it in
                            * place, or fetched it on demand only into free room) */
-    bool deep_all;        /* acting deep fetches the chunks used once a step too (plan.c, trial_next) */
+    bool deep_all;        /* acting deep fetches the chunks used once a step too (trials.c, trial_next) */
     bool deep_again;      /* acting deep's step against acting's was not complete at its end: judged
                            * with the choice (trial_decide) */
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */

@@ -30,7 +30,7 @@
 #define EVERY 8           /* then one launch in this many */
 #define TABLE (1u << 16)  /* price table slots per device (1 MiB) */
 /* Step points kept per device: the trials of four modes, acting deep
- * tried twice (plan.c, trial_next), record up to 81; the oldest one still
+ * tried twice (trials.c, trial_next), record up to 81; the oldest one still
  * read, the acting mode's timed start, is 72 back. */
 #define MARKS 128
 

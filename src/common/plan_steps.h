@@ -1,0 +1,25 @@
+/*
+ * plan_steps.h — what the planner (plan.c) and its timed steps (trials.c)
+ * share; not for other callers.
+ */
+#ifndef LMS_PLAN_STEPS_H
+#define LMS_PLAN_STEPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+#define TRIAL_MIN 16     /* launches: shorter periods are not steps (timed steps, once_a_step) */
+
+/* Puts the planner in mode m (plan.c): the victim order follows. */
+void lms_plan_set_mode(lms_plan *p, int m);
+
+/* The step's length the planner works with, in launches (plan.c): the
+ * one the policy confirmed (*confirmed), else its period (0: none). */
+uint64_t lms_plan_step_length(const lms_plan *p, bool *confirmed);
+
+/* At each launch: runs the timed steps' stages at their points (trials.c). */
+void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq);
+
+#endif

@@ -1,0 +1,397 @@
+/*
+ * trials.c — the planner's timed steps: which mode (acting, acting deep,
+ * on demand in LRU order, reading in place) runs a learned step fastest,
+ * measured on the device with points recorded on the launch stream. The
+ * planner (plan.c) calls lms_plan_trial_launch at every launch; the
+ * state lives in lms_plan (plan.h). No CUDA here: the points and the
+ * times between them come through lms_plan_ops.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "plan_steps.h"
+
+/* ---- timed steps -------------------------------------------------------------
+ *
+ * Acting on the learned future (Belady's order, fetching ahead) is not
+ * always the fastest: with a room far smaller than what a step touches,
+ * each fetch may be evicted before its chunk is used again and cost the
+ * link more than reading the chunk where it is; and where the learned
+ * order keeps chunks whose reuse comes too late to matter, the plain
+ * least-recently-used order on demand may do better. Which is fastest
+ * depends on the workload, the room and the link, so it is measured: once
+ * the policy knows the step's length P (at least TRIAL_MIN launches), each
+ * mode runs two steps (acting; acting deep, fetching 8 launches ahead,
+ * tried a second time fetching every chunk where reading the chunks used
+ * once a step in place made it far slower: trial_next; on demand in LRU
+ * order, every missing chunk fetched, prices aside; reading every missing
+ * chunk in place): the
+ * first lets the state the previous mode left settle (reading in place
+ * evicts nothing: it keeps what the modes before it left resident, tried
+ * and chosen alike), the second is timed on the device by points recorded
+ * on the launch stream at each eighth of the step (point_offset: the
+ * window is exactly P launches long). A mode stops early when, at one
+ * of its points, it has taken more than TRIAL_ABORT times what the acting
+ * step took to the same point (reading a re-read operand in place is far
+ * dearer: a trial must not cost a whole slow step); acting runs the rest
+ * of its window, so that the next mode's windows start where acting's
+ * did (trial_stop). The fastest over
+ * the whole step is kept for TRIAL_RETRY steps, then all are tried again; a
+ * period that changes by more than 2x (the policy found the real step)
+ * starts the trials over. The points are read without waiting: a choice
+ * waits for its measurements to complete, acting meanwhile. */
+
+#define TRIAL_POINTS LMS_TRIAL_POINTS
+#define TRIAL_RETRY 256   /* steps between trials */
+#define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
+#define TRIAL_AGAIN 1.25  /* acting deep this much slower than acting over its step: try it fetching all (trial_next) */
+
+#define TRIAL_OFF LMS_TRIAL_OFF
+#define TRIAL_RUNNING LMS_TRIAL_RUNNING
+#define TRIAL_CHOSEN LMS_TRIAL_CHOSEN
+
+/* Launch seq + n, or the last one when that is past it (a policy may name
+ * any length). */
+static uint64_t later(uint64_t seq, uint64_t n)
+{
+    return n > UINT64_MAX - seq ? UINT64_MAX : seq + n;
+}
+
+/* The device time from mode m's point `from` to its k-th, or negative. */
+static double trial_span(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int from, int k)
+{
+    const int *marks = p->trial_marks[m];
+    return from < k && k < p->trial_n[m] && marks[from] && marks[k] ? ops->between(ctx, marks[from], marks[k]) : -1;
+}
+
+/* The device time from mode m's first point to its k-th, or negative. */
+static double trial_time(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int k)
+{
+    return trial_span(p, ops, ctx, m, 0, k);
+}
+
+/* Chooses once the measurements of every mode that ran a whole step can
+ * be read: the fastest of them (acting on ties). */
+static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
+{
+    if (p->trial != TRIAL_CHOSEN || p->trial_decided || p->deep_retry)
+        return;
+    int best = LMS_PLAN_ACT;
+    double best_ns = -1;
+    for (int m = 0; m < LMS_PLAN_MODES; m++) {
+        if (!p->trial_done[m])
+            continue;   /* stopped early, or never ran */
+        double t = trial_time(p, ops, ctx, m, TRIAL_POINTS - 1);
+        if (t < 0)
+            return;   /* not completed yet: act meanwhile */
+        if (best_ns < 0 || t < best_ns)
+            best = m, best_ns = t;
+    }
+    if (p->deep_again) {   /* acting deep's step against acting's, complete now (trial_next) */
+        p->deep_again = false;
+        double b = trial_time(p, ops, ctx, LMS_PLAN_DEEP, TRIAL_POINTS - 1);
+        double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+        if (!p->deep_all && p->trial_done[LMS_PLAN_DEEP] && a >= 0 && b > TRIAL_AGAIN * a) {
+            p->deep_all = true;
+            p->deep_retry = true;   /* tried from the next step's boundary (trial_launch) */
+            return;
+        }
+    }
+    p->trial_decided = true;
+    p->trial_best = best;
+    lms_plan_set_mode(p, best);
+}
+
+/* Where the k-th point of a window (0..TRIAL_POINTS-1) falls, in launches
+ * after its first: k eighths of the step, rounded down, so that the last
+ * point ends the window exactly one step after the first whatever the
+ * step's length (with P/8 launches between points, a step of 38 launches
+ * was timed over 32, each mode over another part of it). */
+static uint64_t point_offset(const lms_plan *p, int k)
+{
+    uint64_t P = p->trial_period, parts = TRIAL_POINTS - 1;
+    return P / parts * (uint64_t)k + P % parts * (uint64_t)k / parts;
+}
+
+/* Starts a window at launch seq: its first point is the one just
+ * recorded; the next falls an eighth of a step later. */
+static void window_from(lms_plan *p, uint64_t seq)
+{
+    p->trial_from = seq;
+    p->trial_at = later(seq, point_offset(p, 1));
+}
+
+/* Whether mode m, from its point `from` to the latest of its points up to
+ * k that completed, has taken more than `factor` times what acting took
+ * between the same points (false while none completed, or acting's step
+ * was not timed). */
+static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int from, int k, double factor)
+{
+    for (int j = k; j > from && m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]; j--) {
+        double b = trial_span(p, ops, ctx, m, from, j);
+        if (b < 0)
+            continue;   /* not completed yet */
+        double a = trial_span(p, ops, ctx, LMS_PLAN_ACT, from, j);
+        return a >= 0 && b > factor * a;
+    }
+    return false;
+}
+
+/* The mode to try after m, whose trial ended at its point k (`stopped`
+ * early or not): the next one not tried in this round, but acting deep
+ * once more, fetching the chunks used once a step too, when it held such
+ * chunks back (read them in place, or fetched them on demand only into
+ * free room: fetched ahead by neither) and was stopped early (over
+ * TRIAL_ABORT times slower than acting) or took over TRIAL_AGAIN times
+ * what acting took over its step (when that step's time is not
+ * complete yet, the device running
+ * behind the host, it is judged with the choice: trial_decide asks for
+ * the retry then, and it runs from the next step's boundary). A chunk re-read by its
+ * kernel (a GEMM's weight in inference, once per tile row) costs a pass
+ * over the link per read in place, and one timed step cannot tell that
+ * from acting deep itself: without a second try, acting (one launch
+ * ahead) was kept where acting deep fetching every chunk was faster
+ * (bench/shapes decoder at 1.5x: 1.27x against 1.00x in-memory). Not
+ * where acting deep was merely a little slower, so that the trials grow by
+ * two steps only where the rule cost that much (data-dependent's acting
+ * deep, 1.02x acting: trying again moved its choice, 1.18x -> 1.63x
+ * in-memory at 2x). */
+static int trial_next(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int k, bool stopped)
+{
+    int next = m + 1;
+    while (next < LMS_PLAN_MODES && (p->trial_tried >> next & 1u))
+        next++;   /* tried in this round already (before acting deep's retry from the choice) */
+    if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once)
+        return next;
+    if (!stopped) {
+        double b = trial_time(p, ops, ctx, m, k), a = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+        if (b < 0 || a < 0) {
+            p->deep_again = true;   /* not complete yet (the device runs behind): judged with the choice */
+            return next;
+        }
+        if (!(b > TRIAL_AGAIN * a))
+            return next;
+    }
+    p->deep_all = true;
+    return m;
+}
+
+/* Records the next point of mode m's trial, on the stream of the trials'
+ * first point (a reading between points on two streams is no step's
+ * time): 1; -1 when this launch is on another stream (the next launch is
+ * asked, for up to a point's interval); 0 when it cannot. A window's
+ * points fall at its first point's launch plus point_offset(). */
+static int trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, uint64_t seq)
+{
+    if (p->trial_n[m] >= TRIAL_POINTS)
+        return 0;   /* never past the window's points */
+    int mark = ops->mark(ctx, p->trial_first);
+    if (mark < 0)
+        return seq < later(p->trial_at, p->trial_sub) ? -1 : 0;
+    if (!mark)
+        return 0;
+    if (!p->trial_first)
+        p->trial_first = mark;
+    p->trial_marks[m][p->trial_n[m]++] = mark;
+    if (p->trial_n[m] == 1)
+        window_from(p, seq);
+    else
+        p->trial_at = later(p->trial_from, point_offset(p, p->trial_n[m]));
+    return 1;
+}
+
+/* Ends the trials: acting until the measurements say otherwise. */
+static void trial_choose(lms_plan *p, uint64_t seq)
+{
+    p->trial = TRIAL_CHOSEN;
+    p->trial_stopped = LMS_PLAN_ACT;
+    p->trial_decided = false;
+    lms_plan_set_mode(p, LMS_PLAN_ACT);
+    p->trial_at = later(seq, p->trial_period);
+    p->trial_steps = 0;
+}
+
+/* Starts mode m's trial step at this launch, or the choice when m is past
+ * the last mode. */
+static void trial_start(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, uint64_t seq, int first_mark)
+{
+    if (m >= LMS_PLAN_MODES) {
+        trial_choose(p, seq);
+        return;
+    }
+    lms_plan_set_mode(p, m);
+    p->trial_tried |= 1u << m;
+    p->trial_stopped = LMS_PLAN_ACT;
+    p->trial_n[m] = 0;
+    p->trial_done[m] = false;
+    p->trial_once = false;
+    p->trial_settling = true;
+    if (first_mark) {
+        p->trial_marks[m][p->trial_n[m]++] = first_mark;   /* the previous mode's last point */
+        window_from(p, seq);
+    } else if (trial_point(p, ops, ctx, m, seq) != 1) {
+        trial_choose(p, seq);
+    }
+}
+
+/* Stops mode m's trial early: acting runs the rest of its window, whose
+ * last point starts the next mode, so that every mode's windows start at
+ * the same place of the step as acting's and its points are compared
+ * with acting's over the same launches (a mode started where the one
+ * before stopped was compared, launch for launch, with another part of
+ * the step: a backward half against a forward one). */
+static void trial_stop(lms_plan *p, int m)
+{
+    lms_plan_set_mode(p, LMS_PLAN_ACT);
+    p->trial_stopped = m;
+    p->trial_n[m] = TRIAL_POINTS - 1;   /* its next point is its window's last */
+    p->trial_at = later(p->trial_from, point_offset(p, TRIAL_POINTS - 1));
+}
+
+/* At each launch: runs the trials' stages at their points. O(1) but for
+ * a switch into or out of the LRU order; one point recorded per eighth of
+ * a step while trying, none otherwise. */
+void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq)
+{
+    if (!ops->mark || !ops->between || !p->policy->period)
+        return;
+    /* The step confirmed by repetition, when the policy has one: a period
+     * inside a step (a repeated training iteration) would time windows
+     * that start at different places of the step. */
+    bool confirmed;
+    uint64_t period = lms_plan_step_length(p, &confirmed);
+    /* A period not confirmed that replaced another within the last period
+     * (a step that grows by a few launches every step: bench/shapes
+     * `growing`) gives windows that time different work in each mode:
+     * nothing is timed until it holds for a whole period. The first one
+     * long enough to time is timed at once. Trials that timed a confirmed
+     * step hold through it, as through any period not confirmed: a step
+     * that varies (an extra kernel one step in three, a block gained every
+     * other step) is confirmed between its changes, and trials cut at each
+     * change never completed (acting throughout, where reading in place
+     * was 3x cheaper: tests/unit/breakers_ctx). */
+    if (!confirmed && period >= TRIAL_MIN && period != p->held_period) {
+        p->held_since = p->held_period ? seq : 0;
+        p->held_period = period;
+    }
+    bool drifting = !confirmed && p->held_since && seq - p->held_since < period &&
+                    !(p->trial != TRIAL_OFF && p->trial_confirmed);   /* trials on a confirmed step hold */
+    if (period < TRIAL_MIN || drifting) {   /* nothing learned, confidence lost, or drifting: the policy's own rules */
+        if (p->trial == TRIAL_RUNNING)
+            p->trial = TRIAL_OFF;   /* a trial cut short is started again */
+        if (p->mode != LMS_PLAN_ACT)
+            lms_plan_set_mode(p, LMS_PLAN_ACT);
+        p->trial_paused = p->trial == TRIAL_CHOSEN;
+        return;
+    }
+    if (p->trial_paused) {   /* confidence back: the choice made holds again */
+        p->trial_paused = false;
+        if (p->trial_decided)
+            lms_plan_set_mode(p, p->trial_best);
+    }
+    /* A different step: try again. Trials that timed the policy's period
+     * start again once a step is confirmed, or when the period changes by
+     * more than 2x; trials that timed a confirmed step hold until their
+     * retry (a step whose length varies, a data-dependent kernel, would
+     * otherwise restart them for ever), unless a step more than 2x longer
+     * is confirmed: the one confirmed first was a repeated part of it (a
+     * layer), and what was fastest over a part need not be over the step
+     * (bench/shapes `pytorch` at 2x: a layer of 672 launches confirmed
+     * before its step of 10,088 chose reading in place, 2.9x the step of
+     * acting deep chosen over the whole step). */
+    bool longer = p->trial_period <= UINT64_MAX / 2 && period > 2 * p->trial_period;
+    bool shorter = period <= UINT64_MAX / 2 && 2 * period < p->trial_period;
+    bool lengthens = p->trial_confirmed && confirmed && longer;
+    if (lengthens && p->trial_longer) {
+        /* Once the trials moved to a longer step, a still longer one
+         * moves them again only once it held a whole step more: a step
+         * whose length varies (an extra kernel one step in three) repeats
+         * by chance over two steps, later over four, ...; each move ran
+         * a round of trials over windows twice as long (on a fake clock,
+         * 1.48x the step of holding: tests/unit/breakers_ctx). */
+        if (p->longer_period != period)
+            p->longer_period = period, p->longer_since = seq;
+        lengthens = seq - p->longer_since >= period;
+    } else if (!lengthens) {
+        p->longer_period = 0;
+    }
+    bool differs = p->trial_confirmed ? lengthens : (confirmed ? period != p->trial_period : longer || shorter);
+    if (p->trial != TRIAL_OFF && differs)
+        p->trial = TRIAL_OFF;
+    if (p->trial == TRIAL_OFF) {
+        p->trial_longer = lengthens;
+        p->longer_period = 0;
+        p->trial_period = period;
+        p->trial_confirmed = confirmed;
+        p->trial_sub = period / (TRIAL_POINTS - 1);
+        for (int m = 0; m < LMS_PLAN_MODES; m++)
+            p->trial_n[m] = 0, p->trial_done[m] = false;
+        p->trial = TRIAL_RUNNING;
+        p->trial_first = 0;
+        p->deep_all = false;   /* acting deep tried reading the chunks used once a step in place first */
+        p->deep_again = p->deep_retry = false;
+        p->trial_tried = 0;
+        trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
+        return;
+    }
+    if (seq < p->trial_at) {
+        if (p->trial == TRIAL_CHOSEN && !p->trial_decided && seq % 64 == 0)
+            trial_decide(p, ops, ctx);
+        return;
+    }
+    if (p->trial == TRIAL_CHOSEN) {
+        trial_decide(p, ops, ctx);
+        if (p->deep_retry) {   /* the choice asked for acting deep fetching all: from this boundary */
+            p->deep_retry = false;
+            p->trial = TRIAL_RUNNING;
+            trial_start(p, ops, ctx, LMS_PLAN_DEEP, seq, 0);
+            return;
+        }
+        p->trial_at = later(seq, p->trial_period);
+        if (++p->trial_steps >= TRIAL_RETRY)
+            p->trial = TRIAL_OFF;   /* the next launch starts the trials again */
+        return;
+    }
+    int m = p->trial_stopped != LMS_PLAN_ACT ? p->trial_stopped : p->mode;
+    int r = trial_point(p, ops, ctx, m, seq);
+    if (r < 0)
+        return;   /* a launch on another stream: the point waits for one on the trials' */
+    if (r == 0) {
+        trial_choose(p, seq);
+        return;
+    }
+    int k = p->trial_n[m] - 1;
+    if (p->trial_stopped != LMS_PLAN_ACT) {   /* the stopped mode's window ended, acting */
+        trial_start(p, ops, ctx, trial_next(p, ops, ctx, m, k, true), seq, p->trial_marks[m][k]);
+        return;
+    }
+    /* Compared at the latest of its points that completed: the point just
+     * recorded has not while the device runs behind the host (at most
+     * eight readings per point). Acting deep tried again is compared from
+     * its second point while it settles: it starts with nothing fetched
+     * ahead (trial_next), and the first launches' fetches on demand cost
+     * the decoder shape at 1.5x 2.6x what acting took to the first point,
+     * then less than acting per point. */
+    int from = m == LMS_PLAN_DEEP && p->deep_all && p->trial_settling ? 1 : 0;
+    if (behind(p, ops, ctx, m, from, k, TRIAL_ABORT)) {   /* far slower already: on to the next mode */
+        if (k == TRIAL_POINTS - 1)
+            trial_start(p, ops, ctx, trial_next(p, ops, ctx, m, k, true), seq, p->trial_marks[m][k]);
+        else
+            trial_stop(p, m);   /* acting to its window's end first */
+        return;
+    }
+    if (p->trial_n[m] == TRIAL_POINTS && p->trial_settling) {
+        /* The step that left the previous mode's state behind is over:
+         * the next one is measured. */
+        p->trial_settling = false;
+        p->trial_marks[m][0] = p->trial_marks[m][k];
+        p->trial_n[m] = 1;
+        window_from(p, seq);
+    } else if (p->trial_n[m] == TRIAL_POINTS) {
+        p->trial_done[m] = true;
+        trial_start(p, ops, ctx, trial_next(p, ops, ctx, m, k, false), seq, p->trial_marks[m][k]);
+    }
+    if (p->trial == TRIAL_CHOSEN)
+        trial_decide(p, ops, ctx);
+}
