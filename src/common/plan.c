@@ -490,6 +490,40 @@ static lms_plan_chunk *take(lms_plan *p, const lms_plan_ops *ops, void *ctx, uin
     return got;
 }
 
+/* Evicts v and fetches c (pinned by the launch) on demand into its room. */
+static void swap_in(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *v, lms_plan_chunk *c)
+{
+    lms_plan_forget(p, v);
+    ops->evict(ctx, v);
+    if (ops->reserve(ctx, c->charge) && fetch_into_room(p, ops, ctx, c, false) && ops->fetched)
+        ops->fetched(ctx, false);
+}
+
+/* A chunk of this launch (mine[0..m)) that gave its room away and that the
+ * launch now reads in place at a measured cost above what the move saved
+ * its taker (a launch that hides less than measured: a kernel re-reading
+ * the chunk) takes its room back from the chunk it went to, when that one
+ * is resident and unpinned, and is never offered again. True when it did. */
+static bool take_back(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
+{
+    for (int i = 0; i < m; i++) {
+        lms_plan_chunk *c = mine[i];
+        if (c->resident || !c->gave_to)
+            continue;
+        double loss = ops->price(ctx, c) * (double)c->charge;
+        if (!(loss > c->gave_gain))
+            continue;
+        lms_plan_chunk *w = ops->lookup(ctx, c->gave_to - 1);
+        c->gave_to = 0;
+        c->kept = true;
+        if (!w || !w->resident || w->pins > 0 || w->charge < c->charge)
+            continue;
+        swap_in(p, ops, ctx, w, c);
+        return true;
+    }
+    return false;
+}
+
 /* Acting deep, after a launch's own fetches (mine[0..m), pinned): offers
  * one of its chunks used once a step, or takes an offered chunk's room for
  * one it reads in place dearly (see above). At most one of either per
@@ -503,10 +537,12 @@ static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_
         return;
     for (int i = 0; i < m; i++)
         remote += mine[i]->resident ? 0 : mine[i]->charge;
+    if (take_back(p, ops, ctx, mine, m))
+        return;
     if (remote <= hides) {
         for (int i = 0; i < m; i++) {
             lms_plan_chunk *c = mine[i];
-            if (c->resident && c->charge <= hides - remote && once_a_step(p, c, LMS_DISTANCE_NOW)) {
+            if (c->resident && !c->kept && c->charge <= hides - remote && once_a_step(p, c, LMS_DISTANCE_NOW)) {
                 offer(p, c->id, p->now);
                 return;
             }
@@ -520,10 +556,9 @@ static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_
         lms_plan_chunk *v = take(p, ops, ctx, c->charge);
         if (!v)
             return;
-        lms_plan_forget(p, v);
-        ops->evict(ctx, v);
-        if (ops->reserve(ctx, c->charge) && fetch_into_room(p, ops, ctx, c, false) && ops->fetched)
-            ops->fetched(ctx, false);
+        v->gave_to = c->id + 1;
+        v->gave_gain = (float)(ops->price(ctx, c) * (double)c->charge);
+        swap_in(p, ops, ctx, v, c);
         return;
     }
 }

@@ -29,6 +29,9 @@ typedef struct lms_plan_chunk {
     uint64_t next_use;    /* the policy's expected next use (seq), or LMS_NEXT_UNKNOWN */
     int vpos, epos;       /* 1 + index in the victim / expiry heap; 0: not in it */
     lms_policy_memo memo; /* the policy's words */
+    uint32_t gave_to;     /* acting deep: 1 + the id of the chunk it gave its room to (0: none; plan.c, give_room) */
+    bool kept;            /* ... taken back: never offered again */
+    float gave_gain;      /* ... the taker's measured slowdown the move saved (ns a step) */
 } lms_plan_chunk;
 
 /* The mechanics, supplied by the caller. */

@@ -234,6 +234,83 @@ static void room_given(void)
     }
 }
 
+/* ---- a donor that hides less than it says (take_back) ------------------- */
+
+/* Launch B on chunks 1 and 2, then launch A on chunk 0, then FILL others,
+ * each step, in acting deep over a room of one chunk: A keeps chunk 0 and
+ * B reads both of its chunks in place. Both say they hide one chunk
+ * (hides 1), but A re-reads its chunk: reading it in place costs A 5 a
+ * step, while B pays 1 a step for reading two in place, none for one. */
+typedef struct rereads {
+    fake_room f;                 /* first: the fake_room ops get this pointer */
+    lms_plan_chunk **mine;       /* the launch being planned */
+    int m;
+} rereads;
+
+/* ops.price: A's chunk 5 when off the device; B's 1 with both off. */
+static double rereads_price(void *ctx, lms_plan_chunk *c)
+{
+    rereads *d = ctx;
+    int off = 0;
+    for (int i = 0; i < d->m; i++)
+        off += !d->mine[i]->resident;
+    return c->id == 0 ? (off ? 5 : 0) : off >= 2 ? 1 : 0;
+}
+
+/* The launches of STEPS steps as above; cost[s] is the slowdown of step s
+ * (A 5 with chunk 0 off the device, B 1 with both chunks off), moved[s]
+ * its fetches. */
+static void run_rereads(uint64_t *cost, uint64_t *moved)
+{
+    rereads d;
+    memset(&d, 0, sizeof d);
+    fake_room_init(&d.f, 1, 3);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = fake_room_ops();
+    ops.price = rereads_price;
+    ops.hides = paired_hides;
+    uint64_t seq = 0;
+    for (int s = 0; s < STEPS; s++) {
+        cost[s] = 0;
+        uint64_t before = d.f.fetches;
+        for (uint32_t j = 0; j < 2 + FILL; j++) {
+            uint32_t ids[2] = {j == 0 ? 1 : 0, 2};
+            int n = j == 0 ? 2 : j == 1 ? 1 : 0;
+            lms_plan_chunk *mine[2] = {NULL, NULL};
+            for (int i = 0; i < n; i++) {
+                mine[i] = &d.f.chunks[ids[i]];
+                lms_plan_pin(&plan, mine[i]);
+            }
+            d.mine = mine, d.m = n;
+            plan.mode = LMS_PLAN_DEEP;
+            lms_plan_launch(&plan, &ops, &d, ++seq, 200 + j, ids, n, mine, n);
+            if (n == 2)
+                cost[s] += !mine[0]->resident && !mine[1]->resident;
+            else if (n == 1)
+                cost[s] += mine[0]->resident ? 0 : 5;
+            for (int i = 0; i < n; i++)
+                lms_plan_used(&plan, mine[i], seq);
+        }
+        moved[s] = d.f.fetches - before;
+    }
+    lms_plan_destroy(&plan);
+}
+
+/* A offers chunk 0 (it says it hides it), B takes its room; A then reads
+ * it in place at 5 a step against the 1 the move saved B, and takes it
+ * back, never to offer it again: from step 6 on, the steps cost 1 (B) and
+ * nothing moves (without taking back: 5 a step for good). */
+static void room_taken_back(void)
+{
+    uint64_t cost[STEPS], moved[STEPS];
+    run_rereads(cost, moved);
+    for (int s = 6; s < STEPS; s++) {
+        CHECK_EQ_U(cost[s], 1);
+        CHECK_EQ_U(moved[s], 0);
+    }
+}
+
 static const test_case cases[] = {
     {"deep_reads_once_in_place", deep_reads_once_in_place},
     {"act_fetches_once", act_fetches_once},
@@ -241,6 +318,7 @@ static const test_case cases[] = {
     {"new_chunk_fetched", new_chunk_fetched},
     {"free_room_used", free_room_used},
     {"room_given", room_given},
+    {"room_taken_back", room_taken_back},
 };
 
 TEST_MAIN(cases)
