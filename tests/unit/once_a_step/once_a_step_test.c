@@ -150,24 +150,29 @@ static void free_room_used(void)
 #define PAIRS 4            /* launches of a pair of chunks each, once a step */
 #define FILL 14            /* launches on no managed chunk after them: a step of 18 */
 
-/* A device whose launches hide one chunk read in place, not two: the price
- * of reading a chunk in place is 1 while the launch being planned has both
- * of its chunks off the device, else 0. */
+/* A fake device that knows the launch being planned (its prices depend
+ * on which of its chunks are off the device). */
 typedef struct paired {
     fake_room f;                 /* first: the fake_room ops get this pointer */
     lms_plan_chunk **mine;       /* the launch being planned */
     int m;
 } paired;
 
-/* ops.price: as above, for the launch being planned. */
-static double paired_price(void *ctx, lms_plan_chunk *c)
+/* How many chunks of the launch being planned are off the device. */
+static int off_device(const paired *d)
 {
-    (void)c;
-    paired *d = ctx;
     int off = 0;
     for (int i = 0; i < d->m; i++)
         off += !d->mine[i]->resident;
-    return off >= 2 ? 1 : 0;
+    return off;
+}
+
+/* ops.price of a device whose launches hide one chunk read in place, not
+ * two: 1 while the launch has both of its chunks off the device, else 0. */
+static double paired_price(void *ctx, lms_plan_chunk *c)
+{
+    (void)c;
+    return off_device(ctx) >= 2 ? 1 : 0;
 }
 
 /* ops.hides: one chunk's charge. */
@@ -241,19 +246,11 @@ static void room_given(void)
  * B reads both of its chunks in place. Both say they hide one chunk
  * (hides 1), but A re-reads its chunk: reading it in place costs A 5 a
  * step, while B pays 1 a step for reading two in place, none for one. */
-typedef struct rereads {
-    fake_room f;                 /* first: the fake_room ops get this pointer */
-    lms_plan_chunk **mine;       /* the launch being planned */
-    int m;
-} rereads;
 
 /* ops.price: A's chunk 5 when off the device; B's 1 with both off. */
 static double rereads_price(void *ctx, lms_plan_chunk *c)
 {
-    rereads *d = ctx;
-    int off = 0;
-    for (int i = 0; i < d->m; i++)
-        off += !d->mine[i]->resident;
+    int off = off_device(ctx);
     return c->id == 0 ? (off ? 5 : 0) : off >= 2 ? 1 : 0;
 }
 
@@ -262,7 +259,7 @@ static double rereads_price(void *ctx, lms_plan_chunk *c)
  * its fetches. */
 static void run_rereads(uint64_t *cost, uint64_t *moved)
 {
-    rereads d;
+    paired d;
     memset(&d, 0, sizeof d);
     fake_room_init(&d.f, 1, 3);
     lms_plan plan;
