@@ -258,11 +258,12 @@ void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq)
  * launch used it (its eviction would wait for that kernel to end, and the
  * fetch that needs the room for the eviction) and one of the next six in
  * the heap was not used by it and is expected at least half as far ahead
- * (or never): evicting that one starts at once. O(1). */
+ * (or never): evicting that one starts at once. Acting lean takes the top
+ * always (on a saturated link a fetch waits for the link anyway). O(1). */
 static lms_plan_chunk *pick_victim(lms_plan *p)
 {
     lms_plan_chunk *top = p->victims.a[0];
-    if (top->last_use + 1 < p->now || top->next_use == LMS_NEXT_UNKNOWN)
+    if (p->lean || top->last_use + 1 < p->now || top->next_use == LMS_NEXT_UNKNOWN)
         return top;
     uint64_t far = top->next_use - p->now;
     for (int i = 1; i < 7 && i < p->victims.n; i++) {
@@ -296,6 +297,7 @@ static bool fetch_into_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms
 {
     if (!ops->fetch(ctx, c, ahead))
         return false;
+    p->fetched_bytes += c->charge;
     if (!list(p, c)) {
         ops->evict(ctx, c);   /* cannot track it resident: send it back */
         return false;
@@ -424,6 +426,8 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
             continue;
         if (c->pins > 0)
             continue;   /* off the device and in use: read in place by a launch not yet recorded */
+        if (p->lean && c->last_use >= p->now)
+            continue;   /* read in place by the launch just made: as a pinned one before it */
         lms_plan_pin(p, c);   /* not a victim of its own batch's room-making */
         bdist[nb] = dist[i];
         p->batch[nb++] = c;
@@ -670,6 +674,7 @@ void lms_plan_set_mode(lms_plan *p, int m)
 {
     bool order_changes = (m == LMS_PLAN_DEMAND) != (p->mode == LMS_PLAN_DEMAND);
     p->mode = m;
+    p->lean = false;   /* acting lean is chosen after the mode (trials.c) */
     if (!order_changes || !scratch(p, p->victims.n))
         return;
     int n = 0;
@@ -701,6 +706,8 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         reguess(p);
     }
     lms_plan_trial_launch(p, ops, ctx, seq);
+    if (p->trial == LMS_TRIAL_RUNNING && ops->hides)
+        p->hidden_bytes += ops->hides(ctx);
     if (p->policy->on_demand) {
         /* A resident chunk is waited for (its fetch may still be under
          * way on another stream) whether or not the missing ones are
@@ -730,7 +737,13 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
     }
     if (p->policy->on_demand)
         give_room(p, ops, ctx, mine, m);
-    if (p->policy->ahead && (p->mode == LMS_PLAN_ACT || p->mode == LMS_PLAN_DEEP))
+    if (!p->lean && p->policy->ahead && (p->mode == LMS_PLAN_ACT || p->mode == LMS_PLAN_DEEP))
+        fetch_ahead(p, ops, ctx);
+}
+
+void lms_plan_after(lms_plan *p, const lms_plan_ops *ops, void *ctx)
+{
+    if (p->lean && p->mode == LMS_PLAN_ACT && p->policy->ahead)
         fetch_ahead(p, ops, ctx);
 }
 

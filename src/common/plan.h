@@ -143,6 +143,15 @@ typedef struct lms_plan {
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
     uint64_t pressed;     /* the last launch for which room was made by evicting (0: none; fetch_free) */
+    /* Acting on a saturated link (trials.c, "Acting lean"): fetch ahead
+     * after the launch, Belady's victim always. */
+    bool lean;
+    bool trial_lean;                           /* the choice was acting lean (kept through a pause) */
+    uint64_t fetched_bytes;                    /* charges fetched since the start (fetch_into_room) */
+    uint64_t trial_bytes_from;                 /* ... at the current timed window's first point */
+    uint64_t trial_bytes[LMS_PLAN_MODES];      /* ... during each mode's timed step */
+    uint64_t hidden_bytes;                     /* while trying: what the launches could hide (ops->hides) */
+    uint64_t trial_hidden_from, trial_hidden[LMS_PLAN_MODES];   /* ... as trial_bytes */
     /* Acting deep: resident chunks used once a step whose launch could
      * read them over the link unseen (plan.c, give_room): a ring. */
     struct lms_plan_donor { uint32_t id; uint64_t seq; } donors[LMS_PLAN_DONORS];
@@ -167,6 +176,11 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
 /* Reserves `bytes` for a need now, evicting the policy's victims; false
  * when no victim qualifies (nothing reserved then). */
 bool lms_plan_make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes);
+
+/* After a launch was made and its chunks' uses recorded (lms_plan_used):
+ * acting lean fetches ahead here, where the chunks the launch used can be
+ * victims (their evictions wait for its kernel). */
+void lms_plan_after(lms_plan *p, const lms_plan_ops *ops, void *ctx);
 
 /* A chunk is gone (freed): drop it from the resident set. The caller
  * returns its charge. */

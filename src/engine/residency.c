@@ -1343,6 +1343,18 @@ static void note_use(res_chunk *c, res_ref r)
         c->users_all = true;
 }
 
+/* Acting lean's fetches ahead, after the launch on `stream` (slot: its
+ * slot, or -1) was recorded; under d->lock, map_lock taken here. */
+static void ahead_after(res_device *d, int device, CUstream stream, int slot)
+{
+    live l = {.d = d, .a = lms_account_of(device), .device = device, .stream = stream, .slot = slot};
+    if (!l.a)
+        return;
+    pthread_rwlock_rdlock(&map_lock);
+    lms_plan_after(&d->plan, &live_ops, &l);
+    pthread_rwlock_unlock(&map_lock);
+}
+
 void lms_residency_after(lms_launch_token *tok, CUstream stream)
 {
     if (tok->device < 0)
@@ -1357,6 +1369,8 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
      * taken: a takeover walks the chunks. */
     int slot = d->plan.policy->on_demand && tok->n > 0 ? slot_of(d, stream) : -1;
     if (tok->n == 0) {   /* no chunk to note: the chunk map is not read */
+        if (d->plan.lean)
+            ahead_after(d, tok->device, stream, slot);
         pthread_mutex_unlock(&d->lock);
         tok->more = NULL;
         return;
@@ -1404,6 +1418,8 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
         }
     }
     pthread_rwlock_unlock(&map_lock);
+    if (d->plan.lean)
+        ahead_after(d, tok->device, stream, slot);
     pthread_mutex_unlock(&d->lock);
     tok->more = NULL;   /* the thread's scratch: kept for its next launch */
 }

@@ -450,6 +450,8 @@ void lms_replay(const lms_trace_data *t, int dev, uint64_t budget, const lms_pol
                 if (c.counting && !mine[i]->resident)
                     out->remote_bytes += mine[i]->charge;
             }
+            if (policy)
+                lms_plan_after(&plan, &replay_ops, &c);
             break;
         }
         }

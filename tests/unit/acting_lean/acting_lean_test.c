@@ -1,0 +1,244 @@
+/*
+ * acting_lean_test.c — acting lean (src/common/trials.c, "Acting lean";
+ * src/common/plan.c, lms_plan_after) without CUDA: a training step shaped
+ * like bench/shapes `train-eval` (two iterations of 6 layers forward and
+ * backward, then evaluation; 22 chunks of one size, room for 7), on a fake
+ * clock whose link is the bottleneck or not. One case per meson test.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../common/check.h"
+#include "../../common/fake_room.h"
+#include "plan.h"
+#include "policy.h"
+
+#define NCHUNK 22
+#define ROOM 7
+#define UNIT 1000          /* a chunk's charge, bytes */
+#define COMPUTE 100.0      /* ns of each kernel */
+#define STEPS 24
+#define TAIL 4
+#define MAXL 64
+#define MARKS 512
+#define REREAD 4           /* passes of a kernel over a chunk it reads where it is */
+
+/* The step's launches: up to three chunk ids each (A1..A6 = 0..5, the two
+ * gradient buffers 6 and 7, layer l's filter gradient 8 + 2l and momentum
+ * 9 + 2l, the two evaluation buffers 20 and 21; the first activation and
+ * the filters stay on the device and are not listed). */
+static uint32_t launch_ids[MAXL][3];
+static int launch_n[MAXL], nlaunch;
+
+static void add(int n, uint32_t a, uint32_t b, uint32_t c)
+{
+    launch_ids[nlaunch][0] = a, launch_ids[nlaunch][1] = b, launch_ids[nlaunch][2] = c;
+    launch_n[nlaunch++] = n;
+}
+
+/* Builds the step (60 launches) as bench/workloads.c cnn_step orders it. */
+static void build_step(void)
+{
+    nlaunch = 0;
+    for (int it = 0; it < 2; it++) {
+        add(1, 0, 0, 0);
+        for (uint32_t l = 1; l < 6; l++)
+            add(2, l - 1, l, 0);
+        int cur = 0;
+        for (int l = 5; l >= 0; l--) {
+            add(2, 6, 7, 0);
+            uint32_t g = 6 + (uint32_t)cur, df = 8 + 2 * (uint32_t)l;
+            if (l > 0)
+                add(3, (uint32_t)l - 1, g, df);
+            else
+                add(2, g, df, 0);
+            add(2, df, df + 1, 0);
+            cur = 1 - cur;
+        }
+    }
+    for (int k = 0; k < 12; k++)
+        add(2, 20, 21, 0);
+}
+
+/* Belady's MIN on demand over the repeating step, room ROOM: the fetches
+ * of one step in the steady state (the reference the bar compares to). */
+static int min_fetches_per_step(void)
+{
+    bool in[NCHUNK] = {0};
+    int resident = 0, counted = 0;
+    for (int s = 0; s < 8; s++)
+        for (int t = 0; t < nlaunch; t++)
+            for (int k = 0; k < launch_n[t]; k++) {
+                uint32_t c = launch_ids[t][k];
+                if (in[c])
+                    continue;
+                if (resident == ROOM) {
+                    int victim = -1, far = -1;
+                    for (uint32_t v = 0; v < NCHUNK; v++) {
+                        bool now = false;
+                        for (int j = 0; j < launch_n[t]; j++)
+                            now |= launch_ids[t][j] == v;
+                        if (!in[v] || now)
+                            continue;
+                        int d = 1;   /* launches to v's next use */
+                        for (; d <= nlaunch; d++) {
+                            int u = (t + d) % nlaunch;
+                            bool used = false;
+                            for (int j = 0; j < launch_n[u]; j++)
+                                used |= launch_ids[u][j] == v;
+                            if (used)
+                                break;
+                        }
+                        if (d > far)
+                            far = d, victim = (int)v;
+                    }
+                    in[victim] = false;
+                    resident--;
+                }
+                in[c] = true;
+                resident++;
+                counted += s == 7;
+            }
+    return counted;
+}
+
+typedef struct clocked {
+    fake_room f;              /* first: the fake_room ops get this pointer */
+    double now, per_fetch;    /* the clock (ns); what one fetch holds the link */
+    uint64_t seq;
+    double at[MARKS];
+    int nmarks;
+    bool in_launch;           /* inside lms_plan_launch */
+    uint64_t ahead_in_launch; /* fetches ahead made there (acting lean makes them after the launch) */
+} clocked;
+
+static int clock_mark(void *ctx, int like)
+{
+    (void)like;
+    clocked *c = ctx;
+    if (c->nmarks == MARKS)
+        return 0;
+    c->at[c->nmarks] = c->now;
+    return ++c->nmarks;
+}
+
+static double clock_between(void *ctx, int from, int to)
+{
+    clocked *c = ctx;
+    return from > 0 && to > from && to <= c->nmarks ? c->at[to - 1] - c->at[from - 1] : -1;
+}
+
+static double clock_fetch_cost(void *ctx)
+{
+    return ((clocked *)ctx)->per_fetch / UNIT;
+}
+
+static uint64_t clock_hides(void *ctx)
+{
+    return (uint64_t)(COMPUTE / clock_fetch_cost(ctx));
+}
+
+static bool clock_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
+{
+    clocked *c = ctx;
+    c->ahead_in_launch += ahead && c->in_launch;
+    return fake_room_fetch(ctx, pc, ahead);
+}
+
+/* Runs STEPS steps with a fetch holding the link per_fetch ns (timed:
+ * with the timing ops; measured: with the link's cost known); each launch
+ * takes the longer of its kernel and its fetches (those made for it and
+ * ahead after the launch before, and REREAD passes over each chunk it
+ * reads where it is). Returns the fetches of the last TAIL
+ * steps; *lean: whether the planner acted lean at the end; *ahead_in: the
+ * fetches ahead made inside lms_plan_launch over those steps. */
+static uint64_t run(double per_fetch, bool measured, bool *lean, uint64_t *ahead_in)
+{
+    clocked *c = calloc(1, sizeof *c);
+    CHECK(c != NULL);
+    fake_room_init(&c->f, (uint64_t)ROOM * UNIT, NCHUNK);
+    for (int i = 0; i < NCHUNK; i++)
+        c->f.chunks[i].charge = UNIT;
+    c->per_fetch = per_fetch;
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = fake_room_ops();
+    ops.fetch = clock_fetch;
+    ops.mark = clock_mark;
+    ops.between = clock_between;
+    if (measured) {
+        ops.fetch_cost = clock_fetch_cost;
+        ops.hides = clock_hides;
+    }
+    uint64_t tail_from = 0, ahead_from = 0;
+    for (int s = 0; s < STEPS; s++) {
+        if (s == STEPS - TAIL)
+            tail_from = c->f.fetches, ahead_from = c->ahead_in_launch;
+        for (int t = 0; t < nlaunch; t++) {
+            c->seq++;
+            lms_plan_chunk *mine[3];
+            for (int k = 0; k < launch_n[t]; k++) {
+                mine[k] = &c->f.chunks[launch_ids[t][k]];
+                lms_plan_pin(&plan, mine[k]);
+            }
+            uint64_t f0 = c->f.fetches;
+            c->in_launch = true;
+            lms_plan_launch(&plan, &ops, c, c->seq, 7 + (uintptr_t)launch_n[t], launch_ids[t], launch_n[t], mine,
+                            launch_n[t]);
+            c->in_launch = false;
+            int remote = 0;
+            for (int k = 0; k < launch_n[t]; k++) {
+                remote += !mine[k]->resident;
+                lms_plan_used(&plan, mine[k], c->seq);
+            }
+            lms_plan_after(&plan, &ops, c);
+            double link = per_fetch * ((double)(c->f.fetches - f0) + REREAD * remote);
+            c->now += link > COMPUTE ? link : COMPUTE;
+        }
+    }
+    *lean = plan.lean;
+    *ahead_in = c->ahead_in_launch - ahead_from;
+    uint64_t n = c->f.fetches - tail_from;
+    lms_plan_destroy(&plan);
+    free(c);
+    return n;
+}
+
+/* A link-bound step (a fetch holds the link 5x a kernel): acting is
+ * chosen, its step kept the link busy, so the planner acts lean and
+ * moves Belady's MIN's bytes, fewer than acting eagerly moved when the
+ * link's cost was not known; every fetch ahead is made after a launch. */
+static void link_bound_lean(void)
+{
+    build_step();
+    bool lean, eager_lean;
+    uint64_t ahead_in, eager_ahead_in;
+    uint64_t lean_n = run(5 * COMPUTE, true, &lean, &ahead_in);
+    uint64_t eager_n = run(5 * COMPUTE, false, &eager_lean, &eager_ahead_in);
+    int min = min_fetches_per_step();
+    CHECK(lean);
+    CHECK(!eager_lean);
+    CHECK_EQ_U(lean_n, (uint64_t)(TAIL * min));
+    CHECK(eager_n > lean_n);
+    CHECK_EQ_U(ahead_in, 0);
+    CHECK(eager_ahead_in > 0);
+}
+
+/* A fetch shorter than a kernel: the link has room, the planner acts
+ * eagerly (fetching ahead into idle victims starts the link at once). */
+static void compute_bound_eager(void)
+{
+    build_step();
+    bool lean;
+    uint64_t ahead_in;
+    run(COMPUTE / 5, true, &lean, &ahead_in);
+    CHECK(!lean);
+    CHECK(ahead_in > 0);
+}
+
+static const test_case cases[] = {
+    {"link_bound_lean", link_bound_lean},
+    {"compute_bound_eager", compute_bound_eager},
+};
+
+TEST_MAIN(cases)
