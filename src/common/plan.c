@@ -258,17 +258,20 @@ void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq)
  * launch used it (its eviction would wait for that kernel to end, and the
  * fetch that needs the room for the eviction) and one of the next six in
  * the heap was not used by it and is expected at least half as far ahead
- * (or never): evicting that one starts at once. Acting lean takes the top
- * always (on a saturated link a fetch waits for the link anyway). O(1). */
+ * (or never): evicting that one starts at once. Acting lean, which plans
+ * after the launch (lms_plan_after), passes the top over only when the
+ * launch just made uses it, and only for one expected at least 0.9 as far
+ * ahead: a chunk needed sooner costs a fetch more later. O(1). */
 static lms_plan_chunk *pick_victim(lms_plan *p)
 {
     lms_plan_chunk *top = p->victims.a[0];
-    if (p->lean || top->last_use + 1 < p->now || top->next_use == LMS_NEXT_UNKNOWN)
+    uint64_t busy = p->lean ? p->now : p->now - 1;   /* last uses whose kernels may still run */
+    if (top->last_use < busy || top->next_use == LMS_NEXT_UNKNOWN)
         return top;
-    uint64_t far = top->next_use - p->now;
+    uint64_t far = top->next_use - p->now, near = p->lean ? far - far / 10 : far / 2;
     for (int i = 1; i < 7 && i < p->victims.n; i++) {
         lms_plan_chunk *c = p->victims.a[i];
-        if (c->last_use + 1 < p->now && (c->next_use == LMS_NEXT_UNKNOWN || c->next_use - p->now >= far / 2))
+        if (c->last_use < busy && (c->next_use == LMS_NEXT_UNKNOWN || c->next_use - p->now >= near))
             return c;
     }
     return top;
@@ -297,7 +300,6 @@ static bool fetch_into_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms
 {
     if (!ops->fetch(ctx, c, ahead))
         return false;
-    p->fetched_bytes += c->charge;
     if (!list(p, c)) {
         ops->evict(ctx, c);   /* cannot track it resident: send it back */
         return false;
@@ -706,8 +708,12 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         reguess(p);
     }
     lms_plan_trial_launch(p, ops, ctx, seq);
-    if (p->trial == LMS_TRIAL_RUNNING && ops->hides)
-        p->hidden_bytes += ops->hides(ctx);
+    if (p->trial == LMS_TRIAL_RUNNING && ops->hides) {
+        uint64_t h = ops->hides(ctx);
+        p->hidden_bytes += h;
+        p->hides_asked++;
+        p->hides_known += h > 0;
+    }
     if (p->policy->on_demand) {
         /* A resident chunk is waited for (its fetch may still be under
          * way on another stream) whether or not the missing ones are

@@ -67,6 +67,9 @@ typedef struct lms_plan_ops {
      * link and the waits for evictions), or negative when unknown (NULL:
      * never known). */
     double (*fetch_cost)(void *ctx);
+    /* Bytes carried to the device by fetches since the start (the link's
+     * bytes, not charges); NULL: unknown (acting lean is not chosen). */
+    uint64_t (*moved)(void *ctx);
     /* The bytes the launch being planned could read over the link while
      * it computes (its shortest measured duration at the link's measured
      * speed), or 0 when unknown (NULL: never known). */
@@ -91,6 +94,7 @@ enum { LMS_PLAN_ACT, LMS_PLAN_DEEP, LMS_PLAN_DEMAND, LMS_PLAN_INPLACE, LMS_PLAN_
 #define LMS_PLAN_DONORS 16   /* chunks offered by acting deep's launches that hide a read in place */
 /* The stages of the timed steps (lms_plan.trial). */
 enum { LMS_TRIAL_OFF, LMS_TRIAL_RUNNING, LMS_TRIAL_CHOSEN };
+enum { LMS_SUM_MOVED, LMS_SUM_HIDDEN, LMS_SUM_ASKED, LMS_SUM_KNOWN, LMS_SUMS };   /* a timed step's sums */
 
 /* A growable array of chunk pointers used as an indexed heap. */
 typedef struct lms_plan_heap {
@@ -144,14 +148,15 @@ typedef struct lms_plan {
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
     uint64_t pressed;     /* the last launch for which room was made by evicting (0: none; fetch_free) */
     /* Acting on a saturated link (trials.c, "Acting lean"): fetch ahead
-     * after the launch, Belady's victim always. */
+     * after the launch, into Belady's victims (plan.c, pick_victim). */
     bool lean;
     bool trial_lean;                           /* the choice was acting lean (kept through a pause) */
-    uint64_t fetched_bytes;                    /* charges fetched since the start (fetch_into_room) */
-    uint64_t trial_bytes_from;                 /* ... at the current timed window's first point */
-    uint64_t trial_bytes[LMS_PLAN_MODES];      /* ... during each mode's timed step */
     uint64_t hidden_bytes;                     /* while trying: what the launches could hide (ops->hides) */
-    uint64_t trial_hidden_from, trial_hidden[LMS_PLAN_MODES];   /* ... as trial_bytes */
+    uint64_t hides_asked, hides_known;         /* while trying: launches asked; ... whose answer was known */
+    /* At the current timed window's first point, and over each mode's
+     * timed step: bytes moved to the device (ops->moved), hidden_bytes,
+     * hides_asked, hides_known (LMS_SUM_*). */
+    uint64_t sums_from[LMS_SUMS], trial_sums[LMS_PLAN_MODES][LMS_SUMS];
     /* Acting deep: resident chunks used once a step whose launch could
      * read them over the link unseen (plan.c, give_room): a ring. */
     struct lms_plan_donor { uint32_t id; uint64_t seq; } donors[LMS_PLAN_DONORS];

@@ -937,6 +937,12 @@ static double op_fetch_cost(void *ctx)
     return lms_timing_fetch_cost(((live *)ctx)->device);
 }
 
+/* The bytes fetches carried to the device since the start. */
+static uint64_t op_moved(void *ctx)
+{
+    return atomic_load(&((live *)ctx)->a->prefetched_bytes);
+}
+
 /* The bytes the launch being planned could read over the link within its
  * shortest measured duration, at what a demand fetch was measured to hold
  * a launch per byte; 0 when either is unknown. */
@@ -964,7 +970,7 @@ static double op_between(void *ctx, int from, int to)
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost, .hides = op_hides, .mark = op_mark,
+    .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost, .moved = op_moved, .hides = op_hides, .mark = op_mark,
     .between = op_between,
 };
 

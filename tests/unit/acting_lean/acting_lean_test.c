@@ -110,6 +110,7 @@ typedef struct clocked {
     int nmarks;
     bool in_launch;           /* inside lms_plan_launch */
     uint64_t ahead_in_launch; /* fetches ahead made there (acting lean makes them after the launch) */
+    int unknown_every;        /* ops.hides does not know one launch in this many (0: knows all) */
 } clocked;
 
 static int clock_mark(void *ctx, int like)
@@ -133,9 +134,20 @@ static double clock_fetch_cost(void *ctx)
     return ((clocked *)ctx)->per_fetch / UNIT;
 }
 
+/* ops.hides: what a kernel hides at the link's cost; 0 (unknown) for one
+ * launch in `unknown_every` when that is set. */
 static uint64_t clock_hides(void *ctx)
 {
+    clocked *c = ctx;
+    if (c->unknown_every && c->seq % (uint64_t)c->unknown_every == 0)
+        return 0;
     return (uint64_t)(COMPUTE / clock_fetch_cost(ctx));
+}
+
+/* ops.moved: the bytes fetched so far. */
+static uint64_t clock_moved(void *ctx)
+{
+    return ((clocked *)ctx)->f.fetches * UNIT;
 }
 
 static bool clock_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
@@ -152,7 +164,20 @@ static bool clock_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
  * reads where it is). Returns the fetches of the last TAIL
  * steps; *lean: whether the planner acted lean at the end; *ahead_in: the
  * fetches ahead made inside lms_plan_launch over those steps. */
+static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int noise, bool *lean,
+                         uint64_t *ahead_in, bool *lean_before_noise);
+
 static uint64_t run(double per_fetch, bool measured, bool *lean, uint64_t *ahead_in)
+{
+    bool before;
+    return run_with(per_fetch, measured, 0, 0, lean, ahead_in, &before);
+}
+
+/* As run(), ops.hides not knowing one launch in `unknown_every` (0: none),
+ * then `noise` launches of chunks drawn at random (nothing to learn);
+ * *lean_before_noise: whether it acted lean after the steps. */
+static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int noise, bool *lean,
+                         uint64_t *ahead_in, bool *lean_before_noise)
 {
     clocked *c = calloc(1, sizeof *c);
     CHECK(c != NULL);
@@ -160,6 +185,7 @@ static uint64_t run(double per_fetch, bool measured, bool *lean, uint64_t *ahead
     for (int i = 0; i < NCHUNK; i++)
         c->f.chunks[i].charge = UNIT;
     c->per_fetch = per_fetch;
+    c->unknown_every = unknown_every;
     lms_plan plan;
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
     lms_plan_ops ops = fake_room_ops();
@@ -169,6 +195,7 @@ static uint64_t run(double per_fetch, bool measured, bool *lean, uint64_t *ahead
     if (measured) {
         ops.fetch_cost = clock_fetch_cost;
         ops.hides = clock_hides;
+        ops.moved = clock_moved;
     }
     uint64_t tail_from = 0, ahead_from = 0;
     for (int s = 0; s < STEPS; s++) {
@@ -195,6 +222,19 @@ static uint64_t run(double per_fetch, bool measured, bool *lean, uint64_t *ahead
             double link = per_fetch * ((double)(c->f.fetches - f0) + REREAD * remote);
             c->now += link > COMPUTE ? link : COMPUTE;
         }
+    }
+    *lean_before_noise = plan.lean;
+    uint32_t x = 12345;
+    for (int i = 0; i < noise; i++) {
+        x = x * 1103515245u + 12345u;
+        uint32_t id = (x >> 16) % NCHUNK;
+        lms_plan_chunk *mine[1] = {&c->f.chunks[id]};
+        lms_plan_pin(&plan, mine[0]);
+        c->seq++;
+        lms_plan_launch(&plan, &ops, c, c->seq, 99, &id, 1, mine, 1);
+        lms_plan_used(&plan, mine[0], c->seq);
+        lms_plan_after(&plan, &ops, c);
+        c->now += COMPUTE;
     }
     *lean = plan.lean;
     *ahead_in = c->ahead_in_launch - ahead_from;
@@ -236,9 +276,36 @@ static void compute_bound_eager(void)
     CHECK(ahead_in > 0);
 }
 
+/* The link-bound step, but the launches' durations unknown for one launch
+ * in five (as a graph's launch, never timed): what they hide is not
+ * known, so the planner does not act lean. */
+static void hides_unknown_eager(void)
+{
+    build_step();
+    bool lean, before;
+    uint64_t ahead_in;
+    run_with(5 * COMPUTE, true, 5, 0, &lean, &ahead_in, &before);
+    CHECK(!lean);
+    CHECK(ahead_in > 0);
+}
+
+/* Acting lean chosen, then launches with nothing to learn: the policy's
+ * own rules run, eagerly (acting lean is the choice's, paused with it). */
+static void pause_not_lean(void)
+{
+    build_step();
+    bool lean, before;
+    uint64_t ahead_in;
+    run_with(5 * COMPUTE, true, 0, 400, &lean, &ahead_in, &before);
+    CHECK(before);
+    CHECK(!lean);
+}
+
 static const test_case cases[] = {
     {"link_bound_lean", link_bound_lean},
     {"compute_bound_eager", compute_bound_eager},
+    {"hides_unknown_eager", hides_unknown_eager},
+    {"pause_not_lean", pause_not_lean},
 };
 
 TEST_MAIN(cases)
