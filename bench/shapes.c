@@ -24,6 +24,7 @@
  * usage: shapes [--quick] [--shapes a,b] [--ratios 0.5,1,1.5,2,3] [--seeds 3]
  *               [--budget-mib 1024] [--steps 18] [--warmup 12] [--compute-scale 1] [--l2-mib M]
  *               [--frac F]   (LMS_FRAC of the -dflt and defaults modes; else lmshim's default)
+ *               [--trace-dir D]   (lmshim-lookahead writes its trace there: the bytes against MIN)
  *        shapes --worker ...   (one mode of one shape in this process)
  */
 #include <cuda_runtime_api.h>
@@ -47,6 +48,7 @@
 typedef struct opts {
     const char *shape, *alloc, *shapes, *ratios;
     const char *frac;           /* LMS_FRAC of the modes at the default settings (NULL: lmshim's default) */
+    const char *trace_dir;      /* lmshim-lookahead's traces go here (NULL: none) */
     double ratio, scale, l2_mib;
     size_t budget_mib;
     int steps, warmup, seeds;   /* steps run, the first `warmup` not measured (0: all but the last 6) */
@@ -95,12 +97,12 @@ static int worker(const opts *o)
     simgpu_get_counters(-1, &c1);
     double n = steps - warmup;
     printf("RESULT ok=1 step_ms=%.4f to_dev=%.1f to_host=%.1f remote=%.1f faults=%.1f peak=%.1f launches=%.0f "
-           "ws=%.1f\n",
+           "ws=%.1f warm_launches=%llu\n",
            (c1.modeled_ns - c0.modeled_ns) / 1e6 / n, (double)(c1.bytes_to_device - c0.bytes_to_device) / MiB / n,
            (double)(c1.bytes_to_host - c0.bytes_to_host) / MiB / n,
            (double)(c1.remote_bytes - c0.remote_bytes) / MiB / n, (double)(c1.faults - c0.faults) / n,
            (double)c1.peak_device_bytes / MiB, (double)(c1.launches - c0.launches) / n,
-           (double)c.allocated / MiB);
+           (double)c.allocated / MiB, (unsigned long long)c0.launches);
     return 0;
 }
 
@@ -123,8 +125,14 @@ enum { M_MEM, M_UM, M_ZC, M_NONE, M_LRU, M_LOOK, M_NONE_DEF, M_LRU_DEF, M_DEF, N
 
 typedef struct result {
     bool ok;
-    double step_ms, to_dev, to_host, remote, faults, peak, launches, ws;
+    double step_ms, to_dev, to_host, remote, faults, peak, launches, ws, warm_launches;
 } result;
+
+/* The trace file of lmshim-lookahead for a shape, ratio and seed, under dir. */
+static void trace_path(char *out, size_t n, const char *dir, const char *shape, double ratio, unsigned seed)
+{
+    snprintf(out, n, "%s/%s-%g-%u.jsonl", dir, shape, ratio, seed);
+}
 
 /* Runs one mode in a child process with its environment; parses RESULT. */
 static result run_mode(const char *self, const mode *m, const opts *o, double ratio, size_t budget_mib,
@@ -134,6 +142,7 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
     worker_paths p;
     worker_paths_of(self, &p);
     char mem[32], l2[32], limit[32], ratio_s[32], budget_s[32], steps_s[16], warm_s[16], scale_s[32], seed_s[16];
+    char trace[PATH_MAX];
     size_t dev_mib = m->policy ? 2 * budget_mib : m == &modes[M_MEM] ? 16 * budget_mib : budget_mib;
     snprintf(mem, sizeof mem, "%zuM", dev_mib);
     snprintf(l2, sizeof l2, "%g", o->l2_mib >= 0 ? o->l2_mib : (double)budget_mib * L2_PER_DEVICE_MIB);
@@ -144,7 +153,7 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
     snprintf(warm_s, sizeof warm_s, "%d", o->warmup);
     snprintf(scale_s, sizeof scale_s, "%g", o->scale);
     snprintf(seed_s, sizeof seed_s, "%u", seed);
-    worker_env env[16] = {
+    worker_env env[24] = {
         {"LD_LIBRARY_PATH", p.sim}, {"SIMGPU_MEM", mem}, {"SIMGPU_L2_MIB", l2},
         {"LD_PRELOAD", NULL}, {"LMS_POLICY", NULL}, {"LMS_FRAC", NULL}, {"LMS_THRESHOLD", NULL},
         {"LMS_LIMIT", NULL}, {"LMS_TRACE", NULL}, {"LMS_MODE", NULL}, {"LMS_DISABLE", NULL},
@@ -161,6 +170,10 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
         } else if (o->frac) {
             env[nenv++] = (worker_env){"LMS_FRAC", o->frac};
         }
+        if (o->trace_dir && m == &modes[M_LOOK]) {
+            trace_path(trace, sizeof trace, o->trace_dir, shape, ratio, seed);
+            env[nenv++] = (worker_env){"LMS_TRACE", trace};
+        }
     }
     char *argv[] = {(char *)self, "--worker", "--shape", (char *)shape, "--ratio", ratio_s, "--budget-mib",
                     budget_s, "--steps", steps_s, "--warmup", warm_s, "--compute-scale", scale_s, "--seed", seed_s, "--alloc",
@@ -170,8 +183,9 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
     char *line = strstr(buf, "RESULT ok=1 ");
     if (line && exited_ok &&
         sscanf(line, "RESULT ok=1 step_ms=%lf to_dev=%lf to_host=%lf remote=%lf faults=%lf peak=%lf launches=%lf "
-                     "ws=%lf",
-               &r.step_ms, &r.to_dev, &r.to_host, &r.remote, &r.faults, &r.peak, &r.launches, &r.ws) == 8)
+                     "ws=%lf warm_launches=%lf",
+               &r.step_ms, &r.to_dev, &r.to_host, &r.remote, &r.faults, &r.peak, &r.launches, &r.ws,
+               &r.warm_launches) == 9)
         r.ok = true;
     return r;
 }
@@ -193,6 +207,9 @@ static bool listed(const char *list, const char *name)
 
 typedef struct row {
     char label[48];
+    const char *shape;
+    unsigned seed;
+    int measured;             /* steps measured */
     double ratio;
     size_t budget_mib;
     result r[NMODES];
@@ -237,6 +254,24 @@ static void summary(const row *rows, int nrows)
     }
 }
 
+/* With --trace-dir: where each row's lmshim-lookahead trace is, the
+ * launches of its warm-up (what `lmshim replay --skip` leaves out), its
+ * measured steps and the MiB a measured step moved to the device and read
+ * over the link (to compare with the replay's optima). */
+static void traces(const row *rows, int nrows, const char *dir)
+{
+    printf("\ntraces: lmshim-lookahead; replay with --skip warm_launches, per step = MiB / measured\n");
+    for (int i = 0; i < nrows; i++) {
+        const result *r = &rows[i].r[M_LOOK];
+        if (!r->ok)
+            continue;
+        char path[PATH_MAX];
+        trace_path(path, sizeof path, dir, rows[i].shape, rows[i].ratio, rows[i].seed);
+        printf("trace %s %g %s warm_launches=%.0f measured=%d live_mib=%.1f\n", rows[i].label, rows[i].ratio, path,
+               r->warm_launches, rows[i].measured, r->to_dev + r->remote);
+    }
+}
+
 int main(int argc, char **argv)
 {
     opts o = {.shape = "", .alloc = "device", .ratios = "0.5,1,1.5,2,3", .ratio = 1, .scale = 1, .l2_mib = -1,
@@ -270,6 +305,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--l2-mib") == 0) o.l2_mib = atof(v);
         else if (strcmp(a, "--alloc") == 0) o.alloc = v;
         else if (strcmp(a, "--frac") == 0) o.frac = v;
+        else if (strcmp(a, "--trace-dir") == 0) o.trace_dir = v;
         else {
             fprintf(stderr, "shapes: unknown flag %s\n", a);
             return 2;
@@ -327,6 +363,10 @@ int main(int argc, char **argv)
                 else
                     snprintf(w->label, sizeof w->label, "%s", sh->name);
                 w->ratio = ratios[i];
+                w->shape = sh->name;
+                w->seed = (unsigned)seed;
+                int steps = sh->steps ? sh->steps : o.steps;
+                w->measured = steps - (o.warmup < steps ? o.warmup : steps - 1);
                 w->budget_mib = sh->fixed_bytes ? (size_t)((double)sh->fixed_bytes / MiB / ratios[i])
                                                 : o.budget_mib;
                 for (int m = 0; m < NMODES; m++)
@@ -347,5 +387,7 @@ int main(int argc, char **argv)
             }
     }
     summary(rows, nrows);
+    if (o.trace_dir)
+        traces(rows, nrows, o.trace_dir);
     return 0;
 }
