@@ -17,6 +17,7 @@
 
 #define AHEAD_MAX 1024   /* chunk ids asked of the policy's ahead() per launch */
 #define AHEAD_DEEP 8     /* launches fetched ahead when acting deep */
+#define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
 
 /* A chunk of the launch being planned and what reading it in place costs
  * that launch (negative: unknown). */
@@ -304,6 +305,8 @@ static bool fetch_into_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms
         ops->evict(ctx, c);   /* cannot track it resident: send it back */
         return false;
     }
+    c->gave_to = 0;   /* back on the device: no room of its own elsewhere (give_room) */
+    c->losses = 0;
     return true;
 }
 
@@ -471,45 +474,69 @@ static void offer(lms_plan *p, uint32_t id, uint64_t seq)
     p->donors[i] = (struct lms_plan_donor){.id = id, .seq = seq};
 }
 
-/* Takes an offered chunk of at least `need` bytes that is still as it was
- * offered (resident, unpinned, not used since), dropping the offers that
- * are not; NULL when none is. O(LMS_PLAN_DONORS). */
+/* Takes the smallest offered chunk of at least `need` bytes that is still
+ * as it was offered (resident, not used since), dropping the offers that
+ * are not (a pinned one stays offered); NULL when none is.
+ * O(LMS_PLAN_DONORS). */
 static lms_plan_chunk *take(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t need)
 {
-    int n = p->ndonors, kept = 0;
+    int n = p->ndonors, kept = 0, got_at = -1;
     lms_plan_chunk *got = NULL;
     struct lms_plan_donor keep[LMS_PLAN_DONORS];
     for (int k = 0; k < n; k++) {
         struct lms_plan_donor d = p->donors[(p->donor_head + k) % LMS_PLAN_DONORS];
         lms_plan_chunk *v = ops->lookup(ctx, d.id);
-        if (!v || !v->resident || v->pins > 0 || v->last_use != d.seq)
+        if (!v || !v->resident || v->last_use != d.seq)
             continue;   /* gone, evicted, or used since: its launch's state is another */
-        if (!got && v->charge >= need)
-            got = v;
-        else
-            keep[kept++] = d;
+        if (v->pins == 0 && v->charge >= need && (!got || v->charge < got->charge))
+            got = v, got_at = kept;
+        keep[kept++] = d;
     }
+    int left = 0;
     for (int k = 0; k < kept; k++)
-        p->donors[k] = keep[k];
+        if (k != got_at)
+            p->donors[left++] = keep[k];
     p->donor_head = 0;
-    p->ndonors = kept;
+    p->ndonors = left;
     return got;
 }
 
-/* Evicts v and fetches c (pinned by the launch) on demand into its room. */
-static void swap_in(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *v, lms_plan_chunk *c)
+/* Brings c (pinned by the launch, not resident) in on demand after v was
+ * evicted for it (v NULL: none), making what room is still missing from
+ * the victims' order (v may be smaller than c). True when c was fetched. */
+static bool swap_in(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *v, lms_plan_chunk *c)
 {
-    lms_plan_forget(p, v);
-    ops->evict(ctx, v);
-    if (ops->reserve(ctx, c->charge) && fetch_into_room(p, ops, ctx, c, false) && ops->fetched)
+    if (v) {
+        lms_plan_forget(p, v);
+        ops->evict(ctx, v);
+    }
+    if (!make_room(p, ops, ctx, c->charge, LMS_DISTANCE_NOW) || !fetch_into_room(p, ops, ctx, c, false))
+        return false;
+    if (ops->fetched)
         ops->fetched(ctx, false);
+    return true;
+}
+
+/* The chunk holding the room c gave away: the chunk it gave it to, or
+ * along the chain where that one gave it on (A to B, B to C: C); NULL when
+ * the room is held by none of them (the last one was evicted for another
+ * reason). Bounded by LMS_PLAN_DONORS hops. */
+static lms_plan_chunk *holder(const lms_plan_ops *ops, void *ctx, const lms_plan_chunk *c)
+{
+    lms_plan_chunk *w = ops->lookup(ctx, c->gave_to - 1);
+    for (int hop = 0; w && !w->resident && w->gave_to && hop < LMS_PLAN_DONORS; hop++)
+        w = ops->lookup(ctx, w->gave_to - 1);
+    return w && w->resident ? w : NULL;
 }
 
 /* A chunk of this launch (mine[0..m)) that gave its room away and that the
  * launch now reads in place at a measured cost above what the move saved
  * its taker (a launch that hides less than measured: a kernel re-reading
- * the chunk) takes its room back from the chunk it went to, when that one
- * is resident and unpinned, and is never offered again. True when it did. */
+ * the chunk), on two launches in a row (one measurement may be noise),
+ * takes its room back from the chunk holding it (holder) and is never
+ * offered again. When that chunk is in use a moment (pinned) it waits for
+ * its next launch; when none holds the room any more, the room is made
+ * from the victims' order. True when it fetched a chunk. */
 static bool take_back(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
 {
     for (int i = 0; i < m; i++) {
@@ -517,27 +544,28 @@ static bool take_back(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_
         if (c->resident || !c->gave_to)
             continue;
         double loss = ops->price(ctx, c) * (double)c->charge;
-        if (!(loss > c->gave_gain))
+        if (!(loss > c->gave_gain)) {
+            c->losses = 0;
             continue;
-        lms_plan_chunk *w = ops->lookup(ctx, c->gave_to - 1);
+        }
+        if (c->losses < 1) {
+            c->losses++;
+            continue;
+        }
+        lms_plan_chunk *w = holder(ops, ctx, c);
+        if (w && w->pins > 0)
+            continue;
         c->gave_to = 0;
+        c->losses = 0;
         c->kept = true;
-        if (!w || !w->resident || w->pins > 0 || w->charge < c->charge)
-            continue;
-        swap_in(p, ops, ctx, w, c);
-        return true;
+        return swap_in(p, ops, ctx, w, c);
     }
     return false;
 }
 
-/* Acting deep, after a launch's own fetches (mine[0..m), pinned): offers
- * one of its chunks used once a step, or takes an offered chunk's room for
- * one it reads in place dearly (see above). At most one of either per
- * launch; O(m + LMS_PLAN_DONORS). */
-static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
+/* give_room's decision (below): offers one chunk or takes one room. */
+static void give_or_take(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
 {
-    if (p->mode != LMS_PLAN_DEEP || p->deep_all || !ops->hides || !ops->price)
-        return;
     uint64_t hides = ops->hides(ctx), remote = 0;
     if (!hides)
         return;
@@ -557,15 +585,42 @@ static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_
     }
     for (int i = 0; i < m; i++) {
         lms_plan_chunk *c = mine[i];
-        if (c->resident || !once_a_step(p, c, LMS_DISTANCE_NOW) || !(ops->price(ctx, c) > 0))
+        if (c->resident || !(c->dear > 0) || p->now < c->no_take_until || !once_a_step(p, c, LMS_DISTANCE_NOW))
+            continue;
+        double price = ops->price(ctx, c);
+        if (!(price > 0))
             continue;
         lms_plan_chunk *v = take(p, ops, ctx, c->charge);
         if (!v)
             return;
         v->gave_to = c->id + 1;
-        v->gave_gain = (float)(ops->price(ctx, c) * (double)c->charge);
-        swap_in(p, ops, ctx, v, c);
+        v->gave_gain = (float)((c->dear < price ? c->dear : price) * (double)c->charge);
+        v->losses = 0;
+        if (!swap_in(p, ops, ctx, v, c)) {
+            v->gave_to = 0;   /* its room is free, not given */
+            c->no_take_until = p->now + TAKE_BACKOFF * (p->now - c->last_use);
+        }
         return;
+    }
+}
+
+/* Acting deep, after a launch's own fetches (mine[0..m), pinned): offers
+ * one of its chunks used once a step, or takes an offered chunk's room for
+ * one it read in place dearly at this launch and at its last (one
+ * measurement may be noise; what the move saves is the lower of the two
+ * prices); see above. A chunk whose fetch failed in a take takes no room
+ * for TAKE_BACKOFF of its steps (the donor's eviction was for nothing).
+ * At most one of either per launch; then each chunk read in place
+ * keeps its price for its next launch (`dear`). O(m + LMS_PLAN_DONORS). */
+static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
+{
+    if (p->mode != LMS_PLAN_DEEP || p->deep_all || !ops->hides || !ops->price)
+        return;
+    give_or_take(p, ops, ctx, mine, m);
+    for (int i = 0; i < m; i++) {
+        lms_plan_chunk *c = mine[i];
+        double price = c->resident ? 0 : ops->price(ctx, c);
+        c->dear = price > 0 ? (float)price : 0;
     }
 }
 

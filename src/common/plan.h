@@ -30,8 +30,11 @@ typedef struct lms_plan_chunk {
     int vpos, epos;       /* 1 + index in the victim / expiry heap; 0: not in it */
     lms_policy_memo memo; /* the policy's words */
     uint32_t gave_to;     /* acting deep: 1 + the id of the chunk it gave its room to (0: none; plan.c, give_room) */
-    bool kept;            /* ... taken back: never offered again */
+    bool kept;            /* ... its launch measured a loss after it gave: never offered again */
     float gave_gain;      /* ... the taker's measured slowdown the move saved (ns a step) */
+    uint8_t losses;       /* ... launches in a row that measured a loss above it */
+    float dear;           /* acting deep: its price at its last launch when read in place and dear (0: not) */
+    uint64_t no_take_until; /* ... a take whose fetch failed: no other before this launch */
 } lms_plan_chunk;
 
 /* The mechanics, supplied by the caller. */

@@ -1,0 +1,423 @@
+/*
+ * take_test.c — acting deep's room moves under hostile conditions
+ * (src/common/plan.c, give_room and take_back): a donor larger than its
+ * taker, a chain of moves, a taker evicted or pinned, noisy prices, a
+ * failing fetch, and random workloads checked for exact accounting. One
+ * case per meson test.
+ */
+#include <stdlib.h>
+#include "rig.h"
+
+#define STEPS 12
+
+/* ---- baseline: the room_taken_back setup in the rig ---------------------- */
+/* L0 = B on {1,2}; L1 = A on {0}. A: 5 when off; B's: 1 with both off. */
+static double rereads_price(rig *r, lms_plan_chunk *c)
+{
+    int off = rig_off(r);
+    return c->id == 0 ? (off ? 5 : 0) : off >= 2 ? 1 : 0;
+}
+static uint64_t hides_one(rig *r) { (void)r; return 1; }
+
+static void setup_rereads(rig *r, uint64_t room, uint32_t n)
+{
+    rig_init(r, room, n);
+    r->verbose = getenv("V") != NULL;
+    r->nl = 2;
+    r->n[0] = 2, r->ids[0][0] = 1, r->ids[0][1] = 2;
+    r->n[1] = 1, r->ids[1][0] = 0;
+    r->price = rereads_price;
+    r->hides = hides_one;
+}
+
+static void baseline(void)
+{
+    rig r;
+    double cost[STEPS];
+    uint64_t moved[STEPS];
+    setup_rereads(&r, 1, 3);
+    rig_run(&r, STEPS, cost, moved);
+    for (int s = 6; s < STEPS; s++) {
+        CHECK_NEAR(cost[s], 2, 0);   /* B's two chunks at 1 each: the original's "1" */
+        CHECK_EQ_U(moved[s], 0);
+    }
+    CHECK(!r.bad);
+}
+
+/* ---- a donor larger than its taker takes its room back ------------------- */
+/* A (chunk 0) is 2 units, B's chunks 1 unit each, room 2. A's launch says it
+ * hides 2 (it re-reads: 5 per unit when off), B's launch hides 1. */
+static uint64_t hides_by_launch(rig *r) { return r->j == 1 ? 2 : r->j == 0 ? 1 : 0; }
+
+static void bigger_donor(void)
+{
+    rig r;
+    double cost[STEPS];
+    uint64_t moved[STEPS];
+    setup_rereads(&r, 2, 3);
+    r.f.chunks[0].charge = 2;
+    r.hides = hides_by_launch;
+    rig_run(&r, STEPS, cost, moved);
+    CHECK(!r.bad);
+    /* A takes its room back (its loss 10 a step > the 1 the move saved):
+     * B's two chunks read in place again, 1 each */
+    CHECK(r.f.chunks[0].resident);
+    CHECK_NEAR(cost[STEPS - 1], 2, 0);
+}
+
+/* ---- a chain of moves A -> B -> C: A takes the room back from C ---------- */
+/* Chunks A=0, B=1, C=2 of 2 units each, room 2; launches LB, LC, LA, one
+ * chunk each. LA says it hides 2 (it re-reads A: 5 per unit off, its
+ * price learned from step 6), LB and LC hide 1 (each 1 per unit off), LB
+ * 2 from step 4 (its hides re-measured). */
+static double chain_price(rig *r, lms_plan_chunk *c)
+{
+    if (c->id == 0)
+        return r->s < 6 ? -1 : 5;
+    return 1;
+}
+static uint64_t chain_hides(rig *r)
+{
+    return r->j == 2 ? 2 : r->j == 0 && r->s >= 4 ? 2 : r->j < 2 ? 1 : 0;
+}
+static void setup_chain(rig *r)
+{
+    rig_init(r, 2, 3);
+    r->verbose = getenv("V") != NULL;
+    for (int i = 0; i < 3; i++)
+        r->f.chunks[i].charge = 2;
+    r->nl = 3;
+    r->n[0] = 1, r->ids[0][0] = 1;   /* LB */
+    r->n[1] = 1, r->ids[1][0] = 2;   /* LC */
+    r->n[2] = 1, r->ids[2][0] = 0;   /* LA */
+    r->price = chain_price;
+    r->hides = chain_hides;
+}
+static void chain(void)
+{
+    rig r;
+    double cost[STEPS];
+    uint64_t moved[STEPS];
+    setup_chain(&r);
+    rig_run(&r, STEPS, cost, moved);
+    CHECK(!r.bad);
+    /* A's loss (10 a step) over what its move saved (2) brings A back */
+    CHECK(cost[STEPS - 1] < 10);
+}
+
+/* ---- a taker pinned for a moment: the donor asks again later ------------- */
+/* The baseline, with B's chunk 1 pinned (a launch on another thread, not
+ * yet recorded; or a free under way, put back) while A's launch of step 2
+ * is planned: A is marked kept, nothing moves, A pays 5 a step for good. */
+static void pin_one(rig *r)
+{
+    lms_plan_chunk *b = &r->f.chunks[1];
+    if (r->s == 2 && r->j == 1)
+        lms_plan_pin(&r->plan, b);
+    if (r->s == 2 && r->j == 2)
+        lms_plan_used(&r->plan, b, b->last_use);   /* the pin let go, its use as it was */
+}
+static void transient_pin(void)
+{
+    rig r;
+    double cost[STEPS];
+    uint64_t moved[STEPS];
+    setup_rereads(&r, 1, 3);
+    r.before = pin_one;
+    rig_run(&r, STEPS, cost, moved);
+    CHECK(!r.bad);
+    CHECK_NEAR(cost[STEPS - 1], 2, 0);   /* as the baseline, A takes back at a later step */
+}
+
+/* ---- one noisy price does not undo a move -------------------------------- */
+/* A's true cost off the device is 0.5 (below the 1 B's move saves: the move
+ * is right), measured 5 once (step 6). */
+static double noisy_a_price(rig *r, lms_plan_chunk *c)
+{
+    int off = rig_off(r);
+    if (c->id == 0)
+        return !off ? 0 : r->s == 6 ? 5 : 0.5;
+    return off >= 2 ? 1 : 0;
+}
+static void noisy_take_back(void)
+{
+    rig r;
+    double cost[STEPS];
+    uint64_t moved[STEPS];
+    setup_rereads(&r, 1, 3);
+    r.price = noisy_a_price;
+    rig_run(&r, STEPS, cost, moved);
+    CHECK(!r.bad);
+    CHECK_NEAR(cost[5], 0.5, 0);          /* A reads in place at 0.5, B none */
+    CHECK_NEAR(cost[STEPS - 1], 0.5, 0);  /* one outlier does not undo it for good */
+}
+
+/* ---- one noisy gain does not block a take-back --------------------------- */
+/* A re-reads (5 when off) but its price is learned only from step 6; B's
+ * price, measured at the take (step 2), was 50 once (else 1). */
+static double noisy_gain_price(rig *r, lms_plan_chunk *c)
+{
+    int off = rig_off(r);
+    if (c->id == 0)
+        return r->s < 6 ? -1 : off ? 5 : 0;
+    return off >= 2 ? (r->s == 2 ? 50 : 1) : 0;
+}
+static void noisy_gain(void)
+{
+    rig r;
+    double cost[STEPS];
+    uint64_t moved[STEPS];
+    setup_rereads(&r, 1, 3);
+    r.price = noisy_gain_price;
+    rig_run(&r, STEPS, cost, moved);
+    CHECK(!r.bad);
+    CHECK_NEAR(cost[STEPS - 1], 2, 0);   /* A (5) takes back from B (1 a chunk) */
+}
+
+/* ---- a taker whose fetch fails does not evict a donor every step --------- */
+/* Donors D0..D3 (chunks 0-3, 2 units, their launches hide 2), room 4: two
+ * resident. Taker T (chunk 4, 2 units, its launch hides 1, price 1 off)
+ * cannot be fetched (ops.fetch fails for it). */
+static double ff_price(rig *r, lms_plan_chunk *c) { (void)r; return c->id == 4 ? 1 : -1; }
+static uint64_t ff_hides(rig *r) { return r->j == 0 ? 1 : 2; }
+static void fetch_fails(void)
+{
+    rig r;
+    double cost[STEPS];
+    uint64_t moved[STEPS];
+    rig_init(&r, 4, 5);
+    r.verbose = getenv("V") != NULL;
+    for (int i = 0; i < 5; i++)
+        r.f.chunks[i].charge = 2;
+    r.nl = 5;
+    for (int j = 0; j < 5; j++)
+        r.n[j] = 1, r.ids[j][0] = j == 0 ? 4 : (uint32_t)j - 1;   /* T first, then D0..D3 */
+    r.price = ff_price;
+    r.hides = ff_hides;
+    r.fail_fetch[4] = true;
+    rig_run(&r, 3, cost, moved);   /* the room filled, the first take tried (step 2) */
+    uint64_t ev0 = r.f.evictions, fe0 = r.f.fetches;
+    rig_run(&r, STEPS, cost, moved);
+    if (r.verbose)
+        fprintf(stderr, "fetch_fails: %llu evictions, %llu fetches over %d more steps\n",
+                (unsigned long long)(r.f.evictions - ev0), (unsigned long long)(r.f.fetches - fe0), STEPS);
+    CHECK(!r.bad);
+    CHECK_EQ_U(r.f.evictions - ev0, 0);   /* a failed take is not repeated every step (the old code: one a step) */
+}
+
+/* ---- random workloads: the budget and the resident set stay exact ----- */
+static uint64_t rng_s;
+static uint32_t rnd(uint32_t n)
+{
+    rng_s = rng_s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng_s >> 33) % n;
+}
+typedef struct fz {
+    rig r;                     /* first */
+    bool dead[FAKE_ROOM_MAX];
+    int mode;                  /* price mode */
+} fz;
+static lms_plan_chunk *fz_lookup(void *ctx, uint32_t id)
+{
+    fz *z = ctx;
+    return id < z->r.f.n && !z->dead[id] ? &z->r.f.chunks[id] : NULL;
+}
+static double fz_price(rig *r, lms_plan_chunk *c)
+{
+    fz *z = (fz *)r;
+    static const double v[] = {-1, 0, 0.5, 1, 5, 1e9, 1e-9};
+    switch (z->mode) {
+    case 0: return v[rnd(7)];
+    case 1: return (r->s % 2 ? 1 : -1) * (double)(1 + c->id % 3);   /* flips sign every step */
+    default: return rig_off(r) ? 1 + (double)(c->id % 2) : 0;
+    }
+}
+static uint64_t fz_hides(rig *r) { (void)r; return rnd(5); }
+static void fz_check(fz *z, const char *where)
+{
+    rig *r = &z->r;
+    uint64_t sum = 0, vb = 0;
+    int nres = 0, nv = 0;
+    for (uint32_t i = 0; i < r->f.n; i++) {
+        lms_plan_chunk *c = &r->f.chunks[i];
+        if (z->dead[i] || !c->resident)
+            continue;
+        sum += c->charge, nres++;
+        if (c->pins == 0)
+            vb += c->charge, nv++;
+    }
+    if (sum != r->f.used || r->f.used > r->f.room || nres != r->plan.nresident || vb != r->plan.victim_bytes ||
+        nv != r->plan.victims.n || r->plan.ndonors < 0 || r->plan.ndonors > LMS_PLAN_DONORS) {
+        fprintf(stderr, "fuzz seed %llu %s step %d j %d: used %llu sum %llu room %llu nres %d/%d vb %llu/%llu nv %d/%d\n",
+                (unsigned long long)rng_s, where, r->s, r->j, (unsigned long long)r->f.used, (unsigned long long)sum,
+                (unsigned long long)r->f.room, nres, r->plan.nresident, (unsigned long long)vb,
+                (unsigned long long)r->plan.victim_bytes, nv, r->plan.victims.n);
+        exit(1);
+    }
+}
+static uint64_t fz_gave, fz_kept;
+static void fz_one(uint64_t seed)
+{
+    static fz z;
+    rng_s = seed;
+    memset(&z, 0, sizeof z);
+    rig *r = &z.r;
+    uint32_t n = 4 + rnd(16);
+    rig_init(r, 2 + rnd(8), n);
+    for (uint32_t i = 0; i < n; i++)
+        r->f.chunks[i].charge = 1 + rnd(3), r->fail_fetch[i] = rnd(10) == 0;
+    r->nl = 2 + rnd(RIG_MAXL - 1);
+    for (int j = 0; j < r->nl; j++) {
+        r->n[j] = 1 + (int)rnd(3);
+        for (int i = 0; i < r->n[j]; i++) {
+            uint32_t id;
+            bool dup;
+            do {   /* distinct ids within a launch */
+                id = rnd(n);
+                dup = false;
+                for (int k = 0; k < i; k++)
+                    dup |= r->ids[j][k] == id;
+            } while (dup);
+            r->ids[j][i] = id;
+        }
+    }
+    z.mode = (int)rnd(3);
+    r->price = fz_price;
+    r->hides = fz_hides;
+    lms_plan_ops ops = fake_room_ops();
+    ops.fetch = rig_fetch, ops.evict = rig_evict, ops.price = rig_price, ops.hides = rig_hides;
+    ops.lookup = fz_lookup;
+    int steps = 10 + (int)rnd(20);
+    uint32_t pinned = UINT32_MAX;
+    for (int s = 0; s < steps; s++) {
+        r->s = s;
+        for (int j = 0; j < r->nl + RIG_FILL; j++) {
+            r->j = j;
+            /* events between launches */
+            uint32_t e = rnd(40);
+            if (e == 0) {   /* free a chunk */
+                uint32_t id = rnd(n);
+                if (!z.dead[id] && id != pinned && r->f.chunks[id].pins == 0) {
+                    lms_plan_chunk *c = &r->f.chunks[id];
+                    if (c->resident)
+                        r->f.used -= c->charge;
+                    lms_plan_forget(&r->plan, c);
+                    z.dead[id] = true;
+                }
+            } else if (e == 1) {   /* an id made again (reused), zeroed */
+                uint32_t id = rnd(n);
+                if (z.dead[id]) {
+                    z.dead[id] = false;
+                    r->f.chunks[id] = (lms_plan_chunk){.id = id, .charge = 1 + rnd(3)};
+                }
+            } else if (e == 2 && pinned == UINT32_MAX) {   /* another launch in flight */
+                uint32_t id = rnd(n);
+                if (!z.dead[id]) {
+                    pinned = id;
+                    lms_plan_pin(&r->plan, &r->f.chunks[id]);
+                }
+            } else if (e == 3 && pinned != UINT32_MAX) {
+                lms_plan_used(&r->plan, &r->f.chunks[pinned], r->seq);
+                pinned = UINT32_MAX;
+            } else if (e == 4) {   /* a device request */
+                uint64_t b = 1 + rnd(3);
+                if (lms_plan_make_room(&r->plan, &ops, r, b))
+                    r->f.used -= b;   /* and freed again at once */
+            } else if (e == 5) {
+                r->f.room = 2 + rnd(8);   /* the room changes */
+                while (r->f.used > r->f.room && r->plan.victims.n > 0) {   /* shrink: evict */
+                    if (!lms_plan_make_room(&r->plan, &ops, r, 0)) break;
+                    break;
+                }
+                if (r->f.used > r->f.room)
+                    r->f.room = r->f.used;
+            }
+            fz_check(&z, "event");
+            int k = 0;
+            lms_plan_chunk *mine[4] = {0};
+            uint32_t ids[4];
+            if (j < r->nl)
+                for (int i = 0; i < r->n[j]; i++)
+                    if (!z.dead[r->ids[j][i]]) {
+                        ids[k] = r->ids[j][i];
+                        mine[k] = &r->f.chunks[ids[k]];
+                        lms_plan_pin(&r->plan, mine[k]);
+                        k++;
+                    }
+            r->mine = mine, r->m = k;
+            r->plan.mode = rnd(20) ? LMS_PLAN_DEEP : (int)rnd(LMS_PLAN_MODES);
+            lms_plan_launch(&r->plan, &ops, r, ++r->seq, 300 + (uintptr_t)j, ids, k, mine, k);
+            fz_check(&z, "launch");
+            for (int i = 0; i < k; i++)
+                lms_plan_used(&r->plan, mine[i], r->seq);
+            fz_check(&z, "used");
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        fz_gave += r->f.chunks[i].gave_to != 0, fz_kept += r->f.chunks[i].kept;
+    lms_plan_destroy(&r->plan);
+}
+static void fuzz(void)
+{
+    const char *e = getenv("FUZZ_N");
+    int runs = e ? atoi(e) : 3000;
+    for (int i = 0; i < runs; i++)
+        fz_one(0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1));
+    fprintf(stderr, "fuzz: %d runs, %llu chunks left giving, %llu kept\n", runs, (unsigned long long)fz_gave,
+            (unsigned long long)fz_kept);
+}
+
+/* ---- a taker evicted for another reason: the room is made again ---------- */
+/* The baseline with A's price learned late (step 6), launch B's chunks
+ * listed {2, 1} from step 4; at step 3 a device request holds one unit
+ * (evicting the taker, chunk 1) and lets it go at step 4: chunk 2 comes back into the free
+ * unit (fetch_free), so A's room is held by B's launch again, but not by
+ * the chunk A remembers. */
+static double late_a_price(rig *r, lms_plan_chunk *c)
+{
+    int off = rig_off(r);
+    if (c->id == 0)
+        return r->s < 6 ? -1 : off ? 5 : 0;
+    return off >= 2 ? 1 : 0;
+}
+static lms_plan_ops *te_ops;
+static void te_before(rig *r)
+{
+    if (r->j != 5)
+        return;
+    if (r->s == 3) {
+        CHECK(lms_plan_make_room(&r->plan, te_ops, r, 1));   /* held */
+        r->held = 1;
+        r->ids[0][0] = 2, r->ids[0][1] = 1;   /* B's launch lists chunk 2 first from now on */
+    }
+    if (r->s == 4)
+        r->f.used -= 1, r->held = 0;   /* released */
+}
+static void taker_evicted(void)
+{
+    rig r;
+    double cost[STEPS];
+    uint64_t moved[STEPS];
+    setup_rereads(&r, 1, 3);
+    r.price = late_a_price;
+    r.before = te_before;
+    lms_plan_ops ops = fake_room_ops();
+    ops.fetch = rig_fetch, ops.evict = rig_evict, ops.price = rig_price, ops.hides = rig_hides;
+    te_ops = &ops;
+    rig_run(&r, STEPS, cost, moved);
+    CHECK_NEAR(cost[STEPS - 1], 2, 0);   /* A (5) takes the room back from B (1 a chunk) */
+}
+
+static const test_case cases[] = {
+    {"taker_evicted", taker_evicted},
+    {"fuzz", fuzz},
+    {"transient_pin", transient_pin},
+    {"noisy_take_back", noisy_take_back},
+    {"noisy_gain", noisy_gain},
+    {"fetch_fails", fetch_fails},
+    {"chain", chain},
+    {"baseline", baseline},
+    {"bigger_donor", bigger_donor},
+};
+
+TEST_MAIN(cases)
