@@ -389,14 +389,16 @@ static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t dis
  * last step: room free between evictions is room that chunks used more
  * often come back for within the step, and a chunk used once a step
  * fetched into it is evicted again for them, a fetch and an eviction a
- * step where reading it in place costs one pass. False when it is not
- * fetched. */
+ * step where reading it in place costs one pass. Nor one that gave its
+ * room (give_room): its launch hides its reads, and with its taker
+ * evicted for another reason it was fetched and given again every other
+ * step. False when it is not fetched. */
 static bool fetch_free(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool ahead)
 {
     bool confirmed;
     uint64_t step = lms_plan_step_length(p, &confirmed);
-    if (p->pressed && p->now - p->pressed < step)
-        return false;
+    if (c->gave_to || (p->pressed && p->now - p->pressed < step))
+        return false;   /* one that gave its room: its launch hides its reads (give_room) */
     if (!ops->reserve(ctx, c->charge))
         return false;
     return fetch_into_room(p, ops, ctx, c, ahead);
@@ -509,6 +511,7 @@ static bool swap_in(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_ch
     if (v) {
         lms_plan_forget(p, v);
         ops->evict(ctx, v);
+        p->pressed = p->now;   /* room made by evicting: not free room (fetch_free) */
     }
     if (!make_room(p, ops, ctx, c->charge, LMS_DISTANCE_NOW) || !fetch_into_room(p, ops, ctx, c, false))
         return false;
@@ -534,9 +537,10 @@ static lms_plan_chunk *holder(const lms_plan_ops *ops, void *ctx, const lms_plan
  * its taker (a launch that hides less than measured: a kernel re-reading
  * the chunk), on two launches in a row (one measurement may be noise),
  * takes its room back from the chunk holding it (holder) and is never
- * offered again. When that chunk is in use a moment (pinned) it waits for
- * its next launch; when none holds the room any more, the room is made
- * from the victims' order. True when it fetched a chunk. */
+ * offered again. When that chunk is in use a moment (pinned by another
+ * launch) it waits for its next launch; when none holds the room any
+ * more, or this launch uses the holder, the room is made from the
+ * victims' order. True when it moved (fetched or tried to). */
 static bool take_back(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
 {
     for (int i = 0; i < m; i++) {
@@ -553,12 +557,19 @@ static bool take_back(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_
             continue;
         }
         lms_plan_chunk *w = holder(ops, ctx, c);
-        if (w && w->pins > 0)
-            continue;
+        if (w && w->pins > 0) {
+            bool own = false;   /* pinned by this launch: it stays, the room is made elsewhere */
+            for (int j = 0; j < m && !own; j++)
+                own = mine[j] == w;
+            if (!own)
+                continue;
+            w = NULL;
+        }
         c->gave_to = 0;
         c->losses = 0;
         c->kept = true;
-        return swap_in(p, ops, ctx, w, c);
+        swap_in(p, ops, ctx, w, c);
+        return true;
     }
     return false;
 }
@@ -585,8 +596,9 @@ static void give_or_take(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pl
     }
     for (int i = 0; i < m; i++) {
         lms_plan_chunk *c = mine[i];
-        if (c->resident || !(c->dear > 0) || p->now < c->no_take_until || !once_a_step(p, c, LMS_DISTANCE_NOW))
-            continue;
+        if (c->resident || c->gave_to || !(c->dear > 0) || p->now < c->no_take_until ||
+            !once_a_step(p, c, LMS_DISTANCE_NOW))
+            continue;   /* one that gave its room comes back only by take_back */
         double price = ops->price(ctx, c);
         if (!(price > 0))
             continue;
@@ -614,8 +626,11 @@ static void give_or_take(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pl
  * keeps its price for its next launch (`dear`). O(m + LMS_PLAN_DONORS). */
 static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
 {
-    if (p->mode != LMS_PLAN_DEEP || p->deep_all || !ops->hides || !ops->price)
+    if (p->mode != LMS_PLAN_DEEP || p->deep_all || !ops->hides || !ops->price) {
+        for (int i = 0; i < m; i++)   /* launches in a row are those of acting deep */
+            mine[i]->dear = 0, mine[i]->losses = 0;
         return;
+    }
     give_or_take(p, ops, ctx, mine, m);
     for (int i = 0; i < m; i++) {
         lms_plan_chunk *c = mine[i];

@@ -6,6 +6,7 @@
  * case per meson test.
  */
 #include <stdlib.h>
+#include "plan_steps.h"
 #include "rig.h"
 
 #define STEPS 12
@@ -408,6 +409,230 @@ static void taker_evicted(void)
     CHECK_NEAR(cost[STEPS - 1], 2, 0);   /* A (5) takes the room back from B (1 a chunk) */
 }
 
+/* ---- two chunks with launches that hide each one's read, on a dip ---------- */
+/* X (0) and Z (1), 2 units each, room 2; L0 = {X}, L1 = {Z}; each reads its
+ * chunk in place at 1 a unit when off (its loss equals the move's gain:
+ * no take-back). Each launch hides 2 but dips to 1 now and then (what a
+ * launch hides moves with the measured cost of a fetch): L0 at steps 4k,
+ * L1 at steps 4k+2. A chunk that gave its room comes back only by a
+ * take-back: the room moves once, not on every dip (the old code: 50
+ * fetches in 100 steps). */
+static double pp_price(rig *r, lms_plan_chunk *c)
+{
+    (void)c;
+    return rig_off(r) ? 1 : 0;
+}
+static uint64_t pp_hides(rig *r)
+{
+    if (r->j >= 2)
+        return 0;
+    return (r->j == 0 && r->s % 4 == 0) || (r->j == 1 && r->s % 4 == 2) ? 1 : 2;
+}
+static void ping_pong(void)
+{
+    enum { N = 200 };
+    static rig r;
+    static double cost[N];
+    static uint64_t moved[N];
+    rig_init(&r, 2, 2);
+    r.verbose = getenv("V") != NULL;
+    r.f.chunks[0].charge = r.f.chunks[1].charge = 2;
+    r.nl = 2;
+    r.n[0] = 1, r.ids[0][0] = 0;
+    r.n[1] = 1, r.ids[1][0] = 1;
+    r.price = pp_price;
+    r.hides = pp_hides;
+    rig_run(&r, N, cost, moved);
+    uint64_t late = 0;
+    for (int s = N / 2; s < N; s++)
+        late += moved[s];
+    CHECK(!r.bad);
+    CHECK_EQ_U(late, 0);
+}
+
+/* ---- the room's holder is a chunk of the asking launch --------------------- */
+/* A=0, B=1, C=2, D=3, 2 units each, room 4; LB = {B}, LD = {D}, LA = {A, C}.
+ * Each reads its chunks in place at 1 a unit when off; A's price is
+ * unknown until step 6, then 5 (a kernel re-reading A: a loss of 10 over
+ * the 2 its move saved). What the launches hide moves A -> B (step 2),
+ * C -> D (step 3), B -> C (step 4): the room A gave is held by C, which
+ * A's own launch pins. A takes its room back (from elsewhere) instead of
+ * asking again for ever (the old code: 12 a step for good). */
+static double own_price(rig *r, lms_plan_chunk *c)
+{
+    if (c->id == 0)
+        return r->s < 6 ? -1 : 5;
+    return rig_off(r) ? 1 : 0;
+}
+static uint64_t own_hides(rig *r)
+{
+    switch (r->j) {
+    case 0: return r->s < 4 ? 1 : 2;
+    case 1: return 1;
+    case 2: return r->s < 4 ? 4 : 2;
+    default: return 0;
+    }
+}
+static void own_holder(void)
+{
+    enum { N = 40 };
+    static rig r;
+    double cost[N];
+    uint64_t moved[N];
+    rig_init(&r, 4, 4);
+    r.verbose = getenv("V") != NULL;
+    for (int i = 0; i < 4; i++)
+        r.f.chunks[i].charge = 2;
+    r.nl = 3;
+    r.n[0] = 1, r.ids[0][0] = 1;
+    r.n[1] = 1, r.ids[1][0] = 3;
+    r.n[2] = 2, r.ids[2][0] = 0, r.ids[2][1] = 2;
+    r.price = own_price;
+    r.hides = own_hides;
+    rig_run(&r, N, cost, moved);
+    CHECK(!r.bad);
+    CHECK(r.f.chunks[0].resident && r.f.chunks[0].kept);
+    CHECK(cost[N - 1] < 12);
+}
+
+/* ---- a dear price from before a mode switch -------------------------------- */
+/* X=0 (L0, hides 2: offered) and T=1 (L1, hides 1), 2 units each, room 2.
+ * T's reads in place are hidden (price 0) but measured 5 at step 3 and
+ * step 12 (noise); steps 4-11 run acting (as a timed step of another mode
+ * does). Two launches in a row are two of acting deep's: no take at step
+ * 12 (the old code took, on the two outliers nine steps apart). */
+static double sd_price(rig *r, lms_plan_chunk *c)
+{
+    if (c->id == 1)
+        return rig_off(r) && (r->s == 3 || r->s == 12) ? 5 : 0;
+    return 0;
+}
+static uint64_t sd_hides(rig *r)
+{
+    return r->j == 0 ? 2 : r->j == 1 ? 1 : 0;
+}
+static void stale_dear(void)
+{
+    static rig r;
+    rig_init(&r, 2, 2);
+    r.f.chunks[0].charge = r.f.chunks[1].charge = 2;
+    r.verbose = getenv("V") != NULL;
+    r.nl = 2;
+    r.n[0] = 1, r.ids[0][0] = 0;
+    r.n[1] = 1, r.ids[1][0] = 1;
+    r.price = sd_price;
+    r.hides = sd_hides;
+    lms_plan_ops ops = fake_room_ops();
+    ops.fetch = rig_fetch, ops.evict = rig_evict, ops.price = rig_price, ops.hides = rig_hides;
+    uint64_t ev_late = 0;
+    for (int s = 0; s < 16; s++) {
+        r.s = s;
+        int mode = s >= 4 && s < 12 ? LMS_PLAN_ACT : LMS_PLAN_DEEP;
+        for (int j = 0; j < r.nl + RIG_FILL; j++) {
+            r.j = j;
+            int n = j < r.nl ? r.n[j] : 0;
+            uint32_t *ids = j < r.nl ? r.ids[j] : NULL;
+            lms_plan_chunk *mine[4] = {0};
+            for (int i = 0; i < n; i++)
+                mine[i] = &r.f.chunks[ids[i]], lms_plan_pin(&r.plan, mine[i]);
+            r.mine = mine, r.m = n;
+            if (r.plan.mode != mode)
+                lms_plan_set_mode(&r.plan, mode);
+            uint64_t e0 = r.f.evictions;
+            lms_plan_launch(&r.plan, &ops, &r, ++r.seq, 300 + (uintptr_t)j, ids, n, mine, n);
+            if (s >= 12)
+                ev_late += r.f.evictions - e0;
+            for (int i = 0; i < n; i++)
+                lms_plan_used(&r.plan, mine[i], r.seq);
+            rig_check(&r);
+        }
+    }
+    CHECK(!r.bad);
+    CHECK_EQ_U(ev_late, 0);
+}
+
+/* ---- fixed random workloads settle --------------------------------------------- */
+/* Workloads drawn from a seed (chunks of 1-4 units, a room of 2-13, 2-8
+ * launches of 1-4 chunks, prices fixed per chunk, rising with the chunks
+ * read in place or halving past two, what each launch hides fixed), run
+ * 300 steps: over the last 150 no chunk gives or takes back (which chunk
+ * gave its room and which were kept stay the same at each step's end). Workload
+ * 2784 churned before: a giver came back into free room once its taker was
+ * evicted for another reason, and gave again, every other step. */
+typedef struct fixed {
+    rig r;                         /* first */
+    double base[FAKE_ROOM_MAX];
+    uint64_t hide[RIG_MAXL];
+    int pmode;
+} fixed;
+static double fixed_price(rig *r, lms_plan_chunk *c)
+{
+    fixed *w = (fixed *)r;
+    int off = rig_off(r);
+    return w->pmode == 0 ? w->base[c->id] : w->pmode == 1 ? w->base[c->id] * off
+                                                            : off >= 2 ? w->base[c->id] : w->base[c->id] / 4;
+}
+static uint64_t fixed_hides(rig *r)
+{
+    return r->j < r->nl ? ((fixed *)r)->hide[r->j] : 0;
+}
+static bool fixed_settles(uint64_t seed)
+{
+    static fixed w;
+    memset(&w, 0, sizeof w);
+    rng_s = seed;
+    rig *r = &w.r;
+    uint32_t n = 4 + rnd(20);
+    rig_init(r, 2 + rnd(12), n);
+    static const double v[] = {-1, 0, 0.5, 1, 2, 5, 20};
+    for (uint32_t i = 0; i < n; i++) {
+        r->f.chunks[i].charge = 1 + rnd(4);
+        w.base[i] = v[rnd(7)];
+    }
+    r->nl = 2 + rnd(RIG_MAXL - 1);
+    for (int j = 0; j < r->nl; j++) {
+        r->n[j] = 1 + (int)rnd(4);
+        w.hide[j] = rnd(8);
+        for (int i = 0; i < r->n[j]; i++) {
+            uint32_t id;
+            bool dup;
+            do {   /* distinct ids within a launch */
+                id = rnd(n);
+                dup = false;
+                for (int k = 0; k < i; k++)
+                    dup |= r->ids[j][k] == id;
+            } while (dup);
+            r->ids[j][i] = id;
+        }
+    }
+    w.pmode = (int)rnd(3);
+    r->price = fixed_price;
+    r->hides = fixed_hides;
+    uint32_t gave[FAKE_ROOM_MAX];
+    bool kept[FAKE_ROOM_MAX], settled = true;
+    for (int s = 0; s < 300; s++) {
+        r->s = s;
+        rig_step(r, NULL, &r->seq);
+        for (uint32_t i = 0; i < n; i++) {
+            lms_plan_chunk *c = &r->f.chunks[i];
+            if (s > 150 && (c->gave_to != gave[i] || c->kept != kept[i]))
+                settled = false;
+            gave[i] = c->gave_to, kept[i] = c->kept;
+        }
+    }
+    CHECK(!r->bad);
+    lms_plan_destroy(&r->plan);
+    return settled;
+}
+static void settles(void)
+{
+    int moving = 0;
+    for (uint64_t i = 0; i < 300; i++)
+        moving += !fixed_settles(0x9e3779b97f4a7c15ULL * (i + 7));
+    CHECK(fixed_settles(0x9e3779b97f4a7c15ULL * (2784 + 7)));
+    CHECK_EQ_U(moving, 0);
+}
+
 static const test_case cases[] = {
     {"taker_evicted", taker_evicted},
     {"fuzz", fuzz},
@@ -418,6 +643,10 @@ static const test_case cases[] = {
     {"chain", chain},
     {"baseline", baseline},
     {"bigger_donor", bigger_donor},
+    {"ping_pong", ping_pong},
+    {"own_holder", own_holder},
+    {"stale_dear", stale_dear},
+    {"settles", settles},
 };
 
 TEST_MAIN(cases)
