@@ -213,6 +213,23 @@ static uint32_t rnd(uint32_t n)
     rng_s = rng_s * 6364136223846793005ULL + 1442695040888963407ULL;
     return (uint32_t)(rng_s >> 33) % n;
 }
+
+/* Draws launch j's r->n[j] chunk ids among n, distinct within the launch. */
+static void draw_ids(rig *r, int j, uint32_t n)
+{
+    for (int i = 0; i < r->n[j]; i++) {
+        uint32_t id;
+        bool dup;
+        do {
+            id = rnd(n);
+            dup = false;
+            for (int k = 0; k < i; k++)
+                dup |= r->ids[j][k] == id;
+        } while (dup);
+        r->ids[j][i] = id;
+    }
+}
+
 typedef struct fz {
     rig r;                     /* first */
     bool dead[FAKE_ROOM_MAX];
@@ -270,17 +287,7 @@ static void fz_one(uint64_t seed)
     r->nl = 2 + rnd(RIG_MAXL - 1);
     for (int j = 0; j < r->nl; j++) {
         r->n[j] = 1 + (int)rnd(3);
-        for (int i = 0; i < r->n[j]; i++) {
-            uint32_t id;
-            bool dup;
-            do {   /* distinct ids within a launch */
-                id = rnd(n);
-                dup = false;
-                for (int k = 0; k < i; k++)
-                    dup |= r->ids[j][k] == id;
-            } while (dup);
-            r->ids[j][i] = id;
-        }
+        draw_ids(r, j, n);
     }
     z.mode = (int)rnd(3);
     r->price = fz_price;
@@ -593,17 +600,7 @@ static bool fixed_settles(uint64_t seed)
     for (int j = 0; j < r->nl; j++) {
         r->n[j] = 1 + (int)rnd(4);
         w.hide[j] = rnd(8);
-        for (int i = 0; i < r->n[j]; i++) {
-            uint32_t id;
-            bool dup;
-            do {   /* distinct ids within a launch */
-                id = rnd(n);
-                dup = false;
-                for (int k = 0; k < i; k++)
-                    dup |= r->ids[j][k] == id;
-            } while (dup);
-            r->ids[j][i] = id;
-        }
+        draw_ids(r, j, n);
     }
     w.pmode = (int)rnd(3);
     r->price = fixed_price;
