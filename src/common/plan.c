@@ -384,21 +384,35 @@ static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t dis
     return step >= TRIAL_MIN && p->now + distance - c->last_use >= step;
 }
 
+/* The chunk holding the room c gave away: the chunk it gave it to, or
+ * along the chain where that one gave it on (A to B, B to C: C); NULL when
+ * the room is held by none of them (the last one was evicted for another
+ * reason). Bounded by LMS_PLAN_DONORS hops. */
+static lms_plan_chunk *holder(const lms_plan_ops *ops, void *ctx, const lms_plan_chunk *c)
+{
+    lms_plan_chunk *w = ops->lookup(ctx, c->gave_to - 1);
+    for (int hop = 0; w && !w->resident && w->gave_to && hop < LMS_PLAN_DONORS; hop++)
+        w = ops->lookup(ctx, w->gave_to - 1);
+    return w && w->resident ? w : NULL;
+}
+
 /* Fetches c (not resident, not pinned) when the room has its charge free
  * without evicting anything, and nothing was evicted for room within the
  * last step: room free between evictions is room that chunks used more
  * often come back for within the step, and a chunk used once a step
  * fetched into it is evicted again for them, a fetch and an eviction a
  * step where reading it in place costs one pass. Nor one that gave its
- * room (give_room): its launch hides its reads, and with its taker
- * evicted for another reason it was fetched and given again every other
- * step. False when it is not fetched. */
+ * room while a chunk holds that room (give_room: its launch hides its
+ * reads); once none does, it may come back. False when it is not
+ * fetched. */
 static bool fetch_free(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool ahead)
 {
     bool confirmed;
     uint64_t step = lms_plan_step_length(p, &confirmed);
-    if (c->gave_to || (p->pressed && p->now - p->pressed < step))
-        return false;   /* one that gave its room: its launch hides its reads (give_room) */
+    if (c->gave_to && holder(ops, ctx, c))
+        return false;   /* its room is held: its launch hides its reads (give_room) */
+    if (p->pressed && p->now - p->pressed < step)
+        return false;
     if (!ops->reserve(ctx, c->charge))
         return false;
     return fetch_into_room(p, ops, ctx, c, ahead);
@@ -476,11 +490,13 @@ static void offer(lms_plan *p, uint32_t id, uint64_t seq)
     p->donors[i] = (struct lms_plan_donor){.id = id, .seq = seq};
 }
 
-/* Takes the smallest offered chunk of at least `need` bytes that is still
- * as it was offered (resident, not used since), dropping the offers that
- * are not (a pinned one stays offered); NULL when none is.
+/* Takes the smallest offered chunk of at least `need` bytes, other than
+ * `not`, that is still as it was offered (resident, not used since),
+ * dropping the offers that are not (a pinned one stays offered); NULL
+ * when none is.
  * O(LMS_PLAN_DONORS). */
-static lms_plan_chunk *take(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t need)
+static lms_plan_chunk *take(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t need,
+                            const lms_plan_chunk *not)
 {
     int n = p->ndonors, kept = 0, got_at = -1;
     lms_plan_chunk *got = NULL;
@@ -490,7 +506,7 @@ static lms_plan_chunk *take(lms_plan *p, const lms_plan_ops *ops, void *ctx, uin
         lms_plan_chunk *v = ops->lookup(ctx, d.id);
         if (!v || !v->resident || v->last_use != d.seq)
             continue;   /* gone, evicted, or used since: its launch's state is another */
-        if (v->pins == 0 && v->charge >= need && (!got || v->charge < got->charge))
+        if (v != not && v->pins == 0 && v->charge >= need && (!got || v->charge < got->charge))
             got = v, got_at = kept;
         keep[kept++] = d;
     }
@@ -520,17 +536,6 @@ static bool swap_in(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_ch
     return true;
 }
 
-/* The chunk holding the room c gave away: the chunk it gave it to, or
- * along the chain where that one gave it on (A to B, B to C: C); NULL when
- * the room is held by none of them (the last one was evicted for another
- * reason). Bounded by LMS_PLAN_DONORS hops. */
-static lms_plan_chunk *holder(const lms_plan_ops *ops, void *ctx, const lms_plan_chunk *c)
-{
-    lms_plan_chunk *w = ops->lookup(ctx, c->gave_to - 1);
-    for (int hop = 0; w && !w->resident && w->gave_to && hop < LMS_PLAN_DONORS; hop++)
-        w = ops->lookup(ctx, w->gave_to - 1);
-    return w && w->resident ? w : NULL;
-}
 
 /* A chunk of this launch (mine[0..m)) that gave its room away and that the
  * launch now reads in place at a measured cost above what the move saved
@@ -596,13 +601,13 @@ static void give_or_take(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pl
     }
     for (int i = 0; i < m; i++) {
         lms_plan_chunk *c = mine[i];
-        if (c->resident || c->gave_to || !(c->dear > 0) || p->now < c->no_take_until ||
+        if (c->resident || c->took || !(c->dear > 0) || p->now < c->no_take_until ||
             !once_a_step(p, c, LMS_DISTANCE_NOW))
-            continue;   /* one that gave its room comes back only by take_back */
+            continue;   /* one that took once and lost the room again takes no other */
         double price = ops->price(ctx, c);
         if (!(price > 0))
             continue;
-        lms_plan_chunk *v = take(p, ops, ctx, c->charge);
+        lms_plan_chunk *v = take(p, ops, ctx, c->charge, c->gave_to ? holder(ops, ctx, c) : NULL);
         if (!v)
             return;
         v->gave_to = c->id + 1;
@@ -611,6 +616,8 @@ static void give_or_take(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pl
         if (!swap_in(p, ops, ctx, v, c)) {
             v->gave_to = 0;   /* its room is free, not given */
             c->no_take_until = p->now + TAKE_BACKOFF * (p->now - c->last_use);
+        } else {
+            c->took = true;
         }
         return;
     }
@@ -620,7 +627,10 @@ static void give_or_take(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pl
  * one of its chunks used once a step, or takes an offered chunk's room for
  * one it read in place dearly at this launch and at its last (one
  * measurement may be noise; what the move saves is the lower of the two
- * prices); see above. A chunk whose fetch failed in a take takes no room
+ * prices); see above. A chunk takes once: one that lost the room it took
+ * (evicted for another reason) reads in place from then on, so that a
+ * room does not go round among chunks (a giver takes too, but not from
+ * the chunk holding its own room). A chunk whose fetch failed in a take takes no room
  * for TAKE_BACKOFF of its steps (the donor's eviction was for nothing).
  * At most one of either per launch; then each chunk read in place
  * keeps its price for its next launch (`dear`). O(m + LMS_PLAN_DONORS). */

@@ -35,6 +35,7 @@ typedef struct lms_plan_chunk {
     uint8_t losses;       /* ... launches in a row that measured a loss above it */
     float dear;           /* acting deep: its price at its last launch when read in place and dear (0: not) */
     uint64_t no_take_until; /* ... a take whose fetch failed: no other before this launch */
+    bool took;            /* ... it took another's room once: never again */
 } lms_plan_chunk;
 
 /* The mechanics, supplied by the caller. */

@@ -630,6 +630,171 @@ static void settles(void)
     CHECK_EQ_U(moving, 0);
 }
 
+/* ---- a giver whose taker is gone -------------------------------------------- */
+/* B=1 (L0, hides 1), A=0 (L1, hides 2), 2 units each, room 2. Off the
+ * device A costs 0.9 a unit (a loss of 1.8, under the 2 its move saves B:
+ * no take-back while B holds the room), B 1 a unit. A gives to B (step 2).
+ * At step 10 B is freed (forgotten, its charge back, its id gone), or
+ * (`evicted`) evicted by a device request and not used again; L0 then
+ * runs on nothing. The room is held by no one: A comes back into it (the
+ * first rules: A paid 1.8 a step for good, the device empty). */
+static bool tg_dead;
+static lms_plan_chunk *tg_lookup(void *ctx, uint32_t id)
+{
+    rig *r = ctx;
+    return id < r->f.n && !(id == 1 && tg_dead) ? &r->f.chunks[id] : NULL;
+}
+static double tg_price(rig *r, lms_plan_chunk *c)
+{
+    return !rig_off(r) ? 0 : c->id == 0 ? 0.9 : 1;
+}
+static uint64_t tg_hides(rig *r)
+{
+    return r->j == 1 ? 2 : r->j == 0 ? 1 : 0;
+}
+static void taker_gone_by(bool freed)
+{
+    enum { N = 40, GONE = 10 };
+    static rig r;
+    rig_init(&r, 2, 2);
+    r.verbose = getenv("V") != NULL;
+    r.f.chunks[0].charge = r.f.chunks[1].charge = 2;
+    r.nl = 2;
+    r.n[0] = 1, r.ids[0][0] = 1;   /* L0 = {B} */
+    r.n[1] = 1, r.ids[1][0] = 0;   /* L1 = {A} */
+    r.price = tg_price;
+    r.hides = tg_hides;
+    lms_plan_ops ops = fake_room_ops();
+    ops.fetch = rig_fetch, ops.evict = rig_evict, ops.price = rig_price, ops.hides = rig_hides;
+    ops.lookup = tg_lookup;
+    tg_dead = false;
+    double cost = 0;
+    for (int s = 0; s < N; s++) {
+        r.s = s;
+        if (s == GONE) {
+            lms_plan_chunk *b = &r.f.chunks[1];
+            if (freed) {
+                if (b->resident)
+                    r.f.used -= b->charge;
+                lms_plan_forget(&r.plan, b);
+                tg_dead = true;
+            } else {
+                CHECK(lms_plan_make_room(&r.plan, &ops, &r, 2));
+                r.f.used -= 2;   /* the request freed again */
+            }
+            r.n[0] = 0;
+        }
+        cost = 0;
+        for (int j = 0; j < r.nl + RIG_FILL; j++) {
+            r.j = j;
+            int n = j < r.nl ? r.n[j] : 0;
+            uint32_t *ids = j < r.nl ? r.ids[j] : NULL;
+            lms_plan_chunk *mine[4] = {0};
+            for (int i = 0; i < n; i++)
+                mine[i] = &r.f.chunks[ids[i]], lms_plan_pin(&r.plan, mine[i]);
+            r.mine = mine, r.m = n;
+            r.plan.mode = LMS_PLAN_DEEP;
+            lms_plan_launch(&r.plan, &ops, &r, ++r.seq, 300 + (uintptr_t)j, ids, n, mine, n);
+            for (int i = 0; i < n; i++)
+                if (!mine[i]->resident && r.price(&r, mine[i]) > 0)
+                    cost += r.price(&r, mine[i]) * (double)mine[i]->charge;
+            for (int i = 0; i < n; i++)
+                lms_plan_used(&r.plan, mine[i], r.seq);
+            rig_check(&r);
+        }
+    }
+    CHECK(!r.bad);
+    CHECK(r.f.chunks[0].resident);
+    CHECK_NEAR(cost, 0, 0);
+}
+static void taker_gone(void)
+{
+    taker_gone_by(true);
+}
+static void taker_gone_evicted(void)
+{
+    taker_gone_by(false);
+}
+
+/* ---- a giver takes another donor's room ---------------------------------- */
+/* B=1 (L0, hides 1, 1 a unit off), X=2 (L1, 3 units, hides 3, its reads
+ * hidden: price 0 once known), A=0 (L2, hides 2 until step 6, then 1; 0.9
+ * a unit off), A and B 2 units, room 5. A gives its room to B (step 2, a
+ * gain of 2); from step 6 A's launch pays 1.8 a step, under that gain (no
+ * take-back). X offers its room every step and costs nothing off the
+ * device: A takes X's room (a giver takes, but not from its own holder;
+ * the second rules barred every giver: 1.8 a step for good). */
+static double bd_price(rig *r, lms_plan_chunk *c)
+{
+    if (c->id == 2)
+        return r->s < 3 ? -1 : 0;
+    return !rig_off(r) ? 0 : c->id == 0 ? 0.9 : 1;
+}
+static uint64_t bd_hides(rig *r)
+{
+    switch (r->j) {
+    case 0: return 1;
+    case 1: return 3;
+    case 2: return r->s < 6 ? 2 : 1;
+    default: return 0;
+    }
+}
+static void better_donor(void)
+{
+    enum { N = 40 };
+    static rig r;
+    double cost[N];
+    uint64_t moved[N];
+    rig_init(&r, 5, 3);
+    r.verbose = getenv("V") != NULL;
+    for (int i = 0; i < 3; i++)
+        r.f.chunks[i].charge = i == 2 ? 3 : 2;
+    r.nl = 3;
+    r.n[0] = 1, r.ids[0][0] = 1;   /* LB */
+    r.n[1] = 1, r.ids[1][0] = 2;   /* LX */
+    r.n[2] = 1, r.ids[2][0] = 0;   /* LA */
+    r.price = bd_price;
+    r.hides = bd_hides;
+    rig_run(&r, N, cost, moved);
+    CHECK(!r.bad);
+    CHECK_NEAR(cost[N - 1], 0, 0);
+}
+
+/* ---- three chunks and rotating dips ------------------------------------------ */
+/* Three chunks of 2 units, one launch each, room 4; each read in place at 1
+ * a unit when off, each launch hiding 2 but 1 every sixth step in turn.
+ * A chunk takes once: the room settles (with givers allowed to take from
+ * others and no such limit, 50 fetches in the last 100 steps). */
+static double r3_price(rig *r, lms_plan_chunk *c)
+{
+    (void)c;
+    return rig_off(r) ? 1 : 0;
+}
+static uint64_t r3_hides(rig *r)
+{
+    return r->j >= 3 ? 0 : r->s % 6 == 2 * r->j ? 1 : 2;
+}
+static void ring3(void)
+{
+    enum { N = 200 };
+    static rig r;
+    static double cost[N];
+    static uint64_t moved[N];
+    rig_init(&r, 4, 3);
+    r.verbose = getenv("V") != NULL;
+    for (int i = 0; i < 3; i++)
+        r.f.chunks[i].charge = 2, r.n[i] = 1, r.ids[i][0] = (uint32_t)i;
+    r.nl = 3;
+    r.price = r3_price;
+    r.hides = r3_hides;
+    rig_run(&r, N, cost, moved);
+    uint64_t late = 0;
+    for (int s = N / 2; s < N; s++)
+        late += moved[s];
+    CHECK(!r.bad);
+    CHECK_EQ_U(late, 0);
+}
+
 static const test_case cases[] = {
     {"taker_evicted", taker_evicted},
     {"fuzz", fuzz},
@@ -644,6 +809,10 @@ static const test_case cases[] = {
     {"own_holder", own_holder},
     {"stale_dear", stale_dear},
     {"settles", settles},
+    {"taker_gone", taker_gone},
+    {"taker_gone_evicted", taker_gone_evicted},
+    {"better_donor", better_donor},
+    {"ring3", ring3},
 };
 
 TEST_MAIN(cases)
