@@ -291,6 +291,8 @@ static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t 
             return false;   /* everything resident is needed sooner than this */
         lms_plan_forget(p, c);
         ops->evict(ctx, c);
+        if (p->requesting)
+            c->took = 0;   /* evicted for the device's own request: it may take again (give_room) */
         p->pressed = p->now;
     }
     return true;
@@ -601,15 +603,15 @@ static void give_or_take(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pl
     }
     for (int i = 0; i < m; i++) {
         lms_plan_chunk *c = mine[i];
-        if (c->resident || c->took || !(c->dear > 0) || p->now < c->no_take_until ||
+        if (c->resident || c->took == p->deep_round + 1 || !(c->dear > 0) || p->now < c->no_take_until ||
             !once_a_step(p, c, LMS_DISTANCE_NOW))
-            continue;   /* one that took once and lost the room again takes no other */
+            continue;   /* one that took and lost the room to a move takes no other this round */
         double price = ops->price(ctx, c);
         if (!(price > 0))
             continue;
         lms_plan_chunk *v = take(p, ops, ctx, c->charge, c->gave_to ? holder(ops, ctx, c) : NULL);
         if (!v)
-            return;
+            continue;   /* none for this one: another of the launch may have one */
         v->gave_to = c->id + 1;
         v->gave_gain = (float)((c->dear < price ? c->dear : price) * (double)c->charge);
         v->losses = 0;
@@ -617,7 +619,7 @@ static void give_or_take(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pl
             v->gave_to = 0;   /* its room is free, not given */
             c->no_take_until = p->now + TAKE_BACKOFF * (p->now - c->last_use);
         } else {
-            c->took = true;
+            c->took = p->deep_round + 1;
         }
         return;
     }
@@ -627,11 +629,14 @@ static void give_or_take(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pl
  * one of its chunks used once a step, or takes an offered chunk's room for
  * one it read in place dearly at this launch and at its last (one
  * measurement may be noise; what the move saves is the lower of the two
- * prices); see above. A chunk takes once: one that lost the room it took
- * (evicted for another reason) reads in place from then on, so that a
- * room does not go round among chunks (a giver takes too, but not from
- * the chunk holding its own room). A chunk whose fetch failed in a take takes no room
- * for TAKE_BACKOFF of its steps (the donor's eviction was for nothing).
+ * prices); see above. A chunk takes once in a round of acting deep: one
+ * that lost the room it took (to another move, or to a chunk used more
+ * often: a demand in the victims' order) reads in place until the next
+ * round, so that a room does not go round among chunks; one evicted for
+ * the device's own request (lms_plan_make_room: an allocation) may take
+ * again. A giver takes too, but not from the chunk holding its own room.
+ * A chunk whose fetch failed in a take takes no room for TAKE_BACKOFF of
+ * its steps (the donor's eviction was for nothing).
  * At most one of either per launch; then each chunk read in place
  * keeps its price for its next launch (`dear`). O(m + LMS_PLAN_DONORS). */
 static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
@@ -755,6 +760,8 @@ static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 void lms_plan_set_mode(lms_plan *p, int m)
 {
     bool order_changes = (m == LMS_PLAN_DEMAND) != (p->mode == LMS_PLAN_DEMAND);
+    if (m == LMS_PLAN_DEEP && p->mode != LMS_PLAN_DEEP)
+        p->deep_round++;   /* a new round of acting deep: every chunk may take once in it */
     p->mode = m;
     p->lean = false;   /* acting lean is chosen after the mode (trials.c) */
     if (!order_changes || !scratch(p, p->victims.n))
@@ -835,5 +842,8 @@ void lms_plan_after(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 
 bool lms_plan_make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes)
 {
-    return make_room(p, ops, ctx, bytes, LMS_DISTANCE_NOW);
+    p->requesting = true;
+    bool ok = make_room(p, ops, ctx, bytes, LMS_DISTANCE_NOW);
+    p->requesting = false;
+    return ok;
 }

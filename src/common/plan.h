@@ -35,7 +35,8 @@ typedef struct lms_plan_chunk {
     uint8_t losses;       /* ... launches in a row that measured a loss above it */
     float dear;           /* acting deep: its price at its last launch when read in place and dear (0: not) */
     uint64_t no_take_until; /* ... a take whose fetch failed: no other before this launch */
-    bool took;            /* ... it took another's room once: never again */
+    uint32_t took;        /* ... 1 + the acting-deep round in which it took another's room (0: none):
+                           * none other in that round unless a device request evicted it */
 } lms_plan_chunk;
 
 /* The mechanics, supplied by the caller. */
@@ -151,6 +152,8 @@ typedef struct lms_plan {
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
     uint64_t pressed;     /* the last launch for which room was made by evicting (0: none; fetch_free) */
+    uint32_t deep_round;  /* times acting deep began (give_room's takes count per round) */
+    bool requesting;      /* inside lms_plan_make_room (a victim evicted then may take again) */
     /* Acting on a saturated link (trials.c, "Acting lean"): fetch ahead
      * after the launch, into Belady's victims (plan.c, pick_victim). */
     bool lean;
