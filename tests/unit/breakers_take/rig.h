@@ -15,6 +15,7 @@
 #include "../../common/check.h"
 #include "../../common/fake_room.h"
 #include "plan.h"
+#include "plan_steps.h"
 #include "policy.h"
 
 #define RIG_FILL 14
@@ -33,6 +34,8 @@ struct rig {
     double (*price)(rig *r, lms_plan_chunk *c);
     uint64_t (*hides)(rig *r);
     void (*before)(rig *r);       /* called before each launch (may poke state) */
+    int (*mode_of)(rig *r);       /* the planner's mode for this launch (NULL: acting deep) */
+    const lms_plan_ops *ops;      /* the ops (NULL: rig_ops()) */
     bool fail_fetch[FAKE_ROOM_MAX];
     uint64_t fetch_by[FAKE_ROOM_MAX], evict_by[FAKE_ROOM_MAX];
     bool bad;                     /* accounting broke */
@@ -115,15 +118,25 @@ static void rig_init(rig *r, uint64_t room, uint32_t nchunks)
     }
 }
 
-/* Runs one step; cost[] += per launch: price x charge of each chunk off the
- * device (as the rig's price says). Returns fetches in the step. */
-static uint64_t rig_step(rig *r, double *cost, uint64_t *seq)
+/* The fake room's ops with the rig's fetch, evict, price and hides. */
+static lms_plan_ops rig_ops(void)
 {
     lms_plan_ops ops = fake_room_ops();
     ops.fetch = rig_fetch;
     ops.evict = rig_evict;
     ops.price = rig_price;
     ops.hides = rig_hides;
+    return ops;
+}
+
+/* Runs one step, each launch in the mode r->mode_of says (set through
+ * lms_plan_set_mode) with r->ops; *cost: price x charge of each chunk
+ * read off the device (as the rig's price says). Returns fetches in the
+ * step. */
+static uint64_t rig_step(rig *r, double *cost, uint64_t *seq)
+{
+    lms_plan_ops own = rig_ops();
+    const lms_plan_ops *ops = r->ops ? r->ops : &own;
     uint64_t before = r->f.fetches;
     double c = 0;
     for (int j = 0; j < r->nl + RIG_FILL; j++) {
@@ -138,8 +151,10 @@ static uint64_t rig_step(rig *r, double *cost, uint64_t *seq)
         r->mine = mine, r->m = n;
         if (r->before)
             r->before(r);
-        r->plan.mode = LMS_PLAN_DEEP;
-        lms_plan_launch(&r->plan, &ops, r, ++*seq, 300 + j, ids, n, mine, n);
+        int mode = r->mode_of ? r->mode_of(r) : LMS_PLAN_DEEP;
+        if (r->plan.mode != mode)
+            lms_plan_set_mode(&r->plan, mode);
+        lms_plan_launch(&r->plan, ops, r, ++*seq, 300 + (uintptr_t)j, ids, n, mine, n);
         for (int i = 0; i < n; i++)
             if (!mine[i]->resident) {
                 double p = r->price(r, mine[i]);

@@ -519,6 +519,10 @@ static uint64_t sd_hides(rig *r)
 {
     return r->j == 0 ? 2 : r->j == 1 ? 1 : 0;
 }
+static int sd_mode(rig *r)
+{
+    return r->s >= 4 && r->s < 12 ? LMS_PLAN_ACT : LMS_PLAN_DEEP;
+}
 static void stale_dear(void)
 {
     static rig r;
@@ -530,30 +534,14 @@ static void stale_dear(void)
     r.n[1] = 1, r.ids[1][0] = 1;
     r.price = sd_price;
     r.hides = sd_hides;
-    lms_plan_ops ops = fake_room_ops();
-    ops.fetch = rig_fetch, ops.evict = rig_evict, ops.price = rig_price, ops.hides = rig_hides;
+    r.mode_of = sd_mode;
     uint64_t ev_late = 0;
     for (int s = 0; s < 16; s++) {
         r.s = s;
-        int mode = s >= 4 && s < 12 ? LMS_PLAN_ACT : LMS_PLAN_DEEP;
-        for (int j = 0; j < r.nl + RIG_FILL; j++) {
-            r.j = j;
-            int n = j < r.nl ? r.n[j] : 0;
-            uint32_t *ids = j < r.nl ? r.ids[j] : NULL;
-            lms_plan_chunk *mine[4] = {0};
-            for (int i = 0; i < n; i++)
-                mine[i] = &r.f.chunks[ids[i]], lms_plan_pin(&r.plan, mine[i]);
-            r.mine = mine, r.m = n;
-            if (r.plan.mode != mode)
-                lms_plan_set_mode(&r.plan, mode);
-            uint64_t e0 = r.f.evictions;
-            lms_plan_launch(&r.plan, &ops, &r, ++r.seq, 300 + (uintptr_t)j, ids, n, mine, n);
-            if (s >= 12)
-                ev_late += r.f.evictions - e0;
-            for (int i = 0; i < n; i++)
-                lms_plan_used(&r.plan, mine[i], r.seq);
-            rig_check(&r);
-        }
+        uint64_t e0 = r.f.evictions;
+        rig_step(&r, NULL, &r.seq);
+        if (s >= 12)
+            ev_late += r.f.evictions - e0;
     }
     CHECK(!r.bad);
     CHECK_EQ_U(ev_late, 0);
@@ -665,9 +653,10 @@ static void taker_gone_by(bool freed)
     r.n[1] = 1, r.ids[1][0] = 0;   /* L1 = {A} */
     r.price = tg_price;
     r.hides = tg_hides;
-    lms_plan_ops ops = fake_room_ops();
-    ops.fetch = rig_fetch, ops.evict = rig_evict, ops.price = rig_price, ops.hides = rig_hides;
+    static lms_plan_ops ops;
+    ops = rig_ops();
     ops.lookup = tg_lookup;
+    r.ops = &ops;
     tg_dead = false;
     double cost = 0;
     for (int s = 0; s < N; s++) {
@@ -685,24 +674,7 @@ static void taker_gone_by(bool freed)
             }
             r.n[0] = 0;
         }
-        cost = 0;
-        for (int j = 0; j < r.nl + RIG_FILL; j++) {
-            r.j = j;
-            int n = j < r.nl ? r.n[j] : 0;
-            uint32_t *ids = j < r.nl ? r.ids[j] : NULL;
-            lms_plan_chunk *mine[4] = {0};
-            for (int i = 0; i < n; i++)
-                mine[i] = &r.f.chunks[ids[i]], lms_plan_pin(&r.plan, mine[i]);
-            r.mine = mine, r.m = n;
-            r.plan.mode = LMS_PLAN_DEEP;
-            lms_plan_launch(&r.plan, &ops, &r, ++r.seq, 300 + (uintptr_t)j, ids, n, mine, n);
-            for (int i = 0; i < n; i++)
-                if (!mine[i]->resident && r.price(&r, mine[i]) > 0)
-                    cost += r.price(&r, mine[i]) * (double)mine[i]->charge;
-            for (int i = 0; i < n; i++)
-                lms_plan_used(&r.plan, mine[i], r.seq);
-            rig_check(&r);
-        }
+        rig_step(&r, &cost, &r.seq);
     }
     CHECK(!r.bad);
     CHECK(r.f.chunks[0].resident);
@@ -797,36 +769,7 @@ static void ring3(void)
 }
 
 static lms_plan_ops g_ops;
-static void (*g_hook)(rig *r);
 
-/* One step with the mode given; returns cost (price x charge off), moved in *mv */
-static double step(rig *r, int mode, uint64_t *mv)
-{
-    double cost = 0;
-    uint64_t f0 = r->f.fetches;
-    for (int j = 0; j < r->nl + RIG_FILL; j++) {
-        r->j = j;
-        int n = j < r->nl ? r->n[j] : 0;
-        uint32_t *ids = j < r->nl ? r->ids[j] : NULL;
-        lms_plan_chunk *mine[4] = {0};
-        for (int i = 0; i < n; i++)
-            mine[i] = &r->f.chunks[ids[i]], lms_plan_pin(&r->plan, mine[i]);
-        r->mine = mine, r->m = n;
-        if (g_hook)
-            g_hook(r);
-        if (r->plan.mode != mode)
-            lms_plan_set_mode(&r->plan, mode);
-        lms_plan_launch(&r->plan, &g_ops, r, ++r->seq, 300 + (uintptr_t)j, ids, n, mine, n);
-        for (int i = 0; i < n; i++)
-            if (!mine[i]->resident && r->price(r, mine[i]) > 0)
-                cost += r->price(r, mine[i]) * (double)mine[i]->charge;
-        for (int i = 0; i < n; i++)
-            lms_plan_used(&r->plan, mine[i], r->seq);
-        rig_check(r);
-    }
-    *mv = r->f.fetches - f0;
-    return cost;
-}
 static void show(rig *r, int s, double cost, uint64_t mv)
 {
     if (!r->verbose)
@@ -846,8 +789,7 @@ static void show(rig *r, int s, double cost, uint64_t mv)
 }
 static void setup_ops(void)
 {
-    g_ops = fake_room_ops();
-    g_ops.fetch = rig_fetch, g_ops.evict = rig_evict, g_ops.price = rig_price, g_ops.hides = rig_hides;
+    g_ops = rig_ops();
 }
 
 /* ---- a taker evicted by device requests takes again -------------------------
@@ -888,6 +830,10 @@ static void a_hook(rig *r)
         r->f.used -= 2, r->held -= 2;   /* the second request freed: 2 units free */
     }
 }
+static int a_mode(rig *r)
+{
+    return a_other >= 0 && r->s >= 12 && r->s < 16 ? a_other : LMS_PLAN_DEEP;
+}
 static double held_request(int N)
 {
     static rig r;
@@ -899,15 +845,16 @@ static double held_request(int N)
     r.price = a_price;
     r.hides = a_hides;
     setup_ops();
-    g_hook = a_hook;
+    r.before = a_hook;
+    r.mode_of = a_mode;
+    r.ops = &g_ops;
     double cost = 0;
     for (int s = 0; s < N; s++) {
         uint64_t mv;
         r.s = s;
-        cost = step(&r, a_other >= 0 && s >= 12 && s < 16 ? a_other : LMS_PLAN_DEEP, &mv);
+        mv = rig_step(&r, &cost, &r.seq);
         show(&r, s, cost, mv);
     }
-    g_hook = NULL;
     CHECK(!r.bad);
     return cost;
 }
@@ -954,7 +901,8 @@ static double giver_first(int N, bool t_first)
     for (int s = 0; s < N; s++) {
         uint64_t mv;
         r.s = s;
-        cost = step(&r, LMS_PLAN_DEEP, &mv);
+        r.ops = &g_ops;
+        mv = rig_step(&r, &cost, &r.seq);
         show(&r, s, cost, mv);
     }
     CHECK(!r.bad);
