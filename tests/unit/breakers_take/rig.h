@@ -109,6 +109,7 @@ static void rig_init(rig *r, uint64_t room, uint32_t nchunks)
     if (known)
         lms_plan_destroy(&r->plan);   /* set up again: the last one's planner first */
     memset(r, 0, sizeof *r);
+    r->verbose = getenv("V") != NULL;   /* V=1: rig_show prints each step */
     fake_room_init(&r->f, room, nchunks);
     CHECK(lms_plan_init(&r->plan, lms_policy_find("lookahead")));
     if (!known && rig_nmade < 16) {

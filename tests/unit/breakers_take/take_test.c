@@ -23,7 +23,6 @@ static uint64_t hides_one(rig *r) { (void)r; return 1; }
 static void setup_rereads(rig *r, uint64_t room, uint32_t n)
 {
     rig_init(r, room, n);
-    r->verbose = getenv("V") != NULL;
     r->nl = 2;
     r->n[0] = 2, r->ids[0][0] = 1, r->ids[0][1] = 2;
     r->n[1] = 1, r->ids[1][0] = 0;
@@ -84,7 +83,6 @@ static uint64_t chain_hides(rig *r)
 static void setup_chain(rig *r)
 {
     rig_init(r, 2, 3);
-    r->verbose = getenv("V") != NULL;
     for (int i = 0; i < 3; i++)
         r->f.chunks[i].charge = 2;
     r->nl = 3;
@@ -187,7 +185,6 @@ static void fetch_fails(void)
     double cost[STEPS];
     uint64_t moved[STEPS];
     rig_init(&r, 4, 5);
-    r.verbose = getenv("V") != NULL;
     for (int i = 0; i < 5; i++)
         r.f.chunks[i].charge = 2;
     r.nl = 5;
@@ -443,7 +440,6 @@ static void ping_pong(void)
     static double cost[N];
     static uint64_t moved[N];
     rig_init(&r, 2, 2);
-    r.verbose = getenv("V") != NULL;
     r.f.chunks[0].charge = r.f.chunks[1].charge = 2;
     r.nl = 2;
     r.n[0] = 1, r.ids[0][0] = 0;
@@ -488,7 +484,6 @@ static void own_holder(void)
     double cost[N];
     uint64_t moved[N];
     rig_init(&r, 4, 4);
-    r.verbose = getenv("V") != NULL;
     for (int i = 0; i < 4; i++)
         r.f.chunks[i].charge = 2;
     r.nl = 3;
@@ -528,7 +523,6 @@ static void stale_dear(void)
     static rig r;
     rig_init(&r, 2, 2);
     r.f.chunks[0].charge = r.f.chunks[1].charge = 2;
-    r.verbose = getenv("V") != NULL;
     r.nl = 2;
     r.n[0] = 1, r.ids[0][0] = 0;
     r.n[1] = 1, r.ids[1][0] = 1;
@@ -646,7 +640,6 @@ static void taker_gone_by(bool freed)
     enum { N = 40, GONE = 10 };
     static rig r;
     rig_init(&r, 2, 2);
-    r.verbose = getenv("V") != NULL;
     r.f.chunks[0].charge = r.f.chunks[1].charge = 2;
     r.nl = 2;
     r.n[0] = 1, r.ids[0][0] = 1;   /* L0 = {B} */
@@ -719,7 +712,6 @@ static void better_donor(void)
     double cost[N];
     uint64_t moved[N];
     rig_init(&r, 5, 3);
-    r.verbose = getenv("V") != NULL;
     for (int i = 0; i < 3; i++)
         r.f.chunks[i].charge = i == 2 ? 3 : 2;
     r.nl = 3;
@@ -754,7 +746,6 @@ static void ring3(void)
     static double cost[N];
     static uint64_t moved[N];
     rig_init(&r, 4, 3);
-    r.verbose = getenv("V") != NULL;
     for (int i = 0; i < 3; i++)
         r.f.chunks[i].charge = 2, r.n[i] = 1, r.ids[i][0] = (uint32_t)i;
     r.nl = 3;
@@ -838,7 +829,6 @@ static double held_request(int N)
 {
     static rig r;
     rig_init(&r, (uint64_t)(2 * a_k), (uint32_t)a_k + 1);
-    r.verbose = getenv("V") != NULL;
     for (int i = 0; i <= a_k; i++)
         r.f.chunks[i].charge = 2, r.n[i] = 1, r.ids[i][0] = (uint32_t)i;
     r.nl = a_k + 1;
@@ -888,7 +878,6 @@ static double giver_first(int N, bool t_first)
 {
     static rig r;
     rig_init(&r, 2, 3);
-    r.verbose = getenv("V") != NULL;
     for (int i = 0; i < 3; i++)
         r.f.chunks[i].charge = 2;
     r.nl = 2;
