@@ -6,9 +6,7 @@
 # with --trace-dir; for each row, the MiB a measured step fetched and read
 # over the link, over what `lmshim replay` reports for belady-min (fetched
 # plus read in place, over the launches after the warm-up, per measured
-# step), is at most 1.10 — or, where a row names its own bar, at most that
-# (rows where 1.10 is not reached yet, kept at what holds so that they
-# cannot get worse unseen).
+# step), is at most 1.10.
 set -u
 shapes=$1
 lmshim=$2
@@ -24,10 +22,7 @@ while read -r _ shape ratio path warm measured live; do
     measured=${measured#measured=}
     live=${live#live_mib=}
     rep=$("$lmshim" replay --policy none --skip "$warm" "$path") || { echo "$rep"; bad=1; continue; }
-    # train-eval at 1.5x: acting keeps the link busy 0.69 of its step, so
-    # it acts eagerly (docs/ARCHITECTURE.md, "Acting lean"): 1.113x MIN.
     bar=1.10
-    [ "$shape $ratio" = "train-eval 1.5" ] && bar=1.12
     line=$(echo "$rep" | awk -v live="$live" -v m="$measured" -v bar="$bar" -v row="$shape ${ratio}x" '
         $1 == "belady-min" { min = ($2 + $5) / m; found = 1 }
         END {

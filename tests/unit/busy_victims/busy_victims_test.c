@@ -2,7 +2,8 @@
  * busy_victims_test.c — the planner without CUDA: the victim of a fetch is
  * the chunk expected farthest ahead, unless the launch just before used it
  * (its eviction would wait for that kernel) and an idle chunk expected at
- * least half as far ahead is among the next candidates.
+ * least half as far ahead is among the next candidates: then the farthest
+ * of those.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -60,7 +61,54 @@ static void busy_victim_when_alone(void)
     CHECK_EQ_U(victim_for_third(20), 1);
 }
 
+/* Launches 1..7 use chunks 0..6, one each, room for seven; chunk i is
+ * next needed at launch next[i]; launch 8 uses chunk 7. Returns the chunk
+ * evicted for it. */
+static int victim_among_seven(const uint64_t next[7])
+{
+    fake_room f;
+    fake_room_init(&f, 7, 8);
+    for (int i = 0; i < 7; i++)
+        f.chunks[i].memo.w[0] = next[i];
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &told));
+    lms_plan_ops ops = fake_room_ops();
+    for (uint64_t seq = 1; seq <= 8; seq++) {
+        uint32_t id = (uint32_t)(seq - 1);
+        lms_plan_chunk *c = &f.chunks[id];
+        lms_plan_pin(&plan, c);
+        lms_plan_launch(&plan, &ops, &f, seq, 1, &id, 1, &c, 1);
+        CHECK(c->resident);
+        lms_plan_used(&plan, c, seq);
+    }
+    CHECK_EQ_U(f.evictions, 1);
+    lms_plan_destroy(&plan);
+    return f.last_evicted;
+}
+
+/* Chunk 6 (300) is farthest but launch 7 used it; chunks 0..5 (160..210)
+ * are idle and all at least half as far. Entered in that order, the heap
+ * holds them as 190, 210, 160, 180, 170, 200 after its top: the first
+ * idle one in the array (chunk 3, 190) is not the farthest (chunk 5, 210),
+ * which goes. */
+static void farthest_idle_victim(void)
+{
+    const uint64_t next[7] = {160, 170, 180, 190, 200, 210, 300};
+    CHECK_EQ_U(victim_among_seven(next), 5);
+}
+
+/* The same with the idle ones entered farthest first: the heap holds 200,
+ * 210, 180, 170, 160, 190 after its top; the farthest idle one, chunk 0
+ * (210), goes, not the first (chunk 1, 200). */
+static void farthest_idle_victim_reversed(void)
+{
+    const uint64_t next[7] = {210, 200, 190, 180, 170, 160, 300};
+    CHECK_EQ_U(victim_among_seven(next), 0);
+}
+
 static const test_case cases[] = {
+    {"farthest_idle_victim", farthest_idle_victim},
+    {"farthest_idle_victim_reversed", farthest_idle_victim_reversed},
     {"idle_victim_first", idle_victim_first},
     {"busy_victim_when_alone", busy_victim_when_alone},
 };
