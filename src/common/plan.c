@@ -17,6 +17,7 @@
 
 #define AHEAD_MAX 1024   /* chunk ids asked of the policy's ahead() per launch */
 #define AHEAD_DEEP 8     /* launches fetched ahead when acting deep */
+#define IDLE_AFTER 3     /* launches after its last use when a victim passed over for is taken to be idle (pick_victim) */
 #define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
 
 /* A chunk of the launch being planned and what reading it in place costs
@@ -260,13 +261,18 @@ void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq)
  * fetch that needs the room for the eviction) and one of the next six in
  * the heap (the top's children and grandchildren, which hold the second
  * and third farthest) was not used by it and is expected at least half as
- * far ahead (or never): the farthest of those, whose eviction starts at
- * once. (The first of them in the heap's array order, which is not the
- * victim order, cost bench/shapes train-eval at 1.5x 1.113x Belady's MIN's
- * bytes; the farthest, 1.064x and a shorter step.) Acting lean, which plans
- * after the launch (lms_plan_after), passes the top over only when the
- * launch just made uses it, and only for one expected at least 0.9 as far
- * ahead: a chunk needed sooner costs a fetch more later. O(1). */
+ * far ahead (or never). Of those, one last used IDLE_AFTER or more
+ * launches ago first (the host runs ahead of the device, so the kernels
+ * of the last few launches may not have ended either), and the farthest
+ * ahead among equals. Acting lean, which plans after the launch
+ * (lms_plan_after), passes the top over only when the launch just made
+ * uses it, and only for one expected at least 0.9 as far ahead: a chunk
+ * needed sooner costs a fetch more later. O(1). (Measured on
+ * bench/shapes, docs/PERFORMANCE.md "After the farthest idle victim":
+ * the first that qualified in the heap's array order, which is not the
+ * victim order, cost train-eval at 1.5x 1.113x Belady's MIN's bytes, now
+ * 1.065x; the farthest whatever its last use, the same there but the
+ * growing shape 5-8% slower.) */
 static lms_plan_chunk *pick_victim(lms_plan *p)
 {
     lms_plan_chunk *top = p->victims.a[0];
@@ -277,8 +283,14 @@ static lms_plan_chunk *pick_victim(lms_plan *p)
     lms_plan_chunk *best = NULL;
     for (int i = 1; i < 7 && i < p->victims.n; i++) {
         lms_plan_chunk *c = p->victims.a[i];
-        if (c->last_use < busy && (c->next_use == LMS_NEXT_UNKNOWN || c->next_use - p->now >= near) &&
-            (!best || VICTIMS.above(c, best)))
+        if (c->last_use >= busy || (c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now < near))
+            continue;
+        if (!best) {
+            best = c;
+            continue;
+        }
+        bool idle = p->now - c->last_use >= IDLE_AFTER, best_idle = p->now - best->last_use >= IDLE_AFTER;
+        if (idle != best_idle ? idle : VICTIMS.above(c, best))
             best = c;
     }
     return best ? best : top;

@@ -3,7 +3,7 @@
  * the chunk expected farthest ahead, unless the launch just before used it
  * (its eviction would wait for that kernel) and an idle chunk expected at
  * least half as far ahead is among the next candidates: then the farthest
- * of those.
+ * of those, one not used by the last few launches first.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -87,28 +87,38 @@ static int victim_among_seven(const uint64_t next[7])
 }
 
 /* Chunk 6 (300) is farthest but launch 7 used it; chunks 0..5 (160..210)
- * are idle and all at least half as far. Entered in that order, the heap
- * holds them as 190, 210, 160, 180, 170, 200 after its top: the first
- * idle one in the array (chunk 3, 190) is not the farthest (chunk 5, 210),
- * which goes. */
+ * are all at least half as far. Entered in that order, the heap holds
+ * them as 190, 210, 160, 180, 170, 200 after its top. Chunk 5 (210) was
+ * used by launch 6, two before launch 8: its kernel may not have ended.
+ * The farthest of the idle ones, chunk 4 (200), goes: not the first in
+ * the array (chunk 3, 190), nor the farthest whatever its last use. */
 static void farthest_idle_victim(void)
 {
     const uint64_t next[7] = {160, 170, 180, 190, 200, 210, 300};
-    CHECK_EQ_U(victim_among_seven(next), 5);
+    CHECK_EQ_U(victim_among_seven(next), 4);
 }
 
-/* The same with the idle ones entered farthest first: the heap holds 200,
- * 210, 180, 170, 160, 190 after its top; the farthest idle one, chunk 0
- * (210), goes, not the first (chunk 1, 200). */
+/* The same entered farthest first: the heap holds 200, 210, 180, 170,
+ * 160, 190 after its top; the farthest idle one, chunk 0 (210), goes, not
+ * the first (chunk 1, 200). */
 static void farthest_idle_victim_reversed(void)
 {
     const uint64_t next[7] = {210, 200, 190, 180, 170, 160, 300};
     CHECK_EQ_U(victim_among_seven(next), 0);
 }
 
+/* Only chunk 5 (used by launch 6) is at least half as far: it goes,
+ * recent or not, before the busy top. */
+static void recent_when_alone(void)
+{
+    const uint64_t next[7] = {20, 30, 40, 50, 60, 210, 300};
+    CHECK_EQ_U(victim_among_seven(next), 5);
+}
+
 static const test_case cases[] = {
     {"farthest_idle_victim", farthest_idle_victim},
     {"farthest_idle_victim_reversed", farthest_idle_victim_reversed},
+    {"recent_when_alone", recent_when_alone},
     {"idle_victim_first", idle_victim_first},
     {"busy_victim_when_alone", busy_victim_when_alone},
 };
