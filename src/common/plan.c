@@ -17,7 +17,7 @@
 
 #define AHEAD_MAX 1024   /* chunk ids asked of the policy's ahead() per launch */
 #define AHEAD_DEEP 8     /* launches fetched ahead when acting deep */
-#define IDLE_AFTER 3     /* launches after its last use when a victim passed over for is taken to be idle (pick_victim) */
+#define IDLE_AFTER 3     /* launches after its last use when a victim passed over to is taken to be idle (pick_victim) */
 #define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
 
 /* A chunk of the launch being planned and what reading it in place costs
@@ -256,24 +256,32 @@ void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq)
 
 /* ---- decisions -------------------------------------------------------------- */
 
-/* The victim to evict next: the top of the victim heap, unless the last
- * launch used it (its eviction would wait for that kernel to end, and the
- * fetch that needs the room for the eviction) and one of the next six in
- * the heap (the top's children and grandchildren, which hold the second
- * and third farthest) was not used by it and is expected at least half as
- * far ahead (or never). Of those, one last used IDLE_AFTER or more
- * launches ago first (the host runs ahead of the device, so the kernels
- * of the last few launches may not have ended either), and the farthest
- * ahead among equals. Acting lean, which plans after the launch
- * (lms_plan_after), passes the top over only when the launch just made
- * uses it, and only for one expected at least 0.9 as far ahead: a chunk
- * needed sooner costs a fetch more later. O(1). (Measured on
- * bench/shapes, docs/PERFORMANCE.md "After the farthest idle victim":
- * the first that qualified in the heap's array order, which is not the
- * victim order, cost train-eval at 1.5x 1.113x Belady's MIN's bytes, now
- * 1.065x; the farthest whatever its last use, the same there but the
- * growing shape 5-8% slower.) */
-static lms_plan_chunk *pick_victim(lms_plan *p)
+/* Whether a fetch of `bytes` would take the link longer than the launch
+ * being planned computes, as measured (ops->hides); false when unknown. */
+static bool outlasts_launch(const lms_plan_ops *ops, void *ctx, uint64_t bytes)
+{
+    uint64_t h = ops->hides ? ops->hides(ctx) : 0;
+    return h > 0 && bytes > h;
+}
+
+/* The victim to evict for a fetch of `bytes`: the top of the victim heap,
+ * unless the last launch used it (its eviction would wait for that kernel
+ * to end, and the fetch that needs the room for the eviction) and one of
+ * the next six in the heap (the top's children and grandchildren, which
+ * hold the second and third farthest) was not used by it and is expected
+ * at least half as far ahead (or never): the farthest of those. But when
+ * the fetch outlasts the launch being planned, so that whatever holds it
+ * back shows in the step, one last used IDLE_AFTER or more launches ago
+ * first (the host runs ahead of the device: the kernel of the launch
+ * before the last may not have ended either). Acting lean, which plans
+ * after the launch (lms_plan_after), passes the top over only when the
+ * launch just made uses it, and only for one expected at least 0.9 as far
+ * ahead: a chunk needed sooner costs a fetch more later. O(1): six
+ * candidates, the launch's measured duration asked at most once.
+ * (docs/ARCHITECTURE.md, "Which of them": the first that qualified in the
+ * heap's array order, which is not the victim order, cost bench/shapes
+ * train-eval at 1.5x 1.113x Belady's MIN's bytes, now 1.065x.) */
+static lms_plan_chunk *pick_victim(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes)
 {
     lms_plan_chunk *top = p->victims.a[0];
     uint64_t busy = p->lean ? p->now : p->now - 1;   /* last uses whose kernels may still run */
@@ -281,6 +289,7 @@ static lms_plan_chunk *pick_victim(lms_plan *p)
         return top;
     uint64_t far = top->next_use - p->now, near = p->lean ? far - far / 10 : far / 2;
     lms_plan_chunk *best = NULL;
+    int hurried = -1;   /* outlasts_launch(), asked when two candidates differ in idleness */
     for (int i = 1; i < 7 && i < p->victims.n; i++) {
         lms_plan_chunk *c = p->victims.a[i];
         if (c->last_use >= busy || (c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now < near))
@@ -290,7 +299,16 @@ static lms_plan_chunk *pick_victim(lms_plan *p)
             continue;
         }
         bool idle = p->now - c->last_use >= IDLE_AFTER, best_idle = p->now - best->last_use >= IDLE_AFTER;
-        if (idle != best_idle ? idle : VICTIMS.above(c, best))
+        if (idle != best_idle) {
+            if (hurried < 0)
+                hurried = outlasts_launch(ops, ctx, bytes);
+            if (hurried) {
+                if (idle)
+                    best = c;
+                continue;
+            }
+        }
+        if (VICTIMS.above(c, best))
             best = c;
     }
     return best ? best : top;
@@ -304,7 +322,7 @@ static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t 
         expire(p);
         if (p->victims.n == 0)
             return false;
-        lms_plan_chunk *c = pick_victim(p);
+        lms_plan_chunk *c = pick_victim(p, ops, ctx, bytes);
         if (distance != LMS_DISTANCE_NOW && c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now <= distance)
             return false;   /* everything resident is needed sooner than this */
         lms_plan_forget(p, c);

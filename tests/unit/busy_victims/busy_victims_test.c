@@ -3,7 +3,8 @@
  * the chunk expected farthest ahead, unless the launch just before used it
  * (its eviction would wait for that kernel) and an idle chunk expected at
  * least half as far ahead is among the next candidates: then the farthest
- * of those, one not used by the last few launches first.
+ * of those, or, when the fetch outlasts the launch, the farthest of those
+ * not used by the last few launches.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -61,18 +62,33 @@ static void busy_victim_when_alone(void)
     CHECK_EQ_U(victim_for_third(20), 1);
 }
 
-/* Launches 1..7 use chunks 0..6, one each, room for seven; chunk i is
- * next needed at launch next[i]; launch 8 uses chunk 7. Returns the chunk
- * evicted for it. */
-static int victim_among_seven(const uint64_t next[7])
+/* What each launch hides (ops->hides), in bytes; chunks of victim_among_seven
+ * are charged 2. */
+static uint64_t launch_hides;
+
+/* ops.hides: launch_hides. */
+static uint64_t told_hides(void *ctx)
+{
+    (void)ctx;
+    return launch_hides;
+}
+
+/* Launches 1..7 use chunks 0..6, one each, room for seven (chunks charged
+ * 2); chunk i is next needed at launch next[i]; launch 8 uses chunk 7 and
+ * hides `hides` (0: unknown). Returns the chunk evicted for it. */
+static int victim_among_seven(const uint64_t next[7], uint64_t hides)
 {
     fake_room f;
-    fake_room_init(&f, 7, 8);
+    fake_room_init(&f, 14, 8);
+    for (int i = 0; i < 8; i++)
+        f.chunks[i].charge = 2;
     for (int i = 0; i < 7; i++)
         f.chunks[i].memo.w[0] = next[i];
     lms_plan plan;
     CHECK(lms_plan_init(&plan, &told));
     lms_plan_ops ops = fake_room_ops();
+    ops.hides = told_hides;
+    launch_hides = hides;
     for (uint64_t seq = 1; seq <= 8; seq++) {
         uint32_t id = (uint32_t)(seq - 1);
         lms_plan_chunk *c = &f.chunks[id];
@@ -88,23 +104,28 @@ static int victim_among_seven(const uint64_t next[7])
 
 /* Chunk 6 (300) is farthest but launch 7 used it; chunks 0..5 (160..210)
  * are all at least half as far. Entered in that order, the heap holds
- * them as 190, 210, 160, 180, 170, 200 after its top. Chunk 5 (210) was
- * used by launch 6, two before launch 8: its kernel may not have ended.
- * The farthest of the idle ones, chunk 4 (200), goes: not the first in
- * the array (chunk 3, 190), nor the farthest whatever its last use. */
-static void farthest_idle_victim(void)
+ * them as 190, 210, 160, 180, 170, 200 after its top: the first in the
+ * array is chunk 3 (190). Chunk 5 (210) was used by launch 6, two before
+ * launch 8. When launch 8 hides the fetch or its duration is unknown, the
+ * farthest, chunk 5, goes; when the fetch outlasts it (it hides 1 byte),
+ * whatever holds the fetch back shows: the farthest idle one, chunk 4
+ * (200). */
+static void farthest_victim(void)
 {
     const uint64_t next[7] = {160, 170, 180, 190, 200, 210, 300};
-    CHECK_EQ_U(victim_among_seven(next), 4);
+    CHECK_EQ_U(victim_among_seven(next, 0), 5);
+    CHECK_EQ_U(victim_among_seven(next, 2), 5);
+    CHECK_EQ_U(victim_among_seven(next, 1), 4);
 }
 
 /* The same entered farthest first: the heap holds 200, 210, 180, 170,
- * 160, 190 after its top; the farthest idle one, chunk 0 (210), goes, not
- * the first (chunk 1, 200). */
-static void farthest_idle_victim_reversed(void)
+ * 160, 190 after its top; the farthest, chunk 0 (210, idle), goes, not
+ * the first in the array (chunk 1, 200), whatever launch 8 hides. */
+static void farthest_victim_reversed(void)
 {
     const uint64_t next[7] = {210, 200, 190, 180, 170, 160, 300};
-    CHECK_EQ_U(victim_among_seven(next), 0);
+    CHECK_EQ_U(victim_among_seven(next, 0), 0);
+    CHECK_EQ_U(victim_among_seven(next, 1), 0);
 }
 
 /* Only chunk 5 (used by launch 6) is at least half as far: it goes,
@@ -112,12 +133,12 @@ static void farthest_idle_victim_reversed(void)
 static void recent_when_alone(void)
 {
     const uint64_t next[7] = {20, 30, 40, 50, 60, 210, 300};
-    CHECK_EQ_U(victim_among_seven(next), 5);
+    CHECK_EQ_U(victim_among_seven(next, 1), 5);
 }
 
 static const test_case cases[] = {
-    {"farthest_idle_victim", farthest_idle_victim},
-    {"farthest_idle_victim_reversed", farthest_idle_victim_reversed},
+    {"farthest_victim", farthest_victim},
+    {"farthest_victim_reversed", farthest_victim_reversed},
     {"recent_when_alone", recent_when_alone},
     {"idle_victim_first", idle_victim_first},
     {"busy_victim_when_alone", busy_victim_when_alone},
