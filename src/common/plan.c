@@ -256,32 +256,41 @@ void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq)
 
 /* ---- decisions -------------------------------------------------------------- */
 
-/* Whether a fetch of `bytes` would take the link longer than the launch
- * being planned computes, as measured (ops->hides); false when unknown. */
-static bool outlasts_launch(const lms_plan_ops *ops, void *ctx, uint64_t bytes)
+/* Whether the fetch that needs room, `bytes` in all (the whole batch being
+ * brought), for a need `distance` launches ahead, takes the link longer
+ * than the launch being planned computes (ops->hides): then whatever
+ * holds it back shows in the step. Only for a need now or at the next
+ * launch (one further ahead has launches to hide behind), not when acting
+ * lean (on a saturated link every byte shows: Belady's order), and false
+ * when the launch's duration is unknown. */
+static bool outlasts_launch(const lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes,
+                            uint32_t distance)
 {
+    if (p->lean || (distance != LMS_DISTANCE_NOW && distance > 1))
+        return false;
     uint64_t h = ops->hides ? ops->hides(ctx) : 0;
     return h > 0 && bytes > h;
 }
 
-/* The victim to evict for a fetch of `bytes`: the top of the victim heap,
- * unless the last launch used it (its eviction would wait for that kernel
- * to end, and the fetch that needs the room for the eviction) and one of
- * the next six in the heap (the top's children and grandchildren, which
- * hold the second and third farthest) was not used by it and is expected
- * at least half as far ahead (or never): the farthest of those. But when
- * the fetch outlasts the launch being planned, so that whatever holds it
- * back shows in the step, one last used IDLE_AFTER or more launches ago
- * first (the host runs ahead of the device: the kernel of the launch
- * before the last may not have ended either). Acting lean, which plans
- * after the launch (lms_plan_after), passes the top over only when the
- * launch just made uses it, and only for one expected at least 0.9 as far
- * ahead: a chunk needed sooner costs a fetch more later. O(1): six
- * candidates, the launch's measured duration asked at most once.
+/* The victim to evict for a fetch of `bytes` for a need `distance`
+ * launches ahead: the top of the victim heap, unless the last launch used
+ * it (its eviction would wait for that kernel to end, and the fetch that
+ * needs the room for the eviction) and one of the next six in the heap
+ * (the top's children and grandchildren, which hold the second and third
+ * farthest) was not used by it and is expected at least half as far ahead
+ * (or never): the farthest of those. But when the fetch outlasts the
+ * launch being planned (outlasts_launch), one last used IDLE_AFTER or
+ * more launches ago first (the host runs ahead of the device: the kernel
+ * of the launch before the last may not have ended either). Acting lean,
+ * which plans after the launch (lms_plan_after), passes the top over only
+ * when the launch just made uses it, and only for one expected at least
+ * 0.9 as far ahead: a chunk needed sooner costs a fetch more later. O(1):
+ * six candidates, the launch's measured duration asked at most once.
  * (docs/ARCHITECTURE.md, "Which of them": the first that qualified in the
  * heap's array order, which is not the victim order, cost bench/shapes
  * train-eval at 1.5x 1.113x Belady's MIN's bytes, now 1.065x.) */
-static lms_plan_chunk *pick_victim(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes)
+static lms_plan_chunk *pick_victim(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes,
+                                   uint32_t distance)
 {
     lms_plan_chunk *top = p->victims.a[0];
     uint64_t busy = p->lean ? p->now : p->now - 1;   /* last uses whose kernels may still run */
@@ -301,7 +310,7 @@ static lms_plan_chunk *pick_victim(lms_plan *p, const lms_plan_ops *ops, void *c
         bool idle = p->now - c->last_use >= IDLE_AFTER, best_idle = p->now - best->last_use >= IDLE_AFTER;
         if (idle != best_idle) {
             if (hurried < 0)
-                hurried = outlasts_launch(ops, ctx, bytes);
+                hurried = outlasts_launch(p, ops, ctx, bytes, distance);
             if (hurried) {
                 if (idle)
                     best = c;
@@ -322,7 +331,7 @@ static bool make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t 
         expire(p);
         if (p->victims.n == 0)
             return false;
-        lms_plan_chunk *c = pick_victim(p, ops, ctx, bytes);
+        lms_plan_chunk *c = pick_victim(p, ops, ctx, p->bringing > bytes ? p->bringing : bytes, distance);
         if (distance != LMS_DISTANCE_NOW && c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now <= distance)
             return false;   /* everything resident is needed sooner than this */
         lms_plan_forget(p, c);
@@ -357,6 +366,9 @@ static int bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk
                  bool ahead)
 {
     int done = 0;
+    p->bringing = 0;   /* the fetch the room is made for: the whole batch (pick_victim) */
+    for (int i = 0; i < n; i++)
+        p->bringing += batch[i]->charge;
     for (int i = 0; i < n; i++) {
         if (make_room(p, ops, ctx, batch[i]->charge, dist ? dist[i] : LMS_DISTANCE_NOW) &&
             fetch_into_room(p, ops, ctx, batch[i], ahead))
@@ -364,6 +376,7 @@ static int bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk
         else if (ahead)
             break;
     }
+    p->bringing = 0;
     return done;
 }
 

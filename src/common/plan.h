@@ -154,6 +154,7 @@ typedef struct lms_plan {
     uint64_t pressed;     /* the last launch for which room was made by evicting (0: none; fetch_free) */
     uint32_t deep_round;  /* times acting deep began (give_room's takes count per round) */
     bool requesting;      /* inside lms_plan_make_room (a victim evicted then may take again) */
+    uint64_t bringing;    /* bytes of the batch being brought (bring), 0 outside it */
     /* Acting on a saturated link (trials.c, "Acting lean"): fetch ahead
      * after the launch, into Belady's victims (plan.c, pick_victim). */
     bool lean;
