@@ -366,9 +366,10 @@ static int bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk
                  bool ahead)
 {
     int done = 0;
-    p->bringing = 0;   /* the fetch the room is made for: the whole batch (pick_victim) */
+    p->bringing = 0;   /* the fetch the room is made for: the batch's needs now or at the next launch (pick_victim) */
     for (int i = 0; i < n; i++)
-        p->bringing += batch[i]->charge;
+        if (!dist || dist[i] <= 1)
+            p->bringing += batch[i]->charge;
     for (int i = 0; i < n; i++) {
         if (make_room(p, ops, ctx, batch[i]->charge, dist ? dist[i] : LMS_DISTANCE_NOW) &&
             fetch_into_room(p, ops, ctx, batch[i], ahead))
@@ -745,6 +746,14 @@ static lms_plan_chunk *demotable(const lms_plan_ops *ops, void *ctx, lms_plan_ch
     return best;
 }
 
+/* Whether a missing chunk of the launch, priced, is read in place rather
+ * than fetched: reading it costs nothing, or less than a fetch holds the
+ * launch. */
+static bool in_place(const struct lms_plan_priced *pr, double fetch_cost)
+{
+    return pr->price >= 0 && (pr->price == 0 || pr->price < fetch_cost);
+}
+
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
  * mine[0..m), dearest to read in place first, when their prices are
  * known. A chunk whose price is zero, or under what a demand fetch was
@@ -770,9 +779,13 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
     qsort(pr, (size_t)nb, sizeof *pr, by_price);
     int done = 0;
     double fetch_cost = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
+    p->bringing = 0;   /* the fetch the room is made for: the chunks fetched, not read in place (pick_victim) */
+    for (int i = 0; i < nb; i++)
+        if (!in_place(&pr[i], fetch_cost))
+            p->bringing += pr[i].c->charge;
     for (int i = 0; i < nb; i++) {
         lms_plan_chunk *c = pr[i].c;
-        if (pr[i].price >= 0 && (pr[i].price == 0 || pr[i].price < fetch_cost))
+        if (in_place(&pr[i], fetch_cost))
             continue;   /* reading it in place costs less than fetching it now */
         for (;;) {
             if (make_room(p, ops, ctx, c->charge, LMS_DISTANCE_NOW)) {
@@ -786,6 +799,7 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
             ops->evict(ctx, v);
         }
     }
+    p->bringing = 0;
     return done;
 }
 
