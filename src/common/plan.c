@@ -361,20 +361,26 @@ static bool fetch_into_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms
  * launches ahead (dist NULL: now), one by one: each fetch waits only for
  * the evictions that made its room, so copies both ways overlap (making
  * room for all first measured slower). Ahead, it stops at the first chunk
- * it cannot bring. Returns how many it fetched. */
+ * it cannot bring. `already`: bytes fetched into free room for the same
+ * needs just before (counted with the batch when asking whether the fetch
+ * outlasts the launch: pick_victim). Returns how many it fetched. */
 static int bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int n, const uint32_t *dist,
-                 bool ahead)
+                 bool ahead, uint64_t already)
 {
     int done = 0;
-    p->bringing = 0;   /* the fetch the room is made for: the batch's needs now or at the next launch (pick_victim) */
+    p->bringing = already;   /* the fetch the room is made for: the batch's needs now or at the next launch */
     for (int i = 0; i < n; i++)
         if (!dist || dist[i] <= 1)
             p->bringing += batch[i]->charge;
     for (int i = 0; i < n; i++) {
         if (make_room(p, ops, ctx, batch[i]->charge, dist ? dist[i] : LMS_DISTANCE_NOW) &&
-            fetch_into_room(p, ops, ctx, batch[i], ahead))
+            fetch_into_room(p, ops, ctx, batch[i], ahead)) {
             done++;
-        else if (ahead)
+            continue;
+        }
+        if (!dist || dist[i] <= 1)
+            p->bringing -= batch[i]->charge;   /* not fetched: not on the link */
+        if (ahead)
             break;
     }
     p->bringing = 0;
@@ -481,15 +487,18 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     int n = p->policy->ahead(p->pstate, ids, dist, AHEAD_MAX, p->mode == LMS_PLAN_DEEP ? AHEAD_DEEP : 1);
     if (n <= 0 || !scratch(p, n))
         return;
-    uint64_t window = 0, budget = ops->budget(ctx);
+    uint64_t window = 0, budget = ops->budget(ctx), free_near = 0;
     int nb = 0, fetched_free = 0;
     for (int i = 0; i < n; i++) {
         lms_plan_chunk *c = ops->lookup(ctx, ids[i]);
         if (!c)
             continue;
         if (!c->resident && once_a_step(p, c, dist[i])) {
-            if (c->pins == 0 && fetch_free(p, ops, ctx, c, true))
+            if (c->pins == 0 && fetch_free(p, ops, ctx, c, true)) {
                 fetched_free++;
+                if (dist[i] <= 1)
+                    free_near += c->charge;
+            }
             continue;
         }
         window += c->charge;
@@ -505,7 +514,7 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         bdist[nb] = dist[i];
         p->batch[nb++] = c;
     }
-    int fetched = bring(p, ops, ctx, p->batch, nb, bdist, true) + fetched_free;
+    int fetched = bring(p, ops, ctx, p->batch, nb, bdist, true, free_near) + fetched_free;
     for (int i = 0; i < nb; i++)
         unpin(p, p->batch[i]);
     if (fetched && ops->fetched)
@@ -762,12 +771,12 @@ static bool in_place(const struct lms_plan_priced *pr, double fetch_cost)
  * read in place so that a dearer one is fetched (what one launch cannot
  * hold is read where it is, and its measured durations say which of its
  * chunks that should be). Without prices: in the launch's order, as
- * bring(). Returns how many it fetched. */
+ * bring(). `already`: as for bring(). Returns how many it fetched. */
 static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
-                        lms_plan_chunk **mine, int m)
+                        lms_plan_chunk **mine, int m, uint64_t already)
 {
     if (!ops->price || p->mode == LMS_PLAN_DEMAND)   /* on demand, the simple way: fetch them all */
-        return bring(p, ops, ctx, batch, nb, NULL, false);
+        return bring(p, ops, ctx, batch, nb, NULL, false, already);
     struct lms_plan_priced *pr = p->priced;
     bool known = false;
     for (int i = 0; i < nb; i++) {
@@ -775,11 +784,11 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
         known |= pr[i].price >= 0;
     }
     if (!known)
-        return bring(p, ops, ctx, batch, nb, NULL, false);
+        return bring(p, ops, ctx, batch, nb, NULL, false, already);
     qsort(pr, (size_t)nb, sizeof *pr, by_price);
     int done = 0;
     double fetch_cost = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    p->bringing = 0;   /* the fetch the room is made for: the chunks fetched, not read in place (pick_victim) */
+    p->bringing = already;   /* the fetch the room is made for: the chunks fetched, not read in place (pick_victim) */
     for (int i = 0; i < nb; i++)
         if (!in_place(&pr[i], fetch_cost))
             p->bringing += pr[i].c->charge;
@@ -789,12 +798,17 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
             continue;   /* reading it in place costs less than fetching it now */
         for (;;) {
             if (make_room(p, ops, ctx, c->charge, LMS_DISTANCE_NOW)) {
-                done += fetch_into_room(p, ops, ctx, c, false);
+                if (fetch_into_room(p, ops, ctx, c, false))
+                    done++;
+                else
+                    p->bringing -= c->charge;   /* refused: not on the link */
                 break;
             }
             lms_plan_chunk *v = demotable(ops, ctx, mine, m, pr[i].price);
-            if (!v)
+            if (!v) {
+                p->bringing -= c->charge;
                 break;   /* it is read in place */
+            }
             lms_plan_forget(p, v);
             ops->evict(ctx, v);
         }
@@ -870,6 +884,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
          * fetched. */
         bool fetch = p->mode != LMS_PLAN_INPLACE && fetch_pays(p, ops, ctx);
         int nb = 0;
+        uint64_t free_now = 0;   /* bytes fetched into free room for this launch */
         uint64_t budget = ops->budget(ctx);
         for (int i = 0; i < m; i++) {
             lms_plan_chunk *c = mine[i];
@@ -884,11 +899,12 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                      * room was free: either way not fetched ahead as
                      * acting deep fetching every chunk would (trial_next). */
                     p->trial_once = true;
-                    fetch_free(p, ops, ctx, c, false);
+                    if (fetch_free(p, ops, ctx, c, false))
+                        free_now += c->charge;
                 }
             }
         }
-        if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m) > 0 && ops->fetched)
+        if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m, free_now) > 0 && ops->fetched)
             ops->fetched(ctx, false);
     }
     if (p->policy->on_demand)
