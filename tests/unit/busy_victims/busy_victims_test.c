@@ -24,20 +24,33 @@ static uint64_t told_next(void *state, const lms_policy_memo *memo, uint64_t las
 
 static const lms_policy told = {.name = "told", .on_demand = true, .next_use = told_next};
 
+/* What each launch hides (ops->hides), in bytes; chunks are charged 2. */
+static uint64_t launch_hides;
 
-/* Launches 1 and 2 use chunks 0 and 1 (room for two); chunk 0 is next
- * needed at launch `next0`, chunk 1 at launch 150; launch 3 uses chunk 2.
- * Returns the chunk evicted for it. */
-static int victim_for_third(uint64_t next0)
+/* ops.hides: launch_hides. */
+static uint64_t told_hides(void *ctx)
+{
+    (void)ctx;
+    return launch_hides;
+}
+
+/* Launches 1..n use chunks 0..n-1, one each, room for n-1 (chunks charged
+ * 2); chunk i < n-1 is next needed at launch next[i]; the last launch
+ * hides `hides` (0: unknown). Returns the chunk evicted for it. */
+static int victim_for_last(const uint64_t *next, uint32_t n, uint64_t hides)
 {
     fake_room f;
-    fake_room_init(&f, 2, 3);
-    f.chunks[0].memo.w[0] = next0;
-    f.chunks[1].memo.w[0] = 150;
+    fake_room_init(&f, 2 * (n - 1), n);
+    for (uint32_t i = 0; i < n; i++)
+        f.chunks[i].charge = 2;
+    for (uint32_t i = 0; i + 1 < n; i++)
+        f.chunks[i].memo.w[0] = next[i];
     lms_plan plan;
     CHECK(lms_plan_init(&plan, &told));
     lms_plan_ops ops = fake_room_ops();
-    for (uint64_t seq = 1; seq <= 3; seq++) {
+    ops.hides = told_hides;
+    launch_hides = hides;
+    for (uint64_t seq = 1; seq <= n; seq++) {
         uint32_t id = (uint32_t)(seq - 1);
         lms_plan_chunk *c = &f.chunks[id];
         lms_plan_pin(&plan, c);
@@ -45,8 +58,18 @@ static int victim_for_third(uint64_t next0)
         CHECK(c->resident);
         lms_plan_used(&plan, c, seq);
     }
+    CHECK_EQ_U(f.evictions, 1);
     lms_plan_destroy(&plan);
     return f.last_evicted;
+}
+
+/* Launches 1 and 2 use chunks 0 and 1 (room for two); chunk 0 is next
+ * needed at launch `next0`, chunk 1 at launch 150; launch 3 uses chunk 2.
+ * Returns the chunk evicted for it. */
+static int victim_for_third(uint64_t next0)
+{
+    const uint64_t next[2] = {next0, 150};
+    return victim_for_last(next, 3, 0);
 }
 
 /* Chunk 1 is farther (150) but launch 2 used it; chunk 0 (100, idle, at
@@ -62,44 +85,12 @@ static void busy_victim_when_alone(void)
     CHECK_EQ_U(victim_for_third(20), 1);
 }
 
-/* What each launch hides (ops->hides), in bytes; chunks of victim_among_seven
- * are charged 2. */
-static uint64_t launch_hides;
-
-/* ops.hides: launch_hides. */
-static uint64_t told_hides(void *ctx)
-{
-    (void)ctx;
-    return launch_hides;
-}
-
-/* Launches 1..7 use chunks 0..6, one each, room for seven (chunks charged
- * 2); chunk i is next needed at launch next[i]; launch 8 uses chunk 7 and
- * hides `hides` (0: unknown). Returns the chunk evicted for it. */
+/* Launches 1..7 use chunks 0..6, one each, room for seven; chunk i is
+ * next needed at launch next[i]; launch 8 uses chunk 7 and hides `hides`
+ * (0: unknown). Returns the chunk evicted for it. */
 static int victim_among_seven(const uint64_t next[7], uint64_t hides)
 {
-    fake_room f;
-    fake_room_init(&f, 14, 8);
-    for (int i = 0; i < 8; i++)
-        f.chunks[i].charge = 2;
-    for (int i = 0; i < 7; i++)
-        f.chunks[i].memo.w[0] = next[i];
-    lms_plan plan;
-    CHECK(lms_plan_init(&plan, &told));
-    lms_plan_ops ops = fake_room_ops();
-    ops.hides = told_hides;
-    launch_hides = hides;
-    for (uint64_t seq = 1; seq <= 8; seq++) {
-        uint32_t id = (uint32_t)(seq - 1);
-        lms_plan_chunk *c = &f.chunks[id];
-        lms_plan_pin(&plan, c);
-        lms_plan_launch(&plan, &ops, &f, seq, 1, &id, 1, &c, 1);
-        CHECK(c->resident);
-        lms_plan_used(&plan, c, seq);
-    }
-    CHECK_EQ_U(f.evictions, 1);
-    lms_plan_destroy(&plan);
-    return f.last_evicted;
+    return victim_for_last(next, 8, hides);
 }
 
 /* Chunk 6 (300) is farthest but launch 7 used it; chunks 0..5 (160..210)
