@@ -15,7 +15,7 @@
  * working set is ratio x budget (1 GiB), except for the shapes of fixed
  * size (many-chunks, arenas: 17.6 GiB), whose budget is their size /
  * ratio. Per step after the warm-up (the steps in which lmshim learns
- * the step and times its choices: 10 of 16 by default, all but the last 6
+ * the step and times its choices: 12 of 18 by default, all but the last 6
  * of --steps, at least 1; a shape that sets its own step count keeps at
  * least its last step measured): modeled step
  * time, its ratio to in-memory, to the better of lmshim-none and
