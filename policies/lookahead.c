@@ -46,6 +46,7 @@
 #define SIG_KEEP (1u << 17)      /* signatures kept this many launches: steps up to 131K launches */
 #define POOL_MIN (1u << 14)      /* chunk ids remembered at first (a ring) */
 #define POOL_MAX (1u << 23)      /* ... at most (8 bytes each: 64 MiB) */
+#define BLANK_FOR 64             /* launches with nothing learned before they count as misses (score) */
 #define NAMED_MAX (1u << 22)     /* ids ahead() names once each at most (more: repeats stay in) */
 /* Memo words: 1 + pool index of the chunk's latest entry, the seq of that
  * launch, the predicted next use (0: none), and the first use since the
@@ -250,13 +251,16 @@ static uint64_t seen_at(const state *s, uint64_t key)
 /* Scores whether the launch the latest match predicted is the one that
  * came (sig), or the launch's chunks came when predicted (chunks_came),
  * and turns confidence on above 60% and off below 30% (the
- * gap keeps it from flapping). Without confidence the policy makes no
+ * gap keeps it from flapping). Before anything was learned (no match, no
+ * period) a launch is not scored for its first BLANK_FOR launches (a first
+ * step), and counts as a miss after them: a program whose launches never
+ * repeat loses the confidence it started with. Without confidence the policy makes no
  * guess and fetches nothing ahead: the planner's order is then LRU, which
  * is what a workload with nothing to learn (random access) deserves. */
 static void score(state *s, uint64_t sig, bool chunks_came)
 {
-    if (!s->predicted && !s->period)
-        return;   /* nothing learned yet (the first step): nothing to score */
+    if (!s->predicted && !s->period && s->seq < BLANK_FOR)
+        return;   /* nothing learned yet (a first step): nothing to score */
     int64_t hit = (s->predicted && s->predicted == sig) || chunks_came ? 65536 : 0;
     s->score = (uint32_t)((int64_t)s->score + (hit - (int64_t)s->score) / 16);
     if (!s->confident && s->score > 65536u * 6 / 10) {

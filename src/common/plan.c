@@ -18,6 +18,7 @@
 #define AHEAD_MAX 1024   /* chunk ids asked of the policy's ahead() per launch */
 #define AHEAD_DEEP 8     /* launches fetched ahead when acting deep */
 #define IDLE_AFTER 3     /* launches after its last use when a victim passed over to is taken to be idle (pick_victim) */
+#define HIDDEN_SHARE 8   /* a function's fitted price under 1/this of a fetch's: its reads in place are hidden */
 #define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
 
 /* A chunk of the launch being planned and what reading it in place costs
@@ -763,9 +764,25 @@ static bool in_place(const struct lms_plan_priced *pr, double fetch_cost)
     return pr->price >= 0 && (pr->price == 0 || pr->price < fetch_cost);
 }
 
+/* The price a chunk without one of its own takes in a launch when acting
+ * (bring_priced): the function's fitted price (`fn_price`) when it says
+ * the function's reads in place are hidden, under 1/HIDDEN_SHARE of what
+ * a demand fetch holds a launch per byte; else -1 (unknown: fetched). An
+ * average over a function's launches mixes operands read once with
+ * operands re-read many times, so only a function that hides its reads
+ * in place lends its price (with any price it lent, bench/shapes
+ * `train-eval` at 3x under lru at lmshim's defaults read re-read weights
+ * in place: 6.63x in-memory against 3.52x). */
+static double hidden_price(const lms_plan_ops *ops, void *ctx)
+{
+    double fn = ops->fn_price ? ops->fn_price(ctx, NULL) : -1;
+    double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
+    return fn >= 0 && fetch > 0 && fn < fetch / HIDDEN_SHARE ? fn : -1;
+}
+
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
  * mine[0..m), dearest to read in place first, when their prices are
- * known. A chunk whose price is zero, or under what a demand fetch was
+ * known (a chunk without a price of its own takes hidden_price()). A chunk whose price is zero, or under what a demand fetch was
  * measured to hold a launch per byte, is read in place. When the room is
  * full of this launch's own chunks, a cheaper one of them is sent back and
  * read in place so that a dearer one is fetched (what one launch cannot
@@ -779,8 +796,10 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
         return bring(p, ops, ctx, batch, nb, NULL, false, already);
     struct lms_plan_priced *pr = p->priced;
     bool known = false;
+    double hidden = hidden_price(ops, ctx);
     for (int i = 0; i < nb; i++) {
-        pr[i] = (struct lms_plan_priced){.c = batch[i], .price = ops->price(ctx, batch[i]), .order = i};
+        double own = ops->price(ctx, batch[i]);
+        pr[i] = (struct lms_plan_priced){.c = batch[i], .price = own >= 0 ? own : hidden, .order = i};
         known |= pr[i].price >= 0;
     }
     if (!known)
@@ -817,19 +836,36 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
     return done;
 }
 
-/* Whether to fetch a launch's missing chunks. Yes while the policy acts on
- * what it learned. When it has nothing to act on, each use of a chunk is
- * as likely as any other: a fetch then hits again only as often as the
- * room is a part of the managed bytes, and costs the link once plus the
- * eviction of a chunk as likely to be needed, while reading in place costs
- * the link once per pass. Fetching pays when the room holds at least a
- * quarter of the managed bytes (measured on bench/shapes `random`: lru
- * beats reading in place at 1/2 and 1/3, loses at 1/5 and below). */
-static bool fetch_pays(lms_plan *p, const lms_plan_ops *ops, void *ctx)
+/* Whether the policy has nothing to act on: its doubt held long, so it
+ * names no future and each use of a chunk is as likely as any other. */
+static bool blind(const lms_plan *p)
 {
-    if (!p->policy->guessing || p->policy->guessing(p->pstate) || !ops->room || !ops->managed)
-        return true;
-    return ops->room(ctx) >= ops->managed(ctx) / 4;
+    return p->policy->guessing && !p->policy->guessing(p->pstate);
+}
+
+/* With nothing to act on, whether to fetch missing chunk c of the launch
+ * being planned rather than read it in place. A fetch costs the link once
+ * and evicts a chunk as likely to be needed as c; reading in place costs
+ * the launch what it was measured to, once per pass the kernel makes. So:
+ * c's own price for this launch, else the function's fitted price
+ * (`fn_price`, fnprice.h: chunks new every step and launches that never
+ * repeat have no price of their own), against what a demand fetch was
+ * measured to hold a launch. With neither known: while the function's
+ * fit lacks one kind of launch, that kind, so that it can be fitted; else
+ * a fetch when the room holds at least a quarter of the managed bytes
+ * (measured on bench/shapes `random`, one pass per operand: lru beats
+ * reading in place at 1/2 and 1/3 and loses at 1/5 and below). */
+static bool blind_fetch(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
+{
+    double price = ops->price ? ops->price(ctx, c) : -1;
+    if (price < 0)
+        price = fn_price;
+    if (price >= 0)
+        return !in_place(&(struct lms_plan_priced){.c = c, .price = price},
+                         ops->fetch_cost ? ops->fetch_cost(ctx) : -1);
+    if (learn)
+        return learn > 0;
+    return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4;
 }
 
 /* Puts the planner in mode m: the victim order follows (LRU order on
@@ -882,7 +918,9 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         /* A resident chunk is waited for (its fetch may still be under
          * way on another stream) whether or not the missing ones are
          * fetched. */
-        bool fetch = p->mode != LMS_PLAN_INPLACE && fetch_pays(p, ops, ctx);
+        bool fetch = p->mode != LMS_PLAN_INPLACE, unsure = fetch && blind(p);
+        int learn = 0;
+        double fn_price = unsure && ops->fn_price ? ops->fn_price(ctx, &learn) : -1;
         int nb = 0;
         uint64_t free_now = 0;   /* bytes fetched into free room for this launch */
         uint64_t budget = ops->budget(ctx);
@@ -892,7 +930,10 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                 if (ops->wait_ready)
                     ops->wait_ready(ctx, c);
             } else if (fetch && c->charge <= budget) {
-                if (!once_a_step(p, c, LMS_DISTANCE_NOW)) {
+                if (unsure) {
+                    if (blind_fetch(ops, ctx, c, fn_price, learn))
+                        p->batch[nb++] = c;
+                } else if (!once_a_step(p, c, LMS_DISTANCE_NOW)) {
                     p->batch[nb++] = c;
                 } else {
                     /* Read in place, or fetched on demand only because its
@@ -904,7 +945,10 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                 }
             }
         }
-        if (nb > 0 && bring_priced(p, ops, ctx, p->batch, nb, mine, m, free_now) > 0 && ops->fetched)
+        int got = nb == 0 ? 0
+                  : unsure ? bring(p, ops, ctx, p->batch, nb, NULL, false, 0)
+                           : bring_priced(p, ops, ctx, p->batch, nb, mine, m, free_now);
+        if (got > 0 && ops->fetched)
             ops->fetched(ctx, false);
     }
     if (p->policy->on_demand)

@@ -68,6 +68,14 @@ typedef struct lms_plan_ops {
      * unknown (NULL: never known; then a launch's missing chunks are all
      * fetched, in id order). */
     double (*price)(void *ctx, lms_plan_chunk *c);
+    /* What reading in place costs the function of the launch being
+     * planned, fitted over its measured launches (ns of slowdown per byte),
+     * or negative when it cannot be fitted yet; then *learn says which
+     * launch would teach it: +1 one that fetches, -1 one that reads in
+     * place, 0 none (NULL: never known). Asked when the policy has
+     * nothing to act on (plan.c, blind_fetch), and when acting, for
+     * chunks without a price of their own (plan.c, hidden_price). */
+    double (*fn_price)(void *ctx, int *learn);
     /* What fetching on demand holds a launch, in ns per byte fetched (the
      * link and the waits for evictions), or negative when unknown (NULL:
      * never known). */

@@ -931,6 +931,13 @@ static double op_price(void *ctx, lms_plan_chunk *pc)
     return lms_timing_price(l->device, l->sig, price_id((res_chunk *)pc));
 }
 
+/* The fitted price of reading in place for the function being launched. */
+static double op_fn_price(void *ctx, int *learn)
+{
+    const live *l = ctx;
+    return lms_timing_fn_price(l->device, l->fn, learn);
+}
+
 /* What a demand fetch holds a launch per byte, as measured. */
 static double op_fetch_cost(void *ctx)
 {
@@ -970,7 +977,7 @@ static double op_between(void *ctx, int from, int to)
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price, .fetch_cost = op_fetch_cost, .moved = op_moved, .hides = op_hides, .mark = op_mark,
+    .managed = op_managed, .price = op_price, .fn_price = op_fn_price, .fetch_cost = op_fetch_cost, .moved = op_moved, .hides = op_hides, .mark = op_mark,
     .between = op_between,
 };
 
@@ -1008,25 +1015,27 @@ static wide_scratch *wide_scratch_for(int n)
 }
 
 /* Times the launch when it is sampled (timing.c): the chunks it reads in
- * place (ids with REMOTE_BIT, by their chunk's id) and their bytes go with
- * the start event; remote (n entries, the caller's) is room for those ids.
+ * place (ids with REMOTE_BIT, by their chunk's id) and their bytes, and
+ * the bytes of its chunks on the device, go with the start event; remote (n entries, the caller's) is room for those ids.
  * Under the device lock and map_lock. */
 static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t *tids, int n, uint32_t *remote)
 {
     int k = 0;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, local = 0;
     for (int i = 0; i < n; i++) {
-        if (!(tids[i] & REMOTE_BIT))
-            continue;
         res_chunk *c = chunk_of(tids[i] & ~REMOTE_BIT);
         if (!c)
             continue;
+        if (!(tids[i] & REMOTE_BIT)) {
+            local += c->size;
+            continue;
+        }
         bytes += c->size;
         uint32_t id = price_id(c);
         if (k == 0 || remote[k - 1] != id)   /* pieces of a chunk have consecutive ids */
             remote[k++] = id;
     }
-    return lms_timing_begin(l->device, l->stream, seq, fn, l->sig, remote, k, bytes);
+    return lms_timing_begin(l->device, l->stream, seq, fn, l->sig, remote, k, bytes, local);
 }
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "fnprice.h"
 #include "log.h"
 #include "price.h"
 
@@ -29,6 +30,7 @@
 #define SEEN_ALL 4        /* launches of a signature timed before sampling */
 #define EVERY 8           /* then one launch in this many */
 #define TABLE (1u << 16)  /* price table slots per device (1 MiB) */
+#define FNS (1u << 12)    /* function fits per device (256 KiB) */
 /* Step points kept per device: the trials of four modes, acting deep
  * tried twice (trials.c, trial_next), record up to 81; the oldest one still
  * read, the acting mode's timed start, is 72 back. */
@@ -41,6 +43,7 @@ typedef struct pair {
     uint32_t *remote;         /* ids read in place (malloc'd), NULL when none */
     int n;
     uint64_t bytes;           /* bytes read in place (a fetch batch: fetched) */
+    uint64_t local;           /* bytes of the launch's chunks on the device */
     bool fetch;               /* a batch of demand fetches, not a launch */
     bool closed;              /* the end event is recorded */
     bool bad;                 /* a record failed: learn nothing */
@@ -53,6 +56,7 @@ typedef struct dev_timing {
     uint64_t batches;         /* demand fetch batches seen */
     double fetch_ns;          /* what a demand fetch holds its launch per byte (ns; 0: unknown) */
     lms_price price;
+    lms_fnprice fits;         /* each function's price, fitted (fnprice.h) */
     CUevent marks[MARKS];     /* step boundaries: mark k is marks[k % MARKS] */
     bool mark_bad[MARKS];     /* its record failed */
     CUstream mark_stream[MARKS];  /* the stream it was recorded on (NULL: the legacy stream) */
@@ -73,6 +77,10 @@ static bool ready(dev_timing *t)
         return false;
     if (!lms_price_init(&t->price, TABLE))
         return false;
+    if (!lms_fnprice_init(&t->fits, FNS)) {
+        lms_price_destroy(&t->price);
+        return false;
+    }
     for (int i = 0; i < MARKS; i++)
         if (lms_drv.cuEventCreate(&t->marks[i], 0) != CUDA_SUCCESS) {
             lms_log(LMS_LEVEL_INFO, "residency: no timing events; reads in place are not priced");
@@ -107,7 +115,7 @@ static int arm(int device, CUstream stream)
 }
 
 int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n,
-                     uint64_t bytes)
+                     uint64_t bytes, uint64_t local)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
         return 0;
@@ -132,6 +140,7 @@ int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, ui
     pr->remote = copy;
     pr->n = copy ? n : 0;
     pr->bytes = bytes;
+    pr->local = local;
     return h;
 }
 
@@ -199,6 +208,7 @@ void lms_timing_poll(int device)
             t->fetch_ns = t->fetch_ns > 0 ? (3 * t->fetch_ns + v) / 4 : v;
         } else if (!pr->bad) {
             lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6);
+            lms_fnprice_learn(&t->fits, pr->fn, pr->local, pr->bytes, (double)ms * 1e6);
         }
         free(pr->remote);
         pr->remote = NULL;
@@ -212,6 +222,15 @@ double lms_timing_price(int device, uint64_t sig, uint32_t id)
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
     return lms_price_of(&timing[device].price, sig, id);
+}
+
+double lms_timing_fn_price(int device, uintptr_t fn, int *learn)
+{
+    if (learn)
+        *learn = 0;
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+        return -1;
+    return lms_fnprice_of(&timing[device].fits, fn, learn);
 }
 
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig)

@@ -16,10 +16,11 @@
 /* Before a launch of function fn and signature `sig` (number `seq` of the device) on
  * `stream`, after the engine's own work for it on that stream: when the
  * launch is sampled, records the start event and keeps remote[0..n) (the
- * ids of the chunks it reads in place, `bytes` in all). Returns a handle
- * for lms_timing_end, or 0 when not timed. */
+ * ids of the chunks it reads in place, `bytes` in all) and `local` (the
+ * bytes of its chunks on the device). Returns a handle for
+ * lms_timing_end, or 0 when not timed. */
 int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n,
-                     uint64_t bytes);
+                     uint64_t bytes, uint64_t local);
 /* After the launch was issued: records the end event of handle `h`. */
 void lms_timing_end(int device, int h, CUstream stream);
 /* Before the first demand fetch of a launch on its stream (before the
@@ -36,6 +37,12 @@ void lms_timing_poll(int device);
 /* The learned price (ns of slowdown per byte) of reading chunk `id` in
  * place for a launch of `sig`, or negative when unknown. */
 double lms_timing_price(int device, uint64_t sig, uint32_t id);
+
+/* fn's price of reading in place fitted over its timed launches (ns of
+ * slowdown per byte, src/common/fnprice.h), or negative when it cannot be
+ * fitted yet; *learn (may be NULL) then says which launch would teach it
+ * (+1 one with its chunks on the device, -1 one reading in place, 0 none). */
+double lms_timing_fn_price(int device, uintptr_t fn, int *learn);
 
 /* The shortest duration (ns) measured for a launch of fn with signature
  * `sig` (see lms_price_base), or negative when unknown. */

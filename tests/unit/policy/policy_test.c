@@ -139,6 +139,58 @@ static void unmatched_launch(void)
     p->destroy(st);
 }
 
+/* Launches whose chunk sets never repeat (each launch 5 chunks of 48
+ * drawn at random): nothing matches, and the policy, confident at first,
+ * says it has nothing to act on within a few hundred launches. A step of
+ * 200 launches that repeats may be taken for that in its first step
+ * (nothing matched yet), and is guessed again within 32 launches of its
+ * second step, for good. */
+static void never_repeats(void)
+{
+    const lms_policy *p = lms_policy_find("lookahead");
+    void *st = p->create();
+    CHECK(st != NULL);
+    CHECK(p->guessing(st));
+    lms_policy_memo memo[48] = {0};
+    uint32_t x = 7;
+    uint64_t blind_at = 0;
+    for (uint64_t seq = 1; seq <= 1000 && !blind_at; seq++) {
+        uint32_t ids[5];
+        lms_policy_memo *memos[5];
+        int n = 0;
+        while (n < 5) {   /* sorted, distinct */
+            x = x * 1103515245u + 12345u;
+            uint32_t id = (x >> 16) % 48;
+            int j = 0;
+            while (j < n && ids[j] < id)
+                j++;
+            if (j < n && ids[j] == id)
+                continue;
+            memmove(&ids[j + 1], &ids[j], (size_t)(n - j) * sizeof ids[0]);
+            ids[j] = id;
+            n++;
+        }
+        for (int i = 0; i < 5; i++)
+            memos[i] = &memo[ids[i]];
+        p->observe(st, seq, 77, ids, memos, 5);
+        if (!p->guessing(st))
+            blind_at = seq;
+    }
+    CHECK(blind_at > 64 && blind_at < 400);
+    p->destroy(st);
+
+    st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo m2[200] = {0};
+    for (uint64_t seq = 1; seq <= 1000; seq++) {
+        uint32_t id = (uint32_t)((seq - 1) % 200);
+        lms_policy_memo *mm[1] = {&m2[id]};
+        p->observe(st, seq, 100 + id, &id, mm, 1);
+        CHECK(seq < 200 + 32 || p->guessing(st));
+    }
+    p->destroy(st);
+}
+
 /* Mechanics for the planner: a budget of `room` chunks of one byte. */
 typedef struct fake {
     uint64_t used, room;
@@ -260,6 +312,7 @@ static void first_step_window(void)
 }
 
 static const test_case cases[] = {
+    {"never_repeats", never_repeats},
     {"long_step_wide_launch", long_step_wide_launch},
     {"lru_victims", lru_victims},
     {"unmatched_launch", unmatched_launch},

@@ -1,0 +1,52 @@
+/*
+ * fnprice.h — what reading in place costs a function's launches, fitted
+ * from their measured durations (fnprice.c). A chunk's own price (price.h)
+ * is known only for a launch signature seen again; a program whose
+ * chunks are new every step, or whose launches never repeat their chunk
+ * sets, has none. Its functions still repeat: each timed launch of fn
+ * teaches how long it ran with how many bytes of its chunks on the device
+ * (local) and how many read in place (remote). The launches that read
+ * nothing in place give fn's duration on the device as a line in its
+ * bytes; the others, how much longer they ran than that line says for
+ * their bytes: their slowdown per byte read in place is fn's price. No
+ * CUDA here: tests teach it directly.
+ */
+#ifndef LMS_FNPRICE_H
+#define LMS_FNPRICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One function's decayed sums (bytes in MiB, durations in ns): over its
+ * launches on the device (l: local bytes, y: ns), and over those that
+ * read in place (t: all their bytes, r: those read in place). */
+typedef struct lms_fnprice_entry {
+    uintptr_t fn;               /* 0: empty */
+    double n_dev, l, ll, y, ly; /* on the device: count, sums of l, l^2, y, l x y */
+    double n_in, t, r, y_in;    /* reading in place: count, sums of t, r, y */
+} lms_fnprice_entry;
+
+/* A bounded open-addressing table of functions (cleared when half full). */
+typedef struct lms_fnprice {
+    lms_fnprice_entry *t;
+    uint32_t cap, used;         /* slots (a power of two), slots taken */
+} lms_fnprice;
+
+/* Sets up a table of `cap` slots (a power of two); false without memory. */
+bool lms_fnprice_init(lms_fnprice *f, uint32_t cap);
+/* Frees the table's slots. */
+void lms_fnprice_destroy(lms_fnprice *f);
+
+/* A launch of fn took `ns` with `local` bytes of its chunks on the device
+ * and `remote` bytes of them read in place (a launch with neither teaches
+ * nothing). */
+void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t remote, double ns);
+
+/* fn's fitted price: ns of slowdown per byte read in place (0 or more), or
+ * negative when it cannot be fitted yet. Then *learn (when not NULL) says
+ * which launch would make it fit: +1 one whose chunks are on the device
+ * (a fetch), -1 one that reads in place, 0 none yet (too few launches of
+ * fn); it is 0 when the price is known. */
+double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn);
+
+#endif
