@@ -170,6 +170,17 @@ void *wl_alloc(wl_ctx *c, size_t bytes)
     return p;
 }
 
+void wl_free(wl_ctx *c, void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    /* Pinned host memory is mapped at its own address (unified addressing). */
+    cudaError_t e = strcmp(c->alloc, "host") == 0 ? cudaFreeHost(p) : cudaFree(p);
+    if (e != cudaSuccess && !c->error)
+        c->error = (int)e;
+    c->allocated -= bytes;
+}
+
 /* Modeled compute of `units` work units; in counting mode, counts them. */
 static double compute_of(wl_ctx *c, double units)
 {

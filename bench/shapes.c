@@ -202,7 +202,7 @@ static bool listed(const char *list, const char *name)
     return false;
 }
 
-#define MAX_ROWS 64
+#define MAX_ROWS 128
 #define MAX_RATIOS 8
 
 typedef struct row {

@@ -591,6 +591,154 @@ static int dec_step(wl_ctx *c, int step)
     return fw_layers(c, DEC_EW);
 }
 
+/* ---- (k) churn, (l) experts, (m) deep, (n) wide: re-reads, little to learn */
+
+#define CH_BUFS 48
+#define CH_PASSES 8
+
+static struct {
+    size_t s, a;
+    void *b[CH_BUFS], *x, *y;
+} ch;
+
+static int ch_setup(wl_ctx *c)
+{
+    ch.a = 2 * WL_MIB;
+    ch.x = wl_alloc(c, ch.a);
+    ch.y = wl_alloc(c, ch.a);
+    ch.s = wl_pages((double)(c->working_set - 2 * ch.a) / CH_BUFS);
+    return c->error;
+}
+
+/* A program without a caching allocator: each step frees the buffers of
+ * the last one and allocates its own afresh (new chunks every step, never
+ * seen before), then reads each with a GEMM that re-reads it 8 times. */
+static int ch_step(wl_ctx *c, int step)
+{
+    (void)step;
+    if (!c->counting)
+        for (int i = 0; i < CH_BUFS; i++) {
+            wl_free(c, ch.b[i], ch.s);
+            ch.b[i] = wl_alloc(c, ch.s);
+        }
+    if (c->error)
+        return c->error;
+    for (int i = 0; i < CH_BUFS; i++)
+        wl_gemm(c, ch.x, ch.b[i], ch.y, ch.a, ch.s, ch.a, 1, CH_PASSES, false);
+    return c->error;
+}
+
+#define EX_EXPERTS 48
+
+static struct {
+    size_t w, a;
+    void *Wt[EX_EXPERTS], *x, *y;
+} ex;
+
+static int ex_setup(wl_ctx *c)
+{
+    ex.a = 2 * WL_MIB;
+    ex.x = wl_alloc(c, ex.a);
+    ex.y = wl_alloc(c, ex.a);
+    ex.w = wl_pages((double)(c->working_set - 2 * ex.a) / EX_EXPERTS);
+    for (int e = 0; e < EX_EXPERTS; e++)
+        ex.Wt[e] = wl_alloc(c, ex.w);
+    return c->error;
+}
+
+/* A mixture-of-experts layer: the router sends each step's tokens to
+ * every expert, in a new random order every step (nothing repeats), and
+ * expert e gets 2, 4, 6 or 8 tiles of them: its GEMM re-reads its weight
+ * that many times. */
+static int ex_step(wl_ctx *c, int step)
+{
+    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    int order[EX_EXPERTS];
+    for (int e = 0; e < EX_EXPERTS; e++)
+        order[e] = e;
+    for (int e = EX_EXPERTS - 1; e > 0; e--) {   /* a random permutation */
+        int k = (int)(wl_rand(&rng) % (uint32_t)(e + 1)), t = order[e];
+        order[e] = order[k];
+        order[k] = t;
+    }
+    for (int i = 0; i < EX_EXPERTS; i++) {
+        int e = order[i];
+        wl_gemm(c, ex.x, ex.Wt[e], ex.y, ex.a, ex.w, ex.a, 1, 2 * (unsigned)(e % 4 + 1), false);
+    }
+    return c->error;
+}
+
+#define DEEP_LAYERS 96
+#define DEEP_PASSES 8
+
+static struct {
+    size_t w, a;
+    void *Wt[DEEP_LAYERS], *A[2];
+} dp;
+
+static int dp_setup(wl_ctx *c)
+{
+    dp.a = 2 * WL_MIB;
+    dp.A[0] = wl_alloc(c, dp.a);
+    dp.A[1] = wl_alloc(c, dp.a);
+    dp.w = wl_pages((double)(c->working_set - 2 * dp.a) / DEEP_LAYERS);
+    for (int l = 0; l < DEEP_LAYERS; l++)
+        dp.Wt[l] = wl_alloc(c, dp.w);
+    return c->error;
+}
+
+/* A deep network forward: 96 layers in a fixed order, each one GEMM
+ * re-reading its weight 8 times (a small batch: few tiles). */
+static int dp_step(wl_ctx *c, int step)
+{
+    (void)step;
+    for (int l = 0; l < DEEP_LAYERS; l++)
+        wl_gemm(c, dp.A[l % 2], dp.Wt[l], dp.A[1 - l % 2], dp.a, dp.w, dp.a, 1, DEEP_PASSES, false);
+    return c->error;
+}
+
+#define WIDE_BUFS 48
+#define WIDE_READS 5
+#define WIDE_LAUNCHES 16
+
+static struct {
+    size_t s, a;
+    void *b[WIDE_BUFS], *y;
+} wd;
+
+static int wd_setup(wl_ctx *c)
+{
+    wd.a = 2 * WL_MIB;
+    wd.y = wl_alloc(c, wd.a);
+    wd.s = wl_pages((double)(c->working_set - wd.a) / WIDE_BUFS);
+    for (int i = 0; i < WIDE_BUFS; i++)
+        wd.b[i] = wl_alloc(c, wd.s);
+    return c->error;
+}
+
+/* 16 reductions a step, each reading 5 of the 48 buffers once (chosen at
+ * random) into a small output: every operand streamed once, no re-reads. */
+static int wd_step(wl_ctx *c, int step)
+{
+    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    for (int k = 0; k < WIDE_LAUNCHES; k++) {
+        wl_t t[WIDE_READS + 1];
+        for (int i = 0; i < WIDE_READS; i++) {
+            int b, dup;
+            do {
+                b = (int)(wl_rand(&rng) % WIDE_BUFS);
+                dup = 0;
+                for (int j = 0; j < i; j++)
+                    dup |= t[j].p == wd.b[b];
+            } while (dup);
+            t[i] = (wl_t){wd.b[b], wd.s, R};
+        }
+        t[WIDE_READS] = (wl_t){wd.y, wd.a, RW};
+        wl_ew(c, WIDE_READS + 1, t);
+    }
+    return c->error;
+}
+
 /* ---- the table of shapes -------------------------------------------------- */
 
 const wl_shape wl_shapes[] = {
@@ -612,5 +760,12 @@ const wl_shape wl_shapes[] = {
      gr_setup, gr_step},
     {"inference", "24 layers forward only: each weight used by one GEMM a step", 0, false, 0, fw_setup, in_step},
     {"decoder", "24 layers forward only: a GEMM and 3 elementwise kernels each", 0, false, 0, fw_setup, dec_step},
+    {"churn", "48 buffers freed and allocated afresh every step, each re-read 8 times by a GEMM", 0, false, 0,
+     ch_setup, ch_step},
+    {"experts", "48 experts in a new random order every step, each GEMM re-reading its weight 2-8 times", 0, true,
+     0, ex_setup, ex_step},
+    {"deep", "96 layers forward only, each GEMM re-reading its weight 8 times", 0, false, 0, dp_setup, dp_step},
+    {"wide", "16 reductions a step, each reading 5 of 48 buffers chosen at random once", 0, true, 0, wd_setup,
+     wd_step},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

@@ -63,6 +63,9 @@ int wl_register_kernels(void);
 /* Allocates `bytes` the way c->alloc says; NULL (and c->error set) on failure. */
 void *wl_alloc(wl_ctx *c, size_t bytes);
 
+/* Frees what wl_alloc gave (p may be NULL), taking its bytes off c->allocated. */
+void wl_free(wl_ctx *c, void *p, size_t bytes);
+
 /* Copies host bytes to device memory (an index tensor from the data loader). */
 void wl_upload(wl_ctx *c, void *dst, const void *src, size_t bytes);
 
