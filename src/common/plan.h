@@ -167,6 +167,9 @@ typedef struct lms_plan {
      * after the launch, into Belady's victims (plan.c, pick_victim). */
     bool lean;
     bool trial_lean;                           /* the choice was acting lean (kept through a pause) */
+    int lean_marks[3], lean_n;                 /* acting lean's own timed step: points at the steps after
+                                                * the choice (trials.c, lean_check); recorded */
+    bool lean_checked;                         /* ... measured and kept, or dropped */
     uint64_t hidden_bytes;                     /* while trying: what the launches could hide (ops->hides) */
     uint64_t hides_asked, hides_known;         /* while trying: launches asked; ... whose answer was known */
     /* At the current timed window's first point, and over each mode's

@@ -46,6 +46,7 @@
 #define TRIAL_RETRY 256   /* steps between trials */
 #define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
 #define LEAN_LINK 0.8    /* acting's step this busy on the link, or more: act lean (saturated) */
+#define LEAN_SLACK 1.10   /* acting lean's own step over acting's by more than this: acting (lean_check) */
 #define TRIAL_AGAIN 1.25  /* acting deep this much slower than acting over its step: try it fetching all (trial_next) */
 
 #define TRIAL_OFF LMS_TRIAL_OFF
@@ -87,7 +88,15 @@ static double trial_time(const lms_plan *p, const lms_plan_ops *ops, void *ctx, 
  * evictions wait for its kernel), and passes Belady's victim over only
  * when the launch just made uses it, for one nearly as far (pick_victim). On
  * bench/shapes `train-eval` at 2x and 3x this moves Belady's MIN's bytes
- * (1.118x and 1.127x before) and shortens the step by 7% and 8%. */
+ * (1.118x and 1.127x before) and shortens the step by 7% and 8%.
+ *
+ * Acting lean is not one of the modes tried: it is chosen from acting's
+ * measurements. So it is timed itself once chosen (lean_check): a point
+ * at each of the next three step boundaries, the first step letting
+ * acting's state settle, the second timed; when that step took more than
+ * LEAN_SLACK times acting's timed step, acting lean is dropped for acting
+ * until the next trials (bench/shapes `deep` at 3x with lmshim's defaults
+ * and --compute-scale 0.3: 71.4 ms a step lean, 41.6 acting). */
 
 /* The running sums a timed step is measured by (LMS_SUM_*), now. */
 static void sums_now(const lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t out[LMS_SUMS])
@@ -114,6 +123,34 @@ static bool saturated(const lms_plan *p, const lms_plan_ops *ops, void *ctx)
     bool known = sum[LMS_SUM_ASKED] > 0 && sum[LMS_SUM_KNOWN] >= sum[LMS_SUM_ASKED] - sum[LMS_SUM_ASKED] / 10;
     return p->trial_done[LMS_PLAN_ACT] && ops->moved && known && t > 0 && per > 0 && bytes > hidden &&
            (double)bytes * per >= LEAN_LINK * t;
+}
+
+/* At a step boundary after the choice (trials.c, lms_plan_trial_launch):
+ * times acting lean's step and drops it when it is slower than acting's
+ * timed step (see "Acting lean" above). Records at most three points; a
+ * comparison that cannot be read yet is asked again at the next boundary.
+ */
+static void lean_check(lms_plan *p, const lms_plan_ops *ops, void *ctx)
+{
+    if (!p->trial_decided || !p->trial_lean || p->lean_checked || !p->lean)
+        return;
+    if (p->lean_n < 3) {
+        int mark = ops->mark(ctx, p->trial_first);
+        if (mark <= 0) {   /* on another stream, or no point: not timed, kept */
+            p->lean_checked = mark == 0;
+            return;
+        }
+        p->lean_marks[p->lean_n++] = mark;
+        if (p->lean_n < 3)
+            return;
+    }
+    double lean = ops->between(ctx, p->lean_marks[1], p->lean_marks[2]);
+    double act = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+    if (lean < 0 || act < 0)
+        return;   /* not completed yet */
+    p->lean_checked = true;
+    if (lean > LEAN_SLACK * act)
+        p->lean = p->trial_lean = false;
 }
 
 /* Chooses once the measurements of every mode that ran a whole step can
@@ -148,6 +185,8 @@ static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     lms_plan_set_mode(p, best);
     p->trial_lean = best == LMS_PLAN_ACT && saturated(p, ops, ctx);
     p->lean = p->trial_lean;
+    p->lean_n = 0;
+    p->lean_checked = false;
 }
 
 /* Where the k-th point of a window (0..TRIAL_POINTS-1) falls, in launches
@@ -398,6 +437,7 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
             trial_start(p, ops, ctx, LMS_PLAN_DEEP, seq, 0);
             return;
         }
+        lean_check(p, ops, ctx);
         p->trial_at = later(seq, p->trial_period);
         if (++p->trial_steps >= TRIAL_RETRY)
             p->trial = TRIAL_OFF;   /* the next launch starts the trials again */

@@ -111,6 +111,7 @@ typedef struct clocked {
     bool in_launch;           /* inside lms_plan_launch */
     uint64_t ahead_in_launch; /* fetches ahead made there (acting lean makes them after the launch) */
     int unknown_every;        /* ops.hides does not know one launch in this many (0: knows all) */
+    double lean_cost;         /* ns more each launch takes while the planner acts lean */
 } clocked;
 
 static int clock_mark(void *ctx, int like)
@@ -165,19 +166,21 @@ static bool clock_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
  * steps; *lean: whether the planner acted lean at the end; *ahead_in: the
  * fetches ahead made inside lms_plan_launch over those steps. */
 static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int noise, bool *lean,
-                         uint64_t *ahead_in, bool *lean_before_noise);
+                         uint64_t *ahead_in, bool *lean_before_noise, double lean_cost, bool *was_lean);
 
 static uint64_t run(double per_fetch, bool measured, bool *lean, uint64_t *ahead_in)
 {
-    bool before;
-    return run_with(per_fetch, measured, 0, 0, lean, ahead_in, &before);
+    bool before, was;
+    return run_with(per_fetch, measured, 0, 0, lean, ahead_in, &before, 0, &was);
 }
 
 /* As run(), ops.hides not knowing one launch in `unknown_every` (0: none),
  * then `noise` launches of chunks drawn at random (nothing to learn);
- * *lean_before_noise: whether it acted lean after the steps. */
+ * *lean_before_noise: whether it acted lean after the steps; each launch
+ * made while acting lean takes lean_cost ns more; *was_lean: whether it
+ * acted lean at any launch. */
 static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int noise, bool *lean,
-                         uint64_t *ahead_in, bool *lean_before_noise)
+                         uint64_t *ahead_in, bool *lean_before_noise, double lean_cost, bool *was_lean)
 {
     clocked *c = calloc(1, sizeof *c);
     CHECK(c != NULL);
@@ -186,6 +189,8 @@ static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int
         c->f.chunks[i].charge = UNIT;
     c->per_fetch = per_fetch;
     c->unknown_every = unknown_every;
+    c->lean_cost = lean_cost;
+    *was_lean = false;
     lms_plan plan;
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
     lms_plan_ops ops = fake_room_ops();
@@ -220,7 +225,8 @@ static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int
             }
             lms_plan_after(&plan, &ops, c);
             double link = per_fetch * ((double)(c->f.fetches - f0) + REREAD * remote);
-            c->now += link > COMPUTE ? link : COMPUTE;
+            c->now += (link > COMPUTE ? link : COMPUTE) + (plan.lean ? c->lean_cost : 0);
+            *was_lean |= plan.lean;
         }
     }
     *lean_before_noise = plan.lean;
@@ -282,9 +288,9 @@ static void compute_bound_eager(void)
 static void hides_unknown_eager(void)
 {
     build_step();
-    bool lean, before;
+    bool lean, before, was;
     uint64_t ahead_in;
-    run_with(5 * COMPUTE, true, 5, 0, &lean, &ahead_in, &before);
+    run_with(5 * COMPUTE, true, 5, 0, &lean, &ahead_in, &before, 0, &was);
     CHECK(!lean);
     CHECK(ahead_in > 0);
 }
@@ -294,11 +300,28 @@ static void hides_unknown_eager(void)
 static void pause_not_lean(void)
 {
     build_step();
-    bool lean, before;
+    bool lean, before, was;
     uint64_t ahead_in;
-    run_with(5 * COMPUTE, true, 0, 400, &lean, &ahead_in, &before);
+    run_with(5 * COMPUTE, true, 0, 400, &lean, &ahead_in, &before, 0, &was);
     CHECK(before);
     CHECK(!lean);
+}
+
+/* Acting lean is timed once chosen: on a clock where each launch made
+ * lean takes a kernel's time more (its step about 1.2x acting's), the
+ * planner acts lean for the steps that time it, then acts eagerly; where
+ * lean costs nothing more (link_bound_lean) it stays lean. */
+static void lean_timed_dropped(void)
+{
+    build_step();
+    bool lean, before, was;
+    uint64_t ahead_in;
+    run_with(5 * COMPUTE, true, 0, 0, &lean, &ahead_in, &before, COMPUTE, &was);
+    CHECK(was);
+    CHECK(!lean);
+    CHECK(ahead_in > 0);   /* acting eagerly again: fetches ahead inside the launch */
+    run_with(5 * COMPUTE, true, 0, 0, &lean, &ahead_in, &before, 0, &was);
+    CHECK(lean);
 }
 
 static const test_case cases[] = {
@@ -306,6 +329,7 @@ static const test_case cases[] = {
     {"compute_bound_eager", compute_bound_eager},
     {"hides_unknown_eager", hides_unknown_eager},
     {"pause_not_lean", pause_not_lean},
+    {"lean_timed_dropped", lean_timed_dropped},
 };
 
 TEST_MAIN(cases)
