@@ -782,8 +782,9 @@ static double hidden_price(const lms_plan_ops *ops, void *ctx)
 
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
  * mine[0..m), dearest to read in place first, when their prices are
- * known (a chunk without a price of its own takes hidden_price()). A chunk whose price is zero, or under what a demand fetch was
- * measured to hold a launch per byte, is read in place. When the room is
+ * known (a chunk without a price of its own takes hidden_price()). A
+ * chunk whose price is zero, or under what a demand fetch was measured to
+ * hold a launch per byte, is read in place. When the room is
  * full of this launch's own chunks, a cheaper one of them is sent back and
  * read in place so that a dearer one is fetched (what one launch cannot
  * hold is read where it is, and its measured durations say which of its

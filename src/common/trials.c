@@ -46,7 +46,7 @@
 #define TRIAL_RETRY 256   /* steps between trials */
 #define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
 #define LEAN_LINK 0.8    /* acting's step this busy on the link, or more: act lean (saturated) */
-#define LEAN_SLACK 1.10   /* acting lean's own step over acting's by more than this: acting (lean_check) */
+#define LEAN_SLACK 1.02   /* acting lean's own step over acting's by more than this: acting (lean_check) */
 #define TRIAL_AGAIN 1.25  /* acting deep this much slower than acting over its step: try it fetching all (trial_next) */
 
 #define TRIAL_OFF LMS_TRIAL_OFF

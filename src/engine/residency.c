@@ -977,8 +977,8 @@ static double op_between(void *ctx, int from, int to)
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price, .fn_price = op_fn_price, .fetch_cost = op_fetch_cost, .moved = op_moved, .hides = op_hides, .mark = op_mark,
-    .between = op_between,
+    .managed = op_managed, .price = op_price, .fn_price = op_fn_price, .fetch_cost = op_fetch_cost,
+    .moved = op_moved, .hides = op_hides, .mark = op_mark, .between = op_between,
 };
 
 /* ---- a thread's memory for wide launches ------------------------------------ */
@@ -1016,8 +1016,9 @@ static wide_scratch *wide_scratch_for(int n)
 
 /* Times the launch when it is sampled (timing.c): the chunks it reads in
  * place (ids with REMOTE_BIT, by their chunk's id) and their bytes, and
- * the bytes of its chunks on the device, go with the start event; remote (n entries, the caller's) is room for those ids.
- * Under the device lock and map_lock. */
+ * the bytes of its chunks on the device, go with the start event; remote
+ * (n entries, the caller's) is room for those ids. Under the device lock
+ * and map_lock. */
 static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t *tids, int n, uint32_t *remote)
 {
     int k = 0;
