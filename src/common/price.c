@@ -5,9 +5,15 @@
  * the link, is spread over those chunks: each gets slowdown / remote bytes
  * for that signature, the lowest seen (a chunk read in place once without
  * cost is cheap there). The slowdown is the duration less a base: the
- * shortest duration of the signature, or of the function when it ran with
- * nothing read in place, whichever is shorter (the function's launches of
- * other sizes make that base an estimate). A GEMM's operand read once per
+ * shortest duration of the signature or of the function with nothing
+ * read in place, whichever is shorter (the function's launches of other
+ * sizes make that base an estimate); with neither, the launch prices
+ * nothing (its own duration as the base priced every read at zero, for
+ * good). A launch reading in place that ran a quarter faster than the
+ * base says the base is of an older phase (the kernel's compute fell):
+ * the base and the launch's prices are forgotten, to be learned again
+ * from the next launch on the device (the lowest price stays, so a read
+ * hidden by the old compute kept reading in place for good). A GEMM's operand read once per
  * tile row prices far above its output written once; a read the kernel's
  * compute hides prices zero. A chunk never read in place by a signature
  * has no price for it.
@@ -23,7 +29,9 @@
 #define COUNT_TAG 0xffffffffu   /* the id that keys a signature's count */
 #define RELEARN (1u << 16)      /* launches learned before the table starts over */
 #define NOISE 16                /* a slowdown under 1/16 of the base is none */
+#define STALE 4                 /* a launch reading in place 1/4 faster than the base: the base is stale */
 #define BASE_TAG 0xfffffffeu    /* ... a signature's or a function's shortest duration (ns) */
+#define LOCAL_TAG 0xfffffffdu   /* ... a signature's shortest duration with nothing read in place (ns) */
 
 /* Mixes a value into a hash. */
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -115,17 +123,43 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     lms_price_entry *c = slot(p, key_of(sig, COUNT_TAG));
     if (c)
         c->value = c->value < 0 ? 1 : c->value < 1e6f ? c->value + 1 : c->value;
-    if (!(ns >= 0))
-        return;
-    double base = shortest(p, key_of(sig, BASE_TAG), ns);
+    if (!(ns >= 0) || ns > 1e15)
+        return;   /* no duration, or none a kernel takes */
+    shortest(p, key_of(sig, BASE_TAG), ns);
     uint64_t fkey = key_of(lms_price_sig(fn, NULL, 0), BASE_TAG);
     if (bytes == 0) {
-        shortest(p, fkey, ns);   /* nothing read in place: what the function takes on the device */
+        shortest(p, key_of(sig, LOCAL_TAG), ns);   /* nothing read in place: what sig takes on the device */
+        shortest(p, fkey, ns);   /* ... and the function */
         return;
     }
-    const lms_price_entry *f = probe(p, fkey);
-    if (f && f->key && f->value >= 0 && f->value < base)
+    /* The base: the shortest duration of sig or of fn with nothing read
+     * in place. Without one, no price: this launch's own duration (every
+     * launch of sig read something in place so far) would price its reads
+     * at nothing, and the lowest price stays. */
+    double base = -1;
+    lms_price_entry *own = probe(p, key_of(sig, LOCAL_TAG)), *f = probe(p, fkey);
+    if (own && own->key && own->value >= 0)
+        base = own->value;
+    if (f && f->key && f->value >= 0 && (base < 0 || f->value < base))
         base = f->value;
+    if (base < 0)
+        return;
+    if (ns < base - base / STALE) {
+        /* Faster reading in place than the base on the device: the base
+         * is of an older phase (the kernel's compute fell), and so are
+         * the prices learned against it, the lowest of which stays. All
+         * are forgotten until a launch on the device sets a new base. */
+        lms_price_entry *stale[2] = {own, f};
+        for (int i = 0; i < 2; i++)
+            if (stale[i] && stale[i]->key)
+                stale[i]->value = -1;
+        for (int i = 0; i < n; i++) {
+            lms_price_entry *e = probe(p, key_of(sig, remote[i]));
+            if (e && e->key)
+                e->value = -1;
+        }
+        return;
+    }
     double slow = ns - base;
     if (slow < base / NOISE)
         slow = 0;   /* within what launches of one signature vary by */

@@ -56,6 +56,25 @@ static void roles_apart(void)
     lms_price_destroy(&p);
 }
 
+/* A signature whose launches all read in place, of a function never
+ * seen on the device, has no base: no price (its own duration as the
+ * base priced its reads at nothing, and the lowest price stayed). Once
+ * the function ran on the device, the next launch prices them. */
+static void no_base_no_price(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    uint32_t id = 4;
+    uint64_t sig = lms_price_sig(FN, &id, 1);
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000);
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000);
+    CHECK(lms_price_of(&p, sig, 4) < 0);
+    lms_price_learn(&p, FN, sig ^ 1, NULL, 0, 0, 1000);   /* another launch of FN, on the device */
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000);
+    CHECK(lms_price_of(&p, sig, 4) > 79.9 && lms_price_of(&p, sig, 4) < 80.1);
+    lms_price_destroy(&p);
+}
+
 /* ---- the planner with prices --------------------------------------------- */
 
 /* The fake device with prices: fake_room's ops get a fake. */
@@ -174,10 +193,11 @@ static void bounded_table(void)
     CHECK(lms_price_init(&p, 64));
     uint32_t id = 3;
     for (uint64_t s = 1; s < 1000; s++) {
+        lms_price_learn(&p, FN, s * 7919, NULL, 0, 0, 50);   /* on the device: the base */
         lms_price_learn(&p, FN, s * 7919, &id, 1, 10, 100);
         CHECK(p.used <= p.cap / 2);
     }
-    CHECK(lms_price_seen(&p, 999 * 7919) == 1);
+    CHECK(lms_price_seen(&p, 999 * 7919) == 2);
     CHECK(lms_price_of(&p, 999 * 7919, 3) >= 0);
     lms_price_destroy(&p);
 }
@@ -185,6 +205,7 @@ static void bounded_table(void)
 static const test_case cases[] = {
     {"learn_slowdown", learn_slowdown},
     {"roles_apart", roles_apart},
+    {"no_base_no_price", no_base_no_price},
     {"dearest_fetched_first", dearest_fetched_first},
     {"cheap_own_chunk_sent_back", cheap_own_chunk_sent_back},
     {"hidden_reads_stay", hidden_reads_stay},
