@@ -5,30 +5,50 @@
  * Each launch adds to its function's sums of its kind (on the device, or
  * reading in place), the older sums of that kind first scaled by DECAY:
  * each kind follows its recent launches, and a price once fitted stays
- * while only launches of one kind come. The
- * launches that read nothing in place fit fn's duration on the device as
- * c + a x bytes (least squares; when their sizes hardly differ, or the
- * slope comes out negative, a = 0 and c their mean: a kernel whose time
- * does not follow the bytes of its chunks, because its compute is set by
- * other operands, keeps a flat line). A launch that read r of its t bytes
- * in place ran y; had they all been on the device it would have run
- * c + a x t; so fn's price is
+ * while only launches of one kind come. The launches on the device fit
+ * fn's duration as c + a x bytes (least squares; when their sizes hardly
+ * differ, or the slope comes out negative, a = 0 and c their mean: a
+ * kernel whose compute is set by operands that are not managed chunks
+ * keeps a flat line; when c comes out negative, a duration growing faster
+ * than the bytes, a line through the origin). A launch that read r of its
+ * t bytes in place ran y; had they all been on the device it would have
+ * run c + a x t; so fn's price is
  *
  *     sum (y - c - a t) / sum r      over the launches that read in place
  *
- * (ns per byte; 0 when negative). A kernel whose compute hides its reads
- * in place prices near 0; a GEMM re-reading its operand p times over the
- * link, near p bytes' link time. Until both kinds of launch were seen the
- * price is unknown, and the caller is told which kind would teach it.
+ * (ns per byte; 0 when negative, and at most their durations per byte).
+ * A kernel whose compute hides its reads in place prices near 0; a GEMM
+ * re-reading its operand p times over the link, near p bytes' link time.
+ *
+ * Phases: two launches in a row whose durations are off what the fit
+ * expects of their kind by more than a quarter mark a new phase (the
+ * kernel's compute changed: a batch that shrank; one alone is an outlier,
+ * a kernel that waited for a fetch): the older sums on the device are
+ * forgotten, those reading in place scaled by a quarter (launches of one
+ * function reading in place differ by the operands they read: forgetting
+ * them made the price follow the last one). Launches in place that ran a
+ * quarter faster than the line says the device would have (the line is
+ * of an older phase, and only reads in place came since) leave the price
+ * unknown and ask for a launch on the device. Until both kinds of launch
+ * were seen the price is unknown, and the caller is told which kind would
+ * teach it.
  */
 #include "fnprice.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #define DECAY (31.0 / 32.0)     /* the weight of older launches at each new one */
-#define MIN_DEV 1.5             /* decayed launches on the device before the line is fitted (two) */
+#define MIN_DEV 0.99            /* decayed launches on the device before the line is fitted (one) */
 #define MIN_IN 0.9              /* ... that read in place (one) */
 #define FLAT 0.05               /* sizes whose spread is under this share of their mean: a flat line */
+#define SURPRISE 0.25           /* a launch off its kind's expected duration by more than this share ... */
+#define ODD_RUN 2               /* ... in a row (one alone: an outlier, a fetch's wait) ... */
+#define FORGET_DEV 0.0          /* ... scales the older sums on the device by this (a new phase: forgotten) */
+#define FORGET_IN 0.25          /* ... and those reading in place by this (they vary with the operands read) */
+#define GIVE_UP 8.0             /* decayed launches in place after which one on the device is no longer asked for */
+#define SETTLED 3.5             /* decayed launches of each kind before a price is settled (four) */
+#define STALE 0.25              /* launches in place faster than the line by this share: it is stale */
 #define MiB (1024.0 * 1024.0)
 
 bool lms_fnprice_init(lms_fnprice *f, uint32_t cap)
@@ -63,9 +83,43 @@ static lms_fnprice_entry *probe(const lms_fnprice *f, uintptr_t fn)
     return NULL;
 }
 
+/* The line of e's launches on the device: ns = *c + *a x MiB; false while
+ * they are too few. */
+static bool line_of(const lms_fnprice_entry *e, double *c, double *a)
+{
+    if (e->n_dev < MIN_DEV)
+        return false;
+    double ml = e->l / e->n_dev, my = e->y / e->n_dev;
+    double var = e->ll / e->n_dev - ml * ml;
+    *a = var > FLAT * FLAT * ml * ml ? (e->ly / e->n_dev - ml * my) / var : 0;
+    if (*a < 0)
+        *a = 0;
+    *c = my - *a * ml;
+    if (*c < 0) {   /* a duration growing faster than the bytes (a GEMM's n^3 over n^2): in proportion */
+        *a = ml > 0 ? my / ml : 0;
+        *c = ml > 0 ? 0 : my;
+    }
+    return true;
+}
+
+/* e's slowdown per MiB read in place over its line (c, a), from its
+ * launches reading in place (they must be there). */
+static double slow_of(const lms_fnprice_entry *e, double c, double a)
+{
+    return (e->y_in - c * e->n_in - a * e->t) / e->r;
+}
+
+/* Whether a duration of ns is off the expected one by more than SURPRISE
+ * of it. */
+static bool surprise(double ns, double expected)
+{
+    double d = ns - expected;
+    return expected > 0 && (d < 0 ? -d : d) > SURPRISE * expected;
+}
+
 void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t remote, double ns)
 {
-    if ((local == 0 && remote == 0) || !(ns >= 0))
+    if ((local == 0 && remote == 0) || !(ns >= 0) || !isfinite(ns))
         return;
     lms_fnprice_entry *e = probe(f, fn);
     if (e && e->fn == 0 && f->used + 1 > f->cap / 2) {
@@ -80,14 +134,30 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
         *e = (lms_fnprice_entry){.fn = fn};
         f->used++;
     }
-    double l = (double)local / MiB, r = (double)remote / MiB;
+    double l = (double)local / MiB, r = (double)remote / MiB, c, a;
+    bool line = line_of(e, &c, &a);
     if (remote == 0) {
+        e->odd_dev = line && surprise(ns, c + a * l) ? e->odd_dev + 1 : 0;
+        if (e->odd_dev >= ODD_RUN) {   /* a new phase: the older launches count for little */
+            e->n_dev *= FORGET_DEV, e->l *= FORGET_DEV, e->ll *= FORGET_DEV, e->y *= FORGET_DEV, e->ly *= FORGET_DEV;
+            e->odd_dev = 0;
+        }
         e->n_dev = e->n_dev * DECAY + 1;
         e->l = e->l * DECAY + l;
         e->ll = e->ll * DECAY + l * l;
         e->y = e->y * DECAY + ns;
         e->ly = e->ly * DECAY + l * ns;
     } else {
+        bool odd = false;
+        if (line && e->n_in >= MIN_IN && e->r > 0) {
+            double slow = slow_of(e, c, a);
+            odd = surprise(ns, c + a * (l + r) + (slow > 0 ? slow : 0) * r);
+        }
+        e->odd_in = odd ? e->odd_in + 1 : 0;
+        if (e->odd_in >= ODD_RUN) {
+            e->n_in *= FORGET_IN, e->t *= FORGET_IN, e->r *= FORGET_IN, e->y_in *= FORGET_IN;
+            e->odd_in = 0;
+        }
         e->n_in = e->n_in * DECAY + 1;
         e->t = e->t * DECAY + l + r;
         e->r = e->r * DECAY + r;
@@ -98,23 +168,27 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
 double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn)
 {
     int want = 0;
-    double price = -1;
+    double price = -1, c, a;
     const lms_fnprice_entry *e = probe(f, fn);
     if (e && e->fn == fn) {
-        if (e->n_dev < MIN_DEV) {
-            want = 1;   /* a launch with its chunks on the device */
+        if (!line_of(e, &c, &a)) {
+            /* A launch with its chunks on the device; not asked for after
+             * GIVE_UP launches that read in place (its chunks may never
+             * all fit: the fetches asked for would only be partial). */
+            want = e->n_in < GIVE_UP ? 1 : 0;
         } else if (e->n_in < MIN_IN || e->r <= 0) {
             want = -1;  /* a launch reading in place */
         } else {
-            double ml = e->l / e->n_dev, my = e->y / e->n_dev;
-            double var = e->ll / e->n_dev - ml * ml, a = 0;
-            if (var > FLAT * FLAT * ml * ml)
-                a = (e->ly / e->n_dev - ml * my) / var;
-            if (a < 0)
-                a = 0;
-            double c = my - a * ml;
-            double slow = (e->y_in - c * e->n_in - a * e->t) / e->r;   /* ns per MiB read in place */
-            price = slow > 0 ? slow / MiB : 0;
+            double slow = slow_of(e, c, a);   /* ns per MiB read in place */
+            double base = c + a * e->t / e->n_in;   /* their mean duration on the device, by the line */
+            double most = e->y_in / e->r;   /* a slowdown is no longer than the launches */
+            if (slow * e->r / e->n_in < -STALE * base) {   /* per launch, against its duration */
+                want = 1;   /* faster in place than on the device: the line is of an older phase */
+            } else {
+                price = slow > 0 ? (slow < most ? slow : most) / MiB : 0;
+                if (e->n_dev < SETTLED || e->n_in < SETTLED)
+                    want = 2;   /* from few launches (a new phase, or the first ones) */
+            }
         }
     }
     if (learn)

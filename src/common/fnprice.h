@@ -24,6 +24,7 @@ typedef struct lms_fnprice_entry {
     uintptr_t fn;               /* 0: empty */
     double n_dev, l, ll, y, ly; /* on the device: count, sums of l, l^2, y, l x y */
     double n_in, t, r, y_in;    /* reading in place: count, sums of t, r, y */
+    uint8_t odd_dev, odd_in;    /* launches in a row off the fit of their kind (fnprice.c, surprise) */
 } lms_fnprice_entry;
 
 /* A bounded open-addressing table of functions (cleared when half full). */
@@ -45,8 +46,10 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
 /* fn's fitted price: ns of slowdown per byte read in place (0 or more), or
  * negative when it cannot be fitted yet. Then *learn (when not NULL) says
  * which launch would make it fit: +1 one whose chunks are on the device
- * (a fetch), -1 one that reads in place, 0 none yet (too few launches of
- * fn); it is 0 when the price is known. */
+ * (a fetch), -1 one that reads in place, 0 none (too few launches of fn,
+ * or none can: fnprice.c). With a price, *learn is 0, or 2 while it
+ * stands on fewer than four launches of either kind (the first ones, or
+ * since a new phase). */
 double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn);
 
 #endif

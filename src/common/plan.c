@@ -767,7 +767,9 @@ static bool in_place(const struct lms_plan_priced *pr, double fetch_cost)
 /* The price a chunk without one of its own takes in a launch when acting
  * (bring_priced): the function's fitted price (`fn_price`) when it says
  * the function's reads in place are hidden, under 1/HIDDEN_SHARE of what
- * a demand fetch holds a launch per byte; else -1 (unknown: fetched). An
+ * a demand fetch holds a launch per byte, and stands on a few launches
+ * of each kind (a fit just after a new phase follows the launches that
+ * marked it); else -1 (unknown: fetched). An
  * average over a function's launches mixes operands read once with
  * operands re-read many times, so only a function that hides its reads
  * in place lends its price (with any price it lent, bench/shapes
@@ -775,9 +777,10 @@ static bool in_place(const struct lms_plan_priced *pr, double fetch_cost)
  * in place: 6.63x in-memory against 3.52x). */
 static double hidden_price(const lms_plan_ops *ops, void *ctx)
 {
-    double fn = ops->fn_price ? ops->fn_price(ctx, NULL) : -1;
+    int learn = 0;
+    double fn = ops->fn_price ? ops->fn_price(ctx, &learn) : -1;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    return fn >= 0 && fetch > 0 && fn < fetch / HIDDEN_SHARE ? fn : -1;
+    return fn >= 0 && learn == 0 && fetch > 0 && fn < fetch / HIDDEN_SHARE ? fn : -1;
 }
 
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
@@ -844,29 +847,41 @@ static bool blind(const lms_plan *p)
     return p->policy->guessing && !p->policy->guessing(p->pstate);
 }
 
-/* With nothing to act on, whether to fetch missing chunk c of the launch
- * being planned rather than read it in place. A fetch costs the link once
- * and evicts a chunk as likely to be needed as c; reading in place costs
- * the launch what it was measured to, once per pass the kernel makes. So:
- * c's own price for this launch, else the function's fitted price
+/* With nothing to act on, what to do with missing chunk c of the launch
+ * being planned: BLIND_INPLACE (read it where it is), BLIND_FREE (fetch it
+ * into free room) or BLIND_FETCH (fetch it, evicting for room). Its price
+ * is its own for this launch, else its function's fitted price
  * (`fn_price`, fnprice.h: chunks new every step and launches that never
- * repeat have no price of their own), against what a demand fetch was
- * measured to hold a launch. With neither known: while the function's
- * fit lacks one kind of launch, that kind, so that it can be fitted; else
- * a fetch when the room holds at least a quarter of the managed bytes
- * (measured on bench/shapes `random`, one pass per operand: lru beats
- * reading in place at 1/2 and 1/3 and loses at 1/5 and below). */
-static bool blind_fetch(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
+ * repeat have no price of their own); an own price of zero gives way to
+ * a function's price above zero (price.c keeps the lowest price seen: a
+ * read hidden by a compute that later fell kept reading in place). A chunk whose reads in place are
+ * hidden (price under 1/HIDDEN_SHARE of what a demand fetch holds a
+ * launch per byte) is read in place. Else one that fits in free room is
+ * fetched there: the link once, and every later use finds it. Else a
+ * fetch costs the link once and evicts a chunk as likely to be needed as
+ * c, while reading in place costs the launch what it was measured to,
+ * once per pass the kernel makes: the price against the fetch's. With no
+ * price: while the function's fit lacks one kind of launch, that kind,
+ * so that it can be fitted; else a fetch when the room holds at least a
+ * quarter of the managed bytes (measured on bench/shapes `random`, one
+ * pass per operand: lru beats reading in place at 1/2 and 1/3 and loses
+ * at 1/5 and below). */
+enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
+static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
 {
     double price = ops->price ? ops->price(ctx, c) : -1;
-    if (price < 0)
+    if (price < 0 || (price == 0 && fn_price > 0))
         price = fn_price;
+    double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
+    if (price == 0 || (price > 0 && fetch > 0 && price < fetch / HIDDEN_SHARE))
+        return BLIND_INPLACE;
+    if (ops->reserve(ctx, c->charge))
+        return BLIND_FREE;
     if (price >= 0)
-        return !in_place(&(struct lms_plan_priced){.c = c, .price = price},
-                         ops->fetch_cost ? ops->fetch_cost(ctx) : -1);
+        return in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
     if (learn)
-        return learn > 0;
-    return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4;
+        return learn > 0 ? BLIND_FETCH : BLIND_INPLACE;
+    return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4 ? BLIND_FETCH : BLIND_INPLACE;
 }
 
 /* Puts the planner in mode m: the victim order follows (LRU order on
@@ -932,8 +947,11 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                     ops->wait_ready(ctx, c);
             } else if (fetch && c->charge <= budget) {
                 if (unsure) {
-                    if (blind_fetch(ops, ctx, c, fn_price, learn))
+                    int d = blind_choice(ops, ctx, c, fn_price, learn);
+                    if (d == BLIND_FETCH)
                         p->batch[nb++] = c;
+                    else if (d == BLIND_FREE && fetch_into_room(p, ops, ctx, c, false))
+                        free_now += c->charge;
                 } else if (!once_a_step(p, c, LMS_DISTANCE_NOW)) {
                     p->batch[nb++] = c;
                 } else {
@@ -947,9 +965,9 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
             }
         }
         int got = nb == 0 ? 0
-                  : unsure ? bring(p, ops, ctx, p->batch, nb, NULL, false, 0)
+                  : unsure ? bring(p, ops, ctx, p->batch, nb, NULL, false, free_now)
                            : bring_priced(p, ops, ctx, p->batch, nb, mine, m, free_now);
-        if (got > 0 && ops->fetched)
+        if ((got > 0 || free_now > 0) && ops->fetched)
             ops->fetched(ctx, false);
     }
     if (p->policy->on_demand)

@@ -72,8 +72,9 @@ typedef struct lms_plan_ops {
      * planned, fitted over its measured launches (ns of slowdown per byte),
      * or negative when it cannot be fitted yet; then *learn says which
      * launch would teach it: +1 one that fetches, -1 one that reads in
-     * place, 0 none (NULL: never known). Asked when the policy has
-     * nothing to act on (plan.c, blind_fetch), and when acting, for
+     * place, 0 none; with a price, 0, or 2 while it stands on few
+     * launches (NULL: never known). Asked when the policy has
+     * nothing to act on (plan.c, blind_choice), and when acting, for
      * chunks without a price of their own (plan.c, hidden_price). */
     double (*fn_price)(void *ctx, int *learn);
     /* What fetching on demand holds a launch, in ns per byte fetched (the

@@ -1,7 +1,7 @@
 /*
  * fnprice_test.c — a function's fitted price of reading in place
  * (src/common/fnprice.c), and what the planner does with it when its
- * policy has nothing to act on (src/common/plan.c, blind_fetch) or when a
+ * policy has nothing to act on (src/common/plan.c, blind_choice) or when a
  * chunk has no price of its own (hidden_price); durations are taught
  * directly and a fake device with room for two chunks of one unit shows
  * what a launch fetches.
@@ -36,6 +36,12 @@ static void reread_priced(void)
         lms_fnprice_learn(&f, FN, 32 * MIB, 0, 1e6);
     lms_fnprice_learn(&f, FN, 0, 32 * MIB, 9e6);
     int learn = 7;
+    CHECK(near(lms_fnprice_of(&f, FN, &learn), 8e6 / (32.0 * MIB)));
+    CHECK(learn == 2);   /* on one launch in place: not settled */
+    for (int i = 0; i < 4; i++) {
+        lms_fnprice_learn(&f, FN, 32 * MIB, 0, 1e6);
+        lms_fnprice_learn(&f, FN, 0, 32 * MIB, 9e6);
+    }
     CHECK(near(lms_fnprice_of(&f, FN, &learn), 8e6 / (32.0 * MIB)));
     CHECK(learn == 0);
     lms_fnprice_destroy(&f);
@@ -72,8 +78,8 @@ static void line_in_bytes(void)
 }
 
 /* Which launch would teach an unknown price: none for a function never
- * seen; one on the device while those are too few; one reading in place
- * while none did; a launch with no chunks teaches nothing. */
+ * seen; one on the device while none ran; one reading in place while
+ * none did; a launch with no chunks teaches nothing. */
 static void learn_asks(void)
 {
     lms_fnprice f;
@@ -86,7 +92,7 @@ static void learn_asks(void)
     CHECK(lms_fnprice_of(&f, FN, &learn) < 0 && learn == 1);
     lms_fnprice_learn(&f, FN, 8 * MIB, 0, 1e6);
     lms_fnprice_learn(&f, FN, 8 * MIB, 0, 1e6);
-    CHECK(lms_fnprice_of(&f, FN, &learn) >= 0 && learn == 0);
+    CHECK(lms_fnprice_of(&f, FN, &learn) >= 0 && learn == 2);
     lms_fnprice g;
     CHECK(lms_fnprice_init(&g, 64));
     lms_fnprice_learn(&g, FN, 8 * MIB, 0, 1e6);
@@ -119,6 +125,73 @@ static void price_stays(void)
     lms_fnprice_destroy(&f);
 }
 
+/* Durations that grow faster than the bytes (a GEMM: n^3 work on n^2
+ * bytes) fit a line whose constant is negative; a smaller launch read in
+ * place was then priced above its whole duration per byte. The line
+ * goes through the origin instead, and a price is at most the launches'
+ * durations per byte read in place. */
+static void curved_durations(void)
+{
+    lms_fnprice f;
+    CHECK(lms_fnprice_init(&f, 64));
+    lms_fnprice_learn(&f, FN, 64 * MIB, 0, 8e6);      /* n = 4096 */
+    lms_fnprice_learn(&f, FN, 256 * MIB, 0, 64e6);    /* n = 8192 */
+    lms_fnprice_learn(&f, FN, 0, 16 * MIB, 1.5e6);    /* n = 2048 in place: 1 ms on the device, 0.5 more */
+    int learn = 0;
+    double p = lms_fnprice_of(&f, FN, &learn);
+    CHECK(p <= 1.5e6 / (16.0 * MIB));   /* unknown (faster than the line: a launch on the device asked), or capped */
+    for (int i = 0; i < 4; i++)   /* launches of that size on the device: the line comes to them */
+        lms_fnprice_learn(&f, FN, 16 * MIB, 0, 1e6);
+    p = lms_fnprice_of(&f, FN, &learn);
+    CHECK(p >= 0 && p <= 1.5e6 / (16.0 * MIB));
+    lms_fnprice_destroy(&f);
+}
+
+/* A function whose launches never fit whole (three chunks, room for two)
+ * never runs with nothing read in place: a launch on the device is asked
+ * for, then no longer once eight launches read in place. */
+static void never_fitted_stops_asking(void)
+{
+    lms_fnprice f;
+    CHECK(lms_fnprice_init(&f, 64));
+    int learn = 0;
+    lms_fnprice_learn(&f, FN, 2 * MIB, MIB, 1e6);
+    CHECK(lms_fnprice_of(&f, FN, &learn) < 0 && learn == 1);
+    for (int i = 0; i < 20; i++)
+        lms_fnprice_learn(&f, FN, 2 * MIB, MIB, 1e6);
+    CHECK(lms_fnprice_of(&f, FN, &learn) < 0 && learn == 0);
+    lms_fnprice_destroy(&f);
+}
+
+/* A new phase: the kernel's compute fell (12 ms on the device, reads in
+ * place hidden: price 0), then 1 ms on the device and 8 ms reading in
+ * place. The launches in place, faster than the old line, leave the
+ * price unknown and ask for one on the device; with it the price is the
+ * new phase's within a few launches on the device (each one off the
+ * line by more than a quarter weighs the older ones down). And an
+ * infinite duration teaches nothing. */
+static void new_phase(void)
+{
+    lms_fnprice f;
+    CHECK(lms_fnprice_init(&f, 64));
+    for (int i = 0; i < 20; i++)
+        lms_fnprice_learn(&f, FN, 32 * MIB, 0, 12e6);
+    for (int i = 0; i < 20; i++)
+        lms_fnprice_learn(&f, FN, 0, 32 * MIB, 12e6);
+    CHECK(lms_fnprice_of(&f, FN, NULL) == 0);
+    int learn = 0;
+    for (int i = 0; i < 6; i++)
+        lms_fnprice_learn(&f, FN, 0, 32 * MIB, 8e6);
+    CHECK(lms_fnprice_of(&f, FN, &learn) < 0 && learn == 1);
+    for (int i = 0; i < 4; i++)
+        lms_fnprice_learn(&f, FN, 32 * MIB, 0, 1e6);
+    double p = lms_fnprice_of(&f, FN, &learn);
+    CHECK(p > 5e6 / (32.0 * MIB) && learn == 2);   /* since the new phase: few launches */
+    lms_fnprice_learn(&f, FN, 32 * MIB, 0, 1.0 / 0.0);
+    CHECK(near(lms_fnprice_of(&f, FN, NULL), p));
+    lms_fnprice_destroy(&f);
+}
+
 /* The table never holds more than half its slots: many functions clear
  * it, and it keeps learning. */
 static void bounded_table(void)
@@ -130,7 +203,7 @@ static void bounded_table(void)
         CHECK(f.used <= f.cap / 2);
     }
     int learn = 0;
-    CHECK(lms_fnprice_of(&f, 499, &learn) < 0 && learn == 1);
+    CHECK(lms_fnprice_of(&f, 499, &learn) < 0 && learn == -1);
     lms_fnprice_destroy(&f);
 }
 
@@ -139,7 +212,7 @@ static void bounded_table(void)
 /* A fake device with a function price: fake_room's ops get a fake. */
 typedef struct fake {
     fake_room dev;            /* first: the ops' ctx is the fake */
-    double own;               /* every chunk's own price; negative: unknown */
+    double own0;              /* chunk 0's own price; negative: unknown (others: 9, dear) */
     double fn_price;          /* the function's fitted price; negative: unknown */
     int learn;                /* ... then which launch would teach it */
     double fetch_cost;        /* ns per byte a demand fetch holds a launch */
@@ -147,8 +220,7 @@ typedef struct fake {
 
 static double f_price(void *ctx, lms_plan_chunk *c)
 {
-    (void)c;
-    return ((fake *)ctx)->own;
+    return c->id == 0 ? ((fake *)ctx)->own0 : 9;
 }
 
 static double f_fn_price(void *ctx, int *learn)
@@ -169,11 +241,24 @@ static bool never(void *p) { (void)p; return false; }
 static const lms_policy blind_like = {.name = "blind-like", .on_demand = true, .guessing = never};
 static const lms_policy acting_like = {.name = "acting-like", .on_demand = true};
 
-/* One launch of chunk 0 on a device with room for `room` of `n` chunks
- * under policy pol; returns whether chunk 0 was fetched. */
-static bool fetched(const lms_policy *pol, uint64_t room, uint32_t n, double own, double fn_price, int learn)
+/* Launch `seq` of chunk id under plan over f. */
+static void launch1(lms_plan *plan, lms_plan_ops *ops, fake *f, uint64_t seq, uint32_t id)
 {
-    fake f = {.own = own, .fn_price = fn_price, .learn = learn, .fetch_cost = 2};
+    lms_plan_chunk *mine[1] = {&f->dev.chunks[id]};
+    lms_plan_pin(plan, mine[0]);
+    lms_plan_launch(plan, ops, f, seq, FN, &id, 1, mine, 1);
+    lms_plan_used(plan, mine[0], seq);
+}
+
+/* One launch of chunk 0 on a device with room for `room` of `n` chunks
+ * under policy pol, the room first filled by launches of chunks 1..room
+ * (`full`) or left free; returns whether chunk 0 was fetched (and checks
+ * that a fetch into a full room evicted one chunk, and nothing else was
+ * evicted). */
+static bool fetched_in(const lms_policy *pol, bool full, uint64_t room, uint32_t n, double own, double fn_price,
+                       int learn)
+{
+    fake f = {.own0 = own, .fn_price = fn_price, .learn = learn, .fetch_cost = 2};
     fake_room_init(&f.dev, room, n);
     lms_plan_ops ops = fake_room_ops();
     ops.price = f_price;
@@ -183,21 +268,28 @@ static bool fetched(const lms_policy *pol, uint64_t room, uint32_t n, double own
     ops.managed = fake_room_managed;
     lms_plan plan;
     CHECK(lms_plan_init(&plan, pol));
-    uint32_t id = 0;
-    lms_plan_chunk *mine[1] = {&f.dev.chunks[0]};
-    lms_plan_pin(&plan, mine[0]);
-    lms_plan_launch(&plan, &ops, &f, 1, FN, &id, 1, mine, 1);
-    lms_plan_used(&plan, mine[0], 1);
+    uint64_t seq = 0;
+    for (uint32_t id = 1; full && id <= room; id++)
+        launch1(&plan, &ops, &f, ++seq, id);
+    CHECK_EQ_U(f.dev.used, full ? room : 0);
+    uint64_t fetches = f.dev.fetches;
+    launch1(&plan, &ops, &f, ++seq, 0);
     bool in = f.dev.chunks[0].resident;
-    CHECK_EQ_U(f.dev.fetches, in ? 1 : 0);
+    CHECK_EQ_U(f.dev.fetches - fetches, in ? 1 : 0);
+    CHECK_EQ_U(f.dev.evictions, in && full ? 1 : 0);
     lms_plan_destroy(&plan);
     return in;
 }
 
-/* Nothing to act on, room for 2 of 20 chunks (a tenth): a function whose
- * reads in place were measured dearer than a fetch (3 against 2 per
- * byte) has its chunk fetched, a cheaper one (1) read in place; a chunk's
- * own price comes first. */
+static bool fetched(const lms_policy *pol, uint64_t room, uint32_t n, double own, double fn_price, int learn)
+{
+    return fetched_in(pol, true, room, n, own, fn_price, learn);
+}
+
+/* Nothing to act on, a full room for 2 of 20 chunks (a tenth): a
+ * function whose reads in place were measured dearer than a fetch (3
+ * against 2 per byte) has its chunk fetched, a cheaper one (1) read in
+ * place; a chunk's own price comes first. */
 static void blind_by_price(void)
 {
     CHECK(fetched(&blind_like, 2, 20, -1, 3, 0));
@@ -217,6 +309,20 @@ static void blind_unknown(void)
     CHECK(!fetched(&blind_like, 5, 20, -1, -1, -1));
 }
 
+/* Free room: a chunk is fetched there whatever its price says (the link
+ * once, and every later use finds it), unless its reads in place are
+ * hidden (a price under an eighth of a fetch's); no exploration. A zero
+ * price of its own counts as hidden unless its function's price says
+ * dear (a zero learned under an older phase's compute stays). */
+static void blind_free_room(void)
+{
+    CHECK(fetched_in(&blind_like, false, 2, 20, -1, 1, 0));
+    CHECK(fetched_in(&blind_like, false, 2, 20, -1, -1, -1));
+    CHECK(!fetched_in(&blind_like, false, 2, 20, -1, 0.1, 0));
+    CHECK(!fetched_in(&blind_like, false, 2, 20, 0, -1, 1));
+    CHECK(fetched_in(&blind_like, false, 2, 20, 0, 3, 0));
+}
+
 /* Acting, a chunk without a price of its own takes its function's price
  * only when that says the function hides its reads in place (under an
  * eighth of a fetch's 2 per byte): read in place at 0.1, fetched at 1
@@ -234,9 +340,13 @@ static const test_case cases[] = {
     {"line_in_bytes", line_in_bytes},
     {"learn_asks", learn_asks},
     {"price_stays", price_stays},
+    {"curved_durations", curved_durations},
+    {"never_fitted_stops_asking", never_fitted_stops_asking},
+    {"new_phase", new_phase},
     {"bounded_table", bounded_table},
     {"blind_by_price", blind_by_price},
     {"blind_unknown", blind_unknown},
+    {"blind_free_room", blind_free_room},
     {"acting_hidden_only", acting_hidden_only},
 };
 
