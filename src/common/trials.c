@@ -93,7 +93,9 @@ static double trial_time(const lms_plan *p, const lms_plan_ops *ops, void *ctx, 
  * Acting lean is not one of the modes tried: it is chosen from acting's
  * measurements. So it is timed itself once chosen (lean_check): a point
  * at each of the next three step boundaries, the first step letting
- * acting's state settle, the second timed; when that step took more than
+ * acting's state settle, the second timed (points taken again from the
+ * next boundary when one falls on another stream or a pause comes
+ * between them); when that step took more than
  * LEAN_SLACK times acting's timed step, acting lean is dropped for acting
  * until the next trials (bench/shapes `deep` at 3x with lmshim's defaults
  * and --compute-scale 0.3: 71.4 ms a step lean, 41.6 acting). */
@@ -136,8 +138,9 @@ static void lean_check(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         return;
     if (p->lean_n < 3) {
         int mark = ops->mark(ctx, p->trial_first);
-        if (mark <= 0) {   /* on another stream, or no point: not timed, kept */
+        if (mark <= 0) {   /* no point: not timed, kept; another stream: */
             p->lean_checked = mark == 0;
+            p->lean_n = 0;   /* the points taken are no longer a step apart: taken again */
             return;
         }
         p->lean_marks[p->lean_n++] = mark;
@@ -370,6 +373,7 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
             lms_plan_set_mode(p, LMS_PLAN_ACT);
         p->lean = false;   /* the policy's own rules (a choice of acting lean comes back with the choice) */
         p->trial_paused = p->trial == TRIAL_CHOSEN;
+        p->lean_n = 0;   /* acting lean's points, if any, would span the pause: taken again */
         return;
     }
     if (p->trial_paused) {   /* confidence back: the choice made holds again */
@@ -377,6 +381,7 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         if (p->trial_decided) {
             lms_plan_set_mode(p, p->trial_best);
             p->lean = p->trial_lean;
+            p->trial_at = later(seq, p->trial_period);   /* step boundaries from here (lean_check's points) */
         }
     }
     /* A different step: try again. Trials that timed the policy's period

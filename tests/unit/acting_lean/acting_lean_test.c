@@ -112,12 +112,19 @@ typedef struct clocked {
     uint64_t ahead_in_launch; /* fetches ahead made there (acting lean makes them after the launch) */
     int unknown_every;        /* ops.hides does not know one launch in this many (0: knows all) */
     double lean_cost;         /* ns more each launch takes while the planner acts lean */
+    const lms_plan *plan;     /* the planner (lean_check's points are watched) */
+    bool other_stream_once;   /* the third of acting lean's points is asked on another stream, once */
+    int pause_between;        /* launches with nothing to learn made once two of lean's points are taken */
 } clocked;
 
 static int clock_mark(void *ctx, int like)
 {
     (void)like;
     clocked *c = ctx;
+    if (c->other_stream_once && c->plan && c->plan->trial_decided && c->plan->trial_lean && c->plan->lean_n == 2) {
+        c->other_stream_once = false;
+        return -1;
+    }
     if (c->nmarks == MARKS)
         return 0;
     c->at[c->nmarks] = c->now;
@@ -165,22 +172,46 @@ static bool clock_fetch(void *ctx, lms_plan_chunk *pc, bool ahead)
  * reads where it is). Returns the fetches of the last TAIL
  * steps; *lean: whether the planner acted lean at the end; *ahead_in: the
  * fetches ahead made inside lms_plan_launch over those steps. */
+/* How a run departs from the plain one (run_with). */
+typedef struct twists {
+    double lean_cost;         /* clocked.lean_cost */
+    bool other_stream_once;   /* clocked.other_stream_once */
+    int pause_between;        /* clocked.pause_between */
+} twists;
+
 static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int noise, bool *lean,
-                         uint64_t *ahead_in, bool *lean_before_noise, double lean_cost, bool *was_lean);
+                         uint64_t *ahead_in, bool *lean_before_noise, twists tw, bool *was_lean);
 
 static uint64_t run(double per_fetch, bool measured, bool *lean, uint64_t *ahead_in)
 {
     bool before, was;
-    return run_with(per_fetch, measured, 0, 0, lean, ahead_in, &before, 0, &was);
+    return run_with(per_fetch, measured, 0, 0, lean, ahead_in, &before, (twists){0}, &was);
+}
+
+/* Launches `n` chunks drawn at random (nothing to learn) on c's clock. */
+static void noise_launches(clocked *c, lms_plan *plan, const lms_plan_ops *ops, int n, uint32_t seed)
+{
+    uint32_t x = seed;
+    for (int i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        uint32_t id = (x >> 16) % NCHUNK;
+        lms_plan_chunk *mine[1] = {&c->f.chunks[id]};
+        lms_plan_pin(plan, mine[0]);
+        c->seq++;
+        lms_plan_launch(plan, ops, c, c->seq, 99, &id, 1, mine, 1);
+        lms_plan_used(plan, mine[0], c->seq);
+        lms_plan_after(plan, ops, c);
+        c->now += COMPUTE;
+    }
 }
 
 /* As run(), ops.hides not knowing one launch in `unknown_every` (0: none),
  * then `noise` launches of chunks drawn at random (nothing to learn);
- * *lean_before_noise: whether it acted lean after the steps; each launch
- * made while acting lean takes lean_cost ns more; *was_lean: whether it
- * acted lean at any launch. */
+ * *lean_before_noise: whether it acted lean after the steps; with the
+ * twists `tw` (each launch made while acting lean tw.lean_cost ns
+ * longer, ...); *was_lean: whether it acted lean at any launch. */
 static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int noise, bool *lean,
-                         uint64_t *ahead_in, bool *lean_before_noise, double lean_cost, bool *was_lean)
+                         uint64_t *ahead_in, bool *lean_before_noise, twists tw, bool *was_lean)
 {
     clocked *c = calloc(1, sizeof *c);
     CHECK(c != NULL);
@@ -189,10 +220,13 @@ static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int
         c->f.chunks[i].charge = UNIT;
     c->per_fetch = per_fetch;
     c->unknown_every = unknown_every;
-    c->lean_cost = lean_cost;
+    c->lean_cost = tw.lean_cost;
+    c->other_stream_once = tw.other_stream_once;
+    c->pause_between = tw.pause_between;
     *was_lean = false;
     lms_plan plan;
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    c->plan = &plan;
     lms_plan_ops ops = fake_room_ops();
     ops.fetch = clock_fetch;
     ops.mark = clock_mark;
@@ -207,6 +241,10 @@ static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int
         if (s == STEPS - TAIL)
             tail_from = c->f.fetches, ahead_from = c->ahead_in_launch;
         for (int t = 0; t < nlaunch; t++) {
+            if (c->pause_between && plan.trial_decided && plan.trial_lean && plan.lean_n == 2) {
+                noise_launches(c, &plan, &ops, c->pause_between, 777);
+                c->pause_between = 0;
+            }
             c->seq++;
             lms_plan_chunk *mine[3];
             for (int k = 0; k < launch_n[t]; k++) {
@@ -230,18 +268,7 @@ static uint64_t run_with(double per_fetch, bool measured, int unknown_every, int
         }
     }
     *lean_before_noise = plan.lean;
-    uint32_t x = 12345;
-    for (int i = 0; i < noise; i++) {
-        x = x * 1103515245u + 12345u;
-        uint32_t id = (x >> 16) % NCHUNK;
-        lms_plan_chunk *mine[1] = {&c->f.chunks[id]};
-        lms_plan_pin(&plan, mine[0]);
-        c->seq++;
-        lms_plan_launch(&plan, &ops, c, c->seq, 99, &id, 1, mine, 1);
-        lms_plan_used(&plan, mine[0], c->seq);
-        lms_plan_after(&plan, &ops, c);
-        c->now += COMPUTE;
-    }
+    noise_launches(c, &plan, &ops, noise, 12345);
     *lean = plan.lean;
     *ahead_in = c->ahead_in_launch - ahead_from;
     uint64_t n = c->f.fetches - tail_from;
@@ -290,7 +317,7 @@ static void hides_unknown_eager(void)
     build_step();
     bool lean, before, was;
     uint64_t ahead_in;
-    run_with(5 * COMPUTE, true, 5, 0, &lean, &ahead_in, &before, 0, &was);
+    run_with(5 * COMPUTE, true, 5, 0, &lean, &ahead_in, &before, (twists){0}, &was);
     CHECK(!lean);
     CHECK(ahead_in > 0);
 }
@@ -302,7 +329,7 @@ static void pause_not_lean(void)
     build_step();
     bool lean, before, was;
     uint64_t ahead_in;
-    run_with(5 * COMPUTE, true, 0, 400, &lean, &ahead_in, &before, 0, &was);
+    run_with(5 * COMPUTE, true, 0, 400, &lean, &ahead_in, &before, (twists){0}, &was);
     CHECK(before);
     CHECK(!lean);
 }
@@ -316,11 +343,29 @@ static void lean_timed_dropped(void)
     build_step();
     bool lean, before, was;
     uint64_t ahead_in;
-    run_with(5 * COMPUTE, true, 0, 0, &lean, &ahead_in, &before, COMPUTE, &was);
+    run_with(5 * COMPUTE, true, 0, 0, &lean, &ahead_in, &before, (twists){.lean_cost = COMPUTE}, &was);
     CHECK(was);
     CHECK(!lean);
     CHECK(ahead_in > 0);   /* acting eagerly again: fetches ahead inside the launch */
-    run_with(5 * COMPUTE, true, 0, 0, &lean, &ahead_in, &before, 0, &was);
+    run_with(5 * COMPUTE, true, 0, 0, &lean, &ahead_in, &before, (twists){0}, &was);
+    CHECK(lean);
+}
+
+/* Lean's points must be a step apart and span lean's launches only (a
+ * breaker's cases): the third asked on another stream once (a later
+ * boundary is a step later: the span was two steps, and lean, free,
+ * was dropped), or a pause of 200 launches with nothing to learn after
+ * the second (the span held the pause): lean stays. */
+static void lean_points_one_step(void)
+{
+    build_step();
+    bool lean, before, was;
+    uint64_t ahead_in;
+    run_with(5 * COMPUTE, true, 0, 0, &lean, &ahead_in, &before, (twists){.other_stream_once = true}, &was);
+    CHECK(was);
+    CHECK(lean);
+    run_with(5 * COMPUTE, true, 0, 0, &lean, &ahead_in, &before, (twists){.pause_between = 200}, &was);
+    CHECK(was);
     CHECK(lean);
 }
 
@@ -330,6 +375,7 @@ static const test_case cases[] = {
     {"hides_unknown_eager", hides_unknown_eager},
     {"pause_not_lean", pause_not_lean},
     {"lean_timed_dropped", lean_timed_dropped},
+    {"lean_points_one_step", lean_points_one_step},
 };
 
 TEST_MAIN(cases)
