@@ -595,18 +595,25 @@ static int dec_step(wl_ctx *c, int step)
 
 #define CH_BUFS 48
 #define CH_PASSES 8
+#define SMALL (2 * WL_MIB)   /* the activation buffers of these shapes */
+
+/* Allocates the two small activation buffers of a shape below; returns
+ * the bytes left of the working set for its n buffers, per buffer. */
+static size_t small_pair(wl_ctx *c, void **x, void **y, int n)
+{
+    *x = wl_alloc(c, SMALL);
+    *y = wl_alloc(c, SMALL);
+    return wl_pages((double)(c->working_set - 2 * SMALL) / n);
+}
 
 static struct {
-    size_t s, a;
+    size_t s;
     void *b[CH_BUFS], *x, *y;
 } ch;
 
 static int ch_setup(wl_ctx *c)
 {
-    ch.a = 2 * WL_MIB;
-    ch.x = wl_alloc(c, ch.a);
-    ch.y = wl_alloc(c, ch.a);
-    ch.s = wl_pages((double)(c->working_set - 2 * ch.a) / CH_BUFS);
+    ch.s = small_pair(c, &ch.x, &ch.y, CH_BUFS);
     return c->error;
 }
 
@@ -624,23 +631,20 @@ static int ch_step(wl_ctx *c, int step)
     if (c->error)
         return c->error;
     for (int i = 0; i < CH_BUFS; i++)
-        wl_gemm(c, ch.x, ch.b[i], ch.y, ch.a, ch.s, ch.a, 1, CH_PASSES, false);
+        wl_gemm(c, ch.x, ch.b[i], ch.y, SMALL, ch.s, SMALL, 1, CH_PASSES, false);
     return c->error;
 }
 
 #define EX_EXPERTS 48
 
 static struct {
-    size_t w, a;
+    size_t w;
     void *Wt[EX_EXPERTS], *x, *y;
 } ex;
 
 static int ex_setup(wl_ctx *c)
 {
-    ex.a = 2 * WL_MIB;
-    ex.x = wl_alloc(c, ex.a);
-    ex.y = wl_alloc(c, ex.a);
-    ex.w = wl_pages((double)(c->working_set - 2 * ex.a) / EX_EXPERTS);
+    ex.w = small_pair(c, &ex.x, &ex.y, EX_EXPERTS);
     for (int e = 0; e < EX_EXPERTS; e++)
         ex.Wt[e] = wl_alloc(c, ex.w);
     return c->error;
@@ -663,7 +667,7 @@ static int ex_step(wl_ctx *c, int step)
     }
     for (int i = 0; i < EX_EXPERTS; i++) {
         int e = order[i];
-        wl_gemm(c, ex.x, ex.Wt[e], ex.y, ex.a, ex.w, ex.a, 1, 2 * (unsigned)(e % 4 + 1), false);
+        wl_gemm(c, ex.x, ex.Wt[e], ex.y, SMALL, ex.w, SMALL, 1, 2 * (unsigned)(e % 4 + 1), false);
     }
     return c->error;
 }
@@ -672,16 +676,13 @@ static int ex_step(wl_ctx *c, int step)
 #define DEEP_PASSES 8
 
 static struct {
-    size_t w, a;
+    size_t w;
     void *Wt[DEEP_LAYERS], *A[2];
 } dp;
 
 static int dp_setup(wl_ctx *c)
 {
-    dp.a = 2 * WL_MIB;
-    dp.A[0] = wl_alloc(c, dp.a);
-    dp.A[1] = wl_alloc(c, dp.a);
-    dp.w = wl_pages((double)(c->working_set - 2 * dp.a) / DEEP_LAYERS);
+    dp.w = small_pair(c, &dp.A[0], &dp.A[1], DEEP_LAYERS);
     for (int l = 0; l < DEEP_LAYERS; l++)
         dp.Wt[l] = wl_alloc(c, dp.w);
     return c->error;
@@ -693,7 +694,7 @@ static int dp_step(wl_ctx *c, int step)
 {
     (void)step;
     for (int l = 0; l < DEEP_LAYERS; l++)
-        wl_gemm(c, dp.A[l % 2], dp.Wt[l], dp.A[1 - l % 2], dp.a, dp.w, dp.a, 1, DEEP_PASSES, false);
+        wl_gemm(c, dp.A[l % 2], dp.Wt[l], dp.A[1 - l % 2], SMALL, dp.w, SMALL, 1, DEEP_PASSES, false);
     return c->error;
 }
 
