@@ -764,6 +764,14 @@ static bool in_place(const struct lms_plan_priced *pr, double fetch_cost)
     return pr->price >= 0 && (pr->price == 0 || pr->price < fetch_cost);
 }
 
+/* Whether a price of reading in place (ns per byte, known) says the reads
+ * are hidden by the kernel's compute: zero, or under 1/HIDDEN_SHARE of
+ * what a demand fetch holds a launch per byte (`fetch`, when known). */
+static bool hidden(double price, double fetch)
+{
+    return price == 0 || (price > 0 && fetch > 0 && price < fetch / HIDDEN_SHARE);
+}
+
 /* The price a chunk without one of its own takes in a launch when acting
  * (bring_priced): the function's fitted price (`fn_price`) when it says
  * the function's reads in place are hidden, under 1/HIDDEN_SHARE of what
@@ -780,7 +788,7 @@ static double hidden_price(const lms_plan_ops *ops, void *ctx)
     int learn = 0;
     double fn = ops->fn_price ? ops->fn_price(ctx, &learn) : -1;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    return fn >= 0 && learn == 0 && fetch > 0 && fn < fetch / HIDDEN_SHARE ? fn : -1;
+    return fn >= 0 && learn == 0 && fetch > 0 && hidden(fn, fetch) ? fn : -1;
 }
 
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
@@ -849,7 +857,8 @@ static bool blind(const lms_plan *p)
 
 /* With nothing to act on, what to do with missing chunk c of the launch
  * being planned: BLIND_INPLACE (read it where it is), BLIND_FREE (fetch it
- * into free room) or BLIND_FETCH (fetch it, evicting for room). Its price
+ * into free room, which this reserved for it) or BLIND_FETCH (fetch it,
+ * evicting for room). Its price
  * is its own for this launch, else its function's fitted price
  * (`fn_price`, fnprice.h: chunks new every step and launches that never
  * repeat have no price of their own); an own price of zero gives way to
@@ -873,10 +882,10 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, d
     if (price < 0 || (price == 0 && fn_price > 0))
         price = fn_price;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    if (price == 0 || (price > 0 && fetch > 0 && price < fetch / HIDDEN_SHARE))
+    if (hidden(price, fetch))
         return BLIND_INPLACE;
     if (ops->reserve(ctx, c->charge))
-        return BLIND_FREE;
+        return BLIND_FREE;   /* its room is reserved: the caller fetches it there */
     if (price >= 0)
         return in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
     if (learn)
@@ -934,9 +943,9 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         /* A resident chunk is waited for (its fetch may still be under
          * way on another stream) whether or not the missing ones are
          * fetched. */
-        bool fetch = p->mode != LMS_PLAN_INPLACE, unsure = fetch && blind(p);
+        bool fetch = p->mode != LMS_PLAN_INPLACE, unsure = fetch && blind(p), asked = false;
         int learn = 0;
-        double fn_price = unsure && ops->fn_price ? ops->fn_price(ctx, &learn) : -1;
+        double fn_price = -1;   /* asked at the first missing chunk (unsure) */
         int nb = 0;
         uint64_t free_now = 0;   /* bytes fetched into free room for this launch */
         uint64_t budget = ops->budget(ctx);
@@ -947,6 +956,9 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                     ops->wait_ready(ctx, c);
             } else if (fetch && c->charge <= budget) {
                 if (unsure) {
+                    if (!asked && ops->fn_price)
+                        fn_price = ops->fn_price(ctx, &learn);
+                    asked = true;
                     int d = blind_choice(ops, ctx, c, fn_price, learn);
                     if (d == BLIND_FETCH)
                         p->batch[nb++] = c;
