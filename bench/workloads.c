@@ -112,12 +112,18 @@ static struct {
     void *b[RND_BUFS];
 } rnd;
 
+/* Allocates b[0..n) of `bytes` each, in order; returns c->error. */
+static int alloc_each(wl_ctx *c, void **b, int n, size_t bytes)
+{
+    for (int i = 0; i < n; i++)
+        b[i] = wl_alloc(c, bytes);
+    return c->error;
+}
+
 static int rnd_setup(wl_ctx *c)
 {
     rnd.s = wl_pages((double)c->working_set / RND_BUFS);
-    for (int i = 0; i < RND_BUFS; i++)
-        rnd.b[i] = wl_alloc(c, rnd.s);
-    return c->error;
+    return alloc_each(c, rnd.b, RND_BUFS, rnd.s);
 }
 
 /* 64 kernels, each reading two buffers and writing a third, all chosen at
@@ -645,9 +651,7 @@ static struct {
 static int ex_setup(wl_ctx *c)
 {
     ex.w = small_pair(c, &ex.x, &ex.y, EX_EXPERTS);
-    for (int e = 0; e < EX_EXPERTS; e++)
-        ex.Wt[e] = wl_alloc(c, ex.w);
-    return c->error;
+    return alloc_each(c, ex.Wt, EX_EXPERTS, ex.w);
 }
 
 /* A mixture-of-experts layer: the router sends each step's tokens to
@@ -683,9 +687,7 @@ static struct {
 static int dp_setup(wl_ctx *c)
 {
     dp.w = small_pair(c, &dp.A[0], &dp.A[1], DEEP_LAYERS);
-    for (int l = 0; l < DEEP_LAYERS; l++)
-        dp.Wt[l] = wl_alloc(c, dp.w);
-    return c->error;
+    return alloc_each(c, dp.Wt, DEEP_LAYERS, dp.w);
 }
 
 /* A deep network forward: 96 layers in a fixed order, each one GEMM
@@ -703,18 +705,15 @@ static int dp_step(wl_ctx *c, int step)
 #define WIDE_LAUNCHES 16
 
 static struct {
-    size_t s, a;
+    size_t s;
     void *b[WIDE_BUFS], *y;
 } wd;
 
 static int wd_setup(wl_ctx *c)
 {
-    wd.a = 2 * WL_MIB;
-    wd.y = wl_alloc(c, wd.a);
-    wd.s = wl_pages((double)(c->working_set - wd.a) / WIDE_BUFS);
-    for (int i = 0; i < WIDE_BUFS; i++)
-        wd.b[i] = wl_alloc(c, wd.s);
-    return c->error;
+    wd.y = wl_alloc(c, SMALL);
+    wd.s = wl_pages((double)(c->working_set - SMALL) / WIDE_BUFS);
+    return alloc_each(c, wd.b, WIDE_BUFS, wd.s);
 }
 
 /* 16 reductions a step, each reading 5 of the 48 buffers once (chosen at
@@ -734,7 +733,7 @@ static int wd_step(wl_ctx *c, int step)
             } while (dup);
             t[i] = (wl_t){wd.b[b], wd.s, R};
         }
-        t[WIDE_READS] = (wl_t){wd.y, wd.a, RW};
+        t[WIDE_READS] = (wl_t){wd.y, SMALL, RW};
         wl_ew(c, WIDE_READS + 1, t);
     }
     return c->error;
