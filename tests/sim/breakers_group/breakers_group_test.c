@@ -308,6 +308,7 @@ static void member_fork_joins(const char *arg)
     CHECK_EQ_U(t, (uint64_t)atoi(arg) * MiB);
     CHECK(write(3, "r", 1) == 1);
     wait_release();
+    wait_published();
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);

@@ -101,6 +101,7 @@ static void member_fork_holds(const char *arg)
     char c;
     if (late)
         CHECK(write(3, "a", 1) == 1 && read(4, &c, 1) == 1);
+    wait_published();
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);

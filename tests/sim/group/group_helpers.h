@@ -279,6 +279,21 @@ static inline void wait_release(void)
         ;
 }
 
+/* In a member, before a fork: waits until the publisher thread lmshim
+ * started when this process joined its group has published (at once if it
+ * holds no slot). That thread allocates as it starts, and
+ * AddressSanitizer's allocator is not fork-safe: a child forked meanwhile
+ * can inherit a lock that nobody holds (one hung at its exit, in the leak
+ * check, and kept the test's output open until meson's timeout). */
+static inline void wait_published(void)
+{
+    lms_group_header *h = map_group(getenv("LMS_GROUP"));
+    lms_group_slot *s = slot_of(h, getpid());
+    for (int i = 0; s && i < 500 && atomic_load(&s->published_ns) == 0; i++)
+        usleep(10000);
+    CHECK(!s || atomic_load(&s->published_ns) != 0);
+}
+
 /* ---- members' pieces ---- */
 
 /* Parses "A,B,..." (MiB per visible ordinal) into bytes in out[], at most

@@ -166,6 +166,7 @@ static void member_fork_then_die(const char *arg)
     OK(cuMemAlloc(&p, 40 * MiB));
     int in[2];
     CHECK(pipe(in) == 0);
+    wait_published();
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
@@ -381,13 +382,7 @@ static void member_sequential(const char *arg)
     lms_group_header *h = map_group("seq");
     lms_group_slot *parent = slot_of(h, getpid());
     CHECK(parent != NULL);
-    /* The publisher thread lmshim started at the join allocates while it
-     * starts; AddressSanitizer's allocator is not fork-safe, so a fork
-     * meanwhile can leave a child a lock that nobody holds (it hung at its
-     * exit, in the leak check). Fork once it has published. */
-    for (int i = 0; i < 500 && atomic_load(&parent->published_ns) == 0; i++)
-        usleep(10000);
-    CHECK(atomic_load(&parent->published_ns) != 0);
+    wait_published();
     int n = getenv("GROUP_TEST_MEMBERS") ? atoi(getenv("GROUP_TEST_MEMBERS")) : 1000;
     for (int i = 0; i < n; i++) {
         fflush(NULL);
