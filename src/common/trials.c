@@ -338,6 +338,22 @@ static void trial_stop(lms_plan *p, int m)
     p->trial_at = later(p->trial_from, point_offset(p, TRIAL_POINTS - 1));
 }
 
+/* The step the trials time: the planner's step length; for a step
+ * shorter than TRIAL_MIN launches confirmed by repetition (a program of a
+ * few kernels a step), the fewest whole steps that reach TRIAL_MIN, so
+ * that every mode's window times the same launches. A short period not
+ * confirmed (a part of a longer step seen repeating) is none (0). */
+static uint64_t trial_length(const lms_plan *p, bool *confirmed)
+{
+    uint64_t len = lms_plan_step_length(p, confirmed);
+    if (len && len < TRIAL_MIN) {
+        uint64_t step = p->policy->step ? p->policy->step(p->pstate) : 0;
+        *confirmed = step == len;
+        len = *confirmed ? len * ((TRIAL_MIN + len - 1) / len) : 0;
+    }
+    return len;
+}
+
 /* At each launch: runs the trials' stages at their points. O(1) but for
  * a switch into or out of the LRU order; one point recorded per eighth of
  * a step while trying, none otherwise. */
@@ -349,7 +365,7 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
      * inside a step (a repeated training iteration) would time windows
      * that start at different places of the step. */
     bool confirmed;
-    uint64_t period = lms_plan_step_length(p, &confirmed);
+    uint64_t period = trial_length(p, &confirmed);
     /* A period not confirmed that replaced another within the last period
      * (a step that grows by a few launches every step: bench/shapes
      * `growing`) gives windows that time different work in each mode:

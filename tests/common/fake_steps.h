@@ -9,7 +9,7 @@
  * clock charges each launch `fetch` per chunk fetched for it and
  * `inplace` per chunk it reads where it is; points are readings of that
  * clock, complete at once or `delay` launches later. A test may define
- * STEP before including it. Used by tests/unit/timed_steps,
+ * STEP and STEPS before including it. Used by tests/unit/timed_steps,
  * breakers_trials, trial_windows, breakers_windows and breakers_once.
  */
 #ifndef FAKE_STEPS_H
@@ -27,7 +27,9 @@
 #define STEP 40   /* launches per step (over TRIAL_MIN; a test may define another) */
 #endif
 #define ROOM 4
-#define STEPS 20
+#ifndef STEPS
+#define STEPS 20   /* steps run (a test may define another) */
+#endif
 #define MARKS 256
 
 typedef struct clocked {
