@@ -13,7 +13,11 @@
  * base says the base is of an older phase (the kernel's compute fell):
  * the base and the launch's prices are forgotten, to be learned again
  * from the next launch on the device (the lowest price stays, so a read
- * hidden by the old compute kept reading in place for good). A GEMM's operand read once per
+ * hidden by the old compute kept reading in place for good). A launch on
+ * the device a quarter faster than the signature's shortest there so far
+ * says the same from the other side (with nothing read in place since,
+ * its prices were never put to the test): the signature enters a new
+ * phase, and prices learned in an older one are not answered. A GEMM's operand read once per
  * tile row prices far above its output written once; a read the kernel's
  * compute hides prices zero. A chunk never read in place by a signature
  * has no price for it.
@@ -104,6 +108,14 @@ static lms_price_entry *slot(lms_price *p, uint64_t key)
     return e;
 }
 
+/* The phase of signature sig: counted up each time a launch of it on the
+ * device ran a quarter faster than any before (lms_price_learn). */
+static uint32_t phase_of(const lms_price *p, uint64_t sig)
+{
+    const lms_price_entry *own = probe(p, key_of(sig, LOCAL_TAG));
+    return own && own->key ? own->phase : 0;
+}
+
 /* Lowers the shortest duration kept under key to ns; returns it. */
 static double shortest(lms_price *p, uint64_t key, double ns)
 {
@@ -128,8 +140,14 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     shortest(p, key_of(sig, BASE_TAG), ns);
     uint64_t fkey = key_of(lms_price_sig(fn, NULL, 0), BASE_TAG);
     if (bytes == 0) {
-        shortest(p, key_of(sig, LOCAL_TAG), ns);   /* nothing read in place: what sig takes on the device */
-        shortest(p, fkey, ns);   /* ... and the function */
+        /* Nothing read in place: what sig takes on the device, and the
+         * function. Far faster than ever before there: a new phase. */
+        lms_price_entry *own = slot(p, key_of(sig, LOCAL_TAG));
+        if (own && own->value >= 0 && ns < own->value - own->value / STALE)
+            own->phase++;
+        if (own && (own->value < 0 || ns < own->value))
+            own->value = (float)ns;
+        shortest(p, fkey, ns);
         return;
     }
     /* The base: the shortest duration of sig or of fn with nothing read
@@ -164,20 +182,23 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     if (slow < base / NOISE)
         slow = 0;   /* within what launches of one signature vary by */
     float v = (float)(slow / (double)bytes);
+    uint32_t phase = phase_of(p, sig);
     for (int i = 0; i < n; i++) {
         lms_price_entry *e = slot(p, key_of(sig, remote[i]));
-        /* The lowest price stays (reads in place that the kernel hid at
-         * one amount may show at a larger one: a price is the best case
-         * seen, relearned when the table starts over). */
-        if (e && (e->value < 0 || v < e->value))
-            e->value = v;
+        /* The lowest price of the phase stays (reads in place that the
+         * kernel hid at one amount may show at a larger one: a price is
+         * the best case seen, relearned when the table starts over). */
+        if (e && (e->value < 0 || e->phase != phase || v < e->value))
+            e->value = v, e->phase = phase;
     }
 }
 
 double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id)
 {
     const lms_price_entry *e = probe(p, key_of(sig, id));
-    return e && e->key ? e->value : -1;
+    if (!e || !e->key || e->value < 0)
+        return -1;
+    return e->phase == phase_of(p, sig) ? e->value : -1;   /* learned in an older phase: none */
 }
 
 double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig)

@@ -16,6 +16,7 @@
 typedef struct lms_price_entry {
     uint64_t key;        /* 0: empty */
     float value;         /* ns of slowdown per byte read in place; a count; a shortest duration (ns) */
+    uint32_t phase;      /* a price: its signature's phase when learned; a signature's base on the device: its phase */
 } lms_price_entry;
 
 /* A bounded open-addressing table (cleared when half full). */
@@ -41,7 +42,8 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
                      double ns);
 
 /* The price (ns of slowdown per byte) of reading chunk `id` in place for
- * a launch of signature `sig`, or a negative number when unknown. */
+ * a launch of signature `sig`, or a negative number when unknown or
+ * learned in an older phase of the signature (price.c). */
 double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id);
 
 /* The base a slowdown of `sig` (a launch of fn) is measured from: the

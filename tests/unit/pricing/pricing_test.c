@@ -75,6 +75,31 @@ static void no_base_no_price(void)
     lms_price_destroy(&p);
 }
 
+/* A read hidden by a heavy compute prices zero; the compute then falls
+ * (a launch on the device a quarter faster than the signature ever ran
+ * there): the zero is of an older phase and is not answered, and the
+ * next read in place prices against the new phase, dearer or not. A
+ * launch on the device only a little faster is no new phase. */
+static void compute_fell_price_forgotten(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    uint32_t id = 6;
+    uint64_t sig = lms_price_sig(FN, &id, 1);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 12000);        /* on the device: 12000 ns of compute */
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 12100);       /* in place: hidden */
+    CHECK(lms_price_of(&p, sig, 6) == 0);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 10000);        /* 1/6 faster: the same phase */
+    CHECK(lms_price_of(&p, sig, 6) == 0);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000);         /* 10x faster: the compute fell */
+    CHECK(lms_price_of(&p, sig, 6) < 0);
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000);        /* in place now: 8000 ns more for 100 B */
+    CHECK(lms_price_of(&p, sig, 6) > 79.9 && lms_price_of(&p, sig, 6) < 80.1);
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 5000);        /* the lowest of the phase stays */
+    CHECK(lms_price_of(&p, sig, 6) > 39.9 && lms_price_of(&p, sig, 6) < 40.1);
+    lms_price_destroy(&p);
+}
+
 /* ---- the planner with prices --------------------------------------------- */
 
 /* The fake device with prices: fake_room's ops get a fake. */
@@ -206,6 +231,7 @@ static const test_case cases[] = {
     {"learn_slowdown", learn_slowdown},
     {"roles_apart", roles_apart},
     {"no_base_no_price", no_base_no_price},
+    {"compute_fell_price_forgotten", compute_fell_price_forgotten},
     {"dearest_fetched_first", dearest_fetched_first},
     {"cheap_own_chunk_sent_back", cheap_own_chunk_sent_back},
     {"hidden_reads_stay", hidden_reads_stay},
