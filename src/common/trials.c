@@ -47,6 +47,7 @@
 #define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
 #define LEAN_LINK 0.8    /* acting's step this busy on the link, or more: act lean (saturated) */
 #define LEAN_SLACK 1.02   /* acting lean's own step over acting's by more than this: acting (lean_check) */
+#define SHORT_HOLD 128    /* launches a step under TRIAL_MIN holds before it is timed (trial_length) */
 #define TRIAL_AGAIN 1.25  /* acting deep this much slower than acting over its step: try it fetching all (trial_next) */
 
 #define TRIAL_OFF LMS_TRIAL_OFF
@@ -339,18 +340,23 @@ static void trial_stop(lms_plan *p, int m)
 }
 
 /* The step the trials time: the planner's step length; for a step
- * shorter than TRIAL_MIN launches confirmed by repetition (a program of a
- * few kernels a step), the fewest whole steps that reach TRIAL_MIN, so
- * that every mode's window times the same launches. A short period not
- * confirmed (a part of a longer step seen repeating) is none (0). */
-static uint64_t trial_length(const lms_plan *p, bool *confirmed)
+ * shorter than TRIAL_MIN launches confirmed by repetition without a break
+ * for SHORT_HOLD launches (a program of a few kernels a step), the fewest
+ * whole steps that reach TRIAL_MIN, so that every mode's window times the
+ * same launches. A short period held for less (a few launches of a longer
+ * step that repeat: layers in a PyTorch step's first pass, bench/shapes
+ * `pytorch`) is none (0): timing those chose for the step from them. */
+static uint64_t trial_length(lms_plan *p, uint64_t seq, bool *confirmed)
 {
     uint64_t len = lms_plan_step_length(p, confirmed);
     if (len && len < TRIAL_MIN) {
         uint64_t step = p->policy->step ? p->policy->step(p->pstate) : 0;
-        *confirmed = step == len;
-        len = *confirmed ? len * ((TRIAL_MIN + len - 1) / len) : 0;
+        if (step != len || step != p->short_step)
+            p->short_step = step == len ? step : 0, p->short_since = seq;
+        *confirmed = p->short_step && seq - p->short_since >= SHORT_HOLD;
+        return *confirmed ? len * ((TRIAL_MIN + len - 1) / len) : 0;
     }
+    p->short_step = 0;
     return len;
 }
 
@@ -365,7 +371,7 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
      * inside a step (a repeated training iteration) would time windows
      * that start at different places of the step. */
     bool confirmed;
-    uint64_t period = trial_length(p, &confirmed);
+    uint64_t period = trial_length(p, seq, &confirmed);
     /* A period not confirmed that replaced another within the last period
      * (a step that grows by a few launches every step: bench/shapes
      * `growing`) gives windows that time different work in each mode:
