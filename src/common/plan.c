@@ -783,12 +783,12 @@ static bool hidden(double price, double fetch)
  * in place lends its price (with any price it lent, bench/shapes
  * `train-eval` at 3x under lru at lmshim's defaults read re-read weights
  * in place: 6.63x in-memory against 3.52x). */
-static double hidden_price(const lms_plan_ops *ops, void *ctx)
+static double hidden_price(const lms_plan_ops *ops, void *ctx, int *learn)
 {
-    int learn = 0;
-    double fn = ops->fn_price ? ops->fn_price(ctx, &learn) : -1;
+    *learn = 0;
+    double fn = ops->fn_price ? ops->fn_price(ctx, learn) : -1;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    return fn >= 0 && learn == 0 && fetch > 0 && hidden(fn, fetch) ? fn : -1;
+    return fn >= 0 && *learn == 0 && fetch > 0 && hidden(fn, fetch) ? fn : -1;
 }
 
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
@@ -808,9 +808,12 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
         return bring(p, ops, ctx, batch, nb, NULL, false, already);
     struct lms_plan_priced *pr = p->priced;
     bool known = false;
-    double hidden = hidden_price(ops, ctx);
+    int learn;
+    double hidden = hidden_price(ops, ctx, &learn);
     for (int i = 0; i < nb; i++) {
         double own = ops->price(ctx, batch[i]);
+        if (own == 0 && learn > 0)
+            own = -1;   /* the function lost its line (a new phase): a zero may be of the old one (blind_choice) */
         pr[i] = (struct lms_plan_priced){.c = batch[i], .price = own >= 0 ? own : hidden, .order = i};
         known |= pr[i].price >= 0;
     }
@@ -862,8 +865,10 @@ static bool blind(const lms_plan *p)
  * is its own for this launch, else its function's fitted price
  * (`fn_price`, fnprice.h: chunks new every step and launches that never
  * repeat have no price of their own); an own price of zero gives way to
- * a function's price above zero (price.c keeps the lowest price seen: a
- * read hidden by a compute that later fell kept reading in place). A chunk whose reads in place are
+ * a function's price above zero, or to none while the function's fit asks
+ * for a launch on the device (it lost its line: a new phase; price.c
+ * keeps the lowest price seen: a read hidden by a compute that later fell
+ * kept reading in place, 8 passes over the link). A chunk whose reads in place are
  * hidden (price under 1/HIDDEN_SHARE of what a demand fetch holds a
  * launch per byte) is read in place. Else one that fits in free room is
  * fetched there: the link once, and every later use finds it. Else a
@@ -879,7 +884,7 @@ enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
 static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
 {
     double price = ops->price ? ops->price(ctx, c) : -1;
-    if (price < 0 || (price == 0 && fn_price > 0))
+    if (price < 0 || (price == 0 && (fn_price > 0 || learn > 0)))
         price = fn_price;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
     if (hidden(price, fetch))

@@ -313,13 +313,17 @@ static void blind_unknown(void)
  * once, and every later use finds it), unless its reads in place are
  * hidden (a price under an eighth of a fetch's); no exploration. A zero
  * price of its own counts as hidden unless its function's price says
- * dear (a zero learned under an older phase's compute stays). */
+ * dear, or its function's fit asks for a launch on the device (it lost
+ * its line: a new phase; a zero learned under an older phase's compute
+ * stays). */
 static void blind_free_room(void)
 {
     CHECK(fetched_in(&blind_like, false, 2, 20, -1, 1, 0));
     CHECK(fetched_in(&blind_like, false, 2, 20, -1, -1, -1));
     CHECK(!fetched_in(&blind_like, false, 2, 20, -1, 0.1, 0));
-    CHECK(!fetched_in(&blind_like, false, 2, 20, 0, -1, 1));
+    CHECK(!fetched_in(&blind_like, false, 2, 20, 0, -1, 0));
+    CHECK(!fetched_in(&blind_like, false, 2, 20, 0, -1, -1));
+    CHECK(fetched_in(&blind_like, false, 2, 20, 0, -1, 1));
     CHECK(fetched_in(&blind_like, false, 2, 20, 0, 3, 0));
 }
 
@@ -332,6 +336,16 @@ static void acting_hidden_only(void)
     CHECK(!fetched(&acting_like, 2, 20, -1, 0.1, 0));
     CHECK(fetched(&acting_like, 2, 20, -1, 1, 0));
     CHECK(fetched(&acting_like, 2, 20, -1, -1, -1));
+}
+
+/* Acting, an own price of zero reads in place, unless the function's fit
+ * asks for a launch on the device (it lost its line in a new phase: the
+ * zero may be of the older one, when a heavier compute hid the reads). */
+static void acting_zero_new_phase(void)
+{
+    CHECK(!fetched(&acting_like, 2, 20, 0, -1, 0));
+    CHECK(!fetched(&acting_like, 2, 20, 0, -1, -1));
+    CHECK(fetched(&acting_like, 2, 20, 0, -1, 1));
 }
 
 static const test_case cases[] = {
@@ -348,6 +362,7 @@ static const test_case cases[] = {
     {"blind_unknown", blind_unknown},
     {"blind_free_room", blind_free_room},
     {"acting_hidden_only", acting_hidden_only},
+    {"acting_zero_new_phase", acting_zero_new_phase},
 };
 
 TEST_MAIN(cases)
