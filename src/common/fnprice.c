@@ -32,6 +32,15 @@
  * unknown and ask for a launch on the device. Until both kinds of launch
  * were seen the price is unknown, and the caller is told which kind would
  * teach it.
+ *
+ * Refresh: a kind not seen for REFRESH launches of the other may be of an
+ * older phase that nothing else would reveal (a compute that fell while
+ * only reads in place came, each about as long as the old line says:
+ * their price fitted near zero against it, and they went on reading two
+ * passes over the link where a fetch was cheaper). The price is then
+ * unknown for REASK launches, asking for one of the missing kind, and
+ * again every REFRESH launches while none comes (a launch that can never
+ * run whole is not asked for without end).
  */
 #include "fnprice.h"
 
@@ -49,6 +58,8 @@
 #define GIVE_UP 8.0             /* decayed launches in place after which one on the device is no longer asked for */
 #define SETTLED 3.5             /* decayed launches of each kind before a price is settled (four) */
 #define STALE 0.25              /* launches in place faster than the line by this share: it is stale */
+#define REFRESH 32              /* launches of one kind with none of the other: the other is asked for ... */
+#define REASK 4                 /* ... over this many launches, every REFRESH */
 #define MiB (1024.0 * 1024.0)
 
 bool lms_fnprice_init(lms_fnprice *f, uint32_t cap)
@@ -136,6 +147,9 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
     }
     double l = (double)local / MiB, r = (double)remote / MiB, c, a;
     bool line = line_of(e, &c, &a);
+    uint16_t *mine = remote == 0 ? &e->since_dev : &e->since_in, *other = remote == 0 ? &e->since_in : &e->since_dev;
+    *mine = 0;
+    *other += *other < UINT16_MAX;
     if (remote == 0) {
         e->odd_dev = line && surprise(ns, c + a * l) ? e->odd_dev + 1 : 0;
         if (e->odd_dev >= ODD_RUN) {   /* a new phase: the older launches count for little */
@@ -165,6 +179,13 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
     }
 }
 
+/* Whether a kind not seen for `since` launches of the other is asked for
+ * now (REASK launches every REFRESH). */
+static bool refresh(uint16_t since)
+{
+    return since >= REFRESH && (since - REFRESH) % REFRESH < REASK;
+}
+
 double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn)
 {
     int want = 0;
@@ -188,6 +209,8 @@ double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn)
                 price = slow > 0 ? (slow < most ? slow : most) / MiB : 0;
                 if (e->n_dev < SETTLED || e->n_in < SETTLED)
                     want = 2;   /* from few launches (a new phase, or the first ones) */
+                if (refresh(e->since_dev))
+                    price = -1, want = 1;   /* the line is old: a launch on the device again */
             }
         }
     }

@@ -25,6 +25,7 @@ typedef struct lms_fnprice_entry {
     double n_dev, l, ll, y, ly; /* on the device: count, sums of l, l^2, y, l x y */
     double n_in, t, r, y_in;    /* reading in place: count, sums of t, r, y */
     uint8_t odd_dev, odd_in;    /* launches in a row off the fit of their kind (fnprice.c, surprise) */
+    uint16_t since_dev, since_in; /* launches of the other kind since the last on the device / in place (saturating) */
 } lms_fnprice_entry;
 
 /* A bounded open-addressing table of functions (cleared when half full). */
@@ -47,9 +48,11 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
  * negative when it cannot be fitted yet. Then *learn (when not NULL) says
  * which launch would make it fit: +1 one whose chunks are on the device
  * (a fetch), -1 one that reads in place, 0 none (too few launches of fn,
- * or none can: fnprice.c). With a price, *learn is 0, or 2 while it
- * stands on fewer than four launches of either kind (the first ones, or
- * since a new phase). */
+ * or none can: fnprice.c). It is negative too, with *learn +1 or -1, for
+ * a few launches after every REFRESH launches of one kind with none of
+ * the other (its sums may be of an older phase: fnprice.c). With a
+ * price, *learn is 0, or 2 while it stands on fewer than four launches of
+ * either kind (the first ones, or since a new phase). */
 double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn);
 
 #endif

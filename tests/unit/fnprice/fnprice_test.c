@@ -125,6 +125,37 @@ static void price_stays(void)
     lms_fnprice_destroy(&f);
 }
 
+/* Only reads in place for REFRESH (32) launches: the line on the device
+ * may be of an older phase (a compute that fell while reads in place
+ * looked about as long as it said), so the price is unknown for 4
+ * launches, asking for one on the device; then again 32 later while none
+ * comes, and not once one came. */
+static void line_refreshed(void)
+{
+    lms_fnprice f;
+    CHECK(lms_fnprice_init(&f, 64));
+    for (int i = 0; i < 4; i++)
+        lms_fnprice_learn(&f, FN, 32 * MIB, 0, 2e6);
+    int learn, asked = 0, first = -1;
+    for (int i = 1; i <= 80; i++) {
+        lms_fnprice_learn(&f, FN, 0, 32 * MIB, 2.1e6);   /* two passes, hidden by the old compute */
+        double p = lms_fnprice_of(&f, FN, &learn);
+        if (p < 0) {
+            CHECK_EQ_U(learn, 1);
+            asked++;
+            first = first < 0 ? i : first;
+        } else {
+            CHECK(p < 0.2e6 / (32.0 * MIB));
+        }
+    }
+    CHECK_EQ_U(first, 32);
+    CHECK_EQ_U(asked, 8);   /* 32..35 and 64..67 */
+    lms_fnprice_learn(&f, FN, 32 * MIB, 0, 2e6);
+    lms_fnprice_learn(&f, FN, 0, 32 * MIB, 2.1e6);
+    CHECK(lms_fnprice_of(&f, FN, &learn) >= 0);
+    lms_fnprice_destroy(&f);
+}
+
 /* Durations that grow faster than the bytes (a GEMM: n^3 work on n^2
  * bytes) fit a line whose constant is negative; a smaller launch read in
  * place was then priced above its whole duration per byte. The line
@@ -354,6 +385,7 @@ static const test_case cases[] = {
     {"line_in_bytes", line_in_bytes},
     {"learn_asks", learn_asks},
     {"price_stays", price_stays},
+    {"line_refreshed", line_refreshed},
     {"curved_durations", curved_durations},
     {"never_fitted_stops_asking", never_fitted_stops_asking},
     {"new_phase", new_phase},
