@@ -345,15 +345,18 @@ static void trial_stop(lms_plan *p, int m)
  * whole steps that reach TRIAL_MIN, so that every mode's window times the
  * same launches. A short period held for less (a few launches of a longer
  * step that repeat: layers in a PyTorch step's first pass, bench/shapes
- * `pytorch`) is none (0): timing those chose for the step from them. */
-static uint64_t trial_length(lms_plan *p, uint64_t seq, bool *confirmed)
+ * `pytorch`) is none (0): timing those chose for the step from them.
+ * *timed_short: the short step timed, else 0. */
+static uint64_t trial_length(lms_plan *p, uint64_t seq, bool *confirmed, uint64_t *timed_short)
 {
     uint64_t len = lms_plan_step_length(p, confirmed);
+    *timed_short = 0;
     if (len && len < TRIAL_MIN) {
         uint64_t step = p->policy->step ? p->policy->step(p->pstate) : 0;
         if (step != len || step != p->short_step)
             p->short_step = step == len ? step : 0, p->short_since = seq;
         *confirmed = p->short_step && seq - p->short_since >= SHORT_HOLD;
+        *timed_short = *confirmed ? len : 0;
         return *confirmed ? len * ((TRIAL_MIN + len - 1) / len) : 0;
     }
     p->short_step = 0;
@@ -371,7 +374,8 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
      * inside a step (a repeated training iteration) would time windows
      * that start at different places of the step. */
     bool confirmed;
-    uint64_t period = trial_length(p, seq, &confirmed);
+    uint64_t timed_short;
+    uint64_t period = trial_length(p, seq, &confirmed, &timed_short);
     /* A period not confirmed that replaced another within the last period
      * (a step that grows by a few launches every step: bench/shapes
      * `growing`) gives windows that time different work in each mode:
@@ -433,6 +437,11 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         p->longer_period = 0;
     }
     bool differs = p->trial_confirmed ? lengthens : (confirmed ? period != p->trial_period : longer || shorter);
+    /* A short step other than the one timed, or one after a step of
+     * TRIAL_MIN+ (or the other way): other work (a loop of 3 launches
+     * after a step of 18 that chose reading in place, then resumed that
+     * choice until the retry: 7.4x acting, an outside tester's program). */
+    differs |= timed_short != p->trial_short;
     if (p->trial != TRIAL_OFF && differs)
         p->trial = TRIAL_OFF;
     if (p->trial == TRIAL_OFF) {
@@ -440,6 +449,7 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         p->longer_period = 0;
         p->trial_period = period;
         p->trial_confirmed = confirmed;
+        p->trial_short = timed_short;
         p->trial_sub = period / (TRIAL_POINTS - 1);
         for (int m = 0; m < LMS_PLAN_MODES; m++)
             p->trial_n[m] = 0, p->trial_done[m] = false;
