@@ -141,7 +141,11 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     uint64_t fkey = key_of(lms_price_sig(fn, NULL, 0), BASE_TAG);
     if (bytes == 0) {
         /* Nothing read in place: what sig takes on the device, and the
-         * function. Far faster than ever before there: a new phase. */
+         * function. Far faster than ever before there: a new phase. A
+         * duration of 0 (a timer's reading, no kernel's) is no base: it
+         * would price every later read in place at its whole duration. */
+        if (!(ns > 0))
+            return;
         lms_price_entry *own = slot(p, key_of(sig, LOCAL_TAG));
         if (own && own->value >= 0 && ns < own->value - own->value / STALE)
             own->phase++;
@@ -182,9 +186,9 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     if (slow < base / NOISE)
         slow = 0;   /* within what launches of one signature vary by */
     float v = (float)(slow / (double)bytes);
-    uint32_t phase = phase_of(p, sig);
     for (int i = 0; i < n; i++) {
         lms_price_entry *e = slot(p, key_of(sig, remote[i]));
+        uint32_t phase = phase_of(p, sig);   /* after slot(): a table cleared there started sig's phases over */
         /* The lowest price of the phase stays (reads in place that the
          * kernel hid at one amount may show at a larger one: a price is
          * the best case seen, relearned when the table starts over). */

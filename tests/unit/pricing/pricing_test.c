@@ -100,6 +100,38 @@ static void compute_fell_price_forgotten(void)
     lms_price_destroy(&p);
 }
 
+/* A launch on the device timed at 0 ns (a timer's reading, no kernel's)
+ * is no base: a read in place just over the real base stays within the
+ * noise (it priced the whole duration as slowdown, and counted a phase). */
+static void zero_duration_no_base(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    uint32_t id = 3;
+    uint64_t sig = lms_price_sig(FN, &id, 1);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 0);
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 1050);
+    CHECK(lms_price_of(&p, sig, 3) == 0);
+    lms_price_destroy(&p);
+}
+
+/* A table half full is cleared inside a learn's loop over the chunks
+ * read in place: the prices written after the clear are of the
+ * signature's phase as the cleared table has it (none: 0), and answered. */
+static void cleared_in_learn(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 16));
+    uint32_t ids[5] = {1, 2, 3, 4, 5};
+    uint64_t sig = lms_price_sig(FN, ids, 5);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 12000);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000);   /* a new phase (1); 4 slots taken */
+    lms_price_learn(&p, FN, sig, ids, 5, 500, 9000);   /* the fifth chunk's slot clears the table */
+    CHECK(lms_price_of(&p, sig, 5) > 15.9 && lms_price_of(&p, sig, 5) < 16.1);
+    lms_price_destroy(&p);
+}
+
 /* ---- the planner with prices --------------------------------------------- */
 
 /* The fake device with prices: fake_room's ops get a fake. */
@@ -232,6 +264,8 @@ static const test_case cases[] = {
     {"roles_apart", roles_apart},
     {"no_base_no_price", no_base_no_price},
     {"compute_fell_price_forgotten", compute_fell_price_forgotten},
+    {"zero_duration_no_base", zero_duration_no_base},
+    {"cleared_in_learn", cleared_in_learn},
     {"dearest_fetched_first", dearest_fetched_first},
     {"cheap_own_chunk_sent_back", cheap_own_chunk_sent_back},
     {"hidden_reads_stay", hidden_reads_stay},
