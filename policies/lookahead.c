@@ -23,7 +23,13 @@
  * their predicted next uses said (a step that grows by a few launches
  * shifts the signatures but keeps the order of next uses); when fewer
  * than 30% of recent launches hit it makes no guess and names nothing
- * ahead (LRU, on demand), until 60% do.
+ * ahead (LRU, on demand), until 60% do. Between the two, a launch that
+ * missed with the score under 70% names nothing ahead until one hits: a
+ * program that alternates learnable steps with steps in a random order
+ * kept fetching ahead the 19 launches confidence took to fall in each
+ * random step, evicting for chunks it then fetched again (an outside
+ * tester's `alt`, 1.16x lru at 2x); a step that grows keeps its score
+ * above 70% through the few launches its growth shifts.
  * Doubt held longer than a period (and than half the launches before it)
  * tells the planner there is nothing to act on (guessing()): it then reads
  * in place when fetching would rarely hit (src/common/plan.c).
@@ -46,6 +52,7 @@
 #define SIG_KEEP (1u << 17)      /* signatures kept this many launches: steps up to 131K launches */
 #define POOL_MIN (1u << 14)      /* chunk ids remembered at first (a ring) */
 #define POOL_MAX (1u << 23)      /* ... at most (8 bytes each: 64 MiB) */
+#define SHAKEN (65536u * 7 / 10) /* a score under this after a miss: nothing named ahead until a hit */
 #define BLANK_FOR 64             /* launches with nothing learned before they count as misses (score) */
 #define NAMED_MAX (1u << 22)     /* ids ahead() names once each at most (more: repeats stay in) */
 /* Memo words: 1 + pool index of the chunk's latest entry, the seq of that
@@ -76,6 +83,7 @@ typedef struct state {
     uint32_t score;           /* recent predictions that came true, in 1/65536 (an average over ~16) */
     uint64_t doubt_since;     /* the launch confidence was last lost at */
     bool confident;           /* the score says the learned future is worth acting on */
+    bool missed;              /* the latest launch scored was a miss (ahead(): SHAKEN) */
     uint64_t confidences;     /* times confidence was regained: the epoch */
     launch *hist;             /* ring: seq % hcap */
     uint64_t hcap;
@@ -262,6 +270,7 @@ static void score(state *s, uint64_t sig, bool chunks_came)
     if (!s->predicted && !s->period && s->seq < BLANK_FOR)
         return;   /* nothing learned yet (a first step): nothing to score */
     int64_t hit = (s->predicted && s->predicted == sig) || chunks_came ? 65536 : 0;
+    s->missed = hit == 0;
     s->score = (uint32_t)((int64_t)s->score + (hit - (int64_t)s->score) / 16);
     if (!s->confident && s->score > 65536u * 6 / 10) {
         s->confident = true;
@@ -533,7 +542,7 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max, uint32_t l
 {
     state *s = p;
     int n = 0;
-    if (!s->matched || !s->confident || max <= 0)
+    if (!s->matched || !s->confident || (s->missed && s->score < SHAKEN) || max <= 0)
         return 0;
     /* The set is sized for what can be named: the launches' ids, up to max. */
     uint64_t held = 0;
