@@ -881,7 +881,8 @@ static bool blind(const lms_plan *p)
  * pass per operand: lru beats reading in place at 1/2 and 1/3 and loses
  * at 1/5 and below). */
 enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
-static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
+static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn,
+                        bool *explore)
 {
     double price = ops->price ? ops->price(ctx, c) : -1;
     if (price < 0 || (price == 0 && (fn_price > 0 || learn > 0)))
@@ -893,8 +894,10 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, d
         return BLIND_FREE;   /* its room is reserved: the caller fetches it there */
     if (price >= 0)
         return in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
-    if (learn)
+    if (learn) {
+        *explore = true;   /* made to teach the fit: wasted unless timed */
         return learn > 0 ? BLIND_FETCH : BLIND_INPLACE;
+    }
     return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4 ? BLIND_FETCH : BLIND_INPLACE;
 }
 
@@ -924,6 +927,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
 {
     if (seq > p->now)
         p->now = seq;
+    p->explore = false;
     if (!scratch(p, n > m ? n : m))
         return;   /* no memory for decisions: the launch runs as things are */
     if (p->policy->observe) {
@@ -964,7 +968,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                     if (!asked && ops->fn_price)
                         fn_price = ops->fn_price(ctx, &learn);
                     asked = true;
-                    int d = blind_choice(ops, ctx, c, fn_price, learn);
+                    int d = blind_choice(ops, ctx, c, fn_price, learn, &p->explore);
                     if (d == BLIND_FETCH)
                         p->batch[nb++] = c;
                     else if (d == BLIND_FREE && fetch_into_room(p, ops, ctx, c, false))

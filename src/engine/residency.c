@@ -1036,7 +1036,7 @@ static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t
         if (k == 0 || remote[k - 1] != id)   /* pieces of a chunk have consecutive ids */
             remote[k++] = id;
     }
-    return lms_timing_begin(l->device, l->stream, seq, fn, l->sig, remote, k, bytes, local);
+    return lms_timing_begin(l->device, l->stream, seq, fn, l->sig, l->d->plan.explore, remote, k, bytes, local);
 }
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces

@@ -17,9 +17,10 @@
  * `stream`, after the engine's own work for it on that stream: when the
  * launch is sampled, records the start event and keeps remote[0..n) (the
  * ids of the chunks it reads in place, `bytes` in all) and `local` (the
- * bytes of its chunks on the device). Returns a handle for
+ * bytes of its chunks on the device); `always`: whatever the sampling
+ * (a launch made to teach its function's fit). Returns a handle for
  * lms_timing_end, or 0 when not timed. */
-int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n,
+int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, bool always, const uint32_t *remote, int n,
                      uint64_t bytes, uint64_t local);
 /* After the launch was issued: records the end event of handle `h`. */
 void lms_timing_end(int device, int h, CUstream stream);

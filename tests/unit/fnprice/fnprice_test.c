@@ -286,6 +286,8 @@ static void launch1(lms_plan *plan, lms_plan_ops *ops, fake *f, uint64_t seq, ui
  * (`full`) or left free; returns whether chunk 0 was fetched (and checks
  * that a fetch into a full room evicted one chunk, and nothing else was
  * evicted). */
+static bool explored;   /* the last launch of fetched_in() was shaped to teach the fit (plan.explore) */
+
 static bool fetched_in(const lms_policy *pol, bool full, uint64_t room, uint32_t n, double own, double fn_price,
                        int learn)
 {
@@ -305,6 +307,7 @@ static bool fetched_in(const lms_policy *pol, bool full, uint64_t room, uint32_t
     CHECK_EQ_U(f.dev.used, full ? room : 0);
     uint64_t fetches = f.dev.fetches;
     launch1(&plan, &ops, &f, ++seq, 0);
+    explored = plan.explore;
     bool in = f.dev.chunks[0].resident;
     CHECK_EQ_U(f.dev.fetches - fetches, in ? 1 : 0);
     CHECK_EQ_U(f.dev.evictions, in && full ? 1 : 0);
@@ -338,6 +341,19 @@ static void blind_unknown(void)
     CHECK(fetched(&blind_like, 5, 20, -1, -1, 0));
     CHECK(fetched(&blind_like, 2, 20, -1, -1, 1));
     CHECK(!fetched(&blind_like, 5, 20, -1, -1, -1));
+}
+
+/* A launch shaped by the fit's ask (no price: the kind of launch it
+ * lacks) is marked to be timed whatever the sampling (a function launched
+ * once a step with its chunks' signatures past their first timed
+ * launches asked again and again, reading 4 passes in place each time,
+ * for launches never timed); one decided by a price is not. */
+static void learn_launch_timed(void)
+{
+    CHECK(fetched(&blind_like, 2, 20, -1, -1, 1) && explored);
+    CHECK(!fetched(&blind_like, 2, 20, -1, -1, -1) && explored);
+    CHECK(fetched(&blind_like, 2, 20, -1, 3, 0) && !explored);
+    CHECK(!fetched(&blind_like, 2, 20, -1, -1, 0) && !explored);
 }
 
 /* Free room: a chunk is fetched there whatever its price says (the link
@@ -392,6 +408,7 @@ static const test_case cases[] = {
     {"bounded_table", bounded_table},
     {"blind_by_price", blind_by_price},
     {"blind_unknown", blind_unknown},
+    {"learn_launch_timed", learn_launch_timed},
     {"blind_free_room", blind_free_room},
     {"acting_hidden_only", acting_hidden_only},
     {"acting_zero_new_phase", acting_zero_new_phase},
