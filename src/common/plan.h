@@ -58,6 +58,10 @@ typedef struct lms_plan_ops {
     void (*wait_ready)(void *ctx, lms_plan_chunk *c);
     /* The chunk of an id (of this device), or NULL. */
     lms_plan_chunk *(*lookup)(void *ctx, uint32_t id);
+    /* Whether resident chunk c is used by the latest launch on another
+     * stream than the one of the launch being planned (its kernel may
+     * still run: c's eviction would wait for it); NULL: never. */
+    bool (*busy)(void *ctx, const lms_plan_chunk *c);
     /* Bytes: what managed chunks may hold on the device (the budget less
      * the device chunks), and the live managed chunks' size (both NULL:
      * unknown; then missing chunks are always fetched). */

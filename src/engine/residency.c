@@ -974,11 +974,30 @@ static double op_between(void *ctx, int from, int to)
     return lms_timing_between(((live *)ctx)->device, from, to);
 }
 
+/* Whether c is used by the latest launch recorded on a stream other than
+ * the planned launch's: that kernel may still run, and evicting c would
+ * wait for it (and the fetch behind the eviction, and this launch).
+ * O(USERS), no driver call. */
+static bool op_busy(void *ctx, const lms_plan_chunk *pc)
+{
+    const live *l = ctx;
+    const res_chunk *c = (const res_chunk *)pc;
+    for (int u = 0; u < USERS; u++) {
+        res_ref r = c->users[u];
+        if (r.slot < 0 || r.slot == l->slot)
+            continue;
+        const res_slot *s = &l->d->slots[r.slot];
+        if (s->epoch == r.epoch && s->count == r.count)
+            return true;
+    }
+    return false;
+}
+
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
     .managed = op_managed, .price = op_price, .fn_price = op_fn_price, .fetch_cost = op_fetch_cost,
-    .moved = op_moved, .hides = op_hides, .mark = op_mark, .between = op_between,
+    .moved = op_moved, .hides = op_hides, .mark = op_mark, .between = op_between, .busy = op_busy,
 };
 
 /* ---- a thread's memory for wide launches ------------------------------------ */

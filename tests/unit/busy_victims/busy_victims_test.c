@@ -4,7 +4,8 @@
  * (its eviction would wait for that kernel) and an idle chunk expected at
  * least half as far ahead is among the next candidates: then the farthest
  * of those, or, when the fetch outlasts the launch, the farthest of those
- * not used by the last few launches.
+ * not used by the last few launches. A chunk the latest launch on another
+ * stream used counts as used by the launch just before.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,16 @@ static const lms_policy told = {.name = "told", .on_demand = true, .next_use = t
 
 /* What each launch hides (ops->hides), in bytes; chunks are charged 2. */
 static uint64_t launch_hides;
+
+/* The chunk the latest launch on another stream used (ops->busy), -1: none. */
+static int other_stream_chunk = -1;
+
+/* ops.busy: the chunk other_stream_chunk. */
+static bool told_busy(void *ctx, const lms_plan_chunk *c)
+{
+    (void)ctx;
+    return (int)c->id == other_stream_chunk;
+}
 
 /* ops.hides: launch_hides. */
 static uint64_t told_hides(void *ctx)
@@ -49,6 +60,7 @@ static int victim_for_last(const uint64_t *next, uint32_t n, uint64_t hides)
     CHECK(lms_plan_init(&plan, &told));
     lms_plan_ops ops = fake_room_ops();
     ops.hides = told_hides;
+    ops.busy = told_busy;
     launch_hides = hides;
     for (uint64_t seq = 1; seq <= n; seq++) {
         uint32_t id = (uint32_t)(seq - 1);
@@ -127,12 +139,26 @@ static void recent_when_alone(void)
     CHECK_EQ_U(victim_among_seven(next, 1), 5);
 }
 
+/* Chunk 0 is the farthest (300) and idle here, but the latest launch on
+ * another stream used it (ops->busy): its eviction would wait for that
+ * kernel. The farthest of the others at least half as far goes (chunk 5,
+ * 210); with no other stream, chunk 0. */
+static void other_stream_busy(void)
+{
+    const uint64_t next[7] = {300, 160, 170, 180, 190, 210, 150};
+    CHECK_EQ_U(victim_among_seven(next, 0), 0);
+    other_stream_chunk = 0;
+    CHECK_EQ_U(victim_among_seven(next, 0), 5);
+    other_stream_chunk = -1;
+}
+
 static const test_case cases[] = {
     {"farthest_victim", farthest_victim},
     {"farthest_victim_reversed", farthest_victim_reversed},
     {"recent_when_alone", recent_when_alone},
     {"idle_victim_first", idle_victim_first},
     {"busy_victim_when_alone", busy_victim_when_alone},
+    {"other_stream_busy", other_stream_busy},
 };
 
 TEST_MAIN(cases)
