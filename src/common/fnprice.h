@@ -25,7 +25,8 @@ typedef struct lms_fnprice_entry {
     double n_dev, l, ll, y, ly; /* on the device: count, sums of l, l^2, y, l x y */
     double n_in, t, r, y_in;    /* reading in place: count, sums of t, r, y */
     uint8_t odd_dev, odd_in;    /* launches in a row off the fit of their kind (fnprice.c, surprise) */
-    uint16_t since_dev, since_in; /* launches of the other kind since the last on the device / in place (saturating) */
+    uint16_t since_dev;         /* launches reading in place since the last on the device (saturating) */
+    uint16_t ask_at;            /* since_dev at which a launch on the device is next asked for (0: REFRESH) */
 } lms_fnprice_entry;
 
 /* A bounded open-addressing table of functions (cleared when half full). */
@@ -48,9 +49,10 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
  * negative when it cannot be fitted yet. Then *learn (when not NULL) says
  * which launch would make it fit: +1 one whose chunks are on the device
  * (a fetch), -1 one that reads in place, 0 none (too few launches of fn,
- * or none can: fnprice.c). It is negative too, with *learn +1 or -1, for
- * a few launches after every REFRESH launches of one kind with none of
- * the other (its sums may be of an older phase: fnprice.c). With a
+ * or none can: fnprice.c). It is negative too, with *learn +1, for a few
+ * launches after REFRESH launches reading in place with none on the
+ * device (its line may be of an older phase), asked again at twice the
+ * distance each time none came (fnprice.c). With a
  * price, *learn is 0, or 2 while it stands on fewer than four launches of
  * either kind (the first ones, or since a new phase). */
 double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn);

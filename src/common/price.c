@@ -135,17 +135,14 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     lms_price_entry *c = slot(p, key_of(sig, COUNT_TAG));
     if (c)
         c->value = c->value < 0 ? 1 : c->value < 1e6f ? c->value + 1 : c->value;
-    if (!(ns >= 0) || ns > 1e15)
-        return;   /* no duration, or none a kernel takes */
+    if (!(ns > 0) || ns > 1e15)
+        return;   /* no duration, or none a kernel takes (0: a timer's reading; as a base it priced
+                     every later read in place at its whole duration) */
     shortest(p, key_of(sig, BASE_TAG), ns);
     uint64_t fkey = key_of(lms_price_sig(fn, NULL, 0), BASE_TAG);
     if (bytes == 0) {
         /* Nothing read in place: what sig takes on the device, and the
-         * function. Far faster than ever before there: a new phase. A
-         * duration of 0 (a timer's reading, no kernel's) is no base: it
-         * would price every later read in place at its whole duration. */
-        if (!(ns > 0))
-            return;
+         * function. Far faster than ever before there: a new phase. */
         lms_price_entry *own = slot(p, key_of(sig, LOCAL_TAG));
         if (own && own->value >= 0 && ns < own->value - own->value / STALE)
             own->phase++;

@@ -128,8 +128,9 @@ static void price_stays(void)
 /* Only reads in place for REFRESH (32) launches: the line on the device
  * may be of an older phase (a compute that fell while reads in place
  * looked about as long as it said), so the price is unknown for 4
- * launches, asking for one on the device; then again 32 later while none
- * comes, and not once one came. */
+ * launches, asking for one on the device; while none comes, again twice
+ * as far (64, 128: a launch whose chunks never all fit is not asked for
+ * every 32 launches), and from 32 again once one came. */
 static void line_refreshed(void)
 {
     lms_fnprice f;
@@ -137,7 +138,7 @@ static void line_refreshed(void)
     for (int i = 0; i < 4; i++)
         lms_fnprice_learn(&f, FN, 32 * MIB, 0, 2e6);
     int learn, asked = 0, first = -1;
-    for (int i = 1; i <= 80; i++) {
+    for (int i = 1; i <= 200; i++) {
         lms_fnprice_learn(&f, FN, 0, 32 * MIB, 2.1e6);   /* two passes, hidden by the old compute */
         double p = lms_fnprice_of(&f, FN, &learn);
         if (p < 0) {
@@ -149,10 +150,31 @@ static void line_refreshed(void)
         }
     }
     CHECK_EQ_U(first, 32);
-    CHECK_EQ_U(asked, 8);   /* 32..35 and 64..67 */
+    CHECK_EQ_U(asked, 12);   /* 32..35, 64..67, 128..131 */
     lms_fnprice_learn(&f, FN, 32 * MIB, 0, 2e6);
     lms_fnprice_learn(&f, FN, 0, 32 * MIB, 2.1e6);
     CHECK(lms_fnprice_of(&f, FN, &learn) >= 0);
+    for (int i = 2; i <= 32; i++)
+        lms_fnprice_learn(&f, FN, 0, 32 * MIB, 2.1e6);
+    CHECK(lms_fnprice_of(&f, FN, &learn) < 0 && learn == 1);   /* 32 again after a launch on the device */
+    lms_fnprice_destroy(&f);
+}
+
+/* Launches timed at 0 ns (a timer's reading, no kernel's) teach nothing:
+ * four on the device fitted a line through 0, and a read in place hidden
+ * by a kernel of 2 ms priced at its whole duration. */
+static void zero_durations_ignored(void)
+{
+    lms_fnprice f;
+    CHECK(lms_fnprice_init(&f, 64));
+    int learn;
+    for (int i = 0; i < 4; i++)
+        lms_fnprice_learn(&f, FN, 32 * MIB, 0, 0);
+    lms_fnprice_learn(&f, FN, 0, 32 * MIB, 2e6);
+    CHECK(lms_fnprice_of(&f, FN, &learn) < 0 && learn == 1);   /* no line: a launch on the device wanted */
+    lms_fnprice_learn(&f, FN, 32 * MIB, 0, 2e6);
+    lms_fnprice_learn(&f, FN, 32 * MIB, 0, 2e6);
+    CHECK(lms_fnprice_of(&f, FN, NULL) < 0.1e6 / (32.0 * MIB));
     lms_fnprice_destroy(&f);
 }
 
@@ -402,6 +424,7 @@ static const test_case cases[] = {
     {"learn_asks", learn_asks},
     {"price_stays", price_stays},
     {"line_refreshed", line_refreshed},
+    {"zero_durations_ignored", zero_durations_ignored},
     {"curved_durations", curved_durations},
     {"never_fitted_stops_asking", never_fitted_stops_asking},
     {"new_phase", new_phase},

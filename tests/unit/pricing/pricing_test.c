@@ -101,8 +101,10 @@ static void compute_fell_price_forgotten(void)
 }
 
 /* A launch on the device timed at 0 ns (a timer's reading, no kernel's)
- * is no base: a read in place just over the real base stays within the
- * noise (it priced the whole duration as slowdown, and counted a phase). */
+ * is no base, of its signature or of its function (a launch naming no
+ * chunk has the function's own signature): a read in place just over
+ * the real base stays within the noise (it priced the whole duration as
+ * slowdown, and counted a phase). */
 static void zero_duration_no_base(void)
 {
     lms_price p;
@@ -111,6 +113,7 @@ static void zero_duration_no_base(void)
     uint64_t sig = lms_price_sig(FN, &id, 1);
     lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000);
     lms_price_learn(&p, FN, sig, NULL, 0, 0, 0);
+    lms_price_learn(&p, FN, lms_price_sig(FN, NULL, 0), NULL, 0, 0, 0);
     lms_price_learn(&p, FN, sig, &id, 1, 100, 1050);
     CHECK(lms_price_of(&p, sig, 3) == 0);
     lms_price_destroy(&p);
