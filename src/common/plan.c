@@ -816,6 +816,8 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
     bool known = false;
     int learn;
     double hidden = hidden_price(ops, ctx, &learn);
+    if (learn > 0)
+        p->explore = true;   /* its chunks fetched (none priced by the fit): the launch the fit asks for, timed */
     for (int i = 0; i < nb; i++) {
         double own = ops->price(ctx, batch[i]);
         if (own == 0 && learn > 0)
@@ -907,6 +909,18 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, d
     return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4 ? BLIND_FETCH : BLIND_INPLACE;
 }
 
+/* Whether the chunks mine[0..m) of a launch fit the room for managed
+ * chunks together (`budget`): else no launch of it runs with all of them
+ * on the device. O(m), asked once per launch decided with nothing to act
+ * on whose function's fit asks for such a launch. */
+static bool fits_whole(lms_plan_chunk *const *mine, int m, uint64_t budget)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < m && total <= budget; i++)
+        total += mine[i]->charge;
+    return total <= budget;
+}
+
 /* Puts the planner in mode m: the victim order follows (LRU order on
  * demand: every resident chunk is asked again, O(n log n) per switch). */
 void lms_plan_set_mode(lms_plan *p, int m)
@@ -971,8 +985,11 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                     ops->wait_ready(ctx, c);
             } else if (fetch && c->charge <= budget) {
                 if (unsure) {
-                    if (!asked && ops->fn_price)
+                    if (!asked && ops->fn_price) {
                         fn_price = ops->fn_price(ctx, &learn);
+                        if (learn > 0 && !fits_whole(mine, m, budget))
+                            learn = 0;   /* a launch on the device cannot be made: fetches would teach nothing */
+                    }
                     asked = true;
                     int d = blind_choice(ops, ctx, c, fn_price, learn, &p->explore);
                     if (d == BLIND_FETCH)

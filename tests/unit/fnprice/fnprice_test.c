@@ -378,6 +378,42 @@ static void learn_launch_timed(void)
     CHECK(!fetched(&blind_like, 2, 20, -1, -1, 0) && !explored);
 }
 
+/* A launch of two chunks of 2 units over a room of 3 can never run with
+ * both on the device: the fit's ask for such a launch is not followed
+ * (each try fetched what could not teach it; an outside tester's launch
+ * of two halves of the room, 1.06x `none`). Chunk 0 (no price; the room
+ * a tenth of the managed bytes) is read in place, not fetched for the
+ * ask, and the launch is not one made to teach the fit; chunk 1 (dear) is
+ * fetched, evicting chunk 2, which filled the room. */
+static void ask_needs_room(void)
+{
+    fake f = {.own0 = -1, .fn_price = -1, .learn = 1, .fetch_cost = 2};
+    fake_room_init(&f.dev, 3, 30);
+    lms_plan_ops ops = fake_room_ops();
+    ops.price = f_price;
+    ops.fn_price = f_fn_price;
+    ops.fetch_cost = f_fetch_cost;
+    ops.room = f_room;
+    ops.managed = fake_room_managed;
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    f.dev.chunks[0].charge = f.dev.chunks[1].charge = 2;
+    f.dev.chunks[2].charge = 3;
+    launch1(&plan, &ops, &f, 1, 2);   /* chunk 2 fills the room */
+    CHECK(f.dev.chunks[2].resident);
+    uint32_t ids[2] = {0, 1};
+    lms_plan_chunk *mine[2] = {&f.dev.chunks[0], &f.dev.chunks[1]};
+    lms_plan_pin(&plan, mine[0]);
+    lms_plan_pin(&plan, mine[1]);
+    lms_plan_launch(&plan, &ops, &f, 2, FN, ids, 2, mine, 2);
+    CHECK(!f.dev.chunks[0].resident);
+    CHECK(f.dev.chunks[1].resident);
+    CHECK(!plan.explore);
+    lms_plan_used(&plan, mine[0], 2);
+    lms_plan_used(&plan, mine[1], 2);
+    lms_plan_destroy(&plan);
+}
+
 /* Free room: a chunk is fetched there whatever its price says (the link
  * once, and every later use finds it), unless its reads in place are
  * hidden (a price under an eighth of a fetch's); no exploration. A zero
@@ -432,6 +468,7 @@ static const test_case cases[] = {
     {"blind_by_price", blind_by_price},
     {"blind_unknown", blind_unknown},
     {"learn_launch_timed", learn_launch_timed},
+    {"ask_needs_room", ask_needs_room},
     {"blind_free_room", blind_free_room},
     {"acting_hidden_only", acting_hidden_only},
     {"acting_zero_new_phase", acting_zero_new_phase},
