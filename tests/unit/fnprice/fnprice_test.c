@@ -308,6 +308,18 @@ static void launch1(lms_plan *plan, lms_plan_ops *ops, fake *f, uint64_t seq, ui
  * (`full`) or left free; returns whether chunk 0 was fetched (and checks
  * that a fetch into a full room evicted one chunk, and nothing else was
  * evicted). */
+/* fake_room's ops with the fake's prices, fit, fetch cost and room. */
+static lms_plan_ops priced_ops(void)
+{
+    lms_plan_ops ops = fake_room_ops();
+    ops.price = f_price;
+    ops.fn_price = f_fn_price;
+    ops.fetch_cost = f_fetch_cost;
+    ops.room = f_room;
+    ops.managed = fake_room_managed;
+    return ops;
+}
+
 static bool explored;   /* the last launch of fetched_in() was shaped to teach the fit (plan.explore) */
 
 static bool fetched_in(const lms_policy *pol, bool full, uint64_t room, uint32_t n, double own, double fn_price,
@@ -315,12 +327,7 @@ static bool fetched_in(const lms_policy *pol, bool full, uint64_t room, uint32_t
 {
     fake f = {.own0 = own, .fn_price = fn_price, .learn = learn, .fetch_cost = 2};
     fake_room_init(&f.dev, room, n);
-    lms_plan_ops ops = fake_room_ops();
-    ops.price = f_price;
-    ops.fn_price = f_fn_price;
-    ops.fetch_cost = f_fetch_cost;
-    ops.room = f_room;
-    ops.managed = fake_room_managed;
+    lms_plan_ops ops = priced_ops();
     lms_plan plan;
     CHECK(lms_plan_init(&plan, pol));
     uint64_t seq = 0;
@@ -389,12 +396,7 @@ static void ask_needs_room(void)
 {
     fake f = {.own0 = -1, .fn_price = -1, .learn = 1, .fetch_cost = 2};
     fake_room_init(&f.dev, 3, 30);
-    lms_plan_ops ops = fake_room_ops();
-    ops.price = f_price;
-    ops.fn_price = f_fn_price;
-    ops.fetch_cost = f_fetch_cost;
-    ops.room = f_room;
-    ops.managed = fake_room_managed;
+    lms_plan_ops ops = priced_ops();
     lms_plan plan;
     CHECK(lms_plan_init(&plan, &blind_like));
     f.dev.chunks[0].charge = f.dev.chunks[1].charge = 2;
