@@ -70,6 +70,26 @@ static void check_end(void)
     check_no_hazards(0, false);
 }
 
+/* check_end() for the cases whose threads share chunks across streams.
+ * Under LMS_STREAM_ORDER=0 lmshim keeps only a chunk's latest use and
+ * skips the fetch waits (the setting exists to show that the simulator's
+ * counters catch missing waits): a kernel on one thread's stream may then
+ * touch a shared chunk that another thread's fetch is still copying, or
+ * an eviction may wait for the latest use only, depending on how the
+ * threads interleave (seen once in CI, 4 blocks touched mid-copy, not in
+ * 200 runs here). There only the budget is checked; the chains' results
+ * are checked by the case either way. */
+static void check_end_shared(void)
+{
+    const char *order = getenv("LMS_STREAM_ORDER");
+    if (!order || strcmp(order, "0") != 0) {
+        check_end();
+        return;
+    }
+    OK(cuCtxSynchronize());
+    CHECK_EQ_U(stats(0).budget_violations, 0);
+}
+
 /* The start refetch_own_eviction and device_alloc_waits share: X, W1 and
  * W2 fill the budget; X is used last by a slow kernel on stream A (it
  * stamps 7), W1 and W2 then by quick ones on stream B, which has finished:
@@ -363,7 +383,7 @@ static void threads_chains(void)
         CHECK(pthread_create(&t[i], NULL, thread_chain, (void *)(intptr_t)i) == 0);
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_join(t[i], NULL) == 0);
-    check_end();
+    check_end_shared();
     for (int j = 0; j < 4; j++)
         OK(cuMemFree(shared_c[j]));
 }
