@@ -592,6 +592,8 @@ typedef struct race {
     volatile CUdeviceptr other; /* freed and reallocated meanwhile */
     volatile int stop;
     int launches;
+    bool until_stop;            /* launchers go on past `launches` until stop */
+    int hold, held;             /* AddressSanitizer builds: launchers wait while hold (held: how many) */
 } race;
 
 static void *launcher(void *p)
@@ -602,7 +604,19 @@ static void *launcher(void *p)
     OK(cuCtxSetCurrent(r->ctx));
     CUstream s;
     OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    for (int i = 0; i < r->launches; i++) {
+    for (int i = 0; i < r->launches || (r->until_stop && !r->stop); i++) {
+#ifdef __SANITIZE_ADDRESS__
+        /* AddressSanitizer's allocator is not fork-safe: a child forked
+         * while this thread allocates can hang in malloc (threads_and_fork
+         * did, once in CI). Around each fork this thread waits here,
+         * outside lmshim; without the sanitizer it launches on. */
+        if (__atomic_load_n(&r->hold, __ATOMIC_ACQUIRE)) {
+            __atomic_fetch_add(&r->held, 1, __ATOMIC_ACQ_REL);
+            while (__atomic_load_n(&r->hold, __ATOMIC_ACQUIRE))
+                usleep(100);
+            __atomic_fetch_sub(&r->held, 1, __ATOMIC_ACQ_REL);
+        }
+#endif
         CUdeviceptr a = r->mine[me];
         uint64_t q = r->other;
         void *args[] = {&a, &q};
@@ -680,7 +694,9 @@ static void launch_races(void)
 }
 
 /* Threads that launch once and exit, 200 of them; and a fork while other
- * threads launch: the child launches, allocates and frees, and exits. */
+ * threads launch: the child launches, allocates and frees, and exits
+ * (with AddressSanitizer the launchers wait outside lmshim around each
+ * fork: see launcher()). */
 static void *launch_once(void *p)
 {
     race *r = p;
@@ -694,7 +710,7 @@ static void *launch_once(void *p)
 
 static void threads_and_fork(void)
 {
-    race r = {.ctx = primary_context(0), .launches = 2000};
+    race r = {.ctx = primary_context(0), .launches = 2000, .until_stop = true};
     CUmodule m;
     r.f = function(&m, "pair");
     for (int i = 0; i < 4; i++)
@@ -709,6 +725,11 @@ static void threads_and_fork(void)
     for (int i = 0; i < 2; i++)
         CHECK(pthread_create(&l[i], NULL, launcher, &r) == 0);
     for (int k = 0; k < 5; k++) {
+#ifdef __SANITIZE_ADDRESS__
+        __atomic_store_n(&r.hold, 1, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&r.held, __ATOMIC_ACQUIRE) < 2)
+            usleep(100);
+#endif
         pid_t pid = fork();
         CHECK(pid >= 0);
         if (pid == 0) {
@@ -721,10 +742,12 @@ static void threads_and_fork(void)
                 _exit(3);
             _exit(0);
         }
+        __atomic_store_n(&r.hold, 0, __ATOMIC_RELEASE);
         int st = 0;
         CHECK(waitpid(pid, &st, 0) == pid);
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
+    r.stop = 1;
     for (int i = 0; i < 2; i++)
         CHECK(pthread_join(l[i], NULL) == 0);
     OK(cuCtxSynchronize());
