@@ -273,6 +273,14 @@ static bool outlasts_launch(const lms_plan *p, const lms_plan_ops *ops, void *ct
     return h > 0 && bytes > h;
 }
 
+/* Whether resident c may be in use by a kernel still running: the launch
+ * of seq `busy` or a later one used it, or the latest launch on another
+ * stream did (ops->busy). */
+static bool in_use(const lms_plan_ops *ops, void *ctx, const lms_plan_chunk *c, uint64_t busy)
+{
+    return c->last_use >= busy || (ops->busy && ops->busy(ctx, c));
+}
+
 /* The victim to evict for a fetch of `bytes` for a need `distance`
  * launches ahead: the top of the victim heap, unless the last launch used
  * it (its eviction would wait for that kernel to end, and the fetch that
@@ -299,16 +307,14 @@ static lms_plan_chunk *pick_victim(lms_plan *p, const lms_plan_ops *ops, void *c
 {
     lms_plan_chunk *top = p->victims.a[0];
     uint64_t busy = p->lean ? p->now : p->now - 1;   /* last uses whose kernels may still run */
-    bool streams = ops->busy != NULL;
-    if ((top->last_use < busy && !(streams && ops->busy(ctx, top))) || top->next_use == LMS_NEXT_UNKNOWN)
+    if (!in_use(ops, ctx, top, busy) || top->next_use == LMS_NEXT_UNKNOWN)
         return top;
     uint64_t far = top->next_use - p->now, near = p->lean ? far - far / 10 : far / 2;
     lms_plan_chunk *best = NULL;
     int hurried = -1;   /* outlasts_launch(), asked when two candidates differ in idleness */
     for (int i = 1; i < 7 && i < p->victims.n; i++) {
         lms_plan_chunk *c = p->victims.a[i];
-        if (c->last_use >= busy || (c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now < near) ||
-            (streams && ops->busy(ctx, c)))
+        if (in_use(ops, ctx, c, busy) || (c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now < near))
             continue;
         if (!best) {
             best = c;
@@ -778,6 +784,18 @@ static bool hidden(double price, double fetch)
     return price == 0 || (price > 0 && fetch > 0 && price < fetch / HIDDEN_SHARE);
 }
 
+/* Chunk c's own price for the launch being planned (ops->price), or -1
+ * when unknown; a zero counts as unknown when its function's fitted price
+ * is above zero (`fn_price`) or the fit asks for a launch on the device
+ * (`learn` > 0: it lost its line, a new phase): price.c keeps the lowest
+ * price seen, and a read hidden by a compute that later fell kept reading
+ * in place, 8 passes over the link. */
+static double own_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
+{
+    double own = ops->price ? ops->price(ctx, c) : -1;
+    return own == 0 && (fn_price > 0 || learn > 0) ? -1 : own;
+}
+
 /* The price a chunk without one of its own takes in a launch when acting
  * (bring_priced): the function's fitted price (`fn_price`) when it says
  * the function's reads in place are hidden, under 1/HIDDEN_SHARE of what
@@ -819,9 +837,7 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
     if (learn > 0)
         p->explore = true;   /* its chunks fetched (none priced by the fit): the launch the fit asks for, timed */
     for (int i = 0; i < nb; i++) {
-        double own = ops->price(ctx, batch[i]);
-        if (own == 0 && learn > 0)
-            own = -1;   /* the function lost its line (a new phase): a zero may be of the old one (blind_choice) */
+        double own = own_price(ops, ctx, batch[i], -1, learn);
         pr[i] = (struct lms_plan_priced){.c = batch[i], .price = own >= 0 ? own : hidden, .order = i};
         known |= pr[i].price >= 0;
     }
@@ -872,11 +888,8 @@ static bool blind(const lms_plan *p)
  * evicting for room). Its price
  * is its own for this launch, else its function's fitted price
  * (`fn_price`, fnprice.h: chunks new every step and launches that never
- * repeat have no price of their own); an own price of zero gives way to
- * a function's price above zero, or to none while the function's fit asks
- * for a launch on the device (it lost its line: a new phase; price.c
- * keeps the lowest price seen: a read hidden by a compute that later fell
- * kept reading in place, 8 passes over the link). A chunk whose reads in place are
+ * repeat have no price of their own; an own zero may not count:
+ * own_price). A chunk whose reads in place are
  * hidden (price under 1/HIDDEN_SHARE of what a demand fetch holds a
  * launch per byte) is read in place. Else one that fits in free room is
  * fetched there: the link once, and every later use finds it. Else a
@@ -892,8 +905,8 @@ enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
 static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn,
                         bool *explore)
 {
-    double price = ops->price ? ops->price(ctx, c) : -1;
-    if (price < 0 || (price == 0 && (fn_price > 0 || learn > 0)))
+    double price = own_price(ops, ctx, c, fn_price, learn);
+    if (price < 0)
         price = fn_price;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
     if (hidden(price, fetch))
