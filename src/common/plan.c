@@ -922,6 +922,35 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, d
     return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4 ? BLIND_FETCH : BLIND_INPLACE;
 }
 
+/* Orders the missing chunks batch[0..nb) that a launch decided with
+ * nothing to act on fetches (blind_choice), dearest to read in place
+ * first by their own prices (own_price, with the function's `fn_price`
+ * and `learn`), unknown ones next, those priced zero last, the launch's
+ * order within each: when they do not all fit the room, the ones left
+ * are read in place, and which those are should not follow addresses (an
+ * outside tester's launches of one operand re-read 16 times and one read
+ * once, in random pairs of 256 MiB chunks beside a room of one: 1.59x
+ * `lru`'s step at 3x when the address order decided). O(nb log nb), only
+ * when some chunk has a price. */
+static void order_blind(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
+                        double fn_price, int learn)
+{
+    if (nb < 2 || !ops->price)
+        return;
+    struct lms_plan_priced *pr = p->priced;
+    bool known = false;
+    for (int i = 0; i < nb; i++) {
+        pr[i] = (struct lms_plan_priced){.c = batch[i], .price = own_price(ops, ctx, batch[i], fn_price, learn),
+                                         .order = i};
+        known |= pr[i].price >= 0;
+    }
+    if (!known)
+        return;
+    qsort(pr, (size_t)nb, sizeof *pr, by_price);
+    for (int i = 0; i < nb; i++)
+        batch[i] = pr[i].c;
+}
+
 /* Whether the chunks mine[0..m) of a launch fit the room for managed
  * chunks together (`budget`): else no launch of it runs with all of them
  * on the device. O(m), asked once per launch decided with nothing to act
@@ -1021,6 +1050,8 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                 }
             }
         }
+        if (unsure)
+            order_blind(p, ops, ctx, p->batch, nb, fn_price, learn);
         int got = nb == 0 ? 0
                   : unsure ? bring(p, ops, ctx, p->batch, nb, NULL, false, free_now)
                            : bring_priced(p, ops, ctx, p->batch, nb, mine, m, free_now);

@@ -416,6 +416,39 @@ static void ask_needs_room(void)
     lms_plan_destroy(&plan);
 }
 
+/* Nothing to act on, a launch of two chunks of 2 units each whose
+ * reads in place are dearer than a fetch, beside a room of 3 that chunk 2
+ * fills: only one of them can be fetched, and the dearer one is (chunk
+ * 1, priced 9), whatever the launch's order says; chunk 0 (first in the
+ * launch; its own price unknown or 1, its function's 3) is read in place
+ * (an outside tester's random pairs of one operand re-read 16 times and
+ * one read once: the address order read the re-read one in place half
+ * the time). */
+static void blind_dearest_first(void)
+{
+    for (int k = 0; k < 2; k++) {
+        fake f = {.own0 = k ? 1 : -1, .fn_price = 3, .fetch_cost = 2};
+        fake_room_init(&f.dev, 3, 30);
+        lms_plan_ops ops = priced_ops();
+        lms_plan plan;
+        CHECK(lms_plan_init(&plan, &blind_like));
+        f.dev.chunks[0].charge = f.dev.chunks[1].charge = 2;
+        f.dev.chunks[2].charge = 3;
+        launch1(&plan, &ops, &f, 1, 2);   /* chunk 2 fills the room */
+        uint32_t ids[2] = {0, 1};
+        lms_plan_chunk *mine[2] = {&f.dev.chunks[0], &f.dev.chunks[1]};
+        lms_plan_pin(&plan, mine[0]);
+        lms_plan_pin(&plan, mine[1]);
+        lms_plan_launch(&plan, &ops, &f, 2, FN, ids, 2, mine, 2);
+        CHECK(f.dev.chunks[1].resident);
+        CHECK(!f.dev.chunks[0].resident);
+        CHECK(!f.dev.chunks[2].resident);
+        lms_plan_used(&plan, mine[0], 2);
+        lms_plan_used(&plan, mine[1], 2);
+        lms_plan_destroy(&plan);
+    }
+}
+
 /* Free room: a chunk is fetched there whatever its price says (the link
  * once, and every later use finds it), unless its reads in place are
  * hidden (a price under an eighth of a fetch's); no exploration. A zero
@@ -468,6 +501,7 @@ static const test_case cases[] = {
     {"new_phase", new_phase},
     {"bounded_table", bounded_table},
     {"blind_by_price", blind_by_price},
+    {"blind_dearest_first", blind_dearest_first},
     {"blind_unknown", blind_unknown},
     {"learn_launch_timed", learn_launch_timed},
     {"ask_needs_room", ask_needs_room},
