@@ -744,26 +744,70 @@ static int by_price(const void *a, const void *b)
     return x->order - y->order;
 }
 
+/* Chunk c's own price for the launch being planned (ops->price), or -1
+ * when unknown; a zero counts as unknown when its function's fitted price
+ * is above zero (`fn_price`) or the fit asks for a launch on the device
+ * (`learn` > 0: it lost its line, a new phase): price.c keeps the lowest
+ * price seen, and a read hidden by a compute that later fell kept reading
+ * in place, 8 passes over the link. */
+static double own_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
+{
+    double own = ops->price ? ops->price(ctx, c) : -1;
+    return own == 0 && (fn_price > 0 || learn > 0) ? -1 : own;
+}
+
+/* Chunk c's price for the launch being planned with nothing to act on:
+ * its own (own_price), else the one learned for its parameter position
+ * (ops->role_price: launches of random pairs of chunks never repeat a
+ * signature, but each position of a kernel's parameters keeps its way
+ * of reading), or -1. A position's zero gives way while the function's
+ * fit asks for a launch on the device (`learn` 1: it lost its line, a new
+ * phase), as an own one does. */
+static double chunk_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
+{
+    double own = own_price(ops, ctx, c, fn_price, learn);
+    if (own >= 0 || !ops->role_price)
+        return own;
+    double role = ops->role_price(ctx, c);
+    return role == 0 && learn == 1 ? -1 : role;
+}
+
+/* What a launch decided with nothing to act on prices its chunks by
+ * (chunk_price): its function's fitted price and what its fit asks. */
+typedef struct blind_prices {
+    double fn_price;
+    int learn;
+} blind_prices;
+
+/* Chunk c's price for the launch being planned: with nothing to act on
+ * (`bp`), chunk_price; acting (NULL), its own as learned (ops->price). */
+static double price_for(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp)
+{
+    return bp ? chunk_price(ops, ctx, c, bp->fn_price, bp->learn) : ops->price(ctx, c);
+}
+
 /* The chunk of this launch to read in place instead of fetching one whose
  * price is `want`: a resident one of mine[0..m) (pinned by this launch)
- * whose price is unknown (reading it in place once tells it) or below half
- * of `want` (the eviction and the fetch back cost about what it saves),
- * the cheapest; NULL when none qualifies or `want` is unknown. O(m). */
-static lms_plan_chunk *demotable(const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m, double want)
+ * whose price (price_for, `bp`) is unknown (reading it in place once
+ * tells it) or below half of `want` (the eviction and the fetch back cost
+ * about what it saves), the cheapest; NULL when none qualifies or `want`
+ * is unknown. O(m). */
+static lms_plan_chunk *demotable(const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m, double want,
+                                 const blind_prices *bp)
 {
     if (!(want > 0))
         return NULL;   /* unknown, or reading it in place costs nothing measurable */
     lms_plan_chunk *best = NULL;
-    double bp = 0;
+    double best_price = 0;
     for (int i = 0; i < m; i++) {
         lms_plan_chunk *c = mine[i];
         if (!c->resident)
             continue;
-        double pc = ops->price(ctx, c);
+        double pc = price_for(ops, ctx, c, bp);
         if (pc >= 0 && pc >= want / 2)
             continue;
-        if (!best || pc < bp)
-            best = c, bp = pc;
+        if (!best || pc < best_price)
+            best = c, best_price = pc;
     }
     return best;
 }
@@ -784,18 +828,6 @@ static bool hidden(double price, double fetch)
     return price == 0 || (price > 0 && fetch > 0 && price < fetch / HIDDEN_SHARE);
 }
 
-/* Chunk c's own price for the launch being planned (ops->price), or -1
- * when unknown; a zero counts as unknown when its function's fitted price
- * is above zero (`fn_price`) or the fit asks for a launch on the device
- * (`learn` > 0: it lost its line, a new phase): price.c keeps the lowest
- * price seen, and a read hidden by a compute that later fell kept reading
- * in place, 8 passes over the link. */
-static double own_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
-{
-    double own = ops->price ? ops->price(ctx, c) : -1;
-    return own == 0 && (fn_price > 0 || learn > 0) ? -1 : own;
-}
-
 /* The price a chunk without one of its own takes in a launch when acting
  * (bring_priced): the function's fitted price (`fn_price`) when it says
  * the function's reads in place are hidden, under 1/HIDDEN_SHARE of what
@@ -813,6 +845,47 @@ static double hidden_price(const lms_plan_ops *ops, void *ctx, int *learn)
     double fn = ops->fn_price ? ops->fn_price(ctx, learn) : -1;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
     return fn >= 0 && *learn == 0 && fetch > 0 && hidden(fn, fetch) ? fn : -1;
+}
+
+/* Fetches the chunks p->priced[0..nb) (a launch's missing chunks with
+ * their prices, dearest first) unless a chunk's price says it is read in
+ * place (in_place); when the room is full of this launch's chunks
+ * mine[0..m), one of them priced (price_for, `bp`) below half of the one
+ * to fetch is sent back to be read in place (demotable). `already`: as
+ * for bring(). Returns how many it fetched. */
+static int bring_ranked(lms_plan *p, const lms_plan_ops *ops, void *ctx, int nb, lms_plan_chunk **mine, int m,
+                        uint64_t already, const blind_prices *bp)
+{
+    const struct lms_plan_priced *pr = p->priced;
+    int done = 0;
+    double fetch_cost = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
+    p->bringing = already;   /* the fetch the room is made for: the chunks fetched, not read in place (pick_victim) */
+    for (int i = 0; i < nb; i++)
+        if (!in_place(&pr[i], fetch_cost))
+            p->bringing += pr[i].c->charge;
+    for (int i = 0; i < nb; i++) {
+        lms_plan_chunk *c = pr[i].c;
+        if (in_place(&pr[i], fetch_cost))
+            continue;   /* reading it in place costs less than fetching it now */
+        for (;;) {
+            if (make_room(p, ops, ctx, c->charge, LMS_DISTANCE_NOW)) {
+                if (fetch_into_room(p, ops, ctx, c, false))
+                    done++;
+                else
+                    p->bringing -= c->charge;   /* refused: not on the link */
+                break;
+            }
+            lms_plan_chunk *v = demotable(ops, ctx, mine, m, pr[i].price, bp);
+            if (!v) {
+                p->bringing -= c->charge;
+                break;   /* it is read in place */
+            }
+            lms_plan_forget(p, v);
+            ops->evict(ctx, v);
+        }
+    }
+    p->bringing = 0;
+    return done;
 }
 
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
@@ -844,35 +917,7 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
     if (!known)
         return bring(p, ops, ctx, batch, nb, NULL, false, already);
     qsort(pr, (size_t)nb, sizeof *pr, by_price);
-    int done = 0;
-    double fetch_cost = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    p->bringing = already;   /* the fetch the room is made for: the chunks fetched, not read in place (pick_victim) */
-    for (int i = 0; i < nb; i++)
-        if (!in_place(&pr[i], fetch_cost))
-            p->bringing += pr[i].c->charge;
-    for (int i = 0; i < nb; i++) {
-        lms_plan_chunk *c = pr[i].c;
-        if (in_place(&pr[i], fetch_cost))
-            continue;   /* reading it in place costs less than fetching it now */
-        for (;;) {
-            if (make_room(p, ops, ctx, c->charge, LMS_DISTANCE_NOW)) {
-                if (fetch_into_room(p, ops, ctx, c, false))
-                    done++;
-                else
-                    p->bringing -= c->charge;   /* refused: not on the link */
-                break;
-            }
-            lms_plan_chunk *v = demotable(ops, ctx, mine, m, pr[i].price);
-            if (!v) {
-                p->bringing -= c->charge;
-                break;   /* it is read in place */
-            }
-            lms_plan_forget(p, v);
-            ops->evict(ctx, v);
-        }
-    }
-    p->bringing = 0;
-    return done;
+    return bring_ranked(p, ops, ctx, nb, mine, m, already, NULL);
 }
 
 /* Whether the policy has nothing to act on: its doubt held long, so it
@@ -886,10 +931,10 @@ static bool blind(const lms_plan *p)
  * being planned: BLIND_INPLACE (read it where it is), BLIND_FREE (fetch it
  * into free room, which this reserved for it) or BLIND_FETCH (fetch it,
  * evicting for room). Its price
- * is its own for this launch, else its function's fitted price
- * (`fn_price`, fnprice.h: chunks new every step and launches that never
- * repeat have no price of their own; an own zero may not count:
- * own_price). A chunk whose reads in place are
+ * is its own for this launch, else the one learned for its parameter
+ * position, else its function's fitted price (`fn_price`, fnprice.h:
+ * chunks new every step and launches that never repeat have no price of
+ * their own; an own zero may not count: chunk_price). A chunk whose reads in place are
  * hidden (price under 1/HIDDEN_SHARE of what a demand fetch holds a
  * launch per byte) is read in place. Else one that fits in free room is
  * fetched there: the link once, and every later use finds it. Else a
@@ -905,7 +950,7 @@ enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
 static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn,
                         bool *explore)
 {
-    double price = own_price(ops, ctx, c, fn_price, learn);
+    double price = chunk_price(ops, ctx, c, fn_price, learn);
     if (price < 0)
         price = fn_price;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
@@ -922,33 +967,32 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, d
     return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4 ? BLIND_FETCH : BLIND_INPLACE;
 }
 
-/* Orders the missing chunks batch[0..nb) that a launch decided with
+/* Fetches the missing chunks batch[0..nb) that a launch decided with
  * nothing to act on fetches (blind_choice), dearest to read in place
- * first by their own prices (own_price, with the function's `fn_price`
- * and `learn`), unknown ones next, those priced zero last, the launch's
- * order within each: when they do not all fit the room, the ones left
- * are read in place, and which those are should not follow addresses (an
- * outside tester's launches of one operand re-read 16 times and one read
- * once, in random pairs of 256 MiB chunks beside a room of one: 1.59x
- * `lru`'s step at 3x when the address order decided). O(nb log nb), only
- * when some chunk has a price. */
-static void order_blind(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
-                        double fn_price, int learn)
+ * first by their prices (chunk_price, with `bp`), unknown ones next, the
+ * launch's order within each; when the room is full of the launch's own
+ * chunks mine[0..m), one priced below half of the one to fetch is read
+ * in place instead (demotable). What the room cannot hold is read in
+ * place, and which chunks those are should follow their prices, not
+ * their addresses (an outside tester's launches of one operand re-read
+ * 16 times and one read once, in random pairs of 256 MiB chunks beside a
+ * room of one: 1.59x `lru`'s step at 3x at the defaults when the address
+ * order decided). Without a price: in the launch's order, as bring().
+ * `already`: as for bring(). O(nb log nb). Returns how many it fetched. */
+static int bring_blind(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
+                       lms_plan_chunk **mine, int m, uint64_t already, const blind_prices *bp)
 {
-    if (nb < 2 || !ops->price)
-        return;
     struct lms_plan_priced *pr = p->priced;
     bool known = false;
-    for (int i = 0; i < nb; i++) {
-        pr[i] = (struct lms_plan_priced){.c = batch[i], .price = own_price(ops, ctx, batch[i], fn_price, learn),
+    for (int i = 0; ops->price && i < nb; i++) {
+        pr[i] = (struct lms_plan_priced){.c = batch[i], .price = chunk_price(ops, ctx, batch[i], bp->fn_price, bp->learn),
                                          .order = i};
         known |= pr[i].price >= 0;
     }
     if (!known)
-        return;
+        return bring(p, ops, ctx, batch, nb, NULL, false, already);
     qsort(pr, (size_t)nb, sizeof *pr, by_price);
-    for (int i = 0; i < nb; i++)
-        batch[i] = pr[i].c;
+    return bring_ranked(p, ops, ctx, nb, mine, m, already, bp);
 }
 
 /* Whether the chunks mine[0..m) of a launch fit the room for managed
@@ -1050,10 +1094,9 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                 }
             }
         }
-        if (unsure)
-            order_blind(p, ops, ctx, p->batch, nb, fn_price, learn);
+        blind_prices bp = {.fn_price = fn_price, .learn = learn};
         int got = nb == 0 ? 0
-                  : unsure ? bring(p, ops, ctx, p->batch, nb, NULL, false, free_now)
+                  : unsure ? bring_blind(p, ops, ctx, p->batch, nb, mine, m, free_now, &bp)
                            : bring_priced(p, ops, ctx, p->batch, nb, mine, m, free_now);
         if ((got > 0 || free_now > 0) && ops->fetched)
             ops->fetched(ctx, false);

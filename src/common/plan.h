@@ -72,6 +72,12 @@ typedef struct lms_plan_ops {
      * unknown (NULL: never known; then a launch's missing chunks are all
      * fetched, in id order). */
     double (*price)(void *ctx, lms_plan_chunk *c);
+    /* What reading c in place costs the launch being planned, learned for
+     * the parameter position that names c over its function's launches of
+     * any signature (ns of slowdown per byte), or negative when unknown
+     * (NULL: never known). Asked with nothing to act on for a chunk
+     * without a price of its own (plan.c, chunk_price). */
+    double (*role_price)(void *ctx, lms_plan_chunk *c);
     /* What reading in place costs the function of the launch being
      * planned, fitted over its measured launches (ns of slowdown per byte),
      * or negative when it cannot be fitted yet; then *learn says which

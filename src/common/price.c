@@ -22,6 +22,12 @@
  * compute hides prices zero. A chunk never read in place by a signature
  * has no price for it.
  *
+ * A launch whose reads in place were (nearly all) of one chunk, named by
+ * the parameter word `role`, also prices that position of its function
+ * for every signature: the half-way mean of its latest such launches (a
+ * low price reads in place, so it is measured again; a new signature
+ * has a price there from its first launch).
+ *
  * The table is bounded: when half its slots are taken, and after every
  * RELEARN launches learned, it is cleared and learning starts over (a
  * step's prices come back within a step or two).
@@ -36,6 +42,7 @@
 #define STALE 4                 /* a launch reading in place 1/4 faster than the base: the base is stale */
 #define BASE_TAG 0xfffffffeu    /* ... a signature's or a function's shortest duration (ns) */
 #define LOCAL_TAG 0xfffffffdu   /* ... a signature's shortest duration with nothing read in place (ns) */
+#define ROLE_TAG 0x524f4c45u    /* mixed into a function's key: the signature its roles' prices are kept under */
 
 /* Mixes a value into a hash. */
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -127,8 +134,14 @@ static double shortest(lms_price *p, uint64_t key, double ns)
     return e->value;
 }
 
+/* The signature fn's role prices are kept under (lms_price_role). */
+static uint64_t role_sig(uintptr_t fn)
+{
+    return mix(lms_price_sig(fn, NULL, 0), ROLE_TAG);
+}
+
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
-                     double ns)
+                     double ns, uint32_t role)
 {
     if (++p->learned % RELEARN == 0)
         clear(p);   /* prices only fall: start over now and then */
@@ -177,12 +190,23 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
             if (e && e->key)
                 e->value = -1;
         }
+        lms_price_entry *r = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn), role)) : NULL;
+        if (r && r->key)
+            r->value = -1;
         return;
     }
     double slow = ns - base;
     if (slow < base / NOISE)
         slow = 0;   /* within what launches of one signature vary by */
     float v = (float)(slow / (double)bytes);
+    if (role != LMS_PRICE_NO_ROLE) {
+        /* The position's price follows its latest launches (half each):
+         * a chunk it names is read in place while that price is low, so
+         * every such launch measures it again. */
+        lms_price_entry *r = slot(p, key_of(role_sig(fn), role));
+        if (r)
+            r->value = r->value < 0 ? v : (r->value + v) / 2;
+    }
     for (int i = 0; i < n; i++) {
         lms_price_entry *e = slot(p, key_of(sig, remote[i]));
         uint32_t phase = phase_of(p, sig);   /* after slot(): a table cleared there started sig's phases over */
@@ -200,6 +224,12 @@ double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id)
     if (!e || !e->key || e->value < 0)
         return -1;
     return e->phase == phase_of(p, sig) ? e->value : -1;   /* learned in an older phase: none */
+}
+
+double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role)
+{
+    const lms_price_entry *e = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn), role)) : NULL;
+    return e && e->key && e->value >= 0 ? e->value : -1;
 }
 
 double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig)

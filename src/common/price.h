@@ -34,17 +34,29 @@ void lms_price_destroy(lms_price *p);
 /* The signature of a launch: its function and chunk ids. */
 uint64_t lms_price_sig(uintptr_t fn, const uint32_t *ids, int n);
 
+/* No role: the launch's reads in place are not those of one chunk at
+ * one parameter position (lms_price_learn). */
+#define LMS_PRICE_NO_ROLE 0xffffffffu
+
 /* A launch of function fn and signature `sig` took `ns` while chunks
  * remote[0..n) (ids, unique) were read in place, `bytes` of them in all:
  * each of those chunks is priced at its slowdown over the base per byte
- * (see price.c). Counts the signature's observations. */
+ * (see price.c). When `role` is not LMS_PRICE_NO_ROLE, those reads were
+ * (nearly all) of one chunk that the launch's parameter word `role`
+ * pointed into: the slowdown per byte is also fn's price for that
+ * position (lms_price_role). Counts the signature's observations. */
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
-                     double ns);
+                     double ns, uint32_t role);
 
 /* The price (ns of slowdown per byte) of reading chunk `id` in place for
  * a launch of signature `sig`, or a negative number when unknown or
  * learned in an older phase of the signature (price.c). */
 double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id);
+
+/* The price (ns of slowdown per byte) of reading in place the chunk that
+ * parameter word `role` of a launch of fn points into, learned from fn's
+ * launches of any signature (price.c), or negative when unknown. */
+double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role);
 
 /* The base a slowdown of `sig` (a launch of fn) is measured from: the
  * shortest duration (ns) of the signature, or of the function with

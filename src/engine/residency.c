@@ -96,6 +96,8 @@ typedef struct res_chunk {
     uint32_t pieces;          /* the first piece: how many pieces its chunk has */
     _Atomic uint64_t start;   /* 1 + lowest offset (bytes) in this piece a launch pointed at (0: none) */
     int remote;               /* launches reading it over the link, decided and not yet recorded */
+    uint64_t role_seq;        /* a whole chunk or a first piece: the launch (seq) whose scan set role */
+    uint32_t role;            /* ... the first parameter word of that launch that pointed into the chunk */
 } res_chunk;
 
 /* A token's id of a chunk its launch reads over the link (after() knows it
@@ -132,6 +134,7 @@ typedef struct live {
     int slot;                 /* its slot, or -1 */
     uint64_t sig;             /* the launch's signature (prices are learned per signature) */
     uintptr_t fn;             /* the launch's function */
+    uint64_t seq;             /* the launch's number on the device (0: a reclaim, no launch) */
     int fetch_timed;          /* the timing handle of its demand fetches (0: none) */
     bool fetch_tried;         /* a demand fetch was issued: fetch_timed is decided */
     uint64_t fetch_bytes;     /* bytes of its demand fetches */
@@ -384,8 +387,12 @@ static uint64_t mix_role(uint64_t h, uint64_t v)
 /* lms_residency_find under map_lock; *roles gets the order in which the
  * find met its chunks: a hash of (parameter word, chunk) pairs. Sorted ids
  * alone do not tell conv(a -> b) from conv(b -> a); the launch's price
- * signature needs to. */
-static int find_locked(const uint64_t *words, int n, uint32_t *ids, int max, uint64_t *roles_out)
+ * signature needs to. Each chunk of `device` found (a chunk in pieces:
+ * its first piece) keeps the first word that pointed into it as its
+ * role in launch `seq` (the caller holds that device's lock; device -1:
+ * none kept). */
+static int find_locked(const uint64_t *words, int n, uint32_t *ids, int max, uint64_t *roles_out, int device,
+                       uint64_t seq)
 {
     int found = 0;
     uint64_t roles = 0;
@@ -402,6 +409,9 @@ static int find_locked(const uint64_t *words, int n, uint32_t *ids, int max, uin
                 add_pieces(i, v, ids, &found, max);
             else
                 add_id(ids, &found, max, by_addr[i]->pc.id);
+            res_chunk *head = by_addr[i]->group ? by_addr[i]->group : by_addr[i];
+            if (head->device == device && head->role_seq != seq)
+                head->role_seq = seq, head->role = (uint32_t)w;
             roles = mix_role(roles, (uint64_t)w << 32 | by_addr[i]->pc.id);
         }
     }
@@ -413,7 +423,7 @@ int lms_residency_find(const uint64_t *words, int n, uint32_t *ids, int max)
 {
     uint64_t roles;
     pthread_rwlock_rdlock(&map_lock);
-    int found = find_locked(words, n, ids, max, &roles);
+    int found = find_locked(words, n, ids, max, &roles, -1, 0);
     pthread_rwlock_unlock(&map_lock);
     return found;
 }
@@ -931,6 +941,19 @@ static double op_price(void *ctx, lms_plan_chunk *pc)
     return lms_timing_price(l->device, l->sig, price_id((res_chunk *)pc));
 }
 
+/* The price of reading c in place for the launch being planned learned
+ * for the parameter word that pointed into it (its role) over the
+ * function's launches of any signature; negative when unknown or when
+ * the launch's chunks were not found by a scan of its parameters. */
+static double op_role_price(void *ctx, lms_plan_chunk *pc)
+{
+    const live *l = ctx;
+    const res_chunk *c = (const res_chunk *)pc, *head = c->group ? c->group : c;
+    if (!l->seq || head->role_seq != l->seq)
+        return -1;
+    return lms_timing_role_price(l->device, l->fn, head->role);
+}
+
 /* The fitted price of reading in place for the function being launched. */
 static double op_fn_price(void *ctx, int *learn)
 {
@@ -996,7 +1019,7 @@ static bool op_busy(void *ctx, const lms_plan_chunk *pc)
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price, .fn_price = op_fn_price, .fetch_cost = op_fetch_cost,
+    .managed = op_managed, .price = op_price, .role_price = op_role_price, .fn_price = op_fn_price, .fetch_cost = op_fetch_cost,
     .moved = op_moved, .hides = op_hides, .mark = op_mark, .between = op_between, .busy = op_busy,
 };
 
@@ -1033,15 +1056,31 @@ static wide_scratch *wide_scratch_for(int n)
     return g;
 }
 
+/* The role (price.h) of a launch's reads in place, `bytes` of them in
+ * all, `local` bytes of its chunks on the device: the parameter word that
+ * pointed into chunk `top` (a first piece or whole chunk), which holds
+ * `top_bytes` of them, when those are at least 9/10 of them (the
+ * slowdown is that chunk's) and the reads in place at least a quarter of
+ * the launch's bytes (a few pieces read in place hide behind any
+ * compute, whatever the chunk would cost whole); else LMS_PRICE_NO_ROLE.
+ * Under the device lock and map_lock. */
+static uint32_t role_of(const live *l, const res_chunk *top, uint64_t top_bytes, uint64_t bytes, uint64_t local)
+{
+    if (!top || !l->seq || top->role_seq != l->seq || top_bytes < bytes - bytes / 10 || bytes < (bytes + local) / 4)
+        return LMS_PRICE_NO_ROLE;
+    return top->role;
+}
+
 /* Times the launch when it is sampled (timing.c): the chunks it reads in
- * place (ids with REMOTE_BIT, by their chunk's id) and their bytes, and
- * the bytes of its chunks on the device, go with the start event; remote
- * (n entries, the caller's) is room for those ids. Under the device lock
- * and map_lock. */
+ * place (ids with REMOTE_BIT, by their chunk's id) and their bytes, the
+ * bytes of its chunks on the device, and the role of its reads in place
+ * (role_of) go with the start event; remote (n entries, the caller's) is
+ * room for those ids. Under the device lock and map_lock. */
 static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t *tids, int n, uint32_t *remote)
 {
     int k = 0;
-    uint64_t bytes = 0, local = 0;
+    uint64_t bytes = 0, local = 0, run = 0, top_bytes = 0;   /* run: bytes of remote[k - 1] */
+    const res_chunk *top = NULL;
     for (int i = 0; i < n; i++) {
         res_chunk *c = chunk_of(tids[i] & ~REMOTE_BIT);
         if (!c)
@@ -1053,9 +1092,13 @@ static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t
         bytes += c->size;
         uint32_t id = price_id(c);
         if (k == 0 || remote[k - 1] != id)   /* pieces of a chunk have consecutive ids */
-            remote[k++] = id;
+            remote[k++] = id, run = 0;
+        run += c->size;
+        if (run > top_bytes)
+            top_bytes = run, top = c->group ? c->group : c;
     }
-    return lms_timing_begin(l->device, l->stream, seq, fn, l->sig, l->d->plan.explore, remote, k, bytes, local);
+    return lms_timing_begin(l->device, l->stream, seq, fn, l->sig, l->d->plan.explore, remote, k, bytes, local,
+                            role_of(l, top, top_bytes, bytes, local));
 }
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces
@@ -1143,7 +1186,7 @@ static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *id
     atomic_fetch_add(&a->launches_scanned, 1);
     tok->device = device;
     tok->seq = ++d->seq;
-    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1, .fn = fn};
+    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1, .fn = fn, .seq = tok->seq};
     if (d->plan.policy->on_demand) {
         l.slot = slot_of(d, stream);   /* before map_lock: a takeover walks the chunks */
         lms_timing_poll(device);
@@ -1152,7 +1195,7 @@ static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *id
     uint64_t roles = 0;
     if (scan) {
         ids = scan->room;
-        n = scan->n > 0 ? find_locked(scan->words, scan->n, scan->room, scan->max, &roles) : 0;
+        n = scan->n > 0 ? find_locked(scan->words, scan->n, scan->room, scan->max, &roles, device, tok->seq) : 0;
     }
     /* Every id is kept, beyond LMS_TOKEN_FEW in the thread's scratch; if
      * it cannot be had, the first LMS_TOKEN_FEW are (the rest are reached

@@ -44,6 +44,7 @@ typedef struct pair {
     int n;
     uint64_t bytes;           /* bytes read in place (a fetch batch: fetched) */
     uint64_t local;           /* bytes of the launch's chunks on the device */
+    uint32_t role;            /* the parameter word its reads in place were of (LMS_PRICE_NO_ROLE: none) */
     bool fetch;               /* a batch of demand fetches, not a launch */
     bool closed;              /* the end event is recorded */
     bool bad;                 /* a record failed: learn nothing */
@@ -115,7 +116,7 @@ static int arm(int device, CUstream stream)
 }
 
 int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, bool always, const uint32_t *remote, int n,
-                     uint64_t bytes, uint64_t local)
+                     uint64_t bytes, uint64_t local, uint32_t role)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
         return 0;
@@ -141,6 +142,7 @@ int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, ui
     pr->n = copy ? n : 0;
     pr->bytes = bytes;
     pr->local = local;
+    pr->role = role;
     return h;
 }
 
@@ -207,7 +209,7 @@ void lms_timing_poll(int device)
             double v = (double)ms * 1e6 / (double)pr->bytes;
             t->fetch_ns = t->fetch_ns > 0 ? (3 * t->fetch_ns + v) / 4 : v;
         } else if (!pr->bad) {
-            lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6);
+            lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6, pr->role);
             lms_fnprice_learn(&t->fits, pr->fn, pr->local, pr->bytes, (double)ms * 1e6);
         }
         free(pr->remote);
@@ -222,6 +224,13 @@ double lms_timing_price(int device, uint64_t sig, uint32_t id)
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
     return lms_price_of(&timing[device].price, sig, id);
+}
+
+double lms_timing_role_price(int device, uintptr_t fn, uint32_t role)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+        return -1;
+    return lms_price_role(&timing[device].price, fn, role);
 }
 
 double lms_timing_fn_price(int device, uintptr_t fn, int *learn)

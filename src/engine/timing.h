@@ -17,11 +17,13 @@
  * `stream`, after the engine's own work for it on that stream: when the
  * launch is sampled, records the start event and keeps remote[0..n) (the
  * ids of the chunks it reads in place, `bytes` in all) and `local` (the
- * bytes of its chunks on the device); `always`: whatever the sampling
- * (a launch made to teach its function's fit). Returns a handle for
- * lms_timing_end, or 0 when not timed. */
+ * bytes of its chunks on the device) and `role` (the parameter word that
+ * pointed into the one chunk its reads in place were of, or
+ * LMS_PRICE_NO_ROLE: price.h); `always`: whatever the sampling (a launch
+ * made to teach its function's fit). Returns a handle for lms_timing_end,
+ * or 0 when not timed. */
 int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, bool always, const uint32_t *remote, int n,
-                     uint64_t bytes, uint64_t local);
+                     uint64_t bytes, uint64_t local, uint32_t role);
 /* After the launch was issued: records the end event of handle `h`. */
 void lms_timing_end(int device, int h, CUstream stream);
 /* Before the first demand fetch of a launch on its stream (before the
@@ -38,6 +40,10 @@ void lms_timing_poll(int device);
 /* The learned price (ns of slowdown per byte) of reading chunk `id` in
  * place for a launch of `sig`, or negative when unknown. */
 double lms_timing_price(int device, uint64_t sig, uint32_t id);
+/* The learned price (ns of slowdown per byte) of reading in place the
+ * chunk that parameter word `role` of a launch of fn points into, or
+ * negative when unknown (lms_price_role). */
+double lms_timing_role_price(int device, uintptr_t fn, uint32_t role);
 
 /* fn's price of reading in place fitted over its timed launches (ns of
  * slowdown per byte, src/common/fnprice.h), or negative when it cannot be

@@ -276,6 +276,14 @@ static double f_price(void *ctx, lms_plan_chunk *c)
     return c->id == 0 ? ((fake *)ctx)->own0 : 9;
 }
 
+static double role0 = -1;   /* chunk 0's price for its parameter position (others: none); negative: unknown */
+
+static double f_role_price(void *ctx, lms_plan_chunk *c)
+{
+    (void)ctx;
+    return c->id == 0 ? role0 : -1;
+}
+
 static double f_fn_price(void *ctx, int *learn)
 {
     fake *f = ctx;
@@ -313,6 +321,7 @@ static lms_plan_ops priced_ops(void)
 {
     lms_plan_ops ops = fake_room_ops();
     ops.price = f_price;
+    ops.role_price = f_role_price;
     ops.fn_price = f_fn_price;
     ops.fetch_cost = f_fetch_cost;
     ops.room = f_room;
@@ -416,6 +425,58 @@ static void ask_needs_room(void)
     lms_plan_destroy(&plan);
 }
 
+/* Nothing to act on, a chunk without a price of its own takes the one
+ * learned for its parameter position before its function's: read in
+ * place at zero (hidden) or 1, fetched at 3, whatever the function's
+ * average says (an operand read once beside one re-read 16 times in
+ * random pairs: the function's price is between them); a position's zero
+ * gives way while the function's fit asks for a launch on the device (a
+ * new phase). An own price comes first. */
+static void blind_position_price(void)
+{
+    role0 = 0;
+    CHECK(!fetched(&blind_like, 2, 20, -1, 3, 0));
+    CHECK(fetched(&blind_like, 2, 20, -1, -1, 1));
+    CHECK(fetched(&blind_like, 2, 20, 3, 3, 0));
+    role0 = 1;
+    CHECK(!fetched(&blind_like, 2, 20, -1, 3, 0));
+    role0 = 3;
+    CHECK(fetched(&blind_like, 2, 20, -1, 1, 0));
+    CHECK(!fetched(&blind_like, 2, 20, 1, 3, 0));
+    role0 = -1;
+}
+
+/* Nothing to act on, a room of 3 that chunk 0 (2 units) holds, and a
+ * launch of chunks 0 and 1 (2 units, priced 9): chunk 1 can be fetched
+ * only if chunk 0 goes back. It does when chunk 0 is priced under half of
+ * chunk 1 (its position's 0.5: read in place instead), not when it is
+ * dear too (its position's 9: chunk 1 is read in place). */
+static void blind_demotes_cheap(void)
+{
+    for (int k = 0; k < 2; k++) {
+        role0 = k ? 9 : 0.5;
+        fake f = {.own0 = -1, .fn_price = 3, .fetch_cost = 2};
+        fake_room_init(&f.dev, 3, 30);
+        lms_plan_ops ops = priced_ops();
+        lms_plan plan;
+        CHECK(lms_plan_init(&plan, &blind_like));
+        f.dev.chunks[0].charge = f.dev.chunks[1].charge = 2;
+        launch1(&plan, &ops, &f, 1, 0);   /* free room: fetched whatever its price */
+        CHECK(f.dev.chunks[0].resident);
+        uint32_t ids[2] = {0, 1};
+        lms_plan_chunk *mine[2] = {&f.dev.chunks[0], &f.dev.chunks[1]};
+        lms_plan_pin(&plan, mine[0]);
+        lms_plan_pin(&plan, mine[1]);
+        lms_plan_launch(&plan, &ops, &f, 2, FN, ids, 2, mine, 2);
+        CHECK(f.dev.chunks[1].resident == !k);
+        CHECK(f.dev.chunks[0].resident == !!k);
+        lms_plan_used(&plan, mine[0], 2);
+        lms_plan_used(&plan, mine[1], 2);
+        lms_plan_destroy(&plan);
+    }
+    role0 = -1;
+}
+
 /* Nothing to act on, a launch of two chunks of 2 units each whose
  * reads in place are dearer than a fetch, beside a room of 3 that chunk 2
  * fills: only one of them can be fetched, and the dearer one is (chunk
@@ -502,6 +563,8 @@ static const test_case cases[] = {
     {"bounded_table", bounded_table},
     {"blind_by_price", blind_by_price},
     {"blind_dearest_first", blind_dearest_first},
+    {"blind_position_price", blind_position_price},
+    {"blind_demotes_cheap", blind_demotes_cheap},
     {"blind_unknown", blind_unknown},
     {"learn_launch_timed", learn_launch_timed},
     {"ask_needs_room", ask_needs_room},

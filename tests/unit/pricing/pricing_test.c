@@ -25,15 +25,15 @@ static void learn_slowdown(void)
     CHECK(lms_price_init(&p, 1024));
     uint32_t ids[2] = {7, 9};
     uint64_t sig = lms_price_sig(FN, ids, 2);
-    lms_price_learn(&p, FN, lms_price_sig(FN, NULL, 0) ^ 5, NULL, 0, 0, 1000);   /* on the device: 1000 ns */
-    lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 5000);   /* chunk 7 in place: 4000 ns more for 100 B */
+    lms_price_learn(&p, FN, lms_price_sig(FN, NULL, 0) ^ 5, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* on the device: 1000 ns */
+    lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 5000, LMS_PRICE_NO_ROLE);   /* chunk 7 in place: 4000 ns more for 100 B */
     CHECK(lms_price_of(&p, sig, 7) > 39.9 && lms_price_of(&p, sig, 7) < 40.1);
     CHECK(lms_price_of(&p, sig, 9) < 0);
-    lms_price_learn(&p, FN, sig, &ids[1], 1, 100, 1050);   /* chunk 9 in place: within the noise */
+    lms_price_learn(&p, FN, sig, &ids[1], 1, 100, 1050, LMS_PRICE_NO_ROLE);   /* chunk 9 in place: within the noise */
     CHECK(lms_price_of(&p, sig, 9) == 0);
-    lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 3000);   /* a cheaper look at chunk 7 */
+    lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 3000, LMS_PRICE_NO_ROLE);   /* a cheaper look at chunk 7 */
     CHECK(lms_price_of(&p, sig, 7) > 19.9 && lms_price_of(&p, sig, 7) < 20.1);
-    lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 9000);   /* a dearer one: the best case stays */
+    lms_price_learn(&p, FN, sig, &ids[0], 1, 100, 9000, LMS_PRICE_NO_ROLE);   /* a dearer one: the best case stays */
     CHECK(lms_price_of(&p, sig, 7) > 19.9 && lms_price_of(&p, sig, 7) < 20.1);
     CHECK_EQ_U(lms_price_seen(&p, sig), 4);
     lms_price_destroy(&p);
@@ -47,12 +47,42 @@ static void roles_apart(void)
     CHECK(lms_price_init(&p, 1024));
     uint32_t ids[2] = {1, 2};
     uint64_t fwd = lms_price_sig(FN, ids, 2) ^ 11, back = lms_price_sig(FN, ids, 2) ^ 12;
-    lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000);
-    lms_price_learn(&p, FN, fwd, &ids[1], 1, 100, 9000);   /* 2 is read 8 times in place */
-    lms_price_learn(&p, FN, back, &ids[1], 1, 100, 1000);  /* 2 is written once, hidden */
+    lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);
+    lms_price_learn(&p, FN, fwd, &ids[1], 1, 100, 9000, LMS_PRICE_NO_ROLE);   /* 2 is read 8 times in place */
+    lms_price_learn(&p, FN, back, &ids[1], 1, 100, 1000, LMS_PRICE_NO_ROLE);  /* 2 is written once, hidden */
     CHECK(lms_price_of(&p, fwd, 2) > 79);
     CHECK(lms_price_of(&p, back, 2) == 0);
     CHECK(lms_price_of(&p, fwd, 1) < 0);
+    lms_price_destroy(&p);
+}
+
+/* A launch whose reads in place were of one chunk at parameter word
+ * `role` also prices that position of its function, for any signature:
+ * the half-way mean of its launches (a low price reads in place, and so
+ * is measured again); a launch with no role prices none; another
+ * function's position is its own; a launch reading in place a quarter
+ * faster than the base forgets the position's price with the rest. */
+static void position_priced(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    uint32_t id7 = 7, id9 = 9;
+    lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* on the device: 1000 ns */
+    CHECK(lms_price_role(&p, FN, 2) < 0);
+    lms_price_learn(&p, FN, 101, &id7, 1, 100, 5000, 2);   /* word 2's chunk in place: 4000 ns for 100 B */
+    CHECK(lms_price_role(&p, FN, 2) > 39.9 && lms_price_role(&p, FN, 2) < 40.1);
+    CHECK(lms_price_role(&p, FN, 3) < 0);
+    CHECK(lms_price_role(&p, FN + 1, 2) < 0);
+    lms_price_learn(&p, FN, 102, &id9, 1, 100, 1050, 3);   /* word 3's chunk in place: within the noise */
+    CHECK(lms_price_role(&p, FN, 3) == 0);
+    lms_price_learn(&p, FN, 103, &id9, 1, 100, 3000, 2);   /* another signature, word 2 again: 20 per byte */
+    CHECK(lms_price_role(&p, FN, 2) > 29.9 && lms_price_role(&p, FN, 2) < 30.1);
+    lms_price_learn(&p, FN, 104, &id7, 1, 100, 9000, LMS_PRICE_NO_ROLE);   /* no role: no position priced */
+    CHECK(lms_price_role(&p, FN, 2) > 29.9 && lms_price_role(&p, FN, 2) < 30.1);
+    CHECK(lms_price_role(&p, FN, LMS_PRICE_NO_ROLE) < 0);
+    lms_price_learn(&p, FN, 105, &id7, 1, 100, 500, 2);   /* faster than the base: all of it stale */
+    CHECK(lms_price_role(&p, FN, 2) < 0);
+    CHECK(lms_price_role(&p, FN, 3) == 0);
     lms_price_destroy(&p);
 }
 
@@ -66,11 +96,11 @@ static void no_base_no_price(void)
     CHECK(lms_price_init(&p, 1024));
     uint32_t id = 4;
     uint64_t sig = lms_price_sig(FN, &id, 1);
-    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000);
-    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000);
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000, LMS_PRICE_NO_ROLE);
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000, LMS_PRICE_NO_ROLE);
     CHECK(lms_price_of(&p, sig, 4) < 0);
-    lms_price_learn(&p, FN, sig ^ 1, NULL, 0, 0, 1000);   /* another launch of FN, on the device */
-    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000);
+    lms_price_learn(&p, FN, sig ^ 1, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* another launch of FN, on the device */
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000, LMS_PRICE_NO_ROLE);
     CHECK(lms_price_of(&p, sig, 4) > 79.9 && lms_price_of(&p, sig, 4) < 80.1);
     lms_price_destroy(&p);
 }
@@ -86,16 +116,16 @@ static void compute_fell_price_forgotten(void)
     CHECK(lms_price_init(&p, 1024));
     uint32_t id = 6;
     uint64_t sig = lms_price_sig(FN, &id, 1);
-    lms_price_learn(&p, FN, sig, NULL, 0, 0, 12000);        /* on the device: 12000 ns of compute */
-    lms_price_learn(&p, FN, sig, &id, 1, 100, 12100);       /* in place: hidden */
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 12000, LMS_PRICE_NO_ROLE);        /* on the device: 12000 ns of compute */
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 12100, LMS_PRICE_NO_ROLE);       /* in place: hidden */
     CHECK(lms_price_of(&p, sig, 6) == 0);
-    lms_price_learn(&p, FN, sig, NULL, 0, 0, 10000);        /* 1/6 faster: the same phase */
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 10000, LMS_PRICE_NO_ROLE);        /* 1/6 faster: the same phase */
     CHECK(lms_price_of(&p, sig, 6) == 0);
-    lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000);         /* 10x faster: the compute fell */
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);         /* 10x faster: the compute fell */
     CHECK(lms_price_of(&p, sig, 6) < 0);
-    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000);        /* in place now: 8000 ns more for 100 B */
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 9000, LMS_PRICE_NO_ROLE);        /* in place now: 8000 ns more for 100 B */
     CHECK(lms_price_of(&p, sig, 6) > 79.9 && lms_price_of(&p, sig, 6) < 80.1);
-    lms_price_learn(&p, FN, sig, &id, 1, 100, 5000);        /* the lowest of the phase stays */
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 5000, LMS_PRICE_NO_ROLE);        /* the lowest of the phase stays */
     CHECK(lms_price_of(&p, sig, 6) > 39.9 && lms_price_of(&p, sig, 6) < 40.1);
     lms_price_destroy(&p);
 }
@@ -111,10 +141,10 @@ static void zero_duration_no_base(void)
     CHECK(lms_price_init(&p, 1024));
     uint32_t id = 3;
     uint64_t sig = lms_price_sig(FN, &id, 1);
-    lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000);
-    lms_price_learn(&p, FN, sig, NULL, 0, 0, 0);
-    lms_price_learn(&p, FN, lms_price_sig(FN, NULL, 0), NULL, 0, 0, 0);
-    lms_price_learn(&p, FN, sig, &id, 1, 100, 1050);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 0, LMS_PRICE_NO_ROLE);
+    lms_price_learn(&p, FN, lms_price_sig(FN, NULL, 0), NULL, 0, 0, 0, LMS_PRICE_NO_ROLE);
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 1050, LMS_PRICE_NO_ROLE);
     CHECK(lms_price_of(&p, sig, 3) == 0);
     lms_price_destroy(&p);
 }
@@ -128,9 +158,9 @@ static void cleared_in_learn(void)
     CHECK(lms_price_init(&p, 16));
     uint32_t ids[5] = {1, 2, 3, 4, 5};
     uint64_t sig = lms_price_sig(FN, ids, 5);
-    lms_price_learn(&p, FN, sig, NULL, 0, 0, 12000);
-    lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000);   /* a new phase (1); 4 slots taken */
-    lms_price_learn(&p, FN, sig, ids, 5, 500, 9000);   /* the fifth chunk's slot clears the table */
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 12000, LMS_PRICE_NO_ROLE);
+    lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* a new phase (1); 4 slots taken */
+    lms_price_learn(&p, FN, sig, ids, 5, 500, 9000, LMS_PRICE_NO_ROLE);   /* the fifth chunk's slot clears the table */
     CHECK(lms_price_of(&p, sig, 5) > 15.9 && lms_price_of(&p, sig, 5) < 16.1);
     lms_price_destroy(&p);
 }
@@ -253,8 +283,8 @@ static void bounded_table(void)
     CHECK(lms_price_init(&p, 64));
     uint32_t id = 3;
     for (uint64_t s = 1; s < 1000; s++) {
-        lms_price_learn(&p, FN, s * 7919, NULL, 0, 0, 50);   /* on the device: the base */
-        lms_price_learn(&p, FN, s * 7919, &id, 1, 10, 100);
+        lms_price_learn(&p, FN, s * 7919, NULL, 0, 0, 50, LMS_PRICE_NO_ROLE);   /* on the device: the base */
+        lms_price_learn(&p, FN, s * 7919, &id, 1, 10, 100, LMS_PRICE_NO_ROLE);
         CHECK(p.used <= p.cap / 2);
     }
     CHECK(lms_price_seen(&p, 999 * 7919) == 2);
@@ -265,6 +295,7 @@ static void bounded_table(void)
 static const test_case cases[] = {
     {"learn_slowdown", learn_slowdown},
     {"roles_apart", roles_apart},
+    {"position_priced", position_priced},
     {"no_base_no_price", no_base_no_price},
     {"compute_fell_price_forgotten", compute_fell_price_forgotten},
     {"zero_duration_no_base", zero_duration_no_base},
