@@ -739,6 +739,38 @@ static int wd_step(wl_ctx *c, int step)
     return c->error;
 }
 
+#define OPS_BUFS 12
+#define OPS_LAUNCHES 16
+#define OPS_PASSES 16
+
+static struct {
+    size_t s;
+    void *b[OPS_BUFS], *y;
+} ops;
+
+static int ops_setup(wl_ctx *c)
+{
+    ops.y = wl_alloc(c, SMALL);
+    ops.s = wl_pages((double)(c->working_set - SMALL) / OPS_BUFS);
+    return alloc_each(c, ops.b, OPS_BUFS, ops.s);
+}
+
+/* 16 GEMMs a step, each with two of the 12 buffers chosen at random: one
+ * as the weight, re-read 16 times, one as the input, read once. No launch
+ * repeats another's chunks; each parameter keeps its way of reading. */
+static int ops_step(wl_ctx *c, int step)
+{
+    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    for (int k = 0; k < OPS_LAUNCHES; k++) {
+        int w = (int)(wl_rand(&rng) % OPS_BUFS), x;
+        do
+            x = (int)(wl_rand(&rng) % OPS_BUFS);
+        while (x == w);
+        wl_gemm(c, ops.b[x], ops.b[w], ops.y, ops.s, ops.s, SMALL, 1, OPS_PASSES, false);
+    }
+    return c->error;
+}
+
 /* ---- the table of shapes -------------------------------------------------- */
 
 const wl_shape wl_shapes[] = {
@@ -767,5 +799,7 @@ const wl_shape wl_shapes[] = {
     {"deep", "96 layers forward only, each GEMM re-reading its weight 8 times", 0, false, 0, dp_setup, dp_step},
     {"wide", "16 reductions a step, each reading 5 of 48 buffers chosen at random once", 0, true, 0, wd_setup,
      wd_step},
+    {"operands", "16 GEMMs a step, each re-reading one of 12 buffers 16 times and reading another once, at random",
+     0, true, 0, ops_setup, ops_step},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

@@ -42,8 +42,8 @@ insum && NF == 20 && $3 ~ /^[0-9.]+$/ {
     rows++
 }
 END {
-    if (rows != 14 * 5)
-        fail(rows " summary rows (14 shapes x 5 ratios expected)")
+    if (rows != 15 * 5)
+        fail(rows " summary rows (15 shapes x 5 ratios expected)")
     if (!seen15)
         fail("no detailed row of the transformer at 1.5x with lookahead")
     exit bad
