@@ -311,6 +311,35 @@ static void launch1(lms_plan *plan, lms_plan_ops *ops, fake *f, uint64_t seq, ui
     lms_plan_used(plan, mine[0], seq);
 }
 
+/* f's device with a room of 3 units, chunks 0 and 1 of 2 units and chunk
+ * 2 of 3, under a new planner with nothing to act on (plan, ops priced);
+ * launch 1 is of chunk `first` (2: it fills the room). */
+static void room_of_three(fake *f, lms_plan *plan, lms_plan_ops *ops, uint32_t first)
+{
+    fake_room_init(&f->dev, 3, 30);
+    CHECK(lms_plan_init(plan, &blind_like));
+    f->dev.chunks[0].charge = f->dev.chunks[1].charge = 2;
+    f->dev.chunks[2].charge = 3;
+    launch1(plan, ops, f, 1, first);
+}
+
+/* Launch `seq` of chunks 0 and 1 under plan over f (both pinned until used01). */
+static void launch01(lms_plan *plan, lms_plan_ops *ops, fake *f, uint64_t seq)
+{
+    uint32_t ids[2] = {0, 1};
+    lms_plan_chunk *mine[2] = {&f->dev.chunks[0], &f->dev.chunks[1]};
+    lms_plan_pin(plan, mine[0]);
+    lms_plan_pin(plan, mine[1]);
+    lms_plan_launch(plan, ops, f, seq, FN, ids, 2, mine, 2);
+}
+
+/* Launch `seq` of launch01 was issued: records its uses of chunks 0 and 1. */
+static void used01(lms_plan *plan, fake *f, uint64_t seq)
+{
+    lms_plan_used(plan, &f->dev.chunks[0], seq);
+    lms_plan_used(plan, &f->dev.chunks[1], seq);
+}
+
 /* One launch of chunk 0 on a device with room for `room` of `n` chunks
  * under policy pol, the room first filled by launches of chunks 1..room
  * (`full`) or left free; returns whether chunk 0 was fetched (and checks
@@ -404,24 +433,15 @@ static void learn_launch_timed(void)
 static void ask_needs_room(void)
 {
     fake f = {.own0 = -1, .fn_price = -1, .learn = 1, .fetch_cost = 2};
-    fake_room_init(&f.dev, 3, 30);
     lms_plan_ops ops = priced_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
-    f.dev.chunks[0].charge = f.dev.chunks[1].charge = 2;
-    f.dev.chunks[2].charge = 3;
-    launch1(&plan, &ops, &f, 1, 2);   /* chunk 2 fills the room */
+    room_of_three(&f, &plan, &ops, 2);
     CHECK(f.dev.chunks[2].resident);
-    uint32_t ids[2] = {0, 1};
-    lms_plan_chunk *mine[2] = {&f.dev.chunks[0], &f.dev.chunks[1]};
-    lms_plan_pin(&plan, mine[0]);
-    lms_plan_pin(&plan, mine[1]);
-    lms_plan_launch(&plan, &ops, &f, 2, FN, ids, 2, mine, 2);
+    launch01(&plan, &ops, &f, 2);
     CHECK(!f.dev.chunks[0].resident);
     CHECK(f.dev.chunks[1].resident);
     CHECK(!plan.explore);
-    lms_plan_used(&plan, mine[0], 2);
-    lms_plan_used(&plan, mine[1], 2);
+    used01(&plan, &f, 2);
     lms_plan_destroy(&plan);
 }
 
@@ -456,22 +476,14 @@ static void blind_demotes_cheap(void)
     for (int k = 0; k < 2; k++) {
         role0 = k ? 9 : 0.5;
         fake f = {.own0 = -1, .fn_price = 3, .fetch_cost = 2};
-        fake_room_init(&f.dev, 3, 30);
         lms_plan_ops ops = priced_ops();
         lms_plan plan;
-        CHECK(lms_plan_init(&plan, &blind_like));
-        f.dev.chunks[0].charge = f.dev.chunks[1].charge = 2;
-        launch1(&plan, &ops, &f, 1, 0);   /* free room: fetched whatever its price */
+        room_of_three(&f, &plan, &ops, 0);   /* free room: chunk 0 fetched whatever its price */
         CHECK(f.dev.chunks[0].resident);
-        uint32_t ids[2] = {0, 1};
-        lms_plan_chunk *mine[2] = {&f.dev.chunks[0], &f.dev.chunks[1]};
-        lms_plan_pin(&plan, mine[0]);
-        lms_plan_pin(&plan, mine[1]);
-        lms_plan_launch(&plan, &ops, &f, 2, FN, ids, 2, mine, 2);
+        launch01(&plan, &ops, &f, 2);
         CHECK(f.dev.chunks[1].resident == !k);
         CHECK(f.dev.chunks[0].resident == !!k);
-        lms_plan_used(&plan, mine[0], 2);
-        lms_plan_used(&plan, mine[1], 2);
+        used01(&plan, &f, 2);
         lms_plan_destroy(&plan);
     }
     role0 = -1;
@@ -489,23 +501,14 @@ static void blind_dearest_first(void)
 {
     for (int k = 0; k < 2; k++) {
         fake f = {.own0 = k ? 1 : -1, .fn_price = 3, .fetch_cost = 2};
-        fake_room_init(&f.dev, 3, 30);
         lms_plan_ops ops = priced_ops();
         lms_plan plan;
-        CHECK(lms_plan_init(&plan, &blind_like));
-        f.dev.chunks[0].charge = f.dev.chunks[1].charge = 2;
-        f.dev.chunks[2].charge = 3;
-        launch1(&plan, &ops, &f, 1, 2);   /* chunk 2 fills the room */
-        uint32_t ids[2] = {0, 1};
-        lms_plan_chunk *mine[2] = {&f.dev.chunks[0], &f.dev.chunks[1]};
-        lms_plan_pin(&plan, mine[0]);
-        lms_plan_pin(&plan, mine[1]);
-        lms_plan_launch(&plan, &ops, &f, 2, FN, ids, 2, mine, 2);
+        room_of_three(&f, &plan, &ops, 2);
+        launch01(&plan, &ops, &f, 2);
         CHECK(f.dev.chunks[1].resident);
         CHECK(!f.dev.chunks[0].resident);
         CHECK(!f.dev.chunks[2].resident);
-        lms_plan_used(&plan, mine[0], 2);
-        lms_plan_used(&plan, mine[1], 2);
+        used01(&plan, &f, 2);
         lms_plan_destroy(&plan);
     }
 }
