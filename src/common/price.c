@@ -17,7 +17,11 @@
  * the device a quarter faster than the signature's shortest there so far
  * says the same from the other side (with nothing read in place since,
  * its prices were never put to the test): the signature enters a new
- * phase, and prices learned in an older one are not answered. A GEMM's operand read once per
+ * phase, and prices learned in an older one are not answered. So does
+ * every signature of a function one of whose launches on the device ran a
+ * quarter faster than any of its launches there before (a signature whose
+ * chunks are only ever read in place has no launch of its own on the
+ * device to tell). A GEMM's operand read once per
  * tile row prices far above its output written once; a read the kernel's
  * compute hides prices zero. A chunk never read in place by a signature
  * has no price for it.
@@ -115,12 +119,14 @@ static lms_price_entry *slot(lms_price *p, uint64_t key)
     return e;
 }
 
-/* The phase of signature sig: counted up each time a launch of it on the
- * device ran a quarter faster than any before (lms_price_learn). */
-static uint32_t phase_of(const lms_price *p, uint64_t sig)
+/* The phase of signature sig of function fn: counted up each time a
+ * launch of sig on the device ran a quarter faster than any before, and
+ * each time one of fn's did than any of fn's (lms_price_learn). */
+static uint32_t phase_of(const lms_price *p, uintptr_t fn, uint64_t sig)
 {
     const lms_price_entry *own = probe(p, key_of(sig, LOCAL_TAG));
-    return own && own->key ? own->phase : 0;
+    const lms_price_entry *f = probe(p, key_of(lms_price_sig(fn, NULL, 0), BASE_TAG));
+    return (own && own->key ? own->phase : 0) + (f && f->key ? f->phase : 0);
 }
 
 /* Lowers the shortest duration kept under key to ns; returns it. */
@@ -151,8 +157,10 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     if (!(ns > 0) || ns > 1e15)
         return;   /* no duration, or none a kernel takes (0: a timer's reading; as a base it priced
                      every later read in place at its whole duration) */
-    shortest(p, key_of(sig, BASE_TAG), ns);
     uint64_t fkey = key_of(lms_price_sig(fn, NULL, 0), BASE_TAG);
+    const lms_price_entry *f0 = probe(p, fkey);
+    float fn_was = f0 && f0->key ? f0->value : -1;   /* before the next line: a launch naming no chunk is fn's signature */
+    shortest(p, key_of(sig, BASE_TAG), ns);
     if (bytes == 0) {
         /* Nothing read in place: what sig takes on the device, and the
          * function. Far faster than ever before there: a new phase. */
@@ -161,7 +169,11 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
             own->phase++;
         if (own && (own->value < 0 || ns < own->value))
             own->value = (float)ns;
-        shortest(p, fkey, ns);
+        lms_price_entry *f = slot(p, fkey);
+        if (f && fn_was >= 0 && ns < fn_was - fn_was / STALE)
+            f->phase++;   /* the function's too: a signature read in place only has no launch of its own to tell */
+        if (f && (f->value < 0 || ns < f->value))
+            f->value = (float)ns;
         return;
     }
     /* The base: the shortest duration of sig or of fn with nothing read
@@ -209,7 +221,7 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     }
     for (int i = 0; i < n; i++) {
         lms_price_entry *e = slot(p, key_of(sig, remote[i]));
-        uint32_t phase = phase_of(p, sig);   /* after slot(): a table cleared there started sig's phases over */
+        uint32_t phase = phase_of(p, fn, sig);   /* after slot(): a table cleared there started sig's phases over */
         /* The lowest price of the phase stays (reads in place that the
          * kernel hid at one amount may show at a larger one: a price is
          * the best case seen, relearned when the table starts over). */
@@ -218,12 +230,12 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     }
 }
 
-double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id)
+double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id)
 {
     const lms_price_entry *e = probe(p, key_of(sig, id));
     if (!e || !e->key || e->value < 0)
         return -1;
-    return e->phase == phase_of(p, sig) ? e->value : -1;   /* learned in an older phase: none */
+    return e->phase == phase_of(p, fn, sig) ? e->value : -1;   /* learned in an older phase: none */
 }
 
 double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role)

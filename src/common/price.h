@@ -51,7 +51,7 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
 /* The price (ns of slowdown per byte) of reading chunk `id` in place for
  * a launch of signature `sig`, or a negative number when unknown or
  * learned in an older phase of the signature (price.c). */
-double lms_price_of(const lms_price *p, uint64_t sig, uint32_t id);
+double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id);
 
 /* The price (ns of slowdown per byte) of reading in place the chunk that
  * parameter word `role` of a launch of fn points into, learned from fn's

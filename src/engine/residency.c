@@ -938,7 +938,7 @@ static uint32_t price_id(const res_chunk *c)
 static double op_price(void *ctx, lms_plan_chunk *pc)
 {
     live *l = ctx;
-    return lms_timing_price(l->device, l->sig, price_id((res_chunk *)pc));
+    return lms_timing_price(l->device, l->fn, l->sig, price_id((res_chunk *)pc));
 }
 
 /* The price of reading c in place for the launch being planned learned

@@ -219,11 +219,11 @@ void lms_timing_poll(int device)
     lms_capture_restore(mode);
 }
 
-double lms_timing_price(int device, uint64_t sig, uint32_t id)
+double lms_timing_price(int device, uintptr_t fn, uint64_t sig, uint32_t id)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
-    return lms_price_of(&timing[device].price, sig, id);
+    return lms_price_of(&timing[device].price, fn, sig, id);
 }
 
 double lms_timing_role_price(int device, uintptr_t fn, uint32_t role)

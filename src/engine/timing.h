@@ -39,7 +39,7 @@ double lms_timing_fetch_cost(int device);
 void lms_timing_poll(int device);
 /* The learned price (ns of slowdown per byte) of reading chunk `id` in
  * place for a launch of `sig`, or negative when unknown. */
-double lms_timing_price(int device, uint64_t sig, uint32_t id);
+double lms_timing_price(int device, uintptr_t fn, uint64_t sig, uint32_t id);
 /* The learned price (ns of slowdown per byte) of reading in place the
  * chunk that parameter word `role` of a launch of fn points into, or
  * negative when unknown (lms_price_role). */
