@@ -75,9 +75,10 @@ typedef struct lms_plan_ops {
     /* What reading c in place costs the launch being planned, learned for
      * the parameter position that names c over its function's launches of
      * any signature (ns of slowdown per byte), or negative when unknown
-     * (NULL: never known). Asked with nothing to act on for a chunk
-     * without a price of its own (plan.c, chunk_price). */
-    double (*role_price)(void *ctx, lms_plan_chunk *c);
+     * (NULL: never known); *spread gets how far those launches' prices
+     * stray from it. Asked with nothing to act on for a chunk without a
+     * price of its own (plan.c, position_price). */
+    double (*role_price)(void *ctx, lms_plan_chunk *c, double *spread);
     /* What reading in place costs the function of the launch being
      * planned, fitted over its measured launches (ns of slowdown per byte),
      * or negative when it cannot be fitted yet; then *learn says which

@@ -47,6 +47,7 @@
 #define BASE_TAG 0xfffffffeu    /* ... a signature's or a function's shortest duration (ns) */
 #define LOCAL_TAG 0xfffffffdu   /* ... a signature's shortest duration with nothing read in place (ns) */
 #define ROLE_TAG 0x524f4c45u    /* mixed into a function's key: the signature its roles' prices are kept under */
+#define SPREAD_TAG 0x53505244u  /* ... and the one their spreads are kept under */
 
 /* Mixes a value into a hash. */
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -140,10 +141,11 @@ static double shortest(lms_price *p, uint64_t key, double ns)
     return e->value;
 }
 
-/* The signature fn's role prices are kept under (lms_price_role). */
-static uint64_t role_sig(uintptr_t fn)
+/* The signature fn's role prices are kept under (lms_price_role), and
+ * the one their spreads are (`tag` ROLE_TAG or SPREAD_TAG). */
+static uint64_t role_sig(uintptr_t fn, uint32_t tag)
 {
-    return mix(lms_price_sig(fn, NULL, 0), ROLE_TAG);
+    return mix(lms_price_sig(fn, NULL, 0), tag);
 }
 
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
@@ -202,7 +204,7 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
             if (e && e->key)
                 e->value = -1;
         }
-        lms_price_entry *r = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn), role)) : NULL;
+        lms_price_entry *r = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn, ROLE_TAG), role)) : NULL;
         if (r && r->key)
             r->value = -1;
         return;
@@ -214,10 +216,18 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     if (role != LMS_PRICE_NO_ROLE) {
         /* The position's price follows its latest launches (half each):
          * a chunk it names is read in place while that price is low, so
-         * every such launch measures it again. */
-        lms_price_entry *r = slot(p, key_of(role_sig(fn), role));
-        if (r)
+         * every such launch measures it again. Its spread is the same
+         * mean of how far each launch's price was from it: a position
+         * whose launches read their chunk in different ways (the operand
+         * re-read 16 times in some, once in others) has a wide one. */
+        lms_price_entry *r = slot(p, key_of(role_sig(fn, ROLE_TAG), role));
+        lms_price_entry *d = slot(p, key_of(role_sig(fn, SPREAD_TAG), role));
+        r = r && r->key == (key_of(role_sig(fn, ROLE_TAG), role)) ? r : NULL;   /* d's slot may have cleared the table */
+        if (r && d) {
+            float off = r->value < 0 ? 0 : v > r->value ? v - r->value : r->value - v;
+            d->value = r->value < 0 || d->value < 0 ? off : (d->value + off) / 2;
             r->value = r->value < 0 ? v : (r->value + v) / 2;
+        }
     }
     for (int i = 0; i < n; i++) {
         lms_price_entry *e = slot(p, key_of(sig, remote[i]));
@@ -238,9 +248,12 @@ double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id)
     return e->phase == phase_of(p, fn, sig) ? e->value : -1;   /* learned in an older phase: none */
 }
 
-double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role)
+double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *spread)
 {
-    const lms_price_entry *e = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn), role)) : NULL;
+    const lms_price_entry *e = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn, ROLE_TAG), role)) : NULL;
+    const lms_price_entry *d = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn, SPREAD_TAG), role)) : NULL;
+    if (spread)
+        *spread = d && d->key && d->value >= 0 ? d->value : 0;
     return e && e->key && e->value >= 0 ? e->value : -1;
 }
 

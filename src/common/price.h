@@ -55,8 +55,10 @@ double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id)
 
 /* The price (ns of slowdown per byte) of reading in place the chunk that
  * parameter word `role` of a launch of fn points into, learned from fn's
- * launches of any signature (price.c), or negative when unknown. */
-double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role);
+ * launches of any signature (price.c), or negative when unknown; *spread
+ * (when not NULL) gets how far those launches' prices stray from it (a
+ * mean, in the same unit). */
+double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *spread);
 
 /* The base a slowdown of `sig` (a launch of fn) is measured from: the
  * shortest duration (ns) of the signature, or of the function with

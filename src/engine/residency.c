@@ -943,15 +943,17 @@ static double op_price(void *ctx, lms_plan_chunk *pc)
 
 /* The price of reading c in place for the launch being planned learned
  * for the parameter word that pointed into it (its role) over the
- * function's launches of any signature; negative when unknown or when
- * the launch's chunks were not found by a scan of its parameters. */
-static double op_role_price(void *ctx, lms_plan_chunk *pc)
+ * function's launches of any signature, and its spread; negative when
+ * unknown or when the launch's chunks were not found by a scan of its
+ * parameters. */
+static double op_role_price(void *ctx, lms_plan_chunk *pc, double *spread)
 {
     const live *l = ctx;
     const res_chunk *c = (const res_chunk *)pc, *head = c->group ? c->group : c;
+    *spread = 0;
     if (!l->seq || head->role_seq != l->seq)
         return -1;
-    return lms_timing_role_price(l->device, l->fn, head->role);
+    return lms_timing_role_price(l->device, l->fn, head->role, spread);
 }
 
 /* The fitted price of reading in place for the function being launched. */

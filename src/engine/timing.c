@@ -226,11 +226,12 @@ double lms_timing_price(int device, uintptr_t fn, uint64_t sig, uint32_t id)
     return lms_price_of(&timing[device].price, fn, sig, id);
 }
 
-double lms_timing_role_price(int device, uintptr_t fn, uint32_t role)
+double lms_timing_role_price(int device, uintptr_t fn, uint32_t role, double *spread)
 {
+    *spread = 0;
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
-    return lms_price_role(&timing[device].price, fn, role);
+    return lms_price_role(&timing[device].price, fn, role, spread);
 }
 
 double lms_timing_fn_price(int device, uintptr_t fn, int *learn)

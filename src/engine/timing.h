@@ -42,8 +42,9 @@ void lms_timing_poll(int device);
 double lms_timing_price(int device, uintptr_t fn, uint64_t sig, uint32_t id);
 /* The learned price (ns of slowdown per byte) of reading in place the
  * chunk that parameter word `role` of a launch of fn points into, or
- * negative when unknown (lms_price_role). */
-double lms_timing_role_price(int device, uintptr_t fn, uint32_t role);
+ * negative when unknown; *spread: how far its launches stray from it
+ * (lms_price_role). */
+double lms_timing_role_price(int device, uintptr_t fn, uint32_t role, double *spread);
 
 /* fn's price of reading in place fitted over its timed launches (ns of
  * slowdown per byte, src/common/fnprice.h), or negative when it cannot be

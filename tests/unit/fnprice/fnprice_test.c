@@ -277,10 +277,12 @@ static double f_price(void *ctx, lms_plan_chunk *c)
 }
 
 static double role0 = -1;   /* chunk 0's price for its parameter position (others: none); negative: unknown */
+static double spread0;      /* ... how far its launches strayed from it */
 
-static double f_role_price(void *ctx, lms_plan_chunk *c)
+static double f_role_price(void *ctx, lms_plan_chunk *c, double *spread)
 {
     (void)ctx;
+    *spread = spread0;
     return c->id == 0 ? role0 : -1;
 }
 
@@ -446,24 +448,44 @@ static void ask_needs_room(void)
 }
 
 /* Nothing to act on, a chunk without a price of its own takes the one
- * learned for its parameter position before its function's: read in
- * place at zero (hidden) or 1, fetched at 3, whatever the function's
- * average says (an operand read once beside one re-read 16 times in
- * random pairs: the function's price is between them); a position's zero
- * gives way while the function's fit asks for a launch on the device (a
- * new phase). An own price comes first. */
+ * learned for its parameter position before its function's where it
+ * says hidden or dearer than a fetch (2 per byte): read in place at zero
+ * or 0.2, fetched at 3, whatever the function's average says (an operand
+ * read once beside one re-read 16 times in random pairs: the function's
+ * price is between them); between (1), the function's decides (a fetch
+ * serves the chunk's later uses too). A position's zero gives way while
+ * the function's fit asks for a launch on the device (a new phase). An
+ * own price comes first. */
 static void blind_position_price(void)
 {
     role0 = 0;
     CHECK(!fetched(&blind_like, 2, 20, -1, 3, 0));
     CHECK(fetched(&blind_like, 2, 20, -1, -1, 1));
     CHECK(fetched(&blind_like, 2, 20, 3, 3, 0));
-    role0 = 1;
+    role0 = 0.2;
     CHECK(!fetched(&blind_like, 2, 20, -1, 3, 0));
+    role0 = 1;
+    CHECK(fetched(&blind_like, 2, 20, -1, 3, 0));
+    CHECK(!fetched(&blind_like, 2, 20, -1, 1, 0));
     role0 = 3;
     CHECK(fetched(&blind_like, 2, 20, -1, 1, 0));
     CHECK(!fetched(&blind_like, 2, 20, 1, 3, 0));
     role0 = -1;
+}
+
+/* A position whose launches disagree (a spread over half its price, and
+ * over half of what counts as hidden: 0.125 per byte here) has no price:
+ * the function's decides. Zero with a spread of 0.1 (launches that read
+ * in place at up to a twentieth of a fetch) still says hidden. */
+static void position_spread(void)
+{
+    role0 = 3, spread0 = 2;
+    CHECK(!fetched(&blind_like, 2, 20, -1, 1, 0));
+    role0 = 0, spread0 = 0.5;
+    CHECK(fetched(&blind_like, 2, 20, -1, 3, 0));
+    role0 = 0, spread0 = 0.1;
+    CHECK(!fetched(&blind_like, 2, 20, -1, 3, 0));
+    role0 = -1, spread0 = 0;
 }
 
 /* Nothing to act on, a room of 3 that chunk 0 (2 units) holds, and a
@@ -567,6 +589,7 @@ static const test_case cases[] = {
     {"blind_by_price", blind_by_price},
     {"blind_dearest_first", blind_dearest_first},
     {"blind_position_price", blind_position_price},
+    {"position_spread", position_spread},
     {"blind_demotes_cheap", blind_demotes_cheap},
     {"blind_unknown", blind_unknown},
     {"learn_launch_timed", learn_launch_timed},

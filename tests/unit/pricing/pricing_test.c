@@ -59,7 +59,8 @@ static void roles_apart(void)
 /* A launch whose reads in place were of one chunk at parameter word
  * `role` also prices that position of its function, for any signature:
  * the half-way mean of its launches (a low price reads in place, and so
- * is measured again); a launch with no role prices none; another
+ * is measured again), with the same mean of how far each strayed from
+ * it (the spread); a launch with no role prices none; another
  * function's position is its own; a launch reading in place a quarter
  * faster than the base forgets the position's price with the rest. */
 static void position_priced(void)
@@ -68,21 +69,24 @@ static void position_priced(void)
     CHECK(lms_price_init(&p, 1024));
     uint32_t id7 = 7, id9 = 9;
     lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* on the device: 1000 ns */
-    CHECK(lms_price_role(&p, FN, 2) < 0);
+    CHECK(lms_price_role(&p, FN, 2, NULL) < 0);
     lms_price_learn(&p, FN, 101, &id7, 1, 100, 5000, 2);   /* word 2's chunk in place: 4000 ns for 100 B */
-    CHECK(lms_price_role(&p, FN, 2) > 39.9 && lms_price_role(&p, FN, 2) < 40.1);
-    CHECK(lms_price_role(&p, FN, 3) < 0);
-    CHECK(lms_price_role(&p, FN + 1, 2) < 0);
+    CHECK(lms_price_role(&p, FN, 2, NULL) > 39.9 && lms_price_role(&p, FN, 2, NULL) < 40.1);
+    CHECK(lms_price_role(&p, FN, 3, NULL) < 0);
+    CHECK(lms_price_role(&p, FN + 1, 2, NULL) < 0);
     lms_price_learn(&p, FN, 102, &id9, 1, 100, 1050, 3);   /* word 3's chunk in place: within the noise */
-    CHECK(lms_price_role(&p, FN, 3) == 0);
+    CHECK(lms_price_role(&p, FN, 3, NULL) == 0);
+    double spread = -1;
+    CHECK(lms_price_role(&p, FN, 2, &spread) > 39.9 && spread == 0);
     lms_price_learn(&p, FN, 103, &id9, 1, 100, 3000, 2);   /* another signature, word 2 again: 20 per byte */
-    CHECK(lms_price_role(&p, FN, 2) > 29.9 && lms_price_role(&p, FN, 2) < 30.1);
+    CHECK(lms_price_role(&p, FN, 2, &spread) > 29.9 && lms_price_role(&p, FN, 2, NULL) < 30.1);
+    CHECK(spread > 9.9 && spread < 10.1);   /* half of |20 - 40| */
     lms_price_learn(&p, FN, 104, &id7, 1, 100, 9000, LMS_PRICE_NO_ROLE);   /* no role: no position priced */
-    CHECK(lms_price_role(&p, FN, 2) > 29.9 && lms_price_role(&p, FN, 2) < 30.1);
-    CHECK(lms_price_role(&p, FN, LMS_PRICE_NO_ROLE) < 0);
+    CHECK(lms_price_role(&p, FN, 2, NULL) > 29.9 && lms_price_role(&p, FN, 2, NULL) < 30.1);
+    CHECK(lms_price_role(&p, FN, LMS_PRICE_NO_ROLE, NULL) < 0);
     lms_price_learn(&p, FN, 105, &id7, 1, 100, 500, 2);   /* faster than the base: all of it stale */
-    CHECK(lms_price_role(&p, FN, 2) < 0);
-    CHECK(lms_price_role(&p, FN, 3) == 0);
+    CHECK(lms_price_role(&p, FN, 2, NULL) < 0);
+    CHECK(lms_price_role(&p, FN, 3, NULL) == 0);
     lms_price_destroy(&p);
 }
 
