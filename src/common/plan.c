@@ -759,7 +759,13 @@ static double own_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, d
 /* Chunk c's price learned for its parameter position (ops->role_price)
  * when the position's launches agree on it: their spread within half of
  * the price, or within half of what counts as hidden (1/HIDDEN_SHARE of
- * what a demand fetch holds a launch per byte); else -1. A position whose
+ * what a demand fetch holds a launch per byte), and c was used before;
+ * else -1. A chunk no launch has used yet (just allocated) is mostly
+ * written by its first: written in place, it is read over the link by
+ * the kernels after it, which the writer's duration does not show (an
+ * outside helper's temporary per layer, written by a GEMM and read once
+ * by an elementwise kernel: 1.42x `lru`'s step under lookahead at 1.5x,
+ * 1.31x at the defaults; 1.00 now). A position whose
  * chunk is re-read 16 times in some launches and read once in others
  * (which one, the grid or the data decides) has a mean that swings with
  * its latest launches: acting on it sent the dear operand back (an
@@ -767,6 +773,8 @@ static double own_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, d
  * launch, 1.10 -> 1.40x the best at 1.5x at the defaults). */
 static double position_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c)
 {
+    if (!c->last_use)
+        return -1;
     double spread = 0, price = ops->role_price ? ops->role_price(ctx, c, &spread) : -1;
     if (price < 0)
         return -1;
