@@ -22,7 +22,7 @@
  * signature it predicted for it came, or when its chunks came about when
  * their predicted next uses said (a step that grows by a few launches
  * shifts the signatures but keeps the order of next uses); when fewer
- * than 40% of recent launches hit it makes no guess and names nothing
+ * than 35% of recent launches hit it makes no guess and names nothing
  * ahead (LRU, on demand), until 60% do. Between the two, a launch that
  * missed with the score under 70% names nothing ahead until one hits: a
  * program that alternates learnable steps with steps in a random order
@@ -52,8 +52,8 @@
 #define SIG_KEEP (1u << 17)      /* signatures kept this many launches: steps up to 131K launches */
 #define POOL_MIN (1u << 14)      /* chunk ids remembered at first (a ring) */
 #define POOL_MAX (1u << 23)      /* ... at most (8 bytes each: 64 MiB) */
-#define DOUBT (65536u * 4 / 10)  /* a score under this ends confidence: above the third of launches of one
-                                  * chunk used at random that hit by their next uses (chunks_came) */
+#define DOUBT (65536u * 35 / 100) /* a score under this ends confidence: above the third of launches of one
+                                   * chunk used at random that hit by their next uses (chunks_came) */
 #define SHAKEN (65536u * 7 / 10) /* a score under this after a miss: nothing named ahead until a hit */
 #define BLANK_FOR 64             /* launches with nothing learned before they count as misses (score) */
 #define NAMED_MAX (1u << 22)     /* ids ahead() names once each at most (more: repeats stay in) */
@@ -260,7 +260,7 @@ static uint64_t seen_at(const state *s, uint64_t key)
 
 /* Scores whether the launch the latest match predicted is the one that
  * came (sig), or the launch's chunks came when predicted (chunks_came),
- * and turns confidence on above 60% and off below 40% (the
+ * and turns confidence on above 60% and off below 35% (the
  * gap keeps it from flapping). Before anything was learned (no match, no
  * period) a launch is not scored for its first BLANK_FOR launches (a first
  * step), and counts as a miss after them: a program whose launches never
