@@ -144,7 +144,7 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
     if (!e)
         return;
     if (e->fn == 0) {
-        *e = (lms_fnprice_entry){.fn = fn};
+        *e = (lms_fnprice_entry){.fn = fn, .ask_at = REFRESH};
         f->used++;
     }
     double l = (double)local / MiB, r = (double)remote / MiB, c, a;
@@ -154,8 +154,6 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
         e->ask_at = REFRESH;
     } else {
         e->since_dev += e->since_dev < UINT16_MAX;
-        if (e->ask_at == 0)
-            e->ask_at = REFRESH;
         if (e->since_dev == (uint32_t)e->ask_at + REASK)   /* asked, and none came: ask twice as far */
             e->ask_at = e->ask_at <= UINT16_MAX / 2 ? (uint16_t)(2 * e->ask_at) : UINT16_MAX;
     }
@@ -192,7 +190,7 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
  * its ask_at (none once that reached UINT16_MAX). */
 static bool refresh(const lms_fnprice_entry *e)
 {
-    uint32_t at = e->ask_at ? e->ask_at : REFRESH;
+    uint32_t at = e->ask_at;
     return at < UINT16_MAX && e->since_dev >= at && e->since_dev < at + REASK;
 }
 

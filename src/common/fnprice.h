@@ -26,7 +26,7 @@ typedef struct lms_fnprice_entry {
     double n_in, t, r, y_in;    /* reading in place: count, sums of t, r, y */
     uint8_t odd_dev, odd_in;    /* launches in a row off the fit of their kind (fnprice.c, surprise) */
     uint16_t since_dev;         /* launches reading in place since the last on the device (saturating) */
-    uint16_t ask_at;            /* since_dev at which a launch on the device is next asked for (0: REFRESH) */
+    uint16_t ask_at;            /* since_dev at which a launch on the device is next asked for (REFRESH at first) */
 } lms_fnprice_entry;
 
 /* A bounded open-addressing table of functions (cleared when half full). */

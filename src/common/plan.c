@@ -782,20 +782,24 @@ static double position_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk 
     return spread <= price / 2 || (fetch > 0 && spread <= fetch / (2 * HIDDEN_SHARE)) ? price : -1;
 }
 
+/* position_price, but a zero gives way while the function's fit asks
+ * for a launch on the device (`learn` 1: it lost its line, a new phase),
+ * as an own zero does (own_price). */
+static double position_for(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, int learn)
+{
+    double pos = position_price(ops, ctx, c);
+    return pos == 0 && learn == 1 ? -1 : pos;
+}
+
 /* Chunk c's price for the launch being planned with nothing to act on:
  * its own (own_price), else the one learned for its parameter position
- * (position_price: launches of random pairs of chunks never repeat a
+ * (position_for: launches of random pairs of chunks never repeat a
  * signature, but each position of a kernel's parameters keeps its way
- * of reading), or -1. A position's zero gives way while the function's
- * fit asks for a launch on the device (`learn` 1: it lost its line, a new
- * phase), as an own one does. */
+ * of reading), or -1. */
 static double chunk_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
 {
     double own = own_price(ops, ctx, c, fn_price, learn);
-    if (own >= 0)
-        return own;
-    double pos = position_price(ops, ctx, c);
-    return pos == 0 && learn == 1 ? -1 : pos;
+    return own >= 0 ? own : position_for(ops, ctx, c, learn);
 }
 
 /* What a launch decided with nothing to act on prices its chunks by
@@ -986,7 +990,7 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, d
          * position priced a little under a fetch read in place at every
          * use a chunk used three times a step (an outside tester's, 0.99
          * -> 1.42x `lru`'s step under lookahead at 2x). */
-        double pos = chunk_price(ops, ctx, c, fn_price, learn);
+        double pos = position_for(ops, ctx, c, learn);
         price = pos >= 0 && (hidden(pos, fetch) || (fetch > 0 && pos >= fetch)) ? pos : fn_price;
     }
     if (hidden(price, fetch))

@@ -30,7 +30,8 @@
  * the parameter word `role`, also prices that position of its function
  * for every signature: the half-way mean of its latest such launches (a
  * low price reads in place, so it is measured again; a new signature
- * has a price there from its first launch).
+ * has a price there from its first launch), and the same mean of how far
+ * each strayed from it (its spread).
  *
  * The table is bounded: when half its slots are taken, and after every
  * RELEARN launches learned, it is cleared and learning starts over (a
@@ -120,13 +121,19 @@ static lms_price_entry *slot(lms_price *p, uint64_t key)
     return e;
 }
 
+/* The key of function fn's shortest duration on the device (its base). */
+static uint64_t fn_key(uintptr_t fn)
+{
+    return key_of(lms_price_sig(fn, NULL, 0), BASE_TAG);
+}
+
 /* The phase of signature sig of function fn: counted up each time a
  * launch of sig on the device ran a quarter faster than any before, and
  * each time one of fn's did than any of fn's (lms_price_learn). */
 static uint32_t phase_of(const lms_price *p, uintptr_t fn, uint64_t sig)
 {
     const lms_price_entry *own = probe(p, key_of(sig, LOCAL_TAG));
-    const lms_price_entry *f = probe(p, key_of(lms_price_sig(fn, NULL, 0), BASE_TAG));
+    const lms_price_entry *f = probe(p, fn_key(fn));
     return (own && own->key ? own->phase : 0) + (f && f->key ? f->phase : 0);
 }
 
@@ -141,11 +148,11 @@ static double shortest(lms_price *p, uint64_t key, double ns)
     return e->value;
 }
 
-/* The signature fn's role prices are kept under (lms_price_role), and
- * the one their spreads are (`tag` ROLE_TAG or SPREAD_TAG). */
-static uint64_t role_sig(uintptr_t fn, uint32_t tag)
+/* The key of function fn's price for parameter word `role` (`tag`
+ * ROLE_TAG), or of its spread (SPREAD_TAG): lms_price_role. */
+static uint64_t role_key(uintptr_t fn, uint32_t tag, uint32_t role)
 {
-    return mix(lms_price_sig(fn, NULL, 0), tag);
+    return key_of(mix(lms_price_sig(fn, NULL, 0), tag), role);
 }
 
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
@@ -159,7 +166,7 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     if (!(ns > 0) || ns > 1e15)
         return;   /* no duration, or none a kernel takes (0: a timer's reading; as a base it priced
                      every later read in place at its whole duration) */
-    uint64_t fkey = key_of(lms_price_sig(fn, NULL, 0), BASE_TAG);
+    uint64_t fkey = fn_key(fn);
     const lms_price_entry *f0 = probe(p, fkey);
     float fn_was = f0 && f0->key ? f0->value : -1;   /* before the next line: a launch naming no chunk is fn's signature */
     shortest(p, key_of(sig, BASE_TAG), ns);
@@ -204,7 +211,7 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
             if (e && e->key)
                 e->value = -1;
         }
-        lms_price_entry *r = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn, ROLE_TAG), role)) : NULL;
+        lms_price_entry *r = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(fn, ROLE_TAG, role)) : NULL;
         if (r && r->key)
             r->value = -1;
         return;
@@ -220,9 +227,10 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
          * mean of how far each launch's price was from it: a position
          * whose launches read their chunk in different ways (the operand
          * re-read 16 times in some, once in others) has a wide one. */
-        lms_price_entry *r = slot(p, key_of(role_sig(fn, ROLE_TAG), role));
-        lms_price_entry *d = slot(p, key_of(role_sig(fn, SPREAD_TAG), role));
-        r = r && r->key == (key_of(role_sig(fn, ROLE_TAG), role)) ? r : NULL;   /* d's slot may have cleared the table */
+        uint64_t rkey = role_key(fn, ROLE_TAG, role);
+        lms_price_entry *r = slot(p, rkey);
+        lms_price_entry *d = slot(p, role_key(fn, SPREAD_TAG, role));
+        r = r && r->key == rkey ? r : NULL;   /* d's slot may have cleared the table */
         if (r && d) {
             float off = r->value < 0 ? 0 : v > r->value ? v - r->value : r->value - v;
             d->value = r->value < 0 || d->value < 0 ? off : (d->value + off) / 2;
@@ -250,8 +258,8 @@ double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id)
 
 double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *spread)
 {
-    const lms_price_entry *e = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn, ROLE_TAG), role)) : NULL;
-    const lms_price_entry *d = role != LMS_PRICE_NO_ROLE ? probe(p, key_of(role_sig(fn, SPREAD_TAG), role)) : NULL;
+    const lms_price_entry *e = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(fn, ROLE_TAG, role)) : NULL;
+    const lms_price_entry *d = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(fn, SPREAD_TAG, role)) : NULL;
     if (spread)
         *spread = d && d->key && d->value >= 0 ? d->value : 0;
     return e && e->key && e->value >= 0 ? e->value : -1;
@@ -260,7 +268,7 @@ double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *s
 double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig)
 {
     const lms_price_entry *b = probe(p, key_of(sig, BASE_TAG));
-    const lms_price_entry *f = probe(p, key_of(lms_price_sig(fn, NULL, 0), BASE_TAG));
+    const lms_price_entry *f = probe(p, fn_key(fn));
     double base = b && b->key && b->value >= 0 ? b->value : -1;
     if (f && f->key && f->value >= 0 && (base < 0 || f->value < base))
         base = f->value;
