@@ -15,11 +15,14 @@ static CUstream effective(CUstream s, bool ptds)
     return !s && ptds ? CU_STREAM_PER_THREAD : s;
 }
 
-/* Residency work before a launch; the token goes to after(). The
- * parameters are read here, their chunks found by the residency engine. */
-static void before(CUfunction f, CUstream s, void **params, void **extra, lms_launch_token *tok)
+/* Residency work before a launch of gx x gy x gz blocks; the token goes
+ * to after(). The parameters are read here, their chunks found by the
+ * residency engine. */
+static void before(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUstream s, void **params, void **extra,
+                   lms_launch_token *tok)
 {
     lms_scan scan = lms_launch_words(f, params, extra);
+    scan.shape = lms_launch_shape(gx, gy, gz);
     lms_residency_before_scan(lms_driver_stream_device(s), s, (uintptr_t)f, &scan, tok);
 }
 
@@ -37,7 +40,7 @@ static void before(CUfunction f, CUstream s, void **params, void **extra, lms_la
         }                                                                                          \
         lms_launch_token tok;                                                                      \
         CUstream es = effective(s, ptds);                                                          \
-        before(f, es, params, extra, &tok);                                                        \
+        before(f, gx, gy, gz, es, params, extra, &tok);                                            \
         CUresult r = REAL(sym)(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);                \
         lms_residency_after(&tok, es);                                                             \
         lms_hook_leave();                                                                          \
@@ -59,7 +62,7 @@ LAUNCH_HOOK(cuLaunchKernel_ptsz, true)
         }                                                                                          \
         lms_launch_token tok;                                                                      \
         CUstream es = effective(c->hStream, ptds);                                                 \
-        before(f, es, params, extra, &tok);                                                        \
+        before(f, c->gridDimX, c->gridDimY, c->gridDimZ, es, params, extra, &tok);                \
         CUresult r = REAL(sym)(c, f, params, extra);                                               \
         lms_residency_after(&tok, es);                                                             \
         lms_hook_leave();                                                                          \
@@ -82,7 +85,7 @@ LAUNCH_EX_HOOK(cuLaunchKernelEx_ptsz, true)
         }                                                                                          \
         lms_launch_token tok;                                                                      \
         CUstream es = effective(s, ptds);                                                          \
-        before(f, es, params, NULL, &tok);                                                         \
+        before(f, gx, gy, gz, es, params, NULL, &tok);                                             \
         CUresult r = REAL(sym)(f, gx, gy, gz, bx, by, bz, shmem, s, params);                       \
         lms_residency_after(&tok, es);                                                             \
         lms_hook_leave();                                                                          \

@@ -293,6 +293,22 @@ lms_scan lms_launch_words(CUfunction f, void **params, void **extra)
     return (lms_scan){.words = s->words, .n = gather_launch(s, f, params, extra), .room = s->ids, .max = MAX_WORDS};
 }
 
+/* A grid dimension's class (lms_launch_shape): g itself up to 16, then
+ * 4 classes per octave. */
+static uint64_t dim_class(unsigned g)
+{
+    if (g <= 16)
+        return g;
+    int b = 31 - __builtin_clz(g);   /* 4 or more */
+    return 17 + (uint64_t)(b - 4) * 4 + ((g >> (b - 2)) & 3);
+}
+
+uint64_t lms_launch_shape(unsigned gx, unsigned gy, unsigned gz)
+{
+    uint64_t k = (dim_class(gx) << 42 | dim_class(gy) << 21 | dim_class(gz)) * 0x9e3779b97f4a7c15ull;
+    return (k ^ k >> 29) | 1;
+}
+
 const char *lms_launch_name(CUfunction f)
 {
     if (!f)

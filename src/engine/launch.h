@@ -22,6 +22,14 @@ int lms_launch_chunks(CUfunction f, void **params, void **extra, const uint32_t 
  * none): for lms_residency_before_scan, which finds the chunks. */
 lms_scan lms_launch_words(CUfunction f, void **params, void **extra);
 
+/* The class of a launch's grid (gx, gy, gz blocks), never 0: each
+ * dimension itself up to 16, above that its quarter of an octave (two
+ * grids in one class differ by under a fifth per dimension), hashed. A
+ * kernel's grid follows the tiles of its output, and how many times it
+ * reads an operand follows the tiles along the other side: one function's
+ * price of reading in place is fitted per class (fnprice.h). */
+uint64_t lms_launch_shape(unsigned gx, unsigned gy, unsigned gz);
+
 /* The kernel's name (cuFuncGetName or cuKernelGetName, cached), or "" when
  * unknown. Valid until the kernel's module or library is unloaded. */
 const char *lms_launch_name(CUfunction f);

@@ -134,6 +134,7 @@ typedef struct live {
     int slot;                 /* its slot, or -1 */
     uint64_t sig;             /* the launch's signature (prices are learned per signature) */
     uintptr_t fn;             /* the launch's function */
+    uintptr_t fit;            /* the key of its function's fit: fn and its grid's class (lms_launch_shape) */
     uint64_t seq;             /* the launch's number on the device (0: a reclaim, no launch) */
     int fetch_timed;          /* the timing handle of its demand fetches (0: none) */
     bool fetch_tried;         /* a demand fetch was issued: fetch_timed is decided */
@@ -960,7 +961,7 @@ static double op_role_price(void *ctx, lms_plan_chunk *pc, double *spread)
 static double op_fn_price(void *ctx, int *learn)
 {
     const live *l = ctx;
-    return lms_timing_fn_price(l->device, l->fn, learn);
+    return lms_timing_fn_price(l->device, l->fit, learn);
 }
 
 /* What a demand fetch holds a launch per byte, as measured. */
@@ -1099,8 +1100,8 @@ static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t
         if (run > top_bytes)
             top_bytes = run, top = c->group ? c->group : c;
     }
-    return lms_timing_begin(l->device, l->stream, seq, fn, l->sig, l->d->plan.explore, remote, k, bytes, local,
-                            role_of(l, top, top_bytes, bytes, local));
+    return lms_timing_begin(l->device, l->stream, seq, fn, l->fit, l->sig, l->d->plan.explore, remote, k, bytes,
+                            local, role_of(l, top, top_bytes, bytes, local));
 }
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces
@@ -1163,6 +1164,15 @@ static uint64_t named_size(const res_chunk *c, const res_chunk *prev)
     return last->ptr + last->size - g->ptr;
 }
 
+/* The key a launch of fn with `scan` (NULL: no grid known) is fitted
+ * under (fnprice.h): fn and the class of its grid, never 0 for a
+ * function; fn alone without a grid. */
+static uintptr_t fit_key(uintptr_t fn, const lms_scan *scan)
+{
+    uintptr_t k = fn && scan && scan->shape ? fn ^ (uintptr_t)scan->shape : fn;
+    return k ? k : fn;
+}
+
 /* Before a launch (lms_residency_before and _before_scan): its chunks are
  * ids[0..n), or, with `scan`, those its words point into, found under the
  * same hold of map_lock as the rest of the launch's decisions. */
@@ -1188,7 +1198,8 @@ static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *id
     atomic_fetch_add(&a->launches_scanned, 1);
     tok->device = device;
     tok->seq = ++d->seq;
-    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1, .fn = fn, .seq = tok->seq};
+    live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1, .fn = fn, .fit = fit_key(fn, scan),
+              .seq = tok->seq};
     if (d->plan.policy->on_demand) {
         l.slot = slot_of(d, stream);   /* before map_lock: a takeover walks the chunks */
         lms_timing_poll(device);

@@ -47,6 +47,7 @@ typedef struct lms_scan {
     int n;                      /* words */
     uint32_t *room;             /* max entries */
     int max;
+    uint64_t shape;             /* the launch's grid as a class (lms_launch_shape; 0: none) */
 } lms_scan;
 
 #define LMS_TOKEN_FEW 16   /* chunk ids a token holds without allocating */

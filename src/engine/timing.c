@@ -39,6 +39,7 @@
 typedef struct pair {
     CUevent start, end;
     uintptr_t fn;
+    uintptr_t fit;            /* the key of its function's fit (fn and its grid's class) */
     uint64_t sig;
     uint32_t *remote;         /* ids read in place (malloc'd), NULL when none */
     int n;
@@ -115,8 +116,8 @@ static int arm(int device, CUstream stream)
     return idx + 1;
 }
 
-int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, bool always, const uint32_t *remote, int n,
-                     uint64_t bytes, uint64_t local, uint32_t role)
+int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uintptr_t fit, uint64_t sig, bool always,
+                     const uint32_t *remote, int n, uint64_t bytes, uint64_t local, uint32_t role)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
         return 0;
@@ -137,6 +138,7 @@ int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, ui
     if (copy)
         memcpy(copy, remote, (size_t)n * sizeof *copy);
     pr->fn = fn;
+    pr->fit = fit;
     pr->sig = sig;
     pr->remote = copy;
     pr->n = copy ? n : 0;
@@ -210,7 +212,7 @@ void lms_timing_poll(int device)
             t->fetch_ns = t->fetch_ns > 0 ? (3 * t->fetch_ns + v) / 4 : v;
         } else if (!pr->bad) {
             lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6, pr->role);
-            lms_fnprice_learn(&t->fits, pr->fn, pr->local, pr->bytes, (double)ms * 1e6);
+            lms_fnprice_learn(&t->fits, pr->fit, pr->local, pr->bytes, (double)ms * 1e6);
         }
         free(pr->remote);
         pr->remote = NULL;
@@ -234,13 +236,13 @@ double lms_timing_role_price(int device, uintptr_t fn, uint32_t role, double *sp
     return lms_price_role(&timing[device].price, fn, role, spread);
 }
 
-double lms_timing_fn_price(int device, uintptr_t fn, int *learn)
+double lms_timing_fn_price(int device, uintptr_t fit, int *learn)
 {
     if (learn)
         *learn = 0;
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
-    return lms_fnprice_of(&timing[device].fits, fn, learn);
+    return lms_fnprice_of(&timing[device].fits, fit, learn);
 }
 
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig)

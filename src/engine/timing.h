@@ -19,11 +19,12 @@
  * ids of the chunks it reads in place, `bytes` in all) and `local` (the
  * bytes of its chunks on the device) and `role` (the parameter word that
  * pointed into the one chunk its reads in place were of, or
- * LMS_PRICE_NO_ROLE: price.h); `always`: whatever the sampling (a launch
+ * LMS_PRICE_NO_ROLE: price.h); `fit`: the key its function's fit is
+ * kept under (fn and its grid's class); `always`: whatever the sampling (a launch
  * made to teach its function's fit). Returns a handle for lms_timing_end,
  * or 0 when not timed. */
-int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uint64_t sig, bool always, const uint32_t *remote, int n,
-                     uint64_t bytes, uint64_t local, uint32_t role);
+int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uintptr_t fit, uint64_t sig, bool always,
+                     const uint32_t *remote, int n, uint64_t bytes, uint64_t local, uint32_t role);
 /* After the launch was issued: records the end event of handle `h`. */
 void lms_timing_end(int device, int h, CUstream stream);
 /* Before the first demand fetch of a launch on its stream (before the
@@ -46,11 +47,12 @@ double lms_timing_price(int device, uintptr_t fn, uint64_t sig, uint32_t id);
  * (lms_price_role). */
 double lms_timing_role_price(int device, uintptr_t fn, uint32_t role, double *spread);
 
-/* fn's price of reading in place fitted over its timed launches (ns of
+/* The price of reading in place fitted over the timed launches kept
+ * under `fit` (a function and its grid's class: lms_timing_begin; ns of
  * slowdown per byte, src/common/fnprice.h), or negative when it cannot be
  * fitted yet; *learn (may be NULL) then says which launch would teach it
  * (+1 one with its chunks on the device, -1 one reading in place, 0 none). */
-double lms_timing_fn_price(int device, uintptr_t fn, int *learn);
+double lms_timing_fn_price(int device, uintptr_t fit, int *learn);
 
 /* The shortest duration (ns) measured for a launch of fn with signature
  * `sig` (see lms_price_base), or negative when unknown. */

@@ -1,7 +1,7 @@
 /*
  * engine_test.c — the engine's modules alone, no CUDA library involved:
  * sizes, option parsing and defaults, the chunk map under threads, budget
- * accounting, log path expansion.
+ * accounting, log path expansion, the classes of launch grids.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -12,6 +12,7 @@
 #include "account.h"
 #include "addrmap.h"
 #include "chunks.h"
+#include "launch.h"
 #include "log.h"
 #include "options.h"
 #include "units.h"
@@ -220,8 +221,30 @@ static void address_map(void)
     lms_addrmap_free(&m);
 }
 
+/* A grid's class: each dimension itself up to 16, then a quarter of an
+ * octave (grids a few blocks apart in one class, a fifth apart in two),
+ * never 0, the dimensions in their places. */
+static void launch_shape(void)
+{
+    for (unsigned g = 1; g <= 16; g++) {
+        CHECK(lms_launch_shape(g, 1, 1) != 0);
+        CHECK(lms_launch_shape(g, 1, 1) != lms_launch_shape(g + 1, 1, 1));   /* 16 and 17 too */
+    }
+    CHECK(lms_launch_shape(17, 1, 1) == lms_launch_shape(19, 1, 1));   /* 16..19: one class */
+    CHECK(lms_launch_shape(19, 1, 1) != lms_launch_shape(20, 1, 1));
+    CHECK(lms_launch_shape(1000, 1, 1) == lms_launch_shape(1023, 1, 1));   /* 896..1023 */
+    CHECK(lms_launch_shape(1000, 1, 1) != lms_launch_shape(1200, 1, 1));
+    CHECK(lms_launch_shape(4, 2, 1) != lms_launch_shape(2, 4, 1));
+    CHECK(lms_launch_shape(4, 1, 2) != lms_launch_shape(4, 2, 1));
+    CHECK(lms_launch_shape(0, 0, 0) != 0);
+    CHECK(lms_launch_shape(0xffffffffu, 0xffffffffu, 0xffffffffu) != 0);
+    CHECK(lms_launch_shape(0xffffffffu, 1, 1) != lms_launch_shape(0x7fffffffu, 1, 1));
+    CHECK(lms_launch_shape(0xffffffffu, 1, 1) == lms_launch_shape(0xf0000000u, 1, 1));
+}
+
 static const test_case cases[] = {
     {"address_map", address_map},
+    {"launch_shape", launch_shape},
     {"sizes", sizes},
     {"option_defaults", option_defaults},
     {"option_values", option_values},
