@@ -771,6 +771,49 @@ static int ops_step(wl_ctx *c, int step)
     return c->error;
 }
 
+/* ---- (p) ragged: fresh buffers of varied sizes, GEMMs of varied tiling ------ */
+
+#define RG_BUFS 48
+#define RG_TILES 4
+
+static struct {
+    size_t s[RG_BUFS];
+    void *b[RG_BUFS], *x, *y;
+} rg;
+
+static int rg_setup(wl_ctx *c)
+{
+    small_pair(c, &rg.x, &rg.y, RG_BUFS);
+    return c->error;
+}
+
+/* A program with batches of varied sizes and no caching allocator: each
+ * step frees the last step's buffers and allocates its own, each of a
+ * size drawn at random (a tenth to 1.1 of an even share of the working
+ * set), then reads each with a GEMM whose output has 1 to 4 tiles along
+ * the other side, drawn per launch: the grid's y, and the times the GEMM
+ * re-reads the buffer. Nothing repeats but the function and its grids. */
+static int rg_step(wl_ctx *c, int step)
+{
+    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    double share[RG_BUFS], total = 0;
+    for (int i = 0; i < RG_BUFS; i++)
+        total += share[i] = 0.1 + (double)(wl_rand(&rng) % 1000) / 1000.0;
+    for (int i = 0; i < RG_BUFS; i++) {
+        size_t s = wl_pages(share[i] / total * (double)(c->working_set - 2 * SMALL));
+        if (!c->counting) {
+            wl_free(c, rg.b[i], rg.s[i]);
+            rg.b[i] = wl_alloc(c, s);
+        }
+        rg.s[i] = s;
+    }
+    if (c->error)
+        return c->error;
+    for (int i = 0; i < RG_BUFS; i++)
+        wl_gemm(c, rg.x, rg.b[i], rg.y, SMALL, rg.s[i], SMALL, 1, 1 + wl_rand(&rng) % RG_TILES, false);
+    return c->error;
+}
+
 /* ---- the table of shapes -------------------------------------------------- */
 
 const wl_shape wl_shapes[] = {
@@ -801,5 +844,7 @@ const wl_shape wl_shapes[] = {
      wd_step},
     {"operands", "16 GEMMs a step, each re-reading one of 12 buffers 16 times and reading another once, at random",
      0, true, 0, ops_setup, ops_step},
+    {"ragged", "48 buffers of random sizes allocated afresh every step, each re-read 1-4 times (the grid says) by a GEMM",
+     0, false, 0, rg_setup, rg_step},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

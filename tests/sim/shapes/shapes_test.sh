@@ -36,7 +36,7 @@ END {
         if (!(df <= 3 * um))
             fail(k "x: defaults " df " ms slower than 3x plain UM " um " ms")
     }
-    if (rows != 15 * 5 * 9)
-        fail(rows " rows (15 shapes x 5 ratios x 9 modes expected)")
+    if (rows != 16 * 5 * 9)
+        fail(rows " rows (16 shapes x 5 ratios x 9 modes expected)")
     exit bad
 }' "$out"
