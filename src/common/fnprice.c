@@ -48,6 +48,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define DECAY (31.0 / 32.0)     /* the weight of older launches at each new one */
 #define MIN_DEV 0.99            /* decayed launches on the device before the line is fitted (one) */
@@ -68,12 +69,17 @@ bool lms_fnprice_init(lms_fnprice *f, uint32_t cap)
 {
     *f = (lms_fnprice){.cap = cap};
     f->t = calloc(cap, sizeof *f->t);
-    return f->t != NULL;
+    f->old = calloc(cap, sizeof *f->old);
+    if (f->t && f->old)
+        return true;
+    lms_fnprice_destroy(f);
+    return false;
 }
 
 void lms_fnprice_destroy(lms_fnprice *f)
 {
     free(f->t);
+    free(f->old);
     *f = (lms_fnprice){0};
 }
 
@@ -84,16 +90,50 @@ static uint32_t home(const lms_fnprice *f, uintptr_t fn)
     return (uint32_t)(h >> 40) & (f->cap - 1);
 }
 
-/* fn's slot, or the empty slot that ends its probe (NULL: none). */
-static lms_fnprice_entry *probe(const lms_fnprice *f, uintptr_t fn)
+/* fn's slot in generation t, or the empty slot that ends its probe
+ * (NULL: none). */
+static lms_fnprice_entry *probe(const lms_fnprice *f, lms_fnprice_entry *t, uintptr_t fn)
 {
-    if (!f->t || fn == 0)
+    if (!t || fn == 0)
         return NULL;
     uint32_t i = home(f, fn);
     for (uint32_t k = 0; k < f->cap; k++, i = (i + 1) & (f->cap - 1))
-        if (f->t[i].fn == fn || f->t[i].fn == 0)
-            return &f->t[i];
+        if (t[i].fn == fn || t[i].fn == 0)
+            return &t[i];
     return NULL;
+}
+
+/* fn's entry in either generation, the current one first, or NULL. */
+static const lms_fnprice_entry *find(const lms_fnprice *f, uintptr_t fn)
+{
+    const lms_fnprice_entry *e = probe(f, f->t, fn);
+    if (e && e->fn == fn)
+        return e;
+    e = probe(f, f->old, fn);
+    return e && e->fn == fn ? e : NULL;
+}
+
+/* fn's entry in the current generation, made when absent: carried over
+ * from the older one, else new; the current generation becomes the older
+ * one first when it is half full. NULL for fn 0. */
+static lms_fnprice_entry *entry_for(lms_fnprice *f, uintptr_t fn)
+{
+    lms_fnprice_entry *e = probe(f, f->t, fn);
+    if (!e || e->fn == fn)
+        return e;
+    const lms_fnprice_entry *o = probe(f, f->old, fn);
+    lms_fnprice_entry carried = o && o->fn == fn ? *o : (lms_fnprice_entry){.fn = fn, .ask_at = REFRESH};
+    if (f->used + 1 > f->cap / 2) {   /* half full: it becomes the older generation */
+        lms_fnprice_entry *t = f->old;
+        memset(t, 0, (size_t)f->cap * sizeof *t);
+        f->old = f->t;
+        f->t = t;
+        f->used = 0;
+        e = probe(f, f->t, fn);
+    }
+    *e = carried;
+    f->used++;
+    return e;
 }
 
 /* The line of e's launches on the device: ns = *c + *a x MiB; false while
@@ -134,19 +174,9 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
 {
     if ((local == 0 && remote == 0) || !(ns > 0) || !isfinite(ns))
         return;
-    lms_fnprice_entry *e = probe(f, fn);
-    if (e && e->fn == 0 && f->used + 1 > f->cap / 2) {
-        for (uint32_t i = 0; i < f->cap; i++)   /* half full: start over */
-            f->t[i] = (lms_fnprice_entry){0};
-        f->used = 0;
-        e = probe(f, fn);
-    }
+    lms_fnprice_entry *e = entry_for(f, fn);
     if (!e)
         return;
-    if (e->fn == 0) {
-        *e = (lms_fnprice_entry){.fn = fn, .ask_at = REFRESH};
-        f->used++;
-    }
     double l = (double)local / MiB, r = (double)remote / MiB, c, a;
     bool line = line_of(e, &c, &a);
     if (remote == 0) {
@@ -198,8 +228,8 @@ double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn)
 {
     int want = 0;
     double price = -1, c, a;
-    const lms_fnprice_entry *e = probe(f, fn);
-    if (e && e->fn == fn) {
+    const lms_fnprice_entry *e = find(f, fn);
+    if (e) {
         if (!line_of(e, &c, &a)) {
             /* A launch with its chunks on the device; not asked for after
              * GIVE_UP launches that read in place (its chunks may never

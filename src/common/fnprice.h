@@ -29,15 +29,21 @@ typedef struct lms_fnprice_entry {
     uint16_t ask_at;            /* since_dev at which a launch on the device is next asked for (REFRESH at first) */
 } lms_fnprice_entry;
 
-/* A bounded open-addressing table of functions (cleared when half full). */
+/* Two bounded open-addressing tables of functions, a current and an
+ * older generation: when the current one is half full it becomes the
+ * older one (the older one's entries are dropped), and an entry of the
+ * older one is carried into the current one when its function is taught
+ * again, so the functions in use keep their fits. */
 typedef struct lms_fnprice {
-    lms_fnprice_entry *t;
-    uint32_t cap, used;         /* slots (a power of two), slots taken */
+    lms_fnprice_entry *t;       /* the current generation */
+    lms_fnprice_entry *old;     /* the older generation: read, and carried over when taught */
+    uint32_t cap, used;         /* slots per generation (a power of two), slots taken in t */
 } lms_fnprice;
 
-/* Sets up a table of `cap` slots (a power of two); false without memory. */
+/* Sets up two generations of `cap` slots (a power of two); false without
+ * memory. */
 bool lms_fnprice_init(lms_fnprice *f, uint32_t cap);
-/* Frees the table's slots. */
+/* Frees the tables' slots. */
 void lms_fnprice_destroy(lms_fnprice *f);
 
 /* A launch of fn took `ns` with `local` bytes of its chunks on the device

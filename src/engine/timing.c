@@ -30,7 +30,7 @@
 #define SEEN_ALL 4        /* launches of a signature timed before sampling */
 #define EVERY 8           /* then one launch in this many */
 #define TABLE (1u << 16)  /* price table slots per device (1 MiB) */
-#define FNS (1u << 14)    /* function fits per device (1.25 MiB; cleared when 8,192 are held) */
+#define FNS (1u << 14)    /* function fits per generation, two per device (2.5 MiB; a generation turns at 8,192) */
 /* Step points kept per device: the trials of four modes, acting deep
  * tried twice (trials.c, trial_next), record up to 81; the oldest one still
  * read, the acting mode's timed start, is 72 back. */

@@ -260,6 +260,42 @@ static void bounded_table(void)
     lms_fnprice_destroy(&f);
 }
 
+/* Teaches fn a settled price: 8 ms per 32 MiB read in place. */
+static void teach_priced(lms_fnprice *f, uintptr_t fn)
+{
+    for (int i = 0; i < 5; i++) {
+        lms_fnprice_learn(f, fn, 32 * MIB, 0, 1e6);
+        lms_fnprice_learn(f, fn, 0, 32 * MIB, 9e6);
+    }
+}
+
+/* A full generation becomes the older one: a function taught again since
+ * keeps its fit through any number of turns (it was all lost when the
+ * one table was cleared), one never taught again is gone after two. */
+static void generations(void)
+{
+    lms_fnprice f;
+    CHECK(lms_fnprice_init(&f, 16));
+    const double price = 8e6 / (32.0 * MIB);
+    teach_priced(&f, FN);
+    teach_priced(&f, FN + 1);
+    uintptr_t other = 1000;
+    for (int turn = 0; turn < 4; turn++) {
+        for (int i = 0; i < 8; i++, other++)   /* fills the generation: it turns */
+            lms_fnprice_learn(&f, other, MIB, 0, 100);
+        CHECK(f.used <= f.cap / 2);
+        int learn = 7;
+        CHECK(near(lms_fnprice_of(&f, FN, &learn), price) && learn == 0);
+        lms_fnprice_learn(&f, FN, 32 * MIB, 0, 1e6);   /* taught again: carried into the current one */
+        CHECK(near(lms_fnprice_of(&f, FN, &learn), price) && learn == 0);
+        if (turn == 0)
+            CHECK(near(lms_fnprice_of(&f, FN + 1, &learn), price));   /* in the older generation */
+    }
+    int learn = 7;
+    CHECK(lms_fnprice_of(&f, FN + 1, &learn) < 0 && learn == 0);   /* never taught again: gone */
+    lms_fnprice_destroy(&f);
+}
+
 /* ---- the planner with nothing to act on ---------------------------------- */
 
 /* A fake device with a function price: fake_room's ops get a fake. */
@@ -602,6 +638,7 @@ static const test_case cases[] = {
     {"never_fitted_stops_asking", never_fitted_stops_asking},
     {"new_phase", new_phase},
     {"bounded_table", bounded_table},
+    {"generations", generations},
     {"blind_by_price", blind_by_price},
     {"blind_dearest_first", blind_dearest_first},
     {"blind_position_price", blind_position_price},
