@@ -63,6 +63,8 @@
 #define STALE 0.25              /* launches in place faster than the line by this share: it is stale */
 #define REFRESH 32              /* launches reading in place with none on the device: one is asked for ... */
 #define REASK 4                 /* ... over this many launches (then twice as far while none comes) */
+#define CLASS_SHARE 8           /* a grid class with an eighth of its function's launches ... */
+#define CLASS_MIN 4             /* ... and at least this many asks for its own */
 #define MiB (1024.0 * 1024.0)
 
 bool lms_fnprice_init(lms_fnprice *f, uint32_t cap)
@@ -177,6 +179,7 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
     lms_fnprice_entry *e = entry_for(f, fn);
     if (!e)
         return;
+    e->seen += e->seen < UINT32_MAX;
     double l = (double)local / MiB, r = (double)remote / MiB, c, a;
     bool line = line_of(e, &c, &a);
     if (remote == 0) {
@@ -224,13 +227,15 @@ static bool refresh(const lms_fnprice_entry *e)
     return at < UINT16_MAX && e->since_dev >= at && e->since_dev < at + REASK;
 }
 
-double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn)
+/* The price of e's launches reading in place against the line of `ln`'s
+ * launches on the device (e itself, or its function's for a grid class
+ * with few of its own: lms_fnprice_of_class), as lms_fnprice_of says. */
+static double price_with(const lms_fnprice_entry *e, const lms_fnprice_entry *ln, int *learn)
 {
     int want = 0;
     double price = -1, c, a;
-    const lms_fnprice_entry *e = find(f, fn);
     if (e) {
-        if (!line_of(e, &c, &a)) {
+        if (!line_of(ln, &c, &a)) {
             /* A launch with its chunks on the device; not asked for after
              * GIVE_UP launches that read in place (its chunks may never
              * all fit: the fetches asked for would only be partial). */
@@ -245,9 +250,9 @@ double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn)
                 want = 1;   /* faster in place than on the device: the line is of an older phase */
             } else {
                 price = slow > 0 ? (slow < most ? slow : most) / MiB : 0;
-                if (e->n_dev < SETTLED || e->n_in < SETTLED)
+                if (ln->n_dev < SETTLED || e->n_in < SETTLED)
                     want = 2;   /* from few launches (a new phase, or the first ones) */
-                if (refresh(e))
+                if (refresh(ln))
                     price = -1, want = 1;   /* the line is old: a launch on the device again */
             }
         }
@@ -255,4 +260,28 @@ double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn)
     if (learn)
         *learn = want;
     return price;
+}
+
+double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn)
+{
+    const lms_fnprice_entry *e = find(f, fn);
+    return price_with(e, e, learn);
+}
+
+double lms_fnprice_of_class(const lms_fnprice *f, uintptr_t fn, uintptr_t cls, int *learn)
+{
+    const lms_fnprice_entry *k = cls != fn ? find(f, cls) : NULL, *e = find(f, fn);
+    if (!k)
+        return lms_fnprice_of(f, fn, learn);
+    double c, a;
+    const lms_fnprice_entry *ln = k->n_dev >= SETTLED || !e || !line_of(e, &c, &a) ? k : e;
+    int want = 0;
+    double price = price_with(k, ln, &want);
+    bool frequent = !e || (k->seen >= CLASS_MIN && (uint64_t)k->seen * CLASS_SHARE >= e->seen);
+    if (price >= 0 ? want == 0 || frequent : want != 0 && frequent) {
+        if (learn)
+            *learn = want;
+        return price;
+    }
+    return lms_fnprice_of(f, fn, learn);
 }

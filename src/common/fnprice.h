@@ -27,6 +27,7 @@ typedef struct lms_fnprice_entry {
     uint8_t odd_dev, odd_in;    /* launches in a row off the fit of their kind (fnprice.c, surprise) */
     uint16_t since_dev;         /* launches reading in place since the last on the device (saturating) */
     uint16_t ask_at;            /* since_dev at which a launch on the device is next asked for (REFRESH at first) */
+    uint32_t seen;              /* launches taught (saturating) */
 } lms_fnprice_entry;
 
 /* Two bounded open-addressing tables of functions, a current and an
@@ -62,5 +63,14 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
  * price, *learn is 0, or 2 while it stands on fewer than four launches of
  * either kind (the first ones, or since a new phase). */
 double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn);
+
+/* lms_fnprice_of for a launch of fn whose grid falls in the class keyed
+ * `cls` (its own fit, taught by the launches of that class): the class's
+ * price, its reads in place set against its own line of launches on the
+ * device once it has four of them, else against fn's (its few launches of
+ * varied sizes make no line); when it has none, and it asks for a launch
+ * while holding at least an eighth of fn's launches, that ask; else fn's
+ * price and ask. */
+double lms_fnprice_of_class(const lms_fnprice *f, uintptr_t fn, uintptr_t cls, int *learn);
 
 #endif

@@ -961,7 +961,7 @@ static double op_role_price(void *ctx, lms_plan_chunk *pc, double *spread)
 static double op_fn_price(void *ctx, int *learn)
 {
     const live *l = ctx;
-    return lms_timing_fn_price(l->device, l->fit, learn);
+    return lms_timing_fn_price(l->device, l->fn, l->fit, learn);
 }
 
 /* What a demand fetch holds a launch per byte, as measured. */

@@ -212,7 +212,9 @@ void lms_timing_poll(int device)
             t->fetch_ns = t->fetch_ns > 0 ? (3 * t->fetch_ns + v) / 4 : v;
         } else if (!pr->bad) {
             lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6, pr->role);
-            lms_fnprice_learn(&t->fits, pr->fit, pr->local, pr->bytes, (double)ms * 1e6);
+            lms_fnprice_learn(&t->fits, pr->fn, pr->local, pr->bytes, (double)ms * 1e6);
+            if (pr->fit != pr->fn)
+                lms_fnprice_learn(&t->fits, pr->fit, pr->local, pr->bytes, (double)ms * 1e6);
         }
         free(pr->remote);
         pr->remote = NULL;
@@ -236,13 +238,13 @@ double lms_timing_role_price(int device, uintptr_t fn, uint32_t role, double *sp
     return lms_price_role(&timing[device].price, fn, role, spread);
 }
 
-double lms_timing_fn_price(int device, uintptr_t fit, int *learn)
+double lms_timing_fn_price(int device, uintptr_t fn, uintptr_t fit, int *learn)
 {
     if (learn)
         *learn = 0;
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
-    return lms_fnprice_of(&timing[device].fits, fit, learn);
+    return lms_fnprice_of_class(&timing[device].fits, fn, fit, learn);
 }
 
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig)

@@ -47,12 +47,14 @@ double lms_timing_price(int device, uintptr_t fn, uint64_t sig, uint32_t id);
  * (lms_price_role). */
 double lms_timing_role_price(int device, uintptr_t fn, uint32_t role, double *spread);
 
-/* The price of reading in place fitted over the timed launches kept
- * under `fit` (a function and its grid's class: lms_timing_begin; ns of
- * slowdown per byte, src/common/fnprice.h), or negative when it cannot be
+/* The price of reading in place for a launch of fn whose grid's class
+ * gives the key `fit` (lms_timing_begin): fitted over the timed launches
+ * of its class when that has a price, or asks for a launch and holds at
+ * least an eighth of fn's timed launches; else over all of fn's (ns of
+ * slowdown per byte, src/common/fnprice.h); negative when it cannot be
  * fitted yet; *learn (may be NULL) then says which launch would teach it
  * (+1 one with its chunks on the device, -1 one reading in place, 0 none). */
-double lms_timing_fn_price(int device, uintptr_t fit, int *learn);
+double lms_timing_fn_price(int device, uintptr_t fn, uintptr_t fit, int *learn);
 
 /* The shortest duration (ns) measured for a launch of fn with signature
  * `sig` (see lms_price_base), or negative when unknown. */
