@@ -43,6 +43,17 @@
  * never all fit: each ask fetched half the budget for nothing, 1.06x
  * `none` at 2x on an outside tester's program), the next ask is twice as
  * far, 32, 64, 128, ... launches, and none past 32,768.
+ *
+ * Grid classes: the caller teaches each launch to its function's key and
+ * to the key of the function with its grid's class; lms_fnprice_of_class
+ * prices by the class where it stands on four launches of each kind or
+ * is frequent (CLASS_MIN launches and 1/CLASS_SHARE of its function's),
+ * its reads in place set against the function's line until it has four
+ * launches on the device of its own; else by the function.
+ *
+ * Generations: the keys live in two tables; when the current one is half
+ * full it becomes the older one (the older one's keys are dropped), and a
+ * key taught while in the older one is carried into the current one.
  */
 #include "fnprice.h"
 
