@@ -48,12 +48,13 @@
  * to the key of the function with its grid's class; lms_fnprice_of_class
  * prices by the class where it stands on four launches of each kind or
  * is frequent (CLASS_MIN launches and 1/CLASS_SHARE of its function's),
- * its reads in place set against the function's line until it has four
- * launches on the device of its own; else by the function.
+ * its reads in place set against the function's line of launches on the
+ * device (which follows the function's phases); else by the function.
  *
  * Generations: the keys live in two tables; when the current one is half
  * full it becomes the older one (the older one's keys are dropped), and a
- * key taught while in the older one is carried into the current one.
+ * key taught or read while in the older one is carried into the current
+ * one.
  */
 #include "fnprice.h"
 
@@ -116,16 +117,6 @@ static lms_fnprice_entry *probe(const lms_fnprice *f, lms_fnprice_entry *t, uint
     return NULL;
 }
 
-/* fn's entry in either generation, the current one first, or NULL. */
-static const lms_fnprice_entry *find(const lms_fnprice *f, uintptr_t fn)
-{
-    const lms_fnprice_entry *e = probe(f, f->t, fn);
-    if (e && e->fn == fn)
-        return e;
-    e = probe(f, f->old, fn);
-    return e && e->fn == fn ? e : NULL;
-}
-
 /* fn's entry in the current generation, made when absent: carried over
  * from the older one, else new; the current generation becomes the older
  * one first when it is half full. NULL for fn 0. */
@@ -147,6 +138,17 @@ static lms_fnprice_entry *entry_for(lms_fnprice *f, uintptr_t fn)
     *e = carried;
     f->used++;
     return e;
+}
+
+/* fn's entry when it has one, carried into the current generation when
+ * found in the older one (a fit read is in use), or NULL. */
+static const lms_fnprice_entry *in_use(lms_fnprice *f, uintptr_t fn)
+{
+    const lms_fnprice_entry *e = probe(f, f->t, fn);
+    if (e && e->fn == fn)
+        return e;
+    const lms_fnprice_entry *o = probe(f, f->old, fn);
+    return o && o->fn == fn ? entry_for(f, fn) : NULL;
 }
 
 /* The line of e's launches on the device: ns = *c + *a x MiB; false while
@@ -239,8 +241,8 @@ static bool refresh(const lms_fnprice_entry *e)
 }
 
 /* The price of e's launches reading in place against the line of `ln`'s
- * launches on the device (e itself, or its function's for a grid class
- * with few of its own: lms_fnprice_of_class), as lms_fnprice_of says. */
+ * launches on the device (e itself, or its function's for a grid class:
+ * lms_fnprice_of_class), as lms_fnprice_of says. */
 static double price_with(const lms_fnprice_entry *e, const lms_fnprice_entry *ln, int *learn)
 {
     int want = 0;
@@ -273,26 +275,27 @@ static double price_with(const lms_fnprice_entry *e, const lms_fnprice_entry *ln
     return price;
 }
 
-double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn)
+double lms_fnprice_of(lms_fnprice *f, uintptr_t fn, int *learn)
 {
-    const lms_fnprice_entry *e = find(f, fn);
+    const lms_fnprice_entry *e = in_use(f, fn);
     return price_with(e, e, learn);
 }
 
-double lms_fnprice_of_class(const lms_fnprice *f, uintptr_t fn, uintptr_t cls, int *learn)
+double lms_fnprice_of_class(lms_fnprice *f, lms_fnprice *classes, uintptr_t fn, uintptr_t cls, int *learn)
 {
-    const lms_fnprice_entry *k = cls != fn ? find(f, cls) : NULL, *e = find(f, fn);
-    if (!k)
-        return lms_fnprice_of(f, fn, learn);
-    double c, a;
-    const lms_fnprice_entry *ln = k->n_dev >= SETTLED || !e || !line_of(e, &c, &a) ? k : e;
-    int want = 0;
-    double price = price_with(k, ln, &want);
-    bool frequent = !e || (k->seen >= CLASS_MIN && (uint64_t)k->seen * CLASS_SHARE >= e->seen);
-    if (price >= 0 ? want == 0 || frequent : want != 0 && frequent) {
-        if (learn)
-            *learn = want;
-        return price;
+    const lms_fnprice_entry *e = in_use(f, fn), *k = cls != fn ? in_use(classes, cls) : NULL;
+    int fn_want = 0, want = 0;
+    double fn_price = price_with(e, e, &fn_want);
+    if (k && fn_want != 1) {   /* fn's asking for a launch on the device (a new phase, an old line) overrides */
+        double price = price_with(k, e ? e : k, &want);
+        bool frequent = !e || (k->seen >= CLASS_MIN && (uint64_t)k->seen * CLASS_SHARE >= e->seen);
+        if (price >= 0 ? want == 0 || frequent : want != 0 && frequent) {
+            if (learn)
+                *learn = want;
+            return price;
+        }
     }
-    return lms_fnprice_of(f, fn, learn);
+    if (learn)
+        *learn = fn_want;
+    return fn_price;
 }

@@ -62,15 +62,16 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
  * distance each time none came (fnprice.c). With a
  * price, *learn is 0, or 2 while it stands on fewer than four launches of
  * either kind (the first ones, or since a new phase). */
-double lms_fnprice_of(const lms_fnprice *f, uintptr_t fn, int *learn);
+double lms_fnprice_of(lms_fnprice *f, uintptr_t fn, int *learn);
 
 /* lms_fnprice_of for a launch of fn whose grid falls in the class keyed
- * `cls` (its own fit, taught by the launches of that class): the class's
- * price, its reads in place set against its own line of launches on the
- * device once it has four of them, else against fn's (its few launches of
- * varied sizes make no line); when it has none, and it asks for a launch
- * while holding at least an eighth of fn's launches, that ask; else fn's
- * price and ask. */
-double lms_fnprice_of_class(const lms_fnprice *f, uintptr_t fn, uintptr_t cls, int *learn);
+ * `cls` (its own fit in the table `classes`, taught by the launches of
+ * that class; a table apart, so that the classes of many functions do not
+ * turn the functions' fits out): the class's
+ * price, its reads in place set against fn's line of launches on the
+ * device, where it stands on four launches of each kind or the class
+ * holds four launches and an eighth of fn's; when it has none and asks
+ * for a launch while that frequent, that ask; else fn's price and ask. */
+double lms_fnprice_of_class(lms_fnprice *f, lms_fnprice *classes, uintptr_t fn, uintptr_t cls, int *learn);
 
 #endif

@@ -127,14 +127,21 @@ static uint64_t fn_key(uintptr_t fn)
     return key_of(lms_price_sig(fn, NULL, 0), BASE_TAG);
 }
 
+/* Function fn's phase: counted up each time one of fn's launches on the
+ * device ran a quarter faster than any of fn's before (lms_price_learn). */
+static uint32_t fn_phase(const lms_price *p, uintptr_t fn)
+{
+    const lms_price_entry *f = probe(p, fn_key(fn));
+    return f && f->key ? f->phase : 0;
+}
+
 /* The phase of signature sig of function fn: counted up each time a
  * launch of sig on the device ran a quarter faster than any before, and
- * each time one of fn's did than any of fn's (lms_price_learn). */
+ * each time fn's phase was (lms_price_learn). */
 static uint32_t phase_of(const lms_price *p, uintptr_t fn, uint64_t sig)
 {
     const lms_price_entry *own = probe(p, key_of(sig, LOCAL_TAG));
-    const lms_price_entry *f = probe(p, fn_key(fn));
-    return (own && own->key ? own->phase : 0) + (f && f->key ? f->phase : 0);
+    return (own && own->key ? own->phase : 0) + fn_phase(p, fn);
 }
 
 /* Lowers the shortest duration kept under key to ns; returns it. */
@@ -232,6 +239,9 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
         lms_price_entry *d = slot(p, role_key(fn, SPREAD_TAG, role));
         r = r && r->key == rkey ? r : NULL;   /* d's slot may have cleared the table */
         if (r && d) {
+            uint32_t phase = fn_phase(p, fn);
+            if (r->phase != phase)   /* learned in an older phase of fn: starts over */
+                r->value = d->value = -1, r->phase = phase;
             float off = r->value < 0 ? 0 : v > r->value ? v - r->value : r->value - v;
             d->value = r->value < 0 || d->value < 0 ? off : (d->value + off) / 2;
             r->value = r->value < 0 ? v : (r->value + v) / 2;
@@ -262,7 +272,7 @@ double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *s
     const lms_price_entry *d = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(fn, SPREAD_TAG, role)) : NULL;
     if (spread)
         *spread = d && d->key && d->value >= 0 ? d->value : 0;
-    return e && e->key && e->value >= 0 ? e->value : -1;
+    return e && e->key && e->value >= 0 && e->phase == fn_phase(p, fn) ? e->value : -1;   /* an older phase's: none */
 }
 
 double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig)

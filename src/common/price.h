@@ -16,7 +16,7 @@
 typedef struct lms_price_entry {
     uint64_t key;        /* 0: empty */
     float value;         /* ns of slowdown per byte read in place; a count; a shortest duration (ns) */
-    uint32_t phase;      /* a price: its signature's phase when learned; a signature's base on the device: its phase */
+    uint32_t phase;      /* a price: its signature's phase when learned (a position's: its function's); a signature's base on the device: its phase */
 } lms_price_entry;
 
 /* A bounded open-addressing table (cleared when half full). */

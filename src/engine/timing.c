@@ -30,7 +30,7 @@
 #define SEEN_ALL 4        /* launches of a signature timed before sampling */
 #define EVERY 8           /* then one launch in this many */
 #define TABLE (1u << 16)  /* price table slots per device (1 MiB) */
-#define FNS (1u << 14)    /* function fits per generation, two per device (2.5 MiB; a generation turns at 8,192) */
+#define FNS (1u << 14)    /* fits per generation, two generations of functions and two of classes per device (5 MiB; a generation turns at 8,192) */
 /* Step points kept per device: the trials of four modes, acting deep
  * tried twice (trials.c, trial_next), record up to 81; the oldest one still
  * read, the acting mode's timed start, is 72 back. */
@@ -59,6 +59,7 @@ typedef struct dev_timing {
     double fetch_ns;          /* what a demand fetch holds its launch per byte (ns; 0: unknown) */
     lms_price price;
     lms_fnprice fits;         /* each function's price, fitted (fnprice.h) */
+    lms_fnprice classes;      /* ... and each function's in each class of its grid */
     CUevent marks[MARKS];     /* step boundaries: mark k is marks[k % MARKS] */
     bool mark_bad[MARKS];     /* its record failed */
     CUstream mark_stream[MARKS];  /* the stream it was recorded on (NULL: the legacy stream) */
@@ -79,7 +80,8 @@ static bool ready(dev_timing *t)
         return false;
     if (!lms_price_init(&t->price, TABLE))
         return false;
-    if (!lms_fnprice_init(&t->fits, FNS)) {
+    if (!lms_fnprice_init(&t->fits, FNS) || !lms_fnprice_init(&t->classes, FNS)) {
+        lms_fnprice_destroy(&t->fits);
         lms_price_destroy(&t->price);
         return false;
     }
@@ -214,7 +216,7 @@ void lms_timing_poll(int device)
             lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6, pr->role);
             lms_fnprice_learn(&t->fits, pr->fn, pr->local, pr->bytes, (double)ms * 1e6);
             if (pr->fit != pr->fn)
-                lms_fnprice_learn(&t->fits, pr->fit, pr->local, pr->bytes, (double)ms * 1e6);
+                lms_fnprice_learn(&t->classes, pr->fit, pr->local, pr->bytes, (double)ms * 1e6);
         }
         free(pr->remote);
         pr->remote = NULL;
@@ -244,7 +246,7 @@ double lms_timing_fn_price(int device, uintptr_t fn, uintptr_t fit, int *learn)
         *learn = 0;
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
-    return lms_fnprice_of_class(&timing[device].fits, fn, fit, learn);
+    return lms_fnprice_of_class(&timing[device].fits, &timing[device].classes, fn, fit, learn);
 }
 
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig)

@@ -296,12 +296,13 @@ static void generations(void)
     lms_fnprice_destroy(&f);
 }
 
-/* Teaches fn and its grid class cls one launch: both fits learn it (as
- * timing.c does). */
-static void teach_class(lms_fnprice *f, uintptr_t cls, uint64_t local, uint64_t remote, double ns)
+/* Teaches fn (in f) and its grid class cls (in classes) one launch, as
+ * timing.c does. */
+static void teach_class(lms_fnprice *f, lms_fnprice *classes, uintptr_t cls, uint64_t local, uint64_t remote,
+                        double ns)
 {
     lms_fnprice_learn(f, FN, local, remote, ns);
-    lms_fnprice_learn(f, cls, local, remote, ns);
+    lms_fnprice_learn(classes, cls, local, remote, ns);
 }
 
 /* One GEMM in four grid classes, each a quarter of its launches: on the
@@ -311,19 +312,21 @@ static void teach_class(lms_fnprice *f, uintptr_t cls, uint64_t local, uint64_t 
 static void class_priced(void)
 {
     lms_fnprice f;
-    CHECK(lms_fnprice_init(&f, 64));
+    lms_fnprice c;
+    CHECK(lms_fnprice_init(&f, 64) && lms_fnprice_init(&c, 64));
     for (int round = 0; round < 6; round++)
         for (uintptr_t k = 1; k <= 4; k++) {
-            teach_class(&f, FN ^ k << 20, 32 * MIB, 0, 1e6);
-            teach_class(&f, FN ^ k << 20, 0, 32 * MIB, 1e6 + (double)(k - 1) * 1e6);
+            teach_class(&f, &c, FN ^ k << 20, 32 * MIB, 0, 1e6);
+            teach_class(&f, &c, FN ^ k << 20, 0, 32 * MIB, 1e6 + (double)(k - 1) * 1e6);
         }
     int learn = 7;
-    double one = lms_fnprice_of_class(&f, FN, FN ^ 1u << 20, &learn);
+    double one = lms_fnprice_of_class(&f, &c, FN, FN ^ 1u << 20, &learn);
     CHECK(one >= 0 && one < 1e-9 && learn == 0);
-    CHECK(near(lms_fnprice_of_class(&f, FN, FN ^ 4u << 20, &learn), 3e6 / (32.0 * MIB)) && learn == 0);
+    CHECK(near(lms_fnprice_of_class(&f, &c, FN, FN ^ 4u << 20, &learn), 3e6 / (32.0 * MIB)) && learn == 0);
     double all = lms_fnprice_of(&f, FN, NULL);   /* an average over the classes */
     CHECK(all > 0.5e6 / (32.0 * MIB) && all < 2.5e6 / (32.0 * MIB));
     lms_fnprice_destroy(&f);
+    lms_fnprice_destroy(&c);
 }
 
 /* A class with few launches on the device: its reads in place are set
@@ -335,24 +338,26 @@ static void class_priced(void)
 static void class_few(void)
 {
     lms_fnprice f;
-    CHECK(lms_fnprice_init(&f, 64));
+    lms_fnprice c;
+    CHECK(lms_fnprice_init(&f, 64) && lms_fnprice_init(&c, 64));
     for (int i = 0; i < 10; i++)   /* the function's line: 1 ms per 32 MiB */
-        teach_class(&f, FN ^ 1u << 20, (uint64_t)(16 + 16 * (i % 4)) * MIB, 0, 1e6 * (0.5 + 0.5 * (i % 4)));
+        teach_class(&f, &c, FN ^ 1u << 20, (uint64_t)(16 + 16 * (i % 4)) * MIB, 0, 1e6 * (0.5 + 0.5 * (i % 4)));
     for (int i = 0; i < 5; i++)
-        teach_class(&f, FN ^ 1u << 20, 0, 32 * MIB, 3e6);
+        teach_class(&f, &c, FN ^ 1u << 20, 0, 32 * MIB, 3e6);
     const uintptr_t k = FN ^ 2u << 20, rare = FN ^ 3u << 20;
-    teach_class(&f, k, 128 * MIB, 0, 4e6);
+    teach_class(&f, &c, k, 128 * MIB, 0, 4e6);
     for (int i = 0; i < 3; i++)
-        teach_class(&f, k, 0, 32 * MIB, 2e6);   /* 1 ms more than the function's line says */
+        teach_class(&f, &c, k, 0, 32 * MIB, 2e6);   /* 1 ms more than the function's line says */
     int learn = 7;
-    CHECK(near(lms_fnprice_of_class(&f, FN, k, &learn), 1e6 / (32.0 * MIB)) && learn == 2);
-    teach_class(&f, rare, 32 * MIB, 0, 1e6);
+    CHECK(near(lms_fnprice_of_class(&f, &c, FN, k, &learn), 1e6 / (32.0 * MIB)) && learn == 2);
+    teach_class(&f, &c, rare, 32 * MIB, 0, 1e6);
     int own = 0;
-    CHECK(lms_fnprice_of(&f, rare, &own) < 0 && own == -1);   /* alone it would ask for a read in place */
+    CHECK(lms_fnprice_of(&c, rare, &own) < 0 && own == -1);   /* alone it would ask for a read in place */
     int fn_learn = 7;
     double fn_price = lms_fnprice_of(&f, FN, &fn_learn);
-    CHECK(fn_price > 0 && near(lms_fnprice_of_class(&f, FN, rare, &learn), fn_price) && learn == fn_learn);
+    CHECK(fn_price > 0 && near(lms_fnprice_of_class(&f, &c, FN, rare, &learn), fn_price) && learn == fn_learn);
     lms_fnprice_destroy(&f);
+    lms_fnprice_destroy(&c);
 }
 
 /* ---- the planner with nothing to act on ---------------------------------- */

@@ -161,6 +161,30 @@ static void function_compute_fell(void)
     lms_price_destroy(&p);
 }
 
+/* A position's price is its function's phase's: learned hidden while the
+ * compute was heavy, it is none once the function's compute fell (an
+ * outside tester's GEMMs re-reading their operands 1 to 8 times with
+ * compute falling from 12x to 0.3x the link: the old zero read them in
+ * place a whole step, 1.32x the best), and the new phase learns it
+ * afresh, its spread too. */
+static void position_compute_fell(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    uint32_t id = 6;
+    uint64_t sig = lms_price_sig(FN, &id, 1), fn_sig = lms_price_sig(FN, NULL, 0);
+    lms_price_learn(&p, FN, fn_sig, NULL, 0, 0, 12000, LMS_PRICE_NO_ROLE);   /* the function on the device */
+    lms_price_learn(&p, FN, sig, &id, 1, 100, 12100, 2);                     /* word 2 in place: hidden */
+    CHECK(lms_price_role(&p, FN, 2, NULL) == 0);
+    lms_price_learn(&p, FN, fn_sig, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);    /* 10x faster: the compute fell */
+    CHECK(lms_price_role(&p, FN, 2, NULL) < 0);
+    CHECK(lms_price_role(&p, FN + 1, 2, NULL) < 0);
+    lms_price_learn(&p, FN, sig ^ 1, &id, 1, 100, 9000, 2);                  /* in place now: 8000 ns for 100 B */
+    double spread = -1;
+    CHECK(lms_price_role(&p, FN, 2, &spread) > 79.9 && lms_price_role(&p, FN, 2, NULL) < 80.1 && spread == 0);
+    lms_price_destroy(&p);
+}
+
 /* A launch on the device timed at 0 ns (a timer's reading, no kernel's)
  * is no base, of its signature or of its function (a launch naming no
  * chunk has the function's own signature): a read in place just over
@@ -330,6 +354,7 @@ static const test_case cases[] = {
     {"no_base_no_price", no_base_no_price},
     {"compute_fell_price_forgotten", compute_fell_price_forgotten},
     {"function_compute_fell", function_compute_fell},
+    {"position_compute_fell", position_compute_fell},
     {"zero_duration_no_base", zero_duration_no_base},
     {"cleared_in_learn", cleared_in_learn},
     {"dearest_fetched_first", dearest_fetched_first},
