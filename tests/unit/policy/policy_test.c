@@ -352,9 +352,60 @@ static void first_step_window(void)
     free(f.chunks);
 }
 
+/* Steps of one kernel: 24 launches on chunks 0..23 in order, then 24 on
+ * chunks 24..47 drawn at random (an outside tester's `seqrand`). Each
+ * launch of a random half matches the latest launch of its chunk, whose
+ * successors came at random: ahead() names little there (launches that
+ * missed their own prediction are not named, and the walk ends once they
+ * outnumber the others); the ordered half names as much as before. From
+ * step 6 on, each step gains a launch on a new chunk after the ordered
+ * half (a step that grows): new, not out of order, so the next step names
+ * it ahead. */
+static void random_half_named_little(void)
+{
+    const lms_policy *p = lms_policy_find("lookahead");
+    void *st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo memo[64] = {0};
+    uint32_t x = 5;
+    uint64_t seq = 0;
+    int named_random = 0, named_fixed = 0, grown_named = 0;
+    for (int step = 0; step < 10; step++) {
+        int grown = step >= 6 ? step - 5 : 0;
+        for (int i = 0; i < 48 + grown; i++) {
+            uint32_t id, ids[8], dist[8];
+            if (i < 24) {
+                id = (uint32_t)i;
+            } else if (i < 24 + grown) {
+                id = (uint32_t)(48 + i - 24);
+            } else {
+                x = x * 1103515245u + 12345u;
+                id = 24 + (x >> 16) % 24;
+            }
+            lms_policy_memo *mm[1] = {&memo[id]};
+            p->observe(st, ++seq, 77, &id, mm, 1);
+            int n = p->ahead(st, ids, dist, 8, 4);
+            if (step >= 4 && i >= 26 + grown && i < 47 + grown)
+                named_random += n;
+            if (step >= 4 && i >= 1 && i < 20)
+                named_fixed += n > 0;
+            if (step >= 7 && i == 23)   /* the launches of the ordered half's end, then the grown ones */
+                for (int j = 0; j < n; j++)
+                    grown_named += ids[j] == (uint32_t)(48 + grown - 2);
+        }
+    }
+    printf("named ahead: %d ids in 6 random halves (21 launches each; 97 before), %d of 114 ordered "
+           "launches, the launch new a step before %d of 3\n", named_random, named_fixed, grown_named);
+    CHECK(named_random <= 40);
+    CHECK(named_fixed >= 60);
+    CHECK_EQ_U(grown_named, 3);
+    p->destroy(st);
+}
+
 static const test_case cases[] = {
     {"never_repeats", never_repeats},
     {"shaken_names_nothing", shaken_names_nothing},
+    {"random_half_named_little", random_half_named_little},
     {"long_step_wide_launch", long_step_wide_launch},
     {"lru_victims", lru_victims},
     {"unmatched_launch", unmatched_launch},
