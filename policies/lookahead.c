@@ -55,6 +55,8 @@
 #define DOUBT (65536u * 35 / 100) /* a score under this ends confidence: above the third of launches of one
                                    * chunk used at random that hit by their next uses (chunks_came) */
 #define SHAKEN (65536u * 7 / 10) /* a score under this after a miss: nothing named ahead until a hit */
+#define MISSES_MAX 3             /* a position's miss level at most (launch.misses) */
+#define MISSES_SKIP 2            /* ... from which ahead() does not name the launch */
 #define BLANK_FOR 64             /* launches with nothing learned before they count as misses (score) */
 #define NAMED_MAX (1u << 22)     /* ids ahead() names once each at most (more: repeats stay in) */
 /* Memo words: 1 + pool index of the chunk's latest entry, the seq of that
@@ -67,7 +69,7 @@ typedef struct launch {
     uint64_t sig;
     uint64_t first;           /* pool index of its first id */
     uint32_t n;               /* ids */
-    bool missed;              /* came against a prediction, a step after the first period was learned (ahead()) */
+    uint8_t misses;           /* its position's miss level (observe(), ahead()) */
 } launch;
 
 typedef struct entry {
@@ -98,7 +100,6 @@ typedef struct state {
     bool matched;             /* a previous occurrence exists */
     uint64_t match;           /* its seq */
     uint64_t period;          /* seq - match of the latest match (0: none yet) */
-    uint64_t learned_at;      /* the first launch matched one period or one context back (0: none yet) */
     uint64_t rep, rep_run;    /* a candidate step length; launches in a row that repeated the one rep earlier */
     uint64_t *named;          /* ahead()'s set of ids named in one call: (call << 32 | id) words */
     uint32_t named_cap, named_call;
@@ -343,10 +344,17 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     s->seq = seq;
     s->matched = false;
     uint64_t prev_sig = seen_at(s, sig), prev_ctx = seen_at(s, ctx);
-    /* Out of order: not a launch never seen before (new: a step that
-     * grows), nor one while the first period is being learned (a step
-     * whose signatures repeat misses until their contexts are known). */
-    missed = missed && prev_sig && s->learned_at && seq >= s->learned_at + s->period;
+    /* The miss level of the launch's position in the step: the level of
+     * the launch one period earlier, up one when this launch missed a
+     * prediction made for it, down one when not; a launch never seen
+     * before (new: a step that grows) is at 0. A first miss (a new order,
+     * a step whose repeated signatures are still being learned) leaves it
+     * under MISSES_SKIP; a position that misses step after step (launches
+     * in a random order, which hit by chance now and then) stays at it. */
+    const launch *before = s->period && seq > s->period ? launch_of(s, seq - s->period) : NULL;
+    uint8_t was = before ? before->misses : 0, misses = 0;
+    if (prev_sig)
+        misses = missed ? (uint8_t)(was < MISSES_MAX ? was + 1 : MISSES_MAX) : (uint8_t)(was ? was - 1 : 0);
     if (!prev_ctx && s->sigk && s->sigk != s->sig1) {   /* a launch never seen before came between */
         /* Taken as one step back only: at least half a period back, and
          * no farther from one period back than the signature's latest
@@ -397,7 +405,7 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         }
         s->ptotal++;
     }
-    s->hist[seq % s->hcap] = (launch){.seq = seq, .sig = sig, .first = first, .n = (uint32_t)n, .missed = missed};
+    s->hist[seq % s->hcap] = (launch){.seq = seq, .sig = sig, .first = first, .n = (uint32_t)n, .misses = misses};
     /* The step by repetition: a candidate length holds while each launch
      * repeats the one that many earlier; on a launch that does not, the
      * candidate becomes the distance to its signature's last launch (this
@@ -428,8 +436,6 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         s->match = prev;
         if (sets_period || !s->period)
             s->period = seq - prev;
-        if (sets_period && !s->learned_at)
-            s->learned_at = seq;
         for (int i = 0; i < n; i++) {
             const entry *pe = &s->pool[(l->first + (uint64_t)i) % s->pcap];
             if (memos[i] && pe->id == ids[i] && pe->next)
@@ -551,13 +557,17 @@ static bool named_before(state *s, uint32_t id)
  * from the history, each id once (at its first need): ids of one launch
  * are unique, and over several launches a set of the ids named so far
  * drops repeats in O(1) each (without its memory, repeats stay in: the
- * planner skips a chunk it has already taken). A launch that missed its
- * own prediction when it came (`missed`) is not named, and the walk ends
- * once such launches outnumber the others: a part of the step in a
- * random order says nothing of what follows it (an outside tester's
- * `seqrand`, a fixed half then a random half of one kernel: its launches
- * named from wherever the latest one matched evicted chunks for ones not
- * then used, 1.11x `lru` at 2x at the defaults, 1.06x without). */
+ * planner skips a chunk it has already taken). A launch whose position
+ * misses step after step (its miss level at MISSES_SKIP or more: a part
+ * of the step in a random order) is not named and does not count toward
+ * the launches asked for, so the launch after it is named instead; the
+ * walk ends once such launches outnumber the others by two. An outside
+ * tester's `seqrand` (a fixed half, then a random half of one kernel)
+ * named the successors of wherever a random launch matched, evicting for
+ * chunks not then used (1.11x `lru` at 2x at the defaults, 1.06x now);
+ * a helper's ordered layers each followed by a launch on a random
+ * buffer named the random one and never the next layer (1.05x, 0.92x
+ * now). */
 static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max, uint32_t launches)
 {
     state *s = p;
@@ -566,7 +576,8 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max, uint32_t l
         return 0;
     /* The set is sized for what can be named: the launches' ids, up to max. */
     uint64_t held = 0;
-    for (uint64_t k = 1; launches > 1 && k <= launches && k <= s->period; k++) {
+    uint64_t reach = 2 * (uint64_t)launches + 2;   /* launches walked at most (skipped ones included) */
+    for (uint64_t k = 1; launches > 1 && k <= reach && k <= s->period; k++) {
         const launch *l = launch_of(s, s->match + k);
         if (!l)
             break;
@@ -575,14 +586,17 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max, uint32_t l
     if (held > (uint64_t)max)
         held = (uint64_t)max;
     bool dedup = launches > 1 && held > 0 && held <= NAMED_MAX && named_reset(s, held);
-    uint64_t missed = 0;
-    for (uint64_t k = 1; k <= launches && k <= s->period; k++) {
+    uint64_t skipped = 0, walk = launches;
+    for (uint64_t k = 1; k <= walk && k <= s->period; k++) {
         const launch *l = launch_of(s, s->match + k);
         if (!l)
             break;
-        if (l->missed) {
-            if (2 * ++missed > k)   /* more missed than not */
+        if (l->misses >= MISSES_SKIP) {
+            skipped++;
+            if (skipped > k - skipped + 1)   /* skipped outnumber the others by two */
                 break;
+            if (walk < reach)
+                walk++;   /* a skipped launch is not one of those asked for */
             continue;
         }
         for (uint32_t j = 0; j < l->n && n < max; j++) {
