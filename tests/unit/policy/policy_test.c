@@ -191,6 +191,19 @@ static void never_repeats(void)
     p->destroy(st);
 }
 
+/* A shuffled copy of 0..n-1 (order, n <= 64) from the generator x. */
+static void shuffle(uint32_t *order, uint32_t n, uint32_t *x)
+{
+    for (uint32_t i = 0; i < n; i++)
+        order[i] = i;
+    for (uint32_t i = n - 1; i > 0; i--) {
+        *x = *x * 1103515245u + 12345u;
+        uint32_t k = (*x >> 16) % (i + 1), t = order[i];
+        order[i] = order[k];
+        order[k] = t;
+    }
+}
+
 /* A step of 48 launches (one chunk each) learned over four steps, then
  * steps in a new random order: once a launch missed with the score
  * shaken (under 70%), ahead() names nothing until one hits: about half
@@ -209,14 +222,11 @@ static void shaken_names_nothing(void)
     int named_random = 0, named_back = 0;
     for (int step = 0; step < 8; step++) {
         bool random = step == 4 || step == 6;
-        for (uint32_t i = 0; i < 48; i++)
-            order[i] = i;
-        for (uint32_t i = 47; random && i > 0; i--) {
-            x = x * 1103515245u + 12345u;
-            uint32_t k = (x >> 16) % (i + 1), t = order[i];
-            order[i] = order[k];
-            order[k] = t;
-        }
+        if (random)
+            shuffle(order, 48, &x);
+        else
+            for (uint32_t i = 0; i < 48; i++)
+                order[i] = i;
         for (int i = 0; i < 48; i++) {
             uint32_t id = order[i], ids[4], dist[4];
             lms_policy_memo *mm[1] = {&memo[id]};
@@ -350,19 +360,6 @@ static void first_step_window(void)
     }
     lms_plan_destroy(&plan);
     free(f.chunks);
-}
-
-/* A shuffled copy of 0..n-1 (order, n <= 64) from the generator x. */
-static void shuffle(uint32_t *order, uint32_t n, uint32_t *x)
-{
-    for (uint32_t i = 0; i < n; i++)
-        order[i] = i;
-    for (uint32_t i = n - 1; i > 0; i--) {
-        *x = *x * 1103515245u + 12345u;
-        uint32_t k = (*x >> 16) % (i + 1), t = order[i];
-        order[i] = order[k];
-        order[k] = t;
-    }
 }
 
 /* Steps of 24 layers, each a launch on its weight (chunks 0..23) followed
