@@ -29,7 +29,10 @@
  * kept fetching ahead the 19 launches confidence took to fall in each
  * random step, evicting for chunks it then fetched again (an outside
  * tester's `alt`, 1.16x lru at 2x); a step that grows keeps its score
- * above 70% through the few launches its growth shifts.
+ * above 70% through the few launches its growth shifts. The score is one
+ * for the whole step, so a part of a step in a random order is told apart
+ * by each position's miss level (launch.misses): ahead() does not name a
+ * launch whose position missed step after step.
  * Doubt held longer than a period (and than half the launches before it)
  * tells the planner there is nothing to act on (guessing()): it then reads
  * in place when fetching would rarely hit (src/common/plan.c).
