@@ -431,12 +431,8 @@ static void kill_claiming(void)
             CHECK(waitpid(pid[m], &st, 0) == pid[m]);
             CHECK(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
         }
-        if (!h) {
-            char path[256];
-            CHECK(lms_groupfile_path(dir, "kill", path, sizeof path) == 0);
-            if (access(path, F_OK) == 0)
-                h = map_group("kill");
-        }
+        if (!h)
+            h = try_map_group("kill");   /* not yet, or left half made by a member killed making it */
         if (h)
             check_table(h);
     }

@@ -42,25 +42,37 @@ static char dir[64];        /* the group directory of this case */
 
 /* ---- the group file, as the test reads it ---- */
 
-/* Maps group `name` of this case's directory (waiting up to 5 s for it);
- * the mapping stays for the life of the process. */
-static inline lms_group_header *map_group(const char *name)
+/* Maps group `name` of this case's directory when its file is there and
+ * set up (a member killed while making it leaves one that is not: the
+ * next member to open it sets it up again), else NULL; the mapping stays
+ * for the life of the process. */
+static inline lms_group_header *try_map_group(const char *name)
 {
     char path[256];
     CHECK(lms_groupfile_path(dir, name, path, sizeof path) == 0);
+    int fd = open(path, O_RDWR);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size == LMS_GROUP_FILE_BYTES) {
+        void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        CHECK(m != MAP_FAILED);
+        if (lms_groupfile_check(m, LMS_GROUP_FILE_BYTES) == NULL)
+            return m;
+        munmap(m, LMS_GROUP_FILE_BYTES);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    return NULL;
+}
+
+/* Maps group `name` of this case's directory (waiting up to 5 s for it:
+ * try_map_group). */
+static inline lms_group_header *map_group(const char *name)
+{
     for (int i = 0; i < 500; i++) {
-        int fd = open(path, O_RDWR);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size == LMS_GROUP_FILE_BYTES) {
-            void *m = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            close(fd);
-            CHECK(m != MAP_FAILED);
-            if (lms_groupfile_check(m, LMS_GROUP_FILE_BYTES) == NULL)
-                return m;
-            munmap(m, LMS_GROUP_FILE_BYTES);
-        } else if (fd >= 0) {
-            close(fd);
-        }
+        lms_group_header *h = try_map_group(name);
+        if (h)
+            return h;
         usleep(10000);
     }
     fprintf(stderr, "group %s never appeared in %s\n", name, dir);
