@@ -88,6 +88,11 @@ typedef struct lms_plan_ops {
      * nothing to act on (plan.c, blind_choice), and when acting, for
      * chunks without a price of their own (plan.c, hidden_price). */
     double (*fn_price)(void *ctx, int *learn);
+    /* The same fitted over every function's launches pooled, with *learn
+     * as for fn_price (NULL: never known): what a function with no fit of
+     * its own is expected to pay. Asked when the policy has nothing to
+     * act on and nothing else prices a chunk (plan.c, blind_choice). */
+    double (*pooled_price)(void *ctx, int *learn);
     /* What fetching on demand holds a launch, in ns per byte fetched (the
      * link and the waits for evictions), or negative when unknown (NULL:
      * never known). */

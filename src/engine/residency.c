@@ -964,6 +964,12 @@ static double op_fn_price(void *ctx, int *learn)
     return lms_timing_fn_price(l->device, l->fn, l->fit, learn);
 }
 
+/* The price of reading in place pooled over every function's launches. */
+static double op_pooled_price(void *ctx, int *learn)
+{
+    return lms_timing_pooled_price(((live *)ctx)->device, learn);
+}
+
 /* What a demand fetch holds a launch per byte, as measured. */
 static double op_fetch_cost(void *ctx)
 {
@@ -1022,7 +1028,8 @@ static bool op_busy(void *ctx, const lms_plan_chunk *pc)
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price, .role_price = op_role_price, .fn_price = op_fn_price, .fetch_cost = op_fetch_cost,
+    .managed = op_managed, .price = op_price, .role_price = op_role_price, .fn_price = op_fn_price, .pooled_price = op_pooled_price,
+    .fetch_cost = op_fetch_cost,
     .moved = op_moved, .hides = op_hides, .mark = op_mark, .between = op_between, .busy = op_busy,
 };
 

@@ -395,6 +395,16 @@ static double f_fn_price(void *ctx, int *learn)
     return f->fn_price;
 }
 
+static double pooled0 = -1;   /* the price pooled over every function's launches; negative: unknown */
+static int pooled_learn0;     /* ... then which launch would teach it */
+
+static double f_pooled_price(void *ctx, int *learn)
+{
+    (void)ctx;
+    *learn = pooled0 >= 0 ? 0 : pooled_learn0;
+    return pooled0;
+}
+
 static double f_fetch_cost(void *ctx) { return ((fake *)ctx)->fetch_cost; }
 
 static uint64_t f_room(void *ctx) { return ((fake *)ctx)->dev.room; }
@@ -455,6 +465,7 @@ static lms_plan_ops priced_ops(void)
     ops.price = f_price;
     ops.role_price = f_role_price;
     ops.fn_price = f_fn_price;
+    ops.pooled_price = f_pooled_price;
     ops.fetch_cost = f_fetch_cost;
     ops.room = f_room;
     ops.managed = fake_room_managed;
@@ -512,6 +523,34 @@ static void blind_unknown(void)
     CHECK(fetched(&blind_like, 5, 20, -1, -1, 0));
     CHECK(fetched(&blind_like, 2, 20, -1, -1, 1));
     CHECK(!fetched(&blind_like, 5, 20, -1, -1, -1));
+}
+
+/* Nothing to act on and no price of the chunk's or its function's: the
+ * price pooled over every function's launches decides where it says
+ * hidden (0.1 against a fetch's 2 per byte: read in place though the
+ * room holds a quarter of the managed bytes) or dearer than a fetch (3:
+ * fetched though the room holds a tenth; thousands of kernels each seen
+ * too seldom to be fitted, re-reading their operands: an outside
+ * helper's, 1.56x `lru`'s step at 2x); between (1), the room's share
+ * does, as with no price. While it lacks its line and asks for a launch
+ * on the device, one is made, and timed. The function's own price or ask
+ * comes first. */
+static void blind_pooled_price(void)
+{
+    pooled0 = 0.1;
+    CHECK(!fetched(&blind_like, 5, 20, -1, -1, 0));
+    pooled0 = 3;
+    CHECK(fetched(&blind_like, 2, 20, -1, -1, 0));
+    CHECK(!fetched(&blind_like, 2, 20, -1, 1, 0));
+    CHECK(!fetched(&blind_like, 2, 20, -1, -1, -1));
+    CHECK(!fetched(&blind_like, 2, 20, 1, -1, 0));
+    pooled0 = 1;
+    CHECK(!fetched(&blind_like, 2, 20, -1, -1, 0));
+    CHECK(fetched(&blind_like, 5, 20, -1, -1, 0));
+    pooled0 = -1, pooled_learn0 = 1;
+    CHECK(fetched(&blind_like, 2, 20, -1, -1, 0) && explored);
+    pooled_learn0 = 0;
+    CHECK(!fetched(&blind_like, 2, 20, -1, -1, 0) && !explored);
 }
 
 /* A launch shaped by the fit's ask (no price: the kind of launch it
@@ -712,6 +751,7 @@ static const test_case cases[] = {
     {"fresh_chunk_no_position", fresh_chunk_no_position},
     {"blind_demotes_cheap", blind_demotes_cheap},
     {"blind_unknown", blind_unknown},
+    {"blind_pooled_price", blind_pooled_price},
     {"learn_launch_timed", learn_launch_timed},
     {"ask_needs_room", ask_needs_room},
     {"blind_free_room", blind_free_room},
