@@ -51,6 +51,12 @@
  * its reads in place set against the function's line of launches on the
  * device (which follows the function's phases); else by the function.
  *
+ * First prices: when a function's first launch reading in place is set
+ * against its line, its price is kept in a ring of the latest ones
+ * (lms_fnprice_prior): what a function seen too seldom to be fitted may
+ * expect, each function counted once (a price pooled over launches is
+ * the frequent functions' price).
+ *
  * Generations: the keys live in two tables; when the current one is half
  * full it becomes the older one (the older one's keys are dropped), and a
  * key taught or read while in the older one is carried into the current
@@ -185,6 +191,8 @@ static bool surprise(double ns, double expected)
     return expected > 0 && (d < 0 ? -d : d) > SURPRISE * expected;
 }
 
+static double price_with(const lms_fnprice_entry *e, const lms_fnprice_entry *ln, int *learn);
+
 void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t remote, double ns)
 {
     if ((local == 0 && remote == 0) || !(ns > 0) || !isfinite(ns))
@@ -215,6 +223,7 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
         e->y = e->y * DECAY + ns;
         e->ly = e->ly * DECAY + l * ns;
     } else {
+        bool first = e->n_in < MIN_IN;   /* its first launch in place (a phase's forgetting below is not) */
         bool odd = false;
         if (line && e->n_in >= MIN_IN && e->r > 0) {
             double slow = slow_of(e, c, a);
@@ -229,7 +238,25 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
         e->t = e->t * DECAY + l + r;
         e->r = e->r * DECAY + r;
         e->y_in = e->y_in * DECAY + ns;
+        double price = first && line ? price_with(e, e, NULL) : -1;
+        if (price >= 0) {
+            f->firsts[f->first_at] = price;
+            f->first_at = (f->first_at + 1) % LMS_FNPRICE_FIRSTS;
+            f->nfirsts += f->nfirsts < LMS_FNPRICE_FIRSTS;
+        }
     }
+}
+
+bool lms_fnprice_prior(const lms_fnprice *f, double *lo, double *hi)
+{
+    if (f->nfirsts < LMS_FNPRICE_FIRSTS)
+        return false;
+    *lo = *hi = f->firsts[0];
+    for (int i = 1; i < LMS_FNPRICE_FIRSTS; i++) {
+        *lo = f->firsts[i] < *lo ? f->firsts[i] : *lo;
+        *hi = f->firsts[i] > *hi ? f->firsts[i] : *hi;
+    }
+    return true;
 }
 
 /* Whether e's line is asked to be refreshed now: REASK launches from
@@ -273,6 +300,12 @@ static double price_with(const lms_fnprice_entry *e, const lms_fnprice_entry *ln
     if (learn)
         *learn = want;
     return price;
+}
+
+uint32_t lms_fnprice_seen(lms_fnprice *f, uintptr_t fn)
+{
+    const lms_fnprice_entry *e = in_use(f, fn);
+    return e ? e->seen : 0;
 }
 
 double lms_fnprice_of(lms_fnprice *f, uintptr_t fn, int *learn)

@@ -35,10 +35,14 @@ typedef struct lms_fnprice_entry {
  * older one (the older one's entries are dropped), and an entry of the
  * older one is carried into the current one when its function is taught
  * again, so the functions in use keep their fits. */
+#define LMS_FNPRICE_FIRSTS 8    /* functions' first prices kept (lms_fnprice_prior) */
+
 typedef struct lms_fnprice {
     lms_fnprice_entry *t;       /* the current generation */
     lms_fnprice_entry *old;     /* the older generation: read, and carried over when taught */
     uint32_t cap, used;         /* slots per generation (a power of two), slots taken in t */
+    double firsts[LMS_FNPRICE_FIRSTS];   /* the latest functions' first prices, a ring (ns per byte) */
+    uint32_t nfirsts, first_at; /* first prices in the ring (up to LMS_FNPRICE_FIRSTS), the slot of the next */
 } lms_fnprice;
 
 /* Sets up two generations of `cap` slots (a power of two); false without
@@ -63,6 +67,16 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
  * price, *learn is 0, or 2 while it stands on fewer than four launches of
  * either kind (the first ones, or since a new phase). */
 double lms_fnprice_of(lms_fnprice *f, uintptr_t fn, int *learn);
+
+/* What a function not fitted yet may expect: the lowest (*lo) and the
+ * highest (*hi) of the first prices of the latest LMS_FNPRICE_FIRSTS
+ * functions fitted (each function's price when its first launch reading
+ * in place was set against its line; each function counts once, however
+ * often it is launched); false while fewer were fitted. */
+bool lms_fnprice_prior(const lms_fnprice *f, double *lo, double *hi);
+
+/* How many launches of fn were taught while its entry lasted (0: none). */
+uint32_t lms_fnprice_seen(lms_fnprice *f, uintptr_t fn);
 
 /* lms_fnprice_of for a launch of fn whose grid falls in the class keyed
  * `cls` (its own fit in the table `classes`, taught by the launches of

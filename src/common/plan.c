@@ -20,6 +20,7 @@
 #define IDLE_AFTER 3     /* launches after its last use when a victim passed over to is taken to be idle (pick_victim) */
 #define HIDDEN_SHARE 8   /* a function's fitted price under 1/this of a fetch's: its reads in place are hidden */
 #define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
+#define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
 
 /* A chunk of the launch being planned and what reading it in place costs
  * that launch (negative: unknown). */
@@ -804,13 +805,15 @@ static double chunk_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
 
 /* What a launch decided with nothing to act on prices its chunks by
  * (chunk_price): its function's fitted price and what its fit asks; and
- * (blind_choice) the price pooled over every function's launches and
- * what that fit asks (ops->pooled_price). */
+ * (blind_choice) what a function not fitted yet may expect, the lowest
+ * and highest first prices of the latest functions fitted
+ * (ops->fn_prior; `prior` false: unknown). */
 typedef struct blind_prices {
     double fn_price;
     int learn;
-    double pooled;
-    int pooled_learn;
+    bool prior;
+    double prior_lo, prior_hi;
+    uint32_t seen;   /* the function's launches taught (ops->fn_seen), asked while its fit asks for one in place */
 } blind_prices;
 
 /* Chunk c's price for the launch being planned: with nothing to act on
@@ -977,16 +980,23 @@ static bool blind(const lms_plan *p)
  * c, while reading in place costs the launch what it was measured to,
  * once per pass the kernel makes: the price against the fetch's. With no
  * price: while the function's fit lacks one kind of launch, that kind,
- * so that it can be fitted. Else the price pooled over every function's
- * launches (bp->pooled) where it says hidden (read in place) or dearer
- * than a fetch (fetched), and the launch that fit asks for while it lacks
- * its line (a fetch): functions seen too seldom to be fitted each (an
- * outside helper's 3,000 kernels drawn at random, each re-reading its
- * operand 8 times: read in place by the rule below, 1.56x `lru`'s step
- * at 2x at the defaults). An average over functions that differ can only
- * be right on average, so between those two it does not decide; and
- * none of it does where a price of the chunk's or its function's is
- * known. Else a fetch when the room holds at least a
+ * so that it can be fitted. What a function not fitted yet may expect is
+ * the first prices of the latest functions fitted (bp->prior_lo, _hi;
+ * each function counted once: a price pooled over launches is the
+ * frequent functions': on an outside tester's program one hot function
+ * re-reading its operands priced the pool dear beside thousands of cold
+ * ones free to read in place, and fetching theirs cost 1.6x the better of
+ * `none` and `lru`). Where every one of those came out dearer to read in place
+ * than a fetch, a launch reading in place to teach a fit is made only
+ * for a function taught as many launches as that launch could repay: at
+ * about one chance in PRIOR_ODDS of finding it cheap, each of as many
+ * later launches as it had saves a fetch, against what reading in place
+ * costs over a fetch; and a chunk no price or ask decides is fetched
+ * (an outside helper's 3,000 kernels drawn at random, each re-reading its
+ * operand 8 times, at 2x at the defaults: read in place by the room's
+ * share below and at each function's second launch, 1.56x `lru`'s step
+ * over 18 steps, 1.30x over 60, 1.10x over 200; 1.00 now). Where every
+ * one was hidden, it is read in place. Else a fetch when the room holds at least a
  * quarter of the managed bytes (measured on bench/shapes `random`, one
  * pass per operand: lru beats reading in place at 1/2 and 1/3 and loses
  * at 1/5 and below). */
@@ -1014,16 +1024,17 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
         return BLIND_FREE;   /* its room is reserved: the caller fetches it there */
     if (price >= 0)
         return in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
+    bool prior_dear = bp->prior && fetch > 0 && bp->prior_lo >= fetch;
+    if (learn < 0 && prior_dear && bp->seen < PRIOR_ODDS * (bp->prior_lo / fetch - 1))
+        learn = 0;   /* the latest functions fitted were all dear in place, and it may not come back */
     if (learn) {
         *explore = true;   /* made to teach the fit: wasted unless timed */
         return learn > 0 ? BLIND_FETCH : BLIND_INPLACE;
     }
-    if (bp->pooled >= 0 && (hidden(bp->pooled, fetch) || (fetch > 0 && bp->pooled >= fetch)))
-        return hidden(bp->pooled, fetch) ? BLIND_INPLACE : BLIND_FETCH;
-    if (bp->pooled < 0 && bp->pooled_learn > 0) {
-        *explore = true;   /* a launch on the device for the pooled fit's line */
+    if (prior_dear)
         return BLIND_FETCH;
-    }
+    if (bp->prior && hidden(bp->prior_hi, fetch))
+        return BLIND_INPLACE;
     return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4 ? BLIND_FETCH : BLIND_INPLACE;
 }
 
@@ -1119,7 +1130,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
          * way on another stream) whether or not the missing ones are
          * fetched. */
         bool fetch = p->mode != LMS_PLAN_INPLACE, unsure = fetch && blind(p), asked = false;
-        blind_prices bp = {.fn_price = -1, .pooled = -1};   /* asked at the first missing chunk (unsure) */
+        blind_prices bp = {.fn_price = -1};   /* asked at the first missing chunk (unsure) */
         int nb = 0;
         uint64_t free_now = 0;   /* bytes fetched into free room for this launch */
         uint64_t budget = ops->budget(ctx);
@@ -1133,13 +1144,10 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                     if (!asked) {
                         if (ops->fn_price)
                             bp.fn_price = ops->fn_price(ctx, &bp.learn);
-                        if (ops->pooled_price)
-                            bp.pooled = ops->pooled_price(ctx, &bp.pooled_learn);
-                        if ((bp.learn > 0 || bp.pooled_learn > 0) && !fits_whole(mine, m, budget)) {
-                            /* a launch on the device cannot be made: fetches would teach nothing */
-                            bp.learn = bp.learn > 0 ? 0 : bp.learn;
-                            bp.pooled_learn = 0;
-                        }
+                        if (bp.learn > 0 && !fits_whole(mine, m, budget))
+                            bp.learn = 0;   /* a launch on the device cannot be made: fetches would teach nothing */
+                        bp.prior = ops->fn_prior && ops->fn_prior(ctx, &bp.prior_lo, &bp.prior_hi);
+                        bp.seen = bp.learn < 0 && bp.prior && ops->fn_seen ? ops->fn_seen(ctx) : UINT32_MAX;
                     }
                     asked = true;
                     int d = blind_choice(ops, ctx, c, &bp, &p->explore);

@@ -88,11 +88,15 @@ typedef struct lms_plan_ops {
      * nothing to act on (plan.c, blind_choice), and when acting, for
      * chunks without a price of their own (plan.c, hidden_price). */
     double (*fn_price)(void *ctx, int *learn);
-    /* The same fitted over every function's launches pooled, with *learn
-     * as for fn_price (NULL: never known): what a function with no fit of
-     * its own is expected to pay. Asked when the policy has nothing to
-     * act on and nothing else prices a chunk (plan.c, blind_choice). */
-    double (*pooled_price)(void *ctx, int *learn);
+    /* What a function not fitted yet may expect: the lowest and highest
+     * of the first prices fitted for the latest functions (fnprice.h,
+     * lms_fnprice_prior), each counted once; false while too few were
+     * (NULL: never known). Asked when the policy has nothing to act on
+     * (plan.c, blind_choice). */
+    bool (*fn_prior)(void *ctx, double *lo, double *hi);
+    /* How many launches of the function being launched its fit was
+     * taught (NULL: never known). */
+    uint32_t (*fn_seen)(void *ctx);
     /* What fetching on demand holds a launch, in ns per byte fetched (the
      * link and the waits for evictions), or negative when unknown (NULL:
      * never known). */

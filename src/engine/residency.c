@@ -964,10 +964,17 @@ static double op_fn_price(void *ctx, int *learn)
     return lms_timing_fn_price(l->device, l->fn, l->fit, learn);
 }
 
-/* The price of reading in place pooled over every function's launches. */
-static double op_pooled_price(void *ctx, int *learn)
+/* How many launches of the launched function its fit was taught. */
+static uint32_t op_fn_seen(void *ctx)
 {
-    return lms_timing_pooled_price(((live *)ctx)->device, learn);
+    const live *l = ctx;
+    return lms_timing_fn_seen(l->device, l->fn);
+}
+
+/* The first prices of the latest functions fitted on the device. */
+static bool op_fn_prior(void *ctx, double *lo, double *hi)
+{
+    return lms_timing_fn_prior(((live *)ctx)->device, lo, hi);
 }
 
 /* What a demand fetch holds a launch per byte, as measured. */
@@ -1028,7 +1035,7 @@ static bool op_busy(void *ctx, const lms_plan_chunk *pc)
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price, .role_price = op_role_price, .fn_price = op_fn_price, .pooled_price = op_pooled_price,
+    .managed = op_managed, .price = op_price, .role_price = op_role_price, .fn_price = op_fn_price, .fn_prior = op_fn_prior, .fn_seen = op_fn_seen,
     .fetch_cost = op_fetch_cost,
     .moved = op_moved, .hides = op_hides, .mark = op_mark, .between = op_between, .busy = op_busy,
 };

@@ -35,8 +35,6 @@
  * tried twice (trials.c, trial_next), record up to 81; the oldest one still
  * read, the acting mode's timed start, is 72 back. */
 #define MARKS 128
-#define POOLED_CAP 4      /* slots of the pooled fit's table (one key) */
-#define POOLED_KEY 1      /* its key: no function's handle (those are aligned pointers) */
 
 typedef struct pair {
     CUevent start, end;
@@ -62,7 +60,6 @@ typedef struct dev_timing {
     lms_price price;
     lms_fnprice fits;         /* each function's price, fitted (fnprice.h) */
     lms_fnprice classes;      /* ... and each function's in each class of its grid */
-    lms_fnprice pooled;       /* every function's launches under one key (lms_timing_pooled_price) */
     CUevent marks[MARKS];     /* step boundaries: mark k is marks[k % MARKS] */
     bool mark_bad[MARKS];     /* its record failed */
     CUstream mark_stream[MARKS];  /* the stream it was recorded on (NULL: the legacy stream) */
@@ -83,11 +80,8 @@ static bool ready(dev_timing *t)
         return false;
     if (!lms_price_init(&t->price, TABLE))
         return false;
-    if (!lms_fnprice_init(&t->fits, FNS) || !lms_fnprice_init(&t->classes, FNS) ||
-        !lms_fnprice_init(&t->pooled, POOLED_CAP)) {
+    if (!lms_fnprice_init(&t->fits, FNS) || !lms_fnprice_init(&t->classes, FNS)) {
         lms_fnprice_destroy(&t->fits);
-        lms_fnprice_destroy(&t->classes);
-        lms_fnprice_destroy(&t->pooled);
         lms_price_destroy(&t->price);
         return false;
     }
@@ -223,7 +217,6 @@ void lms_timing_poll(int device)
             lms_fnprice_learn(&t->fits, pr->fn, pr->local, pr->bytes, (double)ms * 1e6);
             if (pr->fit != pr->fn)
                 lms_fnprice_learn(&t->classes, pr->fit, pr->local, pr->bytes, (double)ms * 1e6);
-            lms_fnprice_learn(&t->pooled, POOLED_KEY, pr->local, pr->bytes, (double)ms * 1e6);
         }
         free(pr->remote);
         pr->remote = NULL;
@@ -256,13 +249,18 @@ double lms_timing_fn_price(int device, uintptr_t fn, uintptr_t fit, int *learn)
     return lms_fnprice_of_class(&timing[device].fits, &timing[device].classes, fn, fit, learn);
 }
 
-double lms_timing_pooled_price(int device, int *learn)
+uint32_t lms_timing_fn_seen(int device, uintptr_t fn)
 {
-    if (learn)
-        *learn = 0;
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
-        return -1;
-    return lms_fnprice_of(&timing[device].pooled, POOLED_KEY, learn);
+        return 0;
+    return lms_fnprice_seen(&timing[device].fits, fn);
+}
+
+bool lms_timing_fn_prior(int device, double *lo, double *hi)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+        return false;
+    return lms_fnprice_prior(&timing[device].fits, lo, hi);
 }
 
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig)

@@ -56,12 +56,13 @@ double lms_timing_role_price(int device, uintptr_t fn, uint32_t role, double *sp
  * (+1 one with its chunks on the device, -1 one reading in place, 0 none). */
 double lms_timing_fn_price(int device, uintptr_t fn, uintptr_t fit, int *learn);
 
-/* The price of reading in place fitted as for one function over every
- * timed launch of the device pooled (fnprice.h), or negative while it
- * cannot be fitted, *learn then saying which launch would teach it: what
- * a launch of a function with no fit of its own is expected to pay (an
- * average over functions that may differ: plan.c, blind_choice). */
-double lms_timing_pooled_price(int device, int *learn);
+/* How many of fn's launches its fit was taught (lms_fnprice_seen). */
+uint32_t lms_timing_fn_seen(int device, uintptr_t fn);
+
+/* What a function of the device not fitted yet may expect to pay for
+ * reading in place: the lowest and highest first prices of the latest
+ * functions fitted (lms_fnprice_prior); false while too few were. */
+bool lms_timing_fn_prior(int device, double *lo, double *hi);
 
 /* The shortest duration (ns) measured for a launch of fn with signature
  * `sig` (see lms_price_base), or negative when unknown. */

@@ -63,6 +63,29 @@ static void flat_line_hidden(void)
     lms_fnprice_destroy(&f);
 }
 
+/* The first prices of the latest 8 functions fitted, each counted once:
+ * functions k = 1..8 re-reading a 32 MiB operand k times (1 ms on the
+ * device, 1 + k - 1 ms reading it in place) give 0 to 7 ms per 32 MiB;
+ * unknown until the 8th. A function's later launches in place, however
+ * many, add nothing; a 9th function (11 ms) turns the first one out. */
+static void first_prices(void)
+{
+    lms_fnprice f;
+    CHECK(lms_fnprice_init(&f, 64));
+    double lo = -1, hi = -1, per = 1e6 / (32.0 * MIB);
+    for (int k = 1; k <= 9; k++) {
+        CHECK(lms_fnprice_prior(&f, &lo, &hi) == (k > 8));
+        int ms = k < 9 ? k : 12;
+        lms_fnprice_learn(&f, FN + k, 32 * MIB, 0, 1e6);
+        lms_fnprice_learn(&f, FN + k, 0, 32 * MIB, ms * 1e6);
+        for (int i = 0; k == 3 && i < 20; i++)
+            lms_fnprice_learn(&f, FN + k, 0, 32 * MIB, 30e6);   /* its later launches: not first prices */
+    }
+    CHECK(lms_fnprice_prior(&f, &lo, &hi));
+    CHECK(near(lo, 1 * per) && near(hi, 11 * per));
+    lms_fnprice_destroy(&f);
+}
+
 /* Durations on the device grow with the bytes (1 ms + 10 us per MiB): a
  * launch of 100 MiB reading 50 of them in place that took 3 ms ran
  * 1 ms longer than the line says for 100 MiB: 1 ms per 50 MiB. */
@@ -395,14 +418,22 @@ static double f_fn_price(void *ctx, int *learn)
     return f->fn_price;
 }
 
-static double pooled0 = -1;   /* the price pooled over every function's launches; negative: unknown */
-static int pooled_learn0;     /* ... then which launch would teach it */
+static uint32_t seen0;              /* the function's launches taught (fn_seen) */
 
-static double f_pooled_price(void *ctx, int *learn)
+static uint32_t f_fn_seen(void *ctx)
 {
     (void)ctx;
-    *learn = pooled0 >= 0 ? 0 : pooled_learn0;
-    return pooled0;
+    return seen0;
+}
+
+static bool prior0;                 /* new functions' first prices known (fn_prior) ... */
+static double prior_lo0, prior_hi0; /* ... their lowest and highest */
+
+static bool f_fn_prior(void *ctx, double *lo, double *hi)
+{
+    (void)ctx;
+    *lo = prior_lo0, *hi = prior_hi0;
+    return prior0;
 }
 
 static double f_fetch_cost(void *ctx) { return ((fake *)ctx)->fetch_cost; }
@@ -465,7 +496,8 @@ static lms_plan_ops priced_ops(void)
     ops.price = f_price;
     ops.role_price = f_role_price;
     ops.fn_price = f_fn_price;
-    ops.pooled_price = f_pooled_price;
+    ops.fn_prior = f_fn_prior;
+    ops.fn_seen = f_fn_seen;
     ops.fetch_cost = f_fetch_cost;
     ops.room = f_room;
     ops.managed = fake_room_managed;
@@ -525,32 +557,52 @@ static void blind_unknown(void)
     CHECK(!fetched(&blind_like, 5, 20, -1, -1, -1));
 }
 
-/* Nothing to act on and no price of the chunk's or its function's: the
- * price pooled over every function's launches decides where it says
- * hidden (0.1 against a fetch's 2 per byte: read in place though the
- * room holds a quarter of the managed bytes) or dearer than a fetch (3:
- * fetched though the room holds a tenth; thousands of kernels each seen
- * too seldom to be fitted, re-reading their operands: an outside
- * helper's, 1.56x `lru`'s step at 2x); between (1), the room's share
- * does, as with no price. While it lacks its line and asks for a launch
- * on the device, one is made, and timed. The function's own price or ask
- * comes first. */
-static void blind_pooled_price(void)
+/* Nothing to act on, no price of the chunk's or its function's and no
+ * ask of its fit: where the latest functions fitted all came out dearer
+ * in place than a fetch (3 to 5 against 2 per byte), fetched though the
+ * room holds a tenth of the managed bytes; where all were hidden (0.1 to
+ * 0.2), read in place though it holds a quarter; where they differ (0.1
+ * to 3), the room's share decides, as with none known. The function's
+ * own price, and its ask for a launch on the device, come first. */
+static void blind_prior(void)
 {
-    pooled0 = 0.1;
-    CHECK(!fetched(&blind_like, 5, 20, -1, -1, 0));
-    pooled0 = 3;
+    prior0 = true, prior_lo0 = 3, prior_hi0 = 5;
     CHECK(fetched(&blind_like, 2, 20, -1, -1, 0));
     CHECK(!fetched(&blind_like, 2, 20, -1, 1, 0));
-    CHECK(!fetched(&blind_like, 2, 20, -1, -1, -1));
     CHECK(!fetched(&blind_like, 2, 20, 1, -1, 0));
-    pooled0 = 1;
+    prior_lo0 = 0.1, prior_hi0 = 0.2;
+    CHECK(!fetched(&blind_like, 5, 20, -1, -1, 0));
+    CHECK(fetched(&blind_like, 2, 20, -1, -1, 1) && explored);
+    prior_lo0 = 0.1, prior_hi0 = 3;
     CHECK(!fetched(&blind_like, 2, 20, -1, -1, 0));
     CHECK(fetched(&blind_like, 5, 20, -1, -1, 0));
-    pooled0 = -1, pooled_learn0 = 1;
-    CHECK(fetched(&blind_like, 2, 20, -1, -1, 0) && explored);
-    pooled_learn0 = 0;
-    CHECK(!fetched(&blind_like, 2, 20, -1, -1, 0) && !explored);
+    prior0 = false, prior_lo0 = prior_hi0 = 0;
+}
+
+/* The function's fit asks for a launch reading in place (no price of its
+ * own). Where the latest functions fitted all came out dear in place, it
+ * is followed only for a function taught as many launches as the
+ * exploration could repay: at 9 to 1 against finding it cheap, each of
+ * that many later launches saving a fetch (2 per byte) against the extra
+ * a read in place costs (the lowest of them, 3: 1 per byte over a fetch),
+ * more than 4.5 launches; at 6, more than 18. Below, its chunk is fetched
+ * and the launch is not one made to teach; where they were not all dear,
+ * the ask is followed at the function's first. */
+static void dear_prior_asks_seen(void)
+{
+    prior0 = true, prior_lo0 = 3, prior_hi0 = 5;
+    seen0 = 4;
+    CHECK(fetched(&blind_like, 2, 20, -1, -1, -1) && !explored);
+    seen0 = 5;
+    CHECK(!fetched(&blind_like, 2, 20, -1, -1, -1) && explored);
+    prior_lo0 = 6, prior_hi0 = 6;
+    CHECK(fetched(&blind_like, 2, 20, -1, -1, -1) && !explored);
+    seen0 = 18;
+    CHECK(!fetched(&blind_like, 2, 20, -1, -1, -1) && explored);
+    prior_lo0 = 0.1;
+    seen0 = 1;
+    CHECK(!fetched(&blind_like, 2, 20, -1, -1, -1) && explored);
+    prior0 = false, prior_lo0 = prior_hi0 = 0, seen0 = 0;
 }
 
 /* A launch shaped by the fit's ask (no price: the kind of launch it
@@ -733,6 +785,7 @@ static const test_case cases[] = {
     {"reread_priced", reread_priced},
     {"flat_line_hidden", flat_line_hidden},
     {"line_in_bytes", line_in_bytes},
+    {"first_prices", first_prices},
     {"learn_asks", learn_asks},
     {"price_stays", price_stays},
     {"line_refreshed", line_refreshed},
@@ -751,7 +804,8 @@ static const test_case cases[] = {
     {"fresh_chunk_no_position", fresh_chunk_no_position},
     {"blind_demotes_cheap", blind_demotes_cheap},
     {"blind_unknown", blind_unknown},
-    {"blind_pooled_price", blind_pooled_price},
+    {"blind_prior", blind_prior},
+    {"dear_prior_asks_seen", dear_prior_asks_seen},
     {"learn_launch_timed", learn_launch_timed},
     {"ask_needs_room", ask_needs_room},
     {"blind_free_room", blind_free_room},
