@@ -193,6 +193,27 @@ static bool surprise(double ns, double expected)
 
 static double price_with(const lms_fnprice_entry *e, const lms_fnprice_entry *ln, int *learn);
 
+/* Adds a launch of `l` MiB on the device that ran `ns` to e's line;
+ * true when it marked a new phase (the second launch in a row off the
+ * line by more than SURPRISE: the older launches are forgotten). */
+static bool learn_on_device(lms_fnprice_entry *e, double l, double ns)
+{
+    double c, a;
+    bool line = line_of(e, &c, &a), phase = false;
+    e->odd_dev = line && surprise(ns, c + a * l) ? e->odd_dev + 1 : 0;
+    if (e->odd_dev >= ODD_RUN) {   /* a new phase: the older launches count for little */
+        e->n_dev *= FORGET_DEV, e->l *= FORGET_DEV, e->ll *= FORGET_DEV, e->y *= FORGET_DEV, e->ly *= FORGET_DEV;
+        e->odd_dev = 0;
+        phase = true;
+    }
+    e->n_dev = e->n_dev * DECAY + 1;
+    e->l = e->l * DECAY + l;
+    e->ll = e->ll * DECAY + l * l;
+    e->y = e->y * DECAY + ns;
+    e->ly = e->ly * DECAY + l * ns;
+    return phase;
+}
+
 void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t remote, double ns)
 {
     if ((local == 0 && remote == 0) || !(ns > 0) || !isfinite(ns))
@@ -212,16 +233,10 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
             e->ask_at = e->ask_at <= UINT16_MAX / 2 ? (uint16_t)(2 * e->ask_at) : UINT16_MAX;
     }
     if (remote == 0) {
-        e->odd_dev = line && surprise(ns, c + a * l) ? e->odd_dev + 1 : 0;
-        if (e->odd_dev >= ODD_RUN) {   /* a new phase: the older launches count for little */
-            e->n_dev *= FORGET_DEV, e->l *= FORGET_DEV, e->ll *= FORGET_DEV, e->y *= FORGET_DEV, e->ly *= FORGET_DEV;
-            e->odd_dev = 0;
-        }
-        e->n_dev = e->n_dev * DECAY + 1;
-        e->l = e->l * DECAY + l;
-        e->ll = e->ll * DECAY + l * l;
-        e->y = e->y * DECAY + ns;
-        e->ly = e->ly * DECAY + l * ns;
+        if (learn_on_device(&f->pooled, l, ns))
+            f->nfirsts = 0, f->phase++;   /* every function's launches on the device in a new phase: the first prices are of the old one */
+        learn_on_device(e, l, ns);
+        e->phase = f->phase;
     } else {
         bool first = e->n_in < MIN_IN;   /* its first launch in place (a phase's forgetting below is not) */
         bool odd = false;
@@ -238,7 +253,9 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
         e->t = e->t * DECAY + l + r;
         e->r = e->r * DECAY + r;
         e->y_in = e->y_in * DECAY + ns;
-        double price = first && line ? price_with(e, e, NULL) : -1;
+        /* A first price against a line older than the pooled phase (a
+         * function not launched on the device since) is of the old phase. */
+        double price = first && line && e->phase == f->phase ? price_with(e, e, NULL) : -1;
         if (price >= 0) {
             f->firsts[f->first_at] = price;
             f->first_at = (f->first_at + 1) % LMS_FNPRICE_FIRSTS;

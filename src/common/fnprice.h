@@ -28,6 +28,7 @@ typedef struct lms_fnprice_entry {
     uint16_t since_dev;         /* launches reading in place since the last on the device (saturating) */
     uint16_t ask_at;            /* since_dev at which a launch on the device is next asked for (REFRESH at first) */
     uint32_t seen;              /* launches taught (saturating) */
+    uint32_t phase;             /* the table's pooled phase when its line last had a launch on the device */
 } lms_fnprice_entry;
 
 /* Two bounded open-addressing tables of functions, a current and an
@@ -42,6 +43,8 @@ typedef struct lms_fnprice {
     lms_fnprice_entry *old;     /* the older generation: read, and carried over when taught */
     uint32_t cap, used;         /* slots per generation (a power of two), slots taken in t */
     double firsts[LMS_FNPRICE_FIRSTS];   /* the latest functions' first prices, a ring (ns per byte) */
+    lms_fnprice_entry pooled;   /* every function's launches on the device under one line: its new phase empties the ring */
+    uint32_t phase;             /* the pooled line's phases so far */
     uint32_t nfirsts, first_at; /* first prices in the ring (up to LMS_FNPRICE_FIRSTS), the slot of the next */
 } lms_fnprice;
 

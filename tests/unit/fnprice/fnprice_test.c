@@ -86,6 +86,39 @@ static void first_prices(void)
     lms_fnprice_destroy(&f);
 }
 
+/* A new phase of every function's launches on the device together (two
+ * in a row a quarter off the line they made: compute that tripled)
+ * empties the ring: the first prices were of the old phase. A function
+ * whose line has had no launch on the device since then gives no first
+ * price (its line is of the old phase: 3 ms in place against 1 ms priced
+ * a read that costs nothing now); one launched on the device since does. */
+static void first_prices_phase(void)
+{
+    lms_fnprice f;
+    CHECK(lms_fnprice_init(&f, 64));
+    double lo, hi, per = 1e6 / (32.0 * MIB);
+    for (int k = 1; k <= 8; k++) {
+        lms_fnprice_learn(&f, FN + k, 32 * MIB, 0, 1e6);
+        lms_fnprice_learn(&f, FN + k, 0, 32 * MIB, 5e6);
+    }
+    lms_fnprice_learn(&f, FN + 20, 32 * MIB, 0, 1e6);   /* its line: of the old phase */
+    CHECK(lms_fnprice_prior(&f, &lo, &hi) && near(lo, 4 * per));
+    lms_fnprice_learn(&f, FN + 30, 32 * MIB, 0, 3e6);
+    CHECK(lms_fnprice_prior(&f, &lo, &hi));   /* one launch off the line: an outlier */
+    lms_fnprice_learn(&f, FN + 31, 32 * MIB, 0, 3e6);
+    CHECK(!lms_fnprice_prior(&f, &lo, &hi));
+    lms_fnprice_learn(&f, FN + 20, 0, 32 * MIB, 3e6);
+    for (int k = 40; k < 47; k++) {
+        lms_fnprice_learn(&f, FN + k, 32 * MIB, 0, 3e6);
+        lms_fnprice_learn(&f, FN + k, 0, 32 * MIB, 3e6);
+    }
+    CHECK(!lms_fnprice_prior(&f, &lo, &hi));   /* 7 first prices: FN + 20's was not one */
+    lms_fnprice_learn(&f, FN + 47, 32 * MIB, 0, 3e6);
+    lms_fnprice_learn(&f, FN + 47, 0, 32 * MIB, 3e6);
+    CHECK(lms_fnprice_prior(&f, &lo, &hi) && lo < 1e-9 && hi < 1e-9);
+    lms_fnprice_destroy(&f);
+}
+
 /* Durations on the device grow with the bytes (1 ms + 10 us per MiB): a
  * launch of 100 MiB reading 50 of them in place that took 3 ms ran
  * 1 ms longer than the line says for 100 MiB: 1 ms per 50 MiB. */
@@ -786,6 +819,7 @@ static const test_case cases[] = {
     {"flat_line_hidden", flat_line_hidden},
     {"line_in_bytes", line_in_bytes},
     {"first_prices", first_prices},
+    {"first_prices_phase", first_prices_phase},
     {"learn_asks", learn_asks},
     {"price_stays", price_stays},
     {"line_refreshed", line_refreshed},
