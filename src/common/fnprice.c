@@ -55,7 +55,11 @@
  * against its line, its price is kept in a ring of the latest ones
  * (lms_fnprice_prior): what a function seen too seldom to be fitted may
  * expect, each function counted once (a price pooled over launches is
- * the frequent functions' price).
+ * the frequent functions' price). Every launch on the device also
+ * teaches one line pooled over all functions, for its phases only: when
+ * it marks a new phase (every function's compute changed together), the
+ * ring is emptied, and a first price set against a function's line that
+ * had no launch on the device since is not kept.
  *
  * Generations: the keys live in two tables; when the current one is half
  * full it becomes the older one (the older one's keys are dropped), and a

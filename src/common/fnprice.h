@@ -31,13 +31,13 @@ typedef struct lms_fnprice_entry {
     uint32_t phase;             /* the table's pooled phase when its line last had a launch on the device */
 } lms_fnprice_entry;
 
+#define LMS_FNPRICE_FIRSTS 8    /* functions' first prices kept (lms_fnprice_prior) */
+
 /* Two bounded open-addressing tables of functions, a current and an
  * older generation: when the current one is half full it becomes the
  * older one (the older one's entries are dropped), and an entry of the
  * older one is carried into the current one when its function is taught
  * again, so the functions in use keep their fits. */
-#define LMS_FNPRICE_FIRSTS 8    /* functions' first prices kept (lms_fnprice_prior) */
-
 typedef struct lms_fnprice {
     lms_fnprice_entry *t;       /* the current generation */
     lms_fnprice_entry *old;     /* the older generation: read, and carried over when taught */
