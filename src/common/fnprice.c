@@ -226,8 +226,7 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
     if (!e)
         return;
     e->seen += e->seen < UINT32_MAX;
-    double l = (double)local / MiB, r = (double)remote / MiB, c, a;
-    bool line = line_of(e, &c, &a);
+    double l = (double)local / MiB, r = (double)remote / MiB;
     if (remote == 0) {
         e->since_dev = 0;
         e->ask_at = REFRESH;
@@ -242,6 +241,8 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
         learn_on_device(e, l, ns);
         e->phase = f->phase;
     } else {
+        double c, a;
+        bool line = line_of(e, &c, &a);
         bool first = e->n_in < MIN_IN;   /* its first launch in place (a phase's forgetting below is not) */
         bool odd = false;
         if (line && e->n_in >= MIN_IN && e->r > 0) {
