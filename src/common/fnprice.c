@@ -281,6 +281,11 @@ bool lms_fnprice_prior(const lms_fnprice *f, double *lo, double *hi)
     return true;
 }
 
+uint32_t lms_fnprice_phase(const lms_fnprice *f)
+{
+    return f->phase;
+}
+
 /* Whether e's line is asked to be refreshed now: REASK launches from
  * its ask_at (none once that reached UINT16_MAX). */
 static bool refresh(const lms_fnprice_entry *e)

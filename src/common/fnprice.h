@@ -78,6 +78,10 @@ double lms_fnprice_of(lms_fnprice *f, uintptr_t fn, int *learn);
  * often it is launched); false while fewer were fitted. */
 bool lms_fnprice_prior(const lms_fnprice *f, double *lo, double *hi);
 
+/* How many new phases the line pooled over every function's launches on
+ * the device marked so far (every function's compute changed together). */
+uint32_t lms_fnprice_phase(const lms_fnprice *f);
+
 /* How many launches of fn were taught while its entry lasted (0: none). */
 uint32_t lms_fnprice_seen(lms_fnprice *f, uintptr_t fn);
 

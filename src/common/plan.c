@@ -814,6 +814,8 @@ typedef struct blind_prices {
     bool prior;
     double prior_lo, prior_hi;
     uint32_t seen;   /* the function's launches taught (ops->fn_seen), asked while its fit asks for one in place */
+    int way;         /* the way measured for chunks no price decides (LMS_BWAY_*, blindways.c) ... */
+    double dearer;   /* ... fetching: how much longer reading in place took per byte, less one */
 } blind_prices;
 
 /* Chunk c's price for the launch being planned: with nothing to act on
@@ -965,6 +967,20 @@ static bool blind(const lms_plan *p)
     return p->policy->guessing && !p->policy->guessing(p->pstate);
 }
 
+/* What the rules of blind_choice do with a chunk that no price or ask
+ * decides (see there), LMS_BWAY_FETCH or _INPLACE: fetched where the
+ * latest functions fitted were all dearer in place than a fetch (`fetch`,
+ * ns per byte), read in place where all were hidden, else fetched when
+ * the room holds at least a quarter of the managed bytes. */
+static int rules_way(const lms_plan_ops *ops, void *ctx, const blind_prices *bp, double fetch)
+{
+    if (bp->prior && fetch > 0 && bp->prior_lo >= fetch)
+        return LMS_BWAY_FETCH;
+    if (bp->prior && hidden(bp->prior_hi, fetch))
+        return LMS_BWAY_INPLACE;
+    return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4 ? LMS_BWAY_FETCH : LMS_BWAY_INPLACE;
+}
+
 /* With nothing to act on, what to do with missing chunk c of the launch
  * being planned: BLIND_INPLACE (read it where it is), BLIND_FREE (fetch it
  * into free room, which this reserved for it) or BLIND_FETCH (fetch it,
@@ -999,7 +1015,10 @@ static bool blind(const lms_plan *p)
  * one was hidden, it is read in place. Else a fetch when the room holds at least a
  * quarter of the managed bytes (measured on bench/shapes `random`, one
  * pass per operand: lru beats reading in place at 1/2 and 1/3 and loses
- * at 1/5 and below). */
+ * at 1/5 and below). Those three are the rules (rules_way); once the two
+ * ways were timed over windows of launches (blindways.c, `bp->way`),
+ * the faster decides instead, and fetching chosen, an ask for a read in
+ * place waits as it does after dear first prices. */
 enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
 static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
                         bool *explore)
@@ -1025,17 +1044,17 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
     if (price >= 0)
         return in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
     bool prior_dear = bp->prior && fetch > 0 && bp->prior_lo >= fetch;
-    if (learn < 0 && prior_dear && bp->seen < PRIOR_ODDS * (bp->prior_lo / fetch - 1))
-        learn = 0;   /* the latest functions fitted were all dear in place, and it may not come back */
+    double dearer = prior_dear ? bp->prior_lo / fetch - 1 : 0;   /* reading in place over a fetch, less one */
+    if (bp->way == LMS_BWAY_FETCH && bp->dearer > dearer)
+        dearer = bp->dearer;
+    if (learn < 0 && (prior_dear || bp->way == LMS_BWAY_FETCH) && bp->seen < PRIOR_ODDS * dearer)
+        learn = 0;   /* reading in place was dearer (the latest functions fitted, or measured), and it may not come back */
     if (learn) {
         *explore = true;   /* made to teach the fit: wasted unless timed */
         return learn > 0 ? BLIND_FETCH : BLIND_INPLACE;
     }
-    if (prior_dear)
-        return BLIND_FETCH;
-    if (bp->prior && hidden(bp->prior_hi, fetch))
-        return BLIND_INPLACE;
-    return !ops->room || !ops->managed || ops->room(ctx) >= ops->managed(ctx) / 4 ? BLIND_FETCH : BLIND_INPLACE;
+    int way = bp->way != LMS_BWAY_RULES ? bp->way : rules_way(ops, ctx, bp, fetch);
+    return way == LMS_BWAY_FETCH ? BLIND_FETCH : BLIND_INPLACE;
 }
 
 /* Fetches the missing chunks batch[0..nb) that a launch decided with
@@ -1130,7 +1149,11 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
          * way on another stream) whether or not the missing ones are
          * fetched. */
         bool fetch = p->mode != LMS_PLAN_INPLACE, unsure = fetch && blind(p), asked = false;
-        blind_prices bp = {.fn_price = -1};   /* asked at the first missing chunk (unsure) */
+        uint64_t bytes = 0;
+        for (int i = 0; unsure && i < m; i++)
+            bytes += mine[i]->charge;
+        lms_plan_blind_launch(p, ops, ctx, unsure, bytes);
+        blind_prices bp = {.fn_price = -1, .way = p->blind.way, .dearer = p->blind.dearer};   /* the rest asked at the first missing chunk (unsure) */
         int nb = 0;
         uint64_t free_now = 0;   /* bytes fetched into free room for this launch */
         uint64_t budget = ops->budget(ctx);
@@ -1147,7 +1170,8 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                         if (bp.learn > 0 && !fits_whole(mine, m, budget))
                             bp.learn = 0;   /* a launch on the device cannot be made: fetches would teach nothing */
                         bp.prior = ops->fn_prior && ops->fn_prior(ctx, &bp.prior_lo, &bp.prior_hi);
-                        bp.seen = bp.learn < 0 && bp.prior && ops->fn_seen ? ops->fn_seen(ctx) : UINT32_MAX;
+                        bp.seen = bp.learn < 0 && (bp.prior || bp.way == LMS_BWAY_FETCH) && ops->fn_seen ? ops->fn_seen(ctx)
+                                                                                           : UINT32_MAX;
                     }
                     asked = true;
                     int d = blind_choice(ops, ctx, c, &bp, &p->explore);

@@ -97,6 +97,9 @@ typedef struct lms_plan_ops {
     /* How many launches of the function being launched its fit was
      * taught (NULL: never known). */
     uint32_t (*fn_seen)(void *ctx);
+    /* How many new phases the functions' launches on the device marked
+     * together so far (fnprice.h, lms_fnprice_phase; NULL: never known). */
+    uint32_t (*fn_phase)(void *ctx);
     /* What fetching on demand holds a launch, in ns per byte fetched (the
      * link and the waits for evictions), or negative when unknown (NULL:
      * never known). */
@@ -129,6 +132,45 @@ enum { LMS_PLAN_ACT, LMS_PLAN_DEEP, LMS_PLAN_DEMAND, LMS_PLAN_INPLACE, LMS_PLAN_
 /* The stages of the timed steps (lms_plan.trial). */
 enum { LMS_TRIAL_OFF, LMS_TRIAL_RUNNING, LMS_TRIAL_CHOSEN };
 enum { LMS_SUM_MOVED, LMS_SUM_HIDDEN, LMS_SUM_ASKED, LMS_SUM_KNOWN, LMS_SUMS };   /* a timed step's sums */
+
+/* With nothing to act on, where the chunks that no price decides go
+ * (blindways.c): as the rules say (plan.c, blind_choice), fetched, or
+ * read in place, as measured over windows of launches. */
+enum { LMS_BWAY_RULES, LMS_BWAY_FETCH, LMS_BWAY_INPLACE };
+#define LMS_BWAY_PARTS 4   /* parts of a timed window, each timed */
+typedef struct lms_plan_bwindow {
+    int pts[LMS_BWAY_PARTS + 1];       /* its points: the first, and each part's last (0: none) */
+    uint64_t bytes[LMS_BWAY_PARTS];    /* the managed bytes each part's launches used */
+} lms_plan_bwindow;
+/* What the timed parts of one way added up to. */
+typedef struct lms_plan_bsums {
+    double t;          /* device time, ns */
+    uint64_t bytes;    /* managed bytes used */
+    double r, rr;      /* the parts' rates (ns per byte), summed, and their squares summed */
+    int parts;         /* parts with bytes */
+} lms_plan_bsums;
+typedef struct lms_plan_blind {
+    int way;                  /* LMS_BWAY_*: what those chunks do now */
+    int stage;                /* what the current window is for (blindways.c) */
+    lms_plan_bwindow cur;     /* the current window: its points and bytes so far */
+    int part;                 /* its parts done */
+    uint32_t n;               /* launches in the current part */
+    uint64_t moved_from;      /* the bytes fetches had carried (ops->moved) at its first point */
+    lms_plan_bwindow pending[3];   /* windows ended, not yet added up (no first point: none):
+                                    * fetching's, reading in place's, the chosen way's */
+    lms_plan_bsums round[2];  /* ... added up: fetching's and reading in place's in this round, */
+    lms_plan_bsums sums[2];   /* ... and over the rounds before it that agree with one another */
+    int rounds, tried;        /* those rounds; all rounds timed */
+    uint32_t waited;          /* launches the choice waited for its points */
+    double dearer;            /* fetching chosen: reading in place's time per byte over fetching's, less one */
+    double ref, ref_var, part_var;   /* the chosen way's ns per byte held to (0: none), the square of its
+                                      * error's share, the variance of its parts' shares */
+    int odd;                  /* windows in a row off it */
+    uint32_t windows;         /* windows since the choice */
+    uint32_t phase;           /* the functions' phases seen (ops->fn_phase) ... */
+    uint64_t phase_at;        /* ... the blind launches counted when the latest came */
+    uint64_t launches;        /* blind launches counted since the trials began */
+} lms_plan_blind;
 
 /* A growable array of chunk pointers used as an indexed heap. */
 typedef struct lms_plan_heap {
@@ -204,6 +246,7 @@ typedef struct lms_plan {
      * read them over the link unseen (plan.c, give_room): a ring. */
     struct lms_plan_donor { uint32_t id; uint64_t seq; } donors[LMS_PLAN_DONORS];
     int ndonors, donor_head;
+    lms_plan_blind blind;   /* with nothing to act on: the way measured (blindways.c) */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */

@@ -1,6 +1,7 @@
 /*
- * plan_steps.h — what the planner (plan.c) and its timed steps (trials.c)
- * share; not for other callers.
+ * plan_steps.h — what the planner (plan.c), its timed steps (trials.c)
+ * and its timed ways with nothing to act on (blindways.c) share; not for
+ * other callers.
  */
 #ifndef LMS_PLAN_STEPS_H
 #define LMS_PLAN_STEPS_H
@@ -21,5 +22,10 @@ uint64_t lms_plan_step_length(const lms_plan *p, bool *confirmed);
 
 /* At each launch: runs the timed steps' stages at their points (trials.c). */
 void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq);
+
+/* At each launch (`blind`: decided with nothing to act on; `bytes`: the
+ * managed bytes its chunks charge): times the ways of the chunks that no
+ * price decides and chooses one (blindways.c, p->blind.way). */
+void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes);
 
 #endif

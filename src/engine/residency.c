@@ -977,6 +977,12 @@ static bool op_fn_prior(void *ctx, double *lo, double *hi)
     return lms_timing_fn_prior(((live *)ctx)->device, lo, hi);
 }
 
+/* The new phases the device's launches marked together so far. */
+static uint32_t op_fn_phase(void *ctx)
+{
+    return lms_timing_fn_phase(((live *)ctx)->device);
+}
+
 /* What a demand fetch holds a launch per byte, as measured. */
 static double op_fetch_cost(void *ctx)
 {
@@ -1036,6 +1042,7 @@ static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
     .managed = op_managed, .price = op_price, .role_price = op_role_price, .fn_price = op_fn_price, .fn_prior = op_fn_prior, .fn_seen = op_fn_seen,
+    .fn_phase = op_fn_phase,
     .fetch_cost = op_fetch_cost,
     .moved = op_moved, .hides = op_hides, .mark = op_mark, .between = op_between, .busy = op_busy,
 };

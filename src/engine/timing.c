@@ -263,6 +263,13 @@ bool lms_timing_fn_prior(int device, double *lo, double *hi)
     return lms_fnprice_prior(&timing[device].fits, lo, hi);
 }
 
+uint32_t lms_timing_fn_phase(int device)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+        return 0;
+    return lms_fnprice_phase(&timing[device].fits);
+}
+
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)

@@ -64,6 +64,10 @@ uint32_t lms_timing_fn_seen(int device, uintptr_t fn);
  * functions fitted (lms_fnprice_prior); false while too few were. */
 bool lms_timing_fn_prior(int device, double *lo, double *hi);
 
+/* The new phases the device's launches marked together so far
+ * (lms_fnprice_phase; 0 when not timed). */
+uint32_t lms_timing_fn_phase(int device);
+
 /* The shortest duration (ns) measured for a launch of fn with signature
  * `sig` (see lms_price_base), or negative when unknown. */
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig);

@@ -1,0 +1,344 @@
+/*
+ * blindways.c — with nothing to act on, where the chunks that no price
+ * decides go, measured. The planner (plan.c) calls lms_plan_blind_launch
+ * at every launch, and blind_choice reads the way chosen
+ * (lms_plan.blind.way). No CUDA here: the points and the times between
+ * them come through lms_plan_ops.
+ *
+ * A chunk without a price of its own, of its parameter position or of
+ * its function (a function launched once or twice: thousands of kernels
+ * drawn at random) is decided by rules that guess: the first prices of
+ * the latest functions fitted, else the room's share of the managed
+ * bytes. They guess wrong where the functions fitted are not like the
+ * ones that follow (a few cheap functions fitted, then thousands of dear
+ * ones that are never fitted: read in place at 2.7x `lru`'s step on an
+ * outside helper's program), and nothing a single launch shows corrects
+ * them. What the launches take on the device does, so the two ways are
+ * timed, by points recorded on the launch stream, in rounds of two
+ * windows of LMS_BWAY_PARTS parts of BW_PART launches: fetching, then
+ * reading in place (it evicts nothing: it keeps what fetching left). The
+ * first round's fetching comes after a settling that lasts until fetches
+ * carried as many bytes as the room holds (what the rules left in it is
+ * gone). The device time per managed byte the launches used decides
+ * (their sizes differ): after each round, a way faster than the other
+ * by more than BW_MARGIN, and by more than BW_SURE times the error of
+ * the two measures (the spread of their parts' rates over the square
+ * root of their number: launches of random sizes and passes vary), is
+ * taken for every chunk that no price decides; else another round adds
+ * to the measures, and after BW_ROUNDS, one error (BW_SURE_LAST) is
+ * enough, or the rules decide. While a round's points complete, the rules
+ * decide.
+ *
+ * Once chosen, each window is timed too, and held to the chosen way's
+ * measure once its points completed: BW_ODD_RUN windows in a row slower
+ * by more than BW_ODD (and more than BW_SURE times the error of the two)
+ * mean the kernels or the operands changed (a phase), and the ways are
+ * tried again; so they are after BW_RETRY windows, because a change that
+ * leaves the chosen way's time as it was and moves only the other's
+ * shows no other way. A launch decided with something to act on ends it
+ * all: the rules decide, and the next launch with nothing to act on
+ * starts over.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "plan_steps.h"
+
+#define BW_PART 16        /* launches a part of a timed window */
+#define BW_SETTLE 16      /* launches fetching before the first timed window, at least ... */
+#define BW_SETTLE_MAX 256 /* ... and at most, while fetches have not carried the room's bytes */
+#define BW_ROUNDS 4       /* rounds of the two windows that agree, at most ... */
+#define BW_TRIED 8        /* ... and rounds in all */
+#define BW_MARGIN 0.02    /* a way faster per byte than the other by this share ... */
+#define BW_SURE 1.5       /* ... and by this many times the error of the two measures is chosen ... */
+#define BW_SURE_LAST 1.0  /* ... (this many after the last round) */
+#define BW_ODD 0.25       /* a window off the chosen way's measure by this share ... */
+#define BW_ODD_RUN 2      /* ... this many in a row: the ways are tried again */
+#define BW_RETRY 128      /* windows after which they are tried again anyway */
+#define BW_QUIET 64       /* blind launches without a new phase of the functions before one tries the ways again */
+#define BW_WAIT 512       /* launches a choice waits for its points before the trials start over */
+
+/* What the current window is for. */
+enum { BW_OFF, BW_SETTLING, BW_FETCHING, BW_READING, BW_WAITING, BW_CHOSEN };
+/* The windows ended (lms_plan_blind.pending) and the ways' sums. */
+enum { W_FETCH, W_INPLACE, W_LAST };
+
+/* Opens no window: the next launch records its first point. */
+static void no_window(lms_plan_blind *b)
+{
+    b->cur = (lms_plan_bwindow){0};
+    b->part = 0;
+    b->n = 0;
+}
+
+/* Starts the ways' trials: fetching, settling first. */
+static void try_ways(lms_plan_blind *b)
+{
+    *b = (lms_plan_blind){.way = LMS_BWAY_FETCH, .stage = BW_SETTLING, .phase = b->phase,
+                          .phase_at = b->phase_at, .launches = b->launches};
+}
+
+/* Whether the current part has run its course: settling (one part), once
+ * fetches carried as many bytes as the room holds after BW_SETTLE
+ * launches, or at BW_SETTLE_MAX; a timed window's part at BW_PART. */
+static bool part_full(const lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
+{
+    if (b->stage != BW_SETTLING)
+        return b->n >= BW_PART;
+    if (b->n < BW_SETTLE)
+        return false;
+    return b->n >= BW_SETTLE_MAX || !ops->moved || ops->moved(ctx) - b->moved_from >= ops->budget(ctx);
+}
+
+/* Adds ended window w's parts to s once all its points completed, and
+ * clears w; false while one has not (or one was recorded over, which
+ * never completes). LMS_BWAY_PARTS driver queries. */
+static bool add_up(lms_plan_bwindow *w, const lms_plan_ops *ops, void *ctx, lms_plan_bsums *s)
+{
+    double t[LMS_BWAY_PARTS];
+    for (int j = 0; j < LMS_BWAY_PARTS; j++) {
+        t[j] = ops->between(ctx, w->pts[j], w->pts[j + 1]);
+        if (t[j] < 0)
+            return false;
+    }
+    for (int j = 0; j < LMS_BWAY_PARTS; j++) {
+        s->t += t[j];
+        s->bytes += w->bytes[j];
+        if (!w->bytes[j])
+            continue;   /* launches of no managed chunk: no rate of their own */
+        double r = t[j] / (double)w->bytes[j];
+        s->r += r;
+        s->rr += r * r;
+        s->parts++;
+    }
+    *w = (lms_plan_bwindow){0};
+    return true;
+}
+
+/* s's device time per byte (*rate), the square of its error's share of
+ * it (*var) and the variance of its parts' shares (*part_var); false
+ * without two parts with bytes. */
+static bool rate_of(const lms_plan_bsums *s, double *rate, double *var, double *part_var)
+{
+    if (s->parts < 2 || !s->bytes || !(s->t > 0))
+        return false;
+    *rate = s->t / (double)s->bytes;
+    double mean = s->r / s->parts, v = (s->rr - s->parts * mean * mean) / (s->parts - 1);
+    *part_var = v > 0 ? v / (*rate * *rate) : 0;
+    *var = *part_var / s->parts;
+    return true;
+}
+
+/* Whether share d (>= 0) is more than `least` and more than `sure` times
+ * the error whose square is `var` (squares compared). */
+static bool beyond(double d, double least, double var, double sure)
+{
+    return d > least && d * d > sure * sure * var;
+}
+
+/* The way of the faster of fetching (per byte `fetch`, squared error
+ * share `fv`) and reading in place (`inplace`, `iv`) when faster by
+ * BW_MARGIN and by `sure` times the error of the two; else the rules. */
+static int faster(double fetch, double fv, double inplace, double iv, double sure)
+{
+    if (fetch > inplace && beyond(fetch / inplace - 1, BW_MARGIN, fv + iv, sure))
+        return LMS_BWAY_INPLACE;
+    if (inplace > fetch && beyond(inplace / fetch - 1, BW_MARGIN, fv + iv, sure))
+        return LMS_BWAY_FETCH;
+    return LMS_BWAY_RULES;
+}
+
+/* Chosen, at each part's end: the latest window ended, once its points
+ * completed, is held to the chosen way's measure (the rules chosen: the
+ * second window after the choice sets it, the first may still be
+ * settling); BW_ODD_RUN in a row slower start the trials again (a way
+ * that became faster stays: the room it keeps improves after the
+ * trials, and trying again then cost an outside helper's program 1.46x
+ * `lru`'s step). */
+static void watch(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
+{
+    lms_plan_bsums s = {0};
+    double r, v, pv;
+    if (!b->pending[W_LAST].pts[0] || !add_up(&b->pending[W_LAST], ops, ctx, &s) || !rate_of(&s, &r, &v, &pv))
+        return;
+    if (b->ref <= 0) {
+        if (b->windows >= 2)
+            b->ref = r, b->ref_var = v, b->part_var = pv;
+        return;
+    }
+    b->odd = beyond(r / b->ref - 1, BW_ODD, b->ref_var + b->part_var / LMS_BWAY_PARTS, BW_SURE) ? b->odd + 1 : 0;
+    if (b->odd >= BW_ODD_RUN)
+        try_ways(b);
+}
+
+/* The current window ended at its last point: the next stage (a timed
+ * window waits in `pending` for its points); its last point opens the
+ * next window, but for a round's end, and the trials begun again. */
+static void window_ended(lms_plan_blind *b)
+{
+    int last = b->cur.pts[b->part];
+    switch (b->stage) {
+    case BW_SETTLING:
+        b->stage = BW_FETCHING;
+        break;
+    case BW_FETCHING:
+        b->pending[W_FETCH] = b->cur;
+        b->stage = BW_READING;
+        b->way = LMS_BWAY_INPLACE;
+        break;
+    case BW_READING:
+        b->pending[W_INPLACE] = b->cur;
+        b->stage = BW_WAITING;
+        b->way = LMS_BWAY_RULES;
+        b->waited = 0;
+        no_window(b);
+        return;
+    case BW_CHOSEN:
+        b->pending[W_LAST] = b->cur;   /* one not yet held to the measure is passed over */
+        if (++b->windows >= BW_RETRY) {
+            try_ways(b);
+            return;
+        }
+        break;
+    }
+    no_window(b);
+    b->cur.pts[0] = last;
+}
+
+/* Whether the rates of a and b differ by more than BW_ODD and BW_SURE
+ * times the error of the two (both known). */
+static bool differ(const lms_plan_bsums *a, const lms_plan_bsums *b)
+{
+    double ra, va, pa, rb, vb, pb;
+    if (!rate_of(a, &ra, &va, &pa) || !rate_of(b, &rb, &vb, &pb))
+        return false;
+    return beyond(ra > rb ? ra / rb - 1 : rb / ra - 1, BW_ODD, va + vb, BW_SURE);
+}
+
+/* Adds sums b to a. */
+static void add_sums(lms_plan_bsums *a, const lms_plan_bsums *b)
+{
+    a->t += b->t;
+    a->bytes += b->bytes;
+    a->r += b->r;
+    a->rr += b->rr;
+    a->parts += b->parts;
+}
+
+/* A round's two windows were added up: they join the rounds before, or,
+ * where either way's rate differs from theirs (the kernels or the
+ * operands changed during the trials), replace them. */
+static void round_done(lms_plan_blind *b)
+{
+    bool changed = b->rounds > 0 && (differ(&b->sums[W_FETCH], &b->round[W_FETCH]) ||
+                                     differ(&b->sums[W_INPLACE], &b->round[W_INPLACE]));
+    for (int w = W_FETCH; w <= W_INPLACE; w++) {
+        if (changed)
+            b->sums[w] = b->round[w];
+        else
+            add_sums(&b->sums[w], &b->round[w]);
+        b->round[w] = (lms_plan_bsums){0};
+    }
+    b->rounds = changed ? 1 : b->rounds + 1;
+    b->tried++;
+}
+
+/* Waiting for a round's points (the rules deciding): once both windows
+ * are added up (round_done), the faster way when sure of it, else
+ * another round (the last, BW_ROUNDS agreeing or BW_TRIED in all: when
+ * sure by one error, else the rules); after BW_WAIT launches without
+ * them, the trials start over. */
+static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
+{
+    if ((b->pending[W_FETCH].pts[0] && !add_up(&b->pending[W_FETCH], ops, ctx, &b->round[W_FETCH])) ||
+        (b->pending[W_INPLACE].pts[0] && !add_up(&b->pending[W_INPLACE], ops, ctx, &b->round[W_INPLACE]))) {
+        if (++b->waited >= BW_WAIT)
+            try_ways(b);
+        return;
+    }
+    round_done(b);
+    double fetch, fv, fp, inplace, iv, ip;
+    bool known = rate_of(&b->sums[W_FETCH], &fetch, &fv, &fp) && rate_of(&b->sums[W_INPLACE], &inplace, &iv, &ip);
+    bool last = b->rounds >= BW_ROUNDS || b->tried >= BW_TRIED;
+    int way = known ? faster(fetch, fv, inplace, iv, last ? BW_SURE_LAST : BW_SURE) : LMS_BWAY_RULES;
+    if (way == LMS_BWAY_RULES && !last) {
+        b->stage = BW_FETCHING;   /* another round */
+        b->way = LMS_BWAY_FETCH;
+        no_window(b);
+        return;
+    }
+    b->way = way;
+    b->stage = BW_CHOSEN;
+    b->dearer = way == LMS_BWAY_FETCH ? inplace / fetch - 1 : 0;
+    if (way != LMS_BWAY_RULES) {
+        bool f = way == LMS_BWAY_FETCH;
+        b->ref = f ? fetch : inplace;
+        b->ref_var = f ? fv : iv;
+        b->part_var = f ? fp : ip;
+    }
+    b->odd = 0;
+    b->windows = 0;
+    no_window(b);
+}
+
+void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes)
+{
+    lms_plan_blind *b = &p->blind;
+    if (!blind || !ops->mark || !ops->between) {
+        if (b->stage != BW_OFF)
+            *b = (lms_plan_blind){0};   /* something to act on: the rules, and the trials from the start */
+        return;
+    }
+    if (b->stage == BW_OFF) {
+        try_ways(b);
+        b->phase = ops->fn_phase ? ops->fn_phase(ctx) : 0;
+    }
+    b->launches++;
+    uint32_t phase = ops->fn_phase ? ops->fn_phase(ctx) : 0;
+    if (phase != b->phase) {
+        /* Every function's compute changed together after a quiet time:
+         * the kernels changed, and what was measured is of the time
+         * before (phases that come often are functions of two kinds
+         * taking turns). */
+        bool quiet = b->launches - b->phase_at >= BW_QUIET;
+        b->phase = phase;
+        b->phase_at = b->launches;
+        if (quiet)
+            try_ways(b);   /* chosen, or trying: the trials (again) from now */
+    }
+    if (b->stage == BW_WAITING) {
+        decide(b, ops, ctx);
+        if (b->stage == BW_WAITING)
+            return;   /* no window while waiting */
+    }
+    if (!b->cur.pts[0]) {
+        int k = ops->mark(ctx, 0);
+        if (k <= 0)
+            return;   /* no point now: a later launch opens the window */
+        b->cur.pts[0] = k;
+        b->moved_from = ops->moved ? ops->moved(ctx) : 0;
+    } else if (part_full(b, ops, ctx)) {
+        int k = ops->mark(ctx, b->cur.pts[0]);
+        if (k == 0) {
+            no_window(b);   /* its first point is gone: the window again */
+            return;
+        }
+        if (k > 0) {   /* else on another stream: a later launch ends the part */
+            b->cur.pts[++b->part] = k;
+            b->n = 0;
+            if (b->stage == BW_CHOSEN) {
+                watch(b, ops, ctx);
+                if (b->stage != BW_CHOSEN)
+                    return;   /* tried again: the next launch opens its window */
+            }
+            if (b->stage == BW_SETTLING || b->part == LMS_BWAY_PARTS)
+                window_ended(b);
+            if (!b->cur.pts[0])
+                return;
+        }
+    }
+    b->n++;
+    if (b->part < LMS_BWAY_PARTS)
+        b->cur.bytes[b->part] += bytes;
+}

@@ -1,0 +1,333 @@
+/*
+ * blind_ways_test.c — with nothing to act on, the way of the chunks that
+ * no price decides is measured (src/common/blindways.c): a fake device
+ * with room for 8 of 32 chunks, one chunk drawn at random per launch,
+ * and a clock each launch advances by what its chunk cost it (on the
+ * device already, fetched, or read in place). The points are the clock
+ * at the launch, complete `delay` launches later.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../common/check.h"
+#include "../../common/fake_room.h"
+#include "plan.h"
+#include "plan_steps.h"
+#include "policy.h"
+
+#define FN 0x77u
+#define ROOM 8
+#define CHUNKS 32
+#define MARKS 4096
+
+typedef struct clocked {
+    fake_room f;              /* first: the ops get this struct */
+    double now;               /* the device's clock, ns */
+    uint64_t seq;             /* launches made */
+    double hit, fetch, read;  /* what a launch's chunk costs: resident, fetched, read in place */
+    int delay;                /* launches after which a point completes */
+    int other_every;          /* every this many launches is on another stream (0: none) */
+    double at[MARKS];
+    uint64_t done_at[MARKS];
+    int nmarks;
+    uint64_t reads;           /* launches whose chunk was read in place */
+    uint32_t phase;           /* the functions' phases (ops.fn_phase) */
+} clocked;
+
+/* ops.fn_phase: the phases the test marked. */
+static uint32_t c_phase(void *ctx) { return ((clocked *)ctx)->phase; }
+
+/* ops.mark: the clock now; -1 when `like` is given and this launch is on
+ * another stream. */
+static int c_mark(void *ctx, int like)
+{
+    clocked *c = ctx;
+    if (like > 0 && c->other_every && c->seq % (uint64_t)c->other_every == 0)
+        return -1;
+    if (c->nmarks == MARKS)
+        return 0;
+    c->at[c->nmarks] = c->now;
+    c->done_at[c->nmarks] = c->seq + (uint64_t)c->delay;
+    return ++c->nmarks;
+}
+
+/* ops.between: the clock's difference once the later point completed. */
+static double c_between(void *ctx, int from, int to)
+{
+    clocked *c = ctx;
+    if (from <= 0 || to <= from || to > c->nmarks || c->seq < c->done_at[to - 1])
+        return -1;
+    return c->at[to - 1] - c->at[from - 1];
+}
+
+static bool never(void *p) { (void)p; return false; }
+static const lms_policy blind_like = {.name = "blind-like", .on_demand = true, .guessing = never};
+static const lms_policy acting_like = {.name = "acting-like", .on_demand = true};
+
+/* A device of ROOM units, CHUNKS chunks, with the given costs. */
+static void clocked_init(clocked *c, double hit, double fetch, double read)
+{
+    *c = (clocked){.hit = hit, .fetch = fetch, .read = read};
+    fake_room_init(&c->f, ROOM, CHUNKS);
+}
+
+static lms_plan_ops clocked_ops(void)
+{
+    lms_plan_ops ops = fake_room_ops();
+    ops.room = fake_room_budget;
+    ops.managed = fake_room_managed;
+    ops.mark = c_mark;
+    ops.between = c_between;
+    ops.fn_phase = c_phase;
+    return ops;
+}
+
+/* One launch of a random chunk under plan: the clock advances by its cost. */
+static void launch(lms_plan *plan, const lms_plan_ops *ops, clocked *c)
+{
+    uint32_t id = (uint32_t)(rand() % CHUNKS);
+    lms_plan_chunk *mine[1] = {&c->f.chunks[id]};
+    bool was = mine[0]->resident;
+    c->seq++;
+    lms_plan_pin(plan, mine[0]);
+    lms_plan_launch(plan, ops, c, c->seq, FN, &id, 1, mine, 1);
+    lms_plan_used(plan, mine[0], c->seq);
+    c->now += was ? c->hit : mine[0]->resident ? c->fetch : c->read;
+    c->reads += !mine[0]->resident;
+}
+
+/* n launches; returns how many read their chunk in place. */
+static uint64_t run(lms_plan *plan, const lms_plan_ops *ops, clocked *c, int n)
+{
+    uint64_t r = c->reads;
+    for (int i = 0; i < n; i++)
+        launch(plan, ops, c);
+    return c->reads - r;
+}
+
+/* Reading in place is far cheaper than a fetch: the rules fetch (the room
+ * holds a quarter of the chunks), the ways measured read in place. */
+static void inplace_faster(void)
+{
+    srand(1);
+    clocked c;
+    clocked_init(&c, 1, 20, 2);
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    uint64_t fetches = c.f.fetches;
+    CHECK_EQ_U(run(&plan, &ops, &c, 100) > 60, 1);   /* 3 in 4 miss the room: read in place */
+    CHECK_EQ_U(c.f.fetches, fetches);
+    lms_plan_destroy(&plan);
+}
+
+/* Reading in place is far dearer: the ways measured fetch. */
+static void fetch_faster(void)
+{
+    srand(2);
+    clocked c;
+    clocked_init(&c, 1, 4, 40);
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    CHECK(plan.blind.dearer > 1);
+    CHECK_EQ_U(run(&plan, &ops, &c, 100), 0);
+    lms_plan_destroy(&plan);
+}
+
+/* Neither way is faster: the rules decide. */
+static void tie_rules(void)
+{
+    srand(3);
+    clocked c;
+    clocked_init(&c, 3, 3, 3);
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_RULES);
+    lms_plan_destroy(&plan);
+}
+
+/* The choice waits for its points: until they complete the rules decide. */
+static void waits_for_points(void)
+{
+    srand(4);
+    clocked c;
+    clocked_init(&c, 1, 20, 2);
+    c.delay = 200;
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 16 + 128 + 128 + 10);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_RULES);   /* timed, not complete yet */
+    run(&plan, &ops, &c, 250);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    lms_plan_destroy(&plan);
+}
+
+/* Reading in place turns dear after the choice: the windows watched show
+ * it, the ways are tried again, and fetching is chosen. */
+static void phase_tries_again(void)
+{
+    srand(5);
+    clocked c;
+    clocked_init(&c, 1, 20, 2);
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    c.read = 60;
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    lms_plan_destroy(&plan);
+}
+
+/* The first round is a tie, and reading in place turns cheap during the
+ * second: the second round's measures differ from the first's, replace
+ * them, and alone choose reading in place. */
+static void changed_during_trials(void)
+{
+    srand(9);
+    clocked c;
+    clocked_init(&c, 3, 3, 3);
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 16 + 64 + 64 + 2);
+    CHECK_EQ_U(plan.blind.rounds, 1);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* a second round */
+    c.read = 1;
+    run(&plan, &ops, &c, 130);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    CHECK_EQ_U(plan.blind.rounds, 1);   /* the first round's measures were dropped */
+    CHECK_EQ_U(plan.blind.tried, 2);
+    lms_plan_destroy(&plan);
+}
+
+/* A change that leaves the chosen way's time as it was (reading in place
+ * costs the same) but makes fetching cheap is not seen by the windows
+ * watched: the ways are tried again after 128 windows, and fetching is
+ * chosen. */
+static void retried_anyway(void)
+{
+    srand(10);
+    clocked c;
+    clocked_init(&c, 1, 20, 2);
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    c.fetch = 1.2, c.hit = 1;
+    c.read = 2 * 0.75 + 1 * 0.25;   /* what a window reading in place took per launch before */
+    run(&plan, &ops, &c, 64 * 100);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    run(&plan, &ops, &c, 64 * 40);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    lms_plan_destroy(&plan);
+}
+
+/* A new phase of the functions after a quiet time tries the ways again;
+ * phases that come every few launches (two kinds of functions taking
+ * turns) do not. */
+static void phase_after_quiet(void)
+{
+    srand(11);
+    clocked c;
+    clocked_init(&c, 1, 20, 2);
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    for (int i = 0; i < 120; i++) {   /* a phase every 5 launches */
+        c.phase++;
+        run(&plan, &ops, &c, 5);
+    }
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    for (int i = 0; i < 50; i++) {
+        c.phase++;
+        run(&plan, &ops, &c, 5);
+        CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    }
+    run(&plan, &ops, &c, 70);
+    c.phase++;
+    run(&plan, &ops, &c, 1);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* trying: fetching first */
+    lms_plan_destroy(&plan);
+}
+
+/* A launch with something to act on ends the ways: the rules decide, and
+ * the trials start over at the next launch with nothing to act on. */
+static void acting_resets(void)
+{
+    srand(6);
+    clocked c;
+    clocked_init(&c, 1, 20, 2);
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    plan.policy = &acting_like;
+    run(&plan, &ops, &c, 1);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_RULES);
+    plan.policy = &blind_like;
+    run(&plan, &ops, &c, 1);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* trying: fetching first */
+    lms_plan_destroy(&plan);
+}
+
+/* A window's end that falls on another stream moves to a later launch;
+ * the choice is still made. */
+static void other_stream(void)
+{
+    srand(7);
+    clocked c;
+    clocked_init(&c, 1, 4, 40);
+    c.other_every = 2;
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    lms_plan_destroy(&plan);
+}
+
+/* Without points (no mark/between) the rules decide, as before. */
+static void untimed_rules(void)
+{
+    srand(8);
+    clocked c;
+    clocked_init(&c, 1, 20, 2);
+    lms_plan_ops ops = clocked_ops();
+    ops.mark = NULL;
+    ops.between = NULL;
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_RULES);
+    CHECK_EQ_U(run(&plan, &ops, &c, 100), 0);   /* the room's share: a quarter, fetched */
+    lms_plan_destroy(&plan);
+}
+
+static const test_case cases[] = {
+    {"inplace_faster", inplace_faster},
+    {"fetch_faster", fetch_faster},
+    {"tie_rules", tie_rules},
+    {"waits_for_points", waits_for_points},
+    {"phase_tries_again", phase_tries_again},
+    {"changed_during_trials", changed_during_trials},
+    {"retried_anyway", retried_anyway},
+    {"phase_after_quiet", phase_after_quiet},
+    {"acting_resets", acting_resets},
+    {"other_stream", other_stream},
+    {"untimed_rules", untimed_rules},
+};
+
+TEST_MAIN(cases)
