@@ -33,11 +33,21 @@
  * measure once its points completed: BW_ODD_RUN windows in a row slower
  * by more than BW_ODD (and more than BW_SURE times the error of the two)
  * mean the kernels or the operands changed (a phase), and the ways are
- * tried again; so they are after BW_RETRY windows, because a change that
- * leaves the chosen way's time as it was and moves only the other's
- * shows no other way. A launch decided with something to act on ends it
- * all: the rules decide, and the next launch with nothing to act on
- * starts over.
+ * tried again. A change that leaves the chosen way's time as it was and
+ * moves only the other's shows in no window, but the functions show it:
+ * a new phase of the line pooled over their launches on the device
+ * (ops->fn_phase: their compute changed together) after BW_QUIET
+ * launches without one starts the trials again, in any stage (phases
+ * that come every few launches are functions of two kinds taking
+ * turns; twice as many launches each time the trials chose what they
+ * chose before, up to BW_QUIET_MAX: where launches on the device are
+ * few, the pooled line marks phases by chance). And the ways are tried again after BW_RETRY windows' launches
+ * with nothing to act on, twice as many each time the trials chose what
+ * they chose before, up to BW_RETRY_MAX (a trial's window of the other
+ * way costs the launches it slows). A launch decided with something to
+ * act on drops the window under way (its time is not the ways'): the way
+ * chosen stays, and trials under way end, the rules deciding (the next
+ * launch with nothing to act on starts them again).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,8 +65,10 @@
 #define BW_SURE_LAST 1.0  /* ... (this many after the last round) */
 #define BW_ODD 0.25       /* a window off the chosen way's measure by this share ... */
 #define BW_ODD_RUN 2      /* ... this many in a row: the ways are tried again */
-#define BW_RETRY 128      /* windows after which they are tried again anyway */
-#define BW_QUIET 64       /* blind launches without a new phase of the functions before one tries the ways again */
+#define BW_RETRY 128      /* windows' launches after which they are tried again anyway, ... */
+#define BW_RETRY_MAX 4096 /* ... twice as many each time they chose as before, up to this */
+#define BW_QUIET 64       /* launches without a new phase of the functions before one tries the ways again, ... */
+#define BW_QUIET_MAX 8192 /* ... twice as many each time the trials chose as before, up to this */
 #define BW_WAIT 512       /* launches a choice waits for its points before the trials start over */
 
 /* What the current window is for. */
@@ -76,7 +88,8 @@ static void no_window(lms_plan_blind *b)
 static void try_ways(lms_plan_blind *b)
 {
     *b = (lms_plan_blind){.way = LMS_BWAY_FETCH, .stage = BW_SETTLING, .phase = b->phase,
-                          .phase_at = b->phase_at, .launches = b->launches};
+                          .phase_at = b->phase_at, .launches = b->launches, .chose = b->chose, .retry = b->retry,
+                          .quiet = b->quiet};
 }
 
 /* Whether the current part has run its course: settling (one part), once
@@ -196,10 +209,7 @@ static void window_ended(lms_plan_blind *b)
         return;
     case BW_CHOSEN:
         b->pending[W_LAST] = b->cur;   /* one not yet held to the measure is passed over */
-        if (++b->windows >= BW_RETRY) {
-            try_ways(b);
-            return;
-        }
+        b->windows++;
         break;
     }
     no_window(b);
@@ -270,6 +280,10 @@ static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
     }
     b->way = way;
     b->stage = BW_CHOSEN;
+    bool again = b->retry && way == b->chose;   /* the trials chose what they chose before */
+    b->retry = again ? (b->retry < BW_RETRY_MAX / 2 ? 2 * b->retry : BW_RETRY_MAX) : BW_RETRY;
+    b->quiet = again ? (b->quiet < BW_QUIET_MAX / 2 ? 2 * b->quiet : BW_QUIET_MAX) : BW_QUIET;
+    b->chose = way;
     b->dearer = way == LMS_BWAY_FETCH ? inplace / fetch - 1 : 0;
     if (way != LMS_BWAY_RULES) {
         bool f = way == LMS_BWAY_FETCH;
@@ -279,15 +293,24 @@ static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
     }
     b->odd = 0;
     b->windows = 0;
+    b->chosen_at = b->launches;
     no_window(b);
 }
 
 void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes)
 {
     lms_plan_blind *b = &p->blind;
-    if (!blind || !ops->mark || !ops->between) {
-        if (b->stage != BW_OFF)
-            *b = (lms_plan_blind){0};   /* something to act on: the rules, and the trials from the start */
+    if (!ops->mark || !ops->between)
+        return;   /* never timed: the rules decide */
+    if (!blind) {
+        /* A launch decided with something to act on: a window's time is
+         * not the ways' any more. Chosen, the way stays; trying, the
+         * trials end and the rules decide. */
+        if (b->stage == BW_CHOSEN)
+            no_window(b);
+        else if (b->stage != BW_OFF)
+            *b = (lms_plan_blind){.phase = b->phase, .phase_at = b->phase_at, .launches = b->launches,
+                                  .chose = b->chose, .retry = b->retry, .quiet = b->quiet};
         return;
     }
     if (b->stage == BW_OFF) {
@@ -301,12 +324,14 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
          * the kernels changed, and what was measured is of the time
          * before (phases that come often are functions of two kinds
          * taking turns). */
-        bool quiet = b->launches - b->phase_at >= BW_QUIET;
+        bool quiet = b->launches - b->phase_at >= (b->quiet ? b->quiet : BW_QUIET);
         b->phase = phase;
         b->phase_at = b->launches;
         if (quiet)
             try_ways(b);   /* chosen, or trying: the trials (again) from now */
     }
+    if (b->stage == BW_CHOSEN && b->launches - b->chosen_at >= (uint64_t)b->retry * LMS_BWAY_PARTS * BW_PART)
+        try_ways(b);
     if (b->stage == BW_WAITING) {
         decide(b, ops, ctx);
         if (b->stage == BW_WAITING)

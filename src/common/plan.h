@@ -167,9 +167,13 @@ typedef struct lms_plan_blind {
                                       * error's share, the variance of its parts' shares */
     int odd;                  /* windows in a row off it */
     uint32_t windows;         /* windows since the choice */
+    uint64_t chosen_at;       /* `launches` at the choice */
     uint32_t phase;           /* the functions' phases seen (ops->fn_phase) ... */
     uint64_t phase_at;        /* ... the blind launches counted when the latest came */
-    uint64_t launches;        /* blind launches counted since the trials began */
+    uint64_t launches;        /* launches with nothing to act on, counted */
+    int chose;                /* the way the trials chose last (LMS_BWAY_*) ... */
+    uint32_t retry;           /* ... the windows' launches after which they run again, */
+    uint32_t quiet;           /* ... and the launches without a phase before one has them run again */
 } lms_plan_blind;
 
 /* A growable array of chunk pointers used as an indexed heap. */
