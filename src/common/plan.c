@@ -1149,10 +1149,21 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
          * way on another stream) whether or not the missing ones are
          * fetched. */
         bool fetch = p->mode != LMS_PLAN_INPLACE, unsure = fetch && blind(p), asked = false;
-        uint64_t bytes = 0;
-        for (int i = 0; unsure && i < m; i++)
-            bytes += mine[i]->charge;
-        lms_plan_blind_launch(p, ops, ctx, unsure, bytes);
+        /* The ways are timed only while the managed chunks do not all
+         * fit the room (else nothing is ever decided), asked every 64
+         * launches: the fast path records no point and asks nothing. */
+        if (unsure && seq >= p->crowd_at) {
+            p->crowded = p->pressed || !ops->room || !ops->managed || ops->managed(ctx) > ops->room(ctx);
+            p->crowd_at = seq + 64;
+        }
+        if (unsure && p->crowded) {
+            uint64_t bytes = 0;
+            for (int i = 0; i < m; i++)
+                bytes += mine[i]->charge;
+            lms_plan_blind_launch(p, ops, ctx, true, bytes);
+        } else if (p->blind.stage) {
+            lms_plan_blind_launch(p, ops, ctx, false, 0);
+        }
         blind_prices bp = {.fn_price = -1, .way = p->blind.way, .dearer = p->blind.dearer};   /* the rest asked at the first missing chunk (unsure) */
         int nb = 0;
         uint64_t free_now = 0;   /* bytes fetched into free room for this launch */

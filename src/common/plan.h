@@ -250,7 +250,9 @@ typedef struct lms_plan {
      * read them over the link unseen (plan.c, give_room): a ring. */
     struct lms_plan_donor { uint32_t id; uint64_t seq; } donors[LMS_PLAN_DONORS];
     int ndonors, donor_head;
-    lms_plan_blind blind;   /* with nothing to act on: the way measured (blindways.c) */
+    lms_plan_blind blind;   /* with nothing to act on: the way measured (blindways.c) ... */
+    bool crowded;           /* ... while the managed chunks do not all fit the room, */
+    uint64_t crowd_at;      /* ... asked again at this launch (every 64) */
 } lms_plan;
 
 /* Sets a planner up with a policy; false if the policy's state cannot be made. */
