@@ -58,6 +58,7 @@
 #define BW_PART 16        /* launches a part of a timed window */
 #define BW_SETTLE 16      /* launches fetching before the first timed window, at least ... */
 #define BW_SETTLE_MAX 256 /* ... and at most, while fetches have not carried the room's bytes */
+#define BW_STRAY 256      /* launches a part waits for a launch on its window's stream */
 #define BW_ROUNDS 4       /* rounds of the two windows that agree, at most ... */
 #define BW_TRIED 8        /* ... and rounds in all */
 #define BW_MARGIN 0.02    /* a way faster per byte than the other by this share ... */
@@ -84,12 +85,15 @@ static void no_window(lms_plan_blind *b)
     b->n = 0;
 }
 
-/* Starts the ways' trials: fetching, settling first. */
+/* Starts the ways' trials: fetching, settling first (how much dearer
+ * reading in place was, when fetching was chosen, still holds reads in
+ * place asked by functions' fits back: forgotten, an outside helper's
+ * retry read 6-8 GB a step over the link, 1.43x `lru`'s step). */
 static void try_ways(lms_plan_blind *b)
 {
     *b = (lms_plan_blind){.way = LMS_BWAY_FETCH, .stage = BW_SETTLING, .phase = b->phase,
                           .phase_at = b->phase_at, .launches = b->launches, .chose = b->chose, .retry = b->retry,
-                          .quiet = b->quiet};
+                          .quiet = b->quiet, .dearer = b->dearer};
 }
 
 /* Whether the current part has run its course: settling (one part), once
@@ -101,7 +105,8 @@ static bool part_full(const lms_plan_blind *b, const lms_plan_ops *ops, void *ct
         return b->n >= BW_PART;
     if (b->n < BW_SETTLE)
         return false;
-    return b->n >= BW_SETTLE_MAX || !ops->moved || ops->moved(ctx) - b->moved_from >= ops->budget(ctx);
+    uint64_t room = ops->room ? ops->room(ctx) : ops->budget(ctx);
+    return b->n >= BW_SETTLE_MAX || !ops->moved || ops->moved(ctx) - b->moved_from >= room;
 }
 
 /* Adds ended window w's parts to s once all its points completed, and
@@ -347,6 +352,16 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
         int k = ops->mark(ctx, b->cur.pts[0]);
         if (k == 0) {
             no_window(b);   /* its first point is gone: the window again */
+            return;
+        }
+        if (k < 0 && b->n >= BW_STRAY) {
+            /* The launches left the first point's stream: the window
+             * cannot end. Chosen, the way stays; trying, the trials start
+             * again on the stream launched on now. */
+            if (b->stage == BW_CHOSEN)
+                no_window(b);
+            else
+                try_ways(b);
             return;
         }
         if (k > 0) {   /* else on another stream: a later launch ends the part */

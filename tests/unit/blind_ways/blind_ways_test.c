@@ -28,6 +28,8 @@ typedef struct clocked {
     double hit, fetch, read;  /* what a launch's chunk costs: resident, fetched, read in place */
     int delay;                /* launches after which a point completes */
     int other_every;          /* every this many launches is on another stream (0: none) */
+    int stream;               /* the stream launched on now */
+    int mstream[MARKS];       /* the stream each point was recorded on */
     double at[MARKS];
     uint64_t done_at[MARKS];
     int nmarks;
@@ -45,8 +47,11 @@ static int c_mark(void *ctx, int like)
     clocked *c = ctx;
     if (like > 0 && c->other_every && c->seq % (uint64_t)c->other_every == 0)
         return -1;
+    if (like > 0 && c->mstream[like - 1] != c->stream)
+        return -1;
     if (c->nmarks == MARKS)
         return 0;
+    c->mstream[c->nmarks] = c->stream;
     c->at[c->nmarks] = c->now;
     c->done_at[c->nmarks] = c->seq + (uint64_t)c->delay;
     return ++c->nmarks;
@@ -312,6 +317,26 @@ static void other_stream(void)
     lms_plan_destroy(&plan);
 }
 
+/* The launches move to another stream for good during the trials: the
+ * window under way can never end there, so the trials start again on the
+ * new stream and choose. */
+static void stream_moves(void)
+{
+    srand(12);
+    clocked c;
+    clocked_init(&c, 1, 4, 40);
+    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    run(&plan, &ops, &c, 100);
+    CHECK_EQ_U(plan.blind.stage != 0 && plan.blind.way != LMS_BWAY_RULES, 1);   /* trying */
+    c.stream = 1;
+    run(&plan, &ops, &c, 900);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    CHECK_EQ_U(c.mstream[plan.blind.cur.pts[0] - 1], 1);   /* its windows on the new stream */
+    lms_plan_destroy(&plan);
+}
+
 /* Without points (no mark/between) the rules decide, as before. */
 static void untimed_rules(void)
 {
@@ -340,6 +365,7 @@ static const test_case cases[] = {
     {"phase_after_quiet", phase_after_quiet},
     {"acting_pauses", acting_pauses},
     {"other_stream", other_stream},
+    {"stream_moves", stream_moves},
     {"untimed_rules", untimed_rules},
 };
 
