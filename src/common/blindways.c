@@ -64,6 +64,7 @@
 #define BW_MARGIN 0.02    /* a way faster per byte than the other by this share ... */
 #define BW_SURE 1.5       /* ... and by this many times the error of the two measures is chosen ... */
 #define BW_SURE_LAST 1.0  /* ... (this many after the last round) */
+#define BW_ABORT 3.0      /* a part reading in place this many times dearer than fetching ends the trials */
 #define BW_ODD 0.25       /* a window off the chosen way's measure by this share ... */
 #define BW_ODD_RUN 2      /* ... this many in a row: the ways are tried again */
 #define BW_RETRY 128      /* windows' launches after which they are tried again anyway, ... */
@@ -259,6 +260,58 @@ static void round_done(lms_plan_blind *b)
     b->tried++;
 }
 
+/* The trials chose `way`: fetching's measure (ns per byte `fetch`, its
+ * squared error share `fv`, its parts' variance `fp`) and reading in
+ * place's (`inplace`, `iv`, `ip`) set what it is held to; the next
+ * periodic trial and the quiet time a phase needs double when it is the
+ * way chosen before. */
+static void chosen(lms_plan_blind *b, int way, double fetch, double fv, double fp, double inplace, double iv,
+                   double ip)
+{
+    b->way = way;
+    b->stage = BW_CHOSEN;
+    bool again = b->retry && way == b->chose;   /* the trials chose what they chose before */
+    b->retry = again ? (b->retry < BW_RETRY_MAX / 2 ? 2 * b->retry : BW_RETRY_MAX) : BW_RETRY;
+    b->quiet = again ? (b->quiet < BW_QUIET_MAX / 2 ? 2 * b->quiet : BW_QUIET_MAX) : BW_QUIET;
+    b->chose = way;
+    b->dearer = way == LMS_BWAY_FETCH ? inplace / fetch - 1 : 0;
+    if (way != LMS_BWAY_RULES) {
+        bool f = way == LMS_BWAY_FETCH;
+        b->ref = f ? fetch : inplace;
+        b->ref_var = f ? fv : iv;
+        b->part_var = f ? fp : ip;
+    }
+    b->odd = 0;
+    b->windows = 0;
+    b->chosen_at = b->launches;
+    no_window(b);
+}
+
+/* Reading in place, at the end of its part k (>= 2): its parts before
+ * the last (their points had a part's time to complete) against
+ * fetching's window of the round (added up once its points completed);
+ * more than BW_ABORT times dearer per byte, fetching is chosen at once (a
+ * trial's window of a way far dearer costs the launches it slows: an
+ * outside helper's hot set of buffers that moves, 1.57x `lru`'s step
+ * with whole windows; a single part differs from the next by up to 2x). */
+static void reading_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
+{
+    int k = b->part;
+    uint64_t bytes = 0;
+    for (int j = 0; j + 1 < k; j++)
+        bytes += b->cur.bytes[j];
+    if (k < 2 || !bytes)
+        return;
+    if (b->pending[W_FETCH].pts[0] && !add_up(&b->pending[W_FETCH], ops, ctx, &b->round[W_FETCH]))
+        return;
+    double fetch, fv, fp, t = ops->between(ctx, b->cur.pts[0], b->cur.pts[k - 1]);
+    if (t < 0 || !rate_of(&b->round[W_FETCH], &fetch, &fv, &fp))
+        return;
+    double r = t / (double)bytes;
+    if (r > BW_ABORT * fetch)
+        chosen(b, LMS_BWAY_FETCH, fetch, fv, fp, r, 0, 0);
+}
+
 /* Waiting for a round's points (the rules deciding): once both windows
  * are added up (round_done), the faster way when sure of it, else
  * another round (the last, BW_ROUNDS agreeing or BW_TRIED in all: when
@@ -283,23 +336,7 @@ static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
         no_window(b);
         return;
     }
-    b->way = way;
-    b->stage = BW_CHOSEN;
-    bool again = b->retry && way == b->chose;   /* the trials chose what they chose before */
-    b->retry = again ? (b->retry < BW_RETRY_MAX / 2 ? 2 * b->retry : BW_RETRY_MAX) : BW_RETRY;
-    b->quiet = again ? (b->quiet < BW_QUIET_MAX / 2 ? 2 * b->quiet : BW_QUIET_MAX) : BW_QUIET;
-    b->chose = way;
-    b->dearer = way == LMS_BWAY_FETCH ? inplace / fetch - 1 : 0;
-    if (way != LMS_BWAY_RULES) {
-        bool f = way == LMS_BWAY_FETCH;
-        b->ref = f ? fetch : inplace;
-        b->ref_var = f ? fv : iv;
-        b->part_var = f ? fp : ip;
-    }
-    b->odd = 0;
-    b->windows = 0;
-    b->chosen_at = b->launches;
-    no_window(b);
+    chosen(b, way, fetch, fv, fp, inplace, iv, ip);
 }
 
 void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes)
@@ -371,6 +408,10 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
                 watch(b, ops, ctx);
                 if (b->stage != BW_CHOSEN)
                     return;   /* tried again: the next launch opens its window */
+            } else if (b->stage == BW_READING) {
+                reading_part(b, ops, ctx);
+                if (b->stage != BW_READING)
+                    return;   /* fetching chosen: the next launch opens its window */
             }
             if (b->stage == BW_SETTLING || b->part == LMS_BWAY_PARTS)
                 window_ended(b);
