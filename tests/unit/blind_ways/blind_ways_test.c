@@ -88,6 +88,16 @@ static lms_plan_ops clocked_ops(void)
     return ops;
 }
 
+/* A planner with nothing to act on (plan, its ops in *ops) over a fresh
+ * device c whose costs are hit, fetch and read; rand() seeded. */
+static void setup(clocked *c, lms_plan *plan, lms_plan_ops *ops, unsigned seed, double hit, double fetch, double read)
+{
+    srand(seed);
+    clocked_init(c, hit, fetch, read);
+    *ops = clocked_ops();
+    CHECK(lms_plan_init(plan, &blind_like));
+}
+
 /* One launch of a random chunk under plan: the clock advances by its cost. */
 static void launch(lms_plan *plan, const lms_plan_ops *ops, clocked *c)
 {
@@ -115,12 +125,10 @@ static uint64_t run(lms_plan *plan, const lms_plan_ops *ops, clocked *c, int n)
  * holds a quarter of the chunks), the ways measured read in place. */
 static void inplace_faster(void)
 {
-    srand(1);
     clocked c;
-    clocked_init(&c, 1, 20, 2);
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 1, 1, 20, 2);
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
     uint64_t fetches = c.f.fetches;
@@ -133,12 +141,10 @@ static void inplace_faster(void)
  * in place's window is cut short once one of its parts measured it. */
 static void fetch_faster(void)
 {
-    srand(2);
     clocked c;
-    clocked_init(&c, 1, 4, 40);
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 2, 1, 4, 40);
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
     CHECK(plan.blind.dearer > 1);
@@ -150,12 +156,10 @@ static void fetch_faster(void)
 /* Neither way is faster: the rules decide. */
 static void tie_rules(void)
 {
-    srand(3);
     clocked c;
-    clocked_init(&c, 3, 3, 3);
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 3, 3, 3, 3);
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_RULES);
     lms_plan_destroy(&plan);
@@ -164,13 +168,11 @@ static void tie_rules(void)
 /* The choice waits for its points: until they complete the rules decide. */
 static void waits_for_points(void)
 {
-    srand(4);
     clocked c;
-    clocked_init(&c, 1, 20, 2);
-    c.delay = 200;
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 4, 1, 20, 2);
+    c.delay = 200;
     run(&plan, &ops, &c, 16 + 128 + 128 + 10);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_RULES);   /* timed, not complete yet */
     run(&plan, &ops, &c, 250);
@@ -182,12 +184,10 @@ static void waits_for_points(void)
  * it, the ways are tried again, and fetching is chosen. */
 static void phase_tries_again(void)
 {
-    srand(5);
     clocked c;
-    clocked_init(&c, 1, 20, 2);
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 5, 1, 20, 2);
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
     c.read = 60;
@@ -201,12 +201,10 @@ static void phase_tries_again(void)
  * them, and alone choose reading in place. */
 static void changed_during_trials(void)
 {
-    srand(9);
     clocked c;
-    clocked_init(&c, 3, 3, 3);
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 9, 3, 3, 3);
     run(&plan, &ops, &c, 16 + 64 + 64 + 2);
     CHECK_EQ_U(plan.blind.rounds, 1);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* a second round */
@@ -224,12 +222,10 @@ static void changed_during_trials(void)
  * chosen. */
 static void retried_anyway(void)
 {
-    srand(10);
     clocked c;
-    clocked_init(&c, 1, 20, 2);
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 10, 1, 20, 2);
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
     c.fetch = 1.2, c.hit = 1;
@@ -246,12 +242,10 @@ static void retried_anyway(void)
  * turns) do not. */
 static void phase_after_quiet(void)
 {
-    srand(11);
     clocked c;
-    clocked_init(&c, 1, 20, 2);
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 11, 1, 20, 2);
     for (int i = 0; i < 120; i++) {   /* a phase every 5 launches */
         c.phase++;
         run(&plan, &ops, &c, 5);
@@ -274,12 +268,10 @@ static void phase_after_quiet(void)
  * under way end there, and the rules decide. */
 static void acting_pauses(void)
 {
-    srand(6);
     clocked c;
-    clocked_init(&c, 1, 20, 2);
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 6, 1, 20, 2);
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
     CHECK(plan.blind.cur.pts[0] != 0);
@@ -307,13 +299,11 @@ static void acting_pauses(void)
  * the choice is still made. */
 static void other_stream(void)
 {
-    srand(7);
     clocked c;
-    clocked_init(&c, 1, 4, 40);
-    c.other_every = 2;
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 7, 1, 4, 40);
+    c.other_every = 2;
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
     lms_plan_destroy(&plan);
@@ -324,12 +314,10 @@ static void other_stream(void)
  * new stream and choose. */
 static void stream_moves(void)
 {
-    srand(12);
     clocked c;
-    clocked_init(&c, 1, 4, 40);
-    lms_plan_ops ops = clocked_ops();
     lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 12, 1, 4, 40);
     run(&plan, &ops, &c, 100);
     CHECK_EQ_U(plan.blind.stage != 0 && plan.blind.way != LMS_BWAY_RULES, 1);   /* trying */
     c.stream = 1;
@@ -342,14 +330,12 @@ static void stream_moves(void)
 /* Without points (no mark/between) the rules decide, as before. */
 static void untimed_rules(void)
 {
-    srand(8);
     clocked c;
-    clocked_init(&c, 1, 20, 2);
-    lms_plan_ops ops = clocked_ops();
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 8, 1, 20, 2);
     ops.mark = NULL;
     ops.between = NULL;
-    lms_plan plan;
-    CHECK(lms_plan_init(&plan, &blind_like));
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_RULES);
     CHECK_EQ_U(run(&plan, &ops, &c, 100), 0);   /* the room's share: a quarter, fetched */
