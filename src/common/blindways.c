@@ -178,7 +178,7 @@ static int faster(double fetch, double fv, double inplace, double iv, double sur
 static void watch(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
     lms_plan_bsums s = {0};
-    double r, v, pv;
+    double r = 0, v = 0, pv = 0;
     if (!b->pending[W_LAST].pts[0] || !add_up(&b->pending[W_LAST], ops, ctx, &s) || !rate_of(&s, &r, &v, &pv))
         return;
     if (b->ref <= 0) {
@@ -226,7 +226,7 @@ static void window_ended(lms_plan_blind *b)
  * times the error of the two (both known). */
 static bool differ(const lms_plan_bsums *a, const lms_plan_bsums *b)
 {
-    double ra, va, pa, rb, vb, pb;
+    double ra = 0, va = 0, pa = 0, rb = 0, vb = 0, pb = 0;
     if (!rate_of(a, &ra, &va, &pa) || !rate_of(b, &rb, &vb, &pb))
         return false;
     return beyond(ra > rb ? ra / rb - 1 : rb / ra - 1, BW_ODD, va + vb, BW_SURE);
@@ -304,7 +304,7 @@ static void reading_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
         return;
     if (b->pending[W_FETCH].pts[0] && !add_up(&b->pending[W_FETCH], ops, ctx, &b->round[W_FETCH]))
         return;
-    double fetch, fv, fp, t = ops->between(ctx, b->cur.pts[0], b->cur.pts[k - 1]);
+    double fetch = 0, fv = 0, fp = 0, t = ops->between(ctx, b->cur.pts[0], b->cur.pts[k - 1]);
     if (t < 0 || !rate_of(&b->round[W_FETCH], &fetch, &fv, &fp))
         return;
     double r = t / (double)bytes;
@@ -326,7 +326,7 @@ static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
         return;
     }
     round_done(b);
-    double fetch, fv, fp, inplace, iv, ip;
+    double fetch = 0, fv = 0, fp = 0, inplace = 0, iv = 0, ip = 0;
     bool known = rate_of(&b->sums[W_FETCH], &fetch, &fv, &fp) && rate_of(&b->sums[W_INPLACE], &inplace, &iv, &ip);
     bool last = b->rounds >= BW_ROUNDS || b->tried >= BW_TRIED;
     int way = known ? faster(fetch, fv, inplace, iv, last ? BW_SURE_LAST : BW_SURE) : LMS_BWAY_RULES;
