@@ -379,14 +379,15 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
         if (b->stage == BW_WAITING)
             return;   /* no window while waiting */
     }
+    int (*mark)(void *, int) = ops->mark_all ? ops->mark_all : ops->mark;
     if (!b->cur.pts[0]) {
-        int k = ops->mark(ctx, 0);
+        int k = mark(ctx, 0);
         if (k <= 0)
             return;   /* no point now: a later launch opens the window */
         b->cur.pts[0] = k;
         b->moved_from = ops->moved ? ops->moved(ctx) : 0;
     } else if (part_full(b, ops, ctx)) {
-        int k = ops->mark(ctx, b->cur.pts[0]);
+        int k = mark(ctx, b->cur.pts[0]);
         if (k == 0) {
             no_window(b);   /* its first point is gone: the window again */
             return;

@@ -119,6 +119,10 @@ typedef struct lms_plan_ops {
      * waits). (Both NULL: steps are not timed; the policy always acts.) */
     int (*mark)(void *ctx, int like);
     double (*between)(void *ctx, int from, int to);
+    /* Like mark, but the point completes once the work issued before it
+     * on every stream of the device's launches has (one stream of the
+     * engine's waits for each); never on another stream. NULL: mark. */
+    int (*mark_all)(void *ctx, int like);
 } lms_plan_ops;
 
 #define LMS_TRIAL_POINTS 9   /* points of a timed step: its start and each eighth */

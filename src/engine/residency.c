@@ -123,6 +123,13 @@ typedef struct res_device {
     bool remake;              /* that context went away: make them again before the next launch */
     res_slot slots[SLOTS];
     uint64_t tick;
+    /* Points after every stream's work (op_mark_all): the stream they are
+     * recorded on, made on first use in the context current then, and the
+     * slots recorded on since the last one (bit s: slot s). */
+    CUstream gauge;
+    CUcontext gauge_in;
+    bool gauge_tried;
+    uint32_t unjoined;
 } res_device;
 
 /* What the mechanics need for one launch (the planner's ctx). */
@@ -549,6 +556,7 @@ static res_ref record(res_device *d, int i)
 {
     res_slot *s = &d->slots[i];
     s->count++;
+    d->unjoined |= 1u << i;
     if (lms_drv.cuEventRecord(s->ring[s->count % RING], s->stream) != CUDA_SUCCESS)
         lms_drv.cuStreamSynchronize(s->stream);
     return (res_ref){.slot = i, .epoch = s->epoch, .count = s->count};
@@ -1013,6 +1021,37 @@ static int op_mark(void *ctx, int like)
     return lms_timing_mark(l->device, l->stream, like);
 }
 
+/* A point after the work issued so far on every stream launches ran on
+ * (the engine's fetch-ahead aside): the device's gauge stream waits for
+ * the latest record of each slot recorded on since the last point, and
+ * the point is recorded there (timing.c). Timed on one of several busy
+ * streams, a point completes when that stream's last kernel did, which
+ * may be many launches before the others': parts of 16 launches then
+ * varied by half and hid a 50% difference between the two ways of
+ * blindways.c. Without a gauge stream, a point on the launch's stream.
+ * Under the device's lock. */
+static int op_mark_all(void *ctx, int like)
+{
+    live *l = ctx;
+    res_device *d = l->d;
+    if (!d->gauge && !d->gauge_tried) {
+        d->gauge_tried = true;
+        d->gauge_in = current_context();
+        if (!lms_drv.cuStreamCreate || !lms_drv.cuStreamWaitEvent ||
+            lms_drv.cuStreamCreate(&d->gauge, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+            d->gauge = NULL;
+    }
+    if (!d->gauge)
+        return lms_timing_mark(l->device, l->stream, like);
+    for (int i = 0; i < SLOTS; i++) {
+        const res_slot *s = &d->slots[i];
+        if ((d->unjoined >> i & 1) && s->used && !s->keep && s->count)
+            lms_drv.cuStreamWaitEvent(d->gauge, s->ring[s->count % RING], 0);
+    }
+    d->unjoined = 0;
+    return lms_timing_mark(l->device, d->gauge, like);
+}
+
 /* The device time between two boundaries, or negative (timing.c). */
 static double op_between(void *ctx, int from, int to)
 {
@@ -1045,6 +1084,7 @@ static const lms_plan_ops live_ops = {
     .fn_phase = op_fn_phase,
     .fetch_cost = op_fetch_cost,
     .moved = op_moved, .hides = op_hides, .mark = op_mark, .between = op_between, .busy = op_busy,
+    .mark_all = op_mark_all,
 };
 
 /* ---- a thread's memory for wide launches ------------------------------------ */
@@ -1403,6 +1443,11 @@ void lms_residency_context_gone(CUcontext ctx)
                 gone |= 1u << i;
                 s->used = s->keep = false;   /* free for the next stream; its ring is made anew */
             }
+        }
+        d->unjoined &= ~gone;
+        if (d->gauge_in == ctx && (d->gauge || d->gauge_tried)) {
+            d->gauge = NULL;   /* it went with ctx: made again on the next point */
+            d->gauge_tried = false;
         }
         if (d->made_in == ctx && (d->side || d->evict || d->ledger[0])) {
             d->side = d->evict = NULL;
