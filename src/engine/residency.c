@@ -29,7 +29,10 @@
  * (none may be between its decision and its record: a count per chunk). A
  * slot taken over by another stream is forgotten by every chunk. A point
  * whose ring event was recorded again later is waited for through the
- * oldest record still in the ring (wait_ref).
+ * oldest record still in the ring (wait_ref). The same records time the
+ * device across streams: a gauge stream (timing.c) waits for the
+ * latest record of each stream launched on since its last point, and
+ * records the next point (op_mark_all).
  */
 #include "residency.h"
 
@@ -123,13 +126,7 @@ typedef struct res_device {
     bool remake;              /* that context went away: make them again before the next launch */
     res_slot slots[SLOTS];
     uint64_t tick;
-    /* Points after every stream's work (op_mark_all): the stream they are
-     * recorded on, made on first use in the context current then, and the
-     * slots recorded on since the last one (bit s: slot s). */
-    CUstream gauge;
-    CUcontext gauge_in;
-    bool gauge_tried;
-    uint32_t unjoined;
+    uint32_t unjoined;        /* bit s: slot s recorded on since the last point after every stream (op_mark_all) */
 } res_device;
 
 /* What the mechanics need for one launch (the planner's ctx). */
@@ -1022,34 +1019,33 @@ static int op_mark(void *ctx, int like)
 }
 
 /* A point after the work issued so far on every stream launches ran on
- * (the engine's fetch-ahead aside): the device's gauge stream waits for
- * the latest record of each slot recorded on since the last point, and
- * the point is recorded there (timing.c). Timed on one of several busy
+ * (the engine's fetch-ahead aside): the device's gauge stream (timing.c)
+ * waits for the latest record of each slot recorded on since the last
+ * point, and the point is recorded there. Timed on one of several busy
  * streams, a point completes when that stream's last kernel did, which
  * may be many launches before the others': parts of 16 launches then
  * varied by half and hid a 50% difference between the two ways of
- * blindways.c. Without a gauge stream, a point on the launch's stream.
- * Under the device's lock. */
+ * blindways.c. The launch's own stream is recorded on first: a launch
+ * with no managed chunk leaves no record, and parts of such launches
+ * timed nothing (their time went to a later part, or past the window).
+ * Without a gauge stream, a point on the launch's stream. Under the
+ * device's lock. */
 static int op_mark_all(void *ctx, int like)
 {
     live *l = ctx;
     res_device *d = l->d;
-    if (!d->gauge && !d->gauge_tried) {
-        d->gauge_tried = true;
-        d->gauge_in = current_context();
-        if (!lms_drv.cuStreamCreate || !lms_drv.cuStreamWaitEvent ||
-            lms_drv.cuStreamCreate(&d->gauge, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-            d->gauge = NULL;
-    }
-    if (!d->gauge)
+    CUstream gauge = lms_drv.cuStreamWaitEvent ? lms_timing_gauge(l->device) : NULL;
+    if (!gauge)
         return lms_timing_mark(l->device, l->stream, like);
+    if (l->slot >= 0)
+        record(d, l->slot);   /* launches of no managed chunk left no record of their own */
     for (int i = 0; i < SLOTS; i++) {
         const res_slot *s = &d->slots[i];
         if ((d->unjoined >> i & 1) && s->used && !s->keep && s->count)
-            lms_drv.cuStreamWaitEvent(d->gauge, s->ring[s->count % RING], 0);
+            lms_drv.cuStreamWaitEvent(gauge, s->ring[s->count % RING], 0);   /* an event of any context */
     }
     d->unjoined = 0;
-    return lms_timing_mark(l->device, d->gauge, like);
+    return lms_timing_mark(l->device, gauge, like);
 }
 
 /* The device time between two boundaries, or negative (timing.c). */
@@ -1445,10 +1441,6 @@ void lms_residency_context_gone(CUcontext ctx)
             }
         }
         d->unjoined &= ~gone;
-        if (d->gauge_in == ctx && (d->gauge || d->gauge_tried)) {
-            d->gauge = NULL;   /* it went with ctx: made again on the next point */
-            d->gauge_tried = false;
-        }
         if (d->made_in == ctx && (d->side || d->evict || d->ledger[0])) {
             d->side = d->evict = NULL;
             memset(d->ledger, 0, sizeof d->ledger);   /* the events went with ctx, */

@@ -65,6 +65,9 @@ typedef struct dev_timing {
     CUstream mark_stream[MARKS];  /* the stream it was recorded on (NULL: the legacy stream) */
     pthread_t mark_thread[MARKS]; /* the thread that recorded it (CU_STREAM_PER_THREAD: its own stream) */
     int nmarks;               /* marks recorded */
+    CUcontext made_in;        /* the context current when the events were made */
+    CUstream gauge;           /* a stream for points after every stream's work, made on the first (NULL: none) */
+    bool gauge_tried;
 } dev_timing;
 
 static dev_timing timing[LMS_MAX_DEVICES];
@@ -96,6 +99,8 @@ static bool ready(dev_timing *t)
             lms_log(LMS_LEVEL_INFO, "residency: no timing events; reads in place are not priced");
             return false;   /* the events made stay: a handful, never used */
         }
+    if (!lms_drv.cuCtxGetCurrent || lms_drv.cuCtxGetCurrent(&t->made_in) != CUDA_SUCCESS)
+        t->made_in = NULL;
     t->ok = true;
     return true;
 }
@@ -319,6 +324,27 @@ int lms_timing_mark(int device, CUstream stream, int like)
     t->mark_stream[k % MARKS] = stream == CU_STREAM_LEGACY ? NULL : stream;
     t->mark_thread[k % MARKS] = pthread_self();
     return t->mark_bad[k % MARKS] ? 0 : k + 1;
+}
+
+CUstream lms_timing_gauge(int device)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !ready(&timing[device]))
+        return NULL;
+    dev_timing *t = &timing[device];
+    if (t->gauge || t->gauge_tried)
+        return t->gauge;
+    /* Made on the first point that needs it (a program that never does
+     * gets no stream), in the points' events' context: an event is
+     * recorded only on a stream of its own context. In another context,
+     * not yet. */
+    CUcontext cur = NULL;
+    if (!t->made_in || !lms_drv.cuCtxGetCurrent || lms_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS ||
+        cur != t->made_in)
+        return NULL;
+    t->gauge_tried = true;
+    if (!lms_drv.cuStreamCreate || lms_drv.cuStreamCreate(&t->gauge, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        t->gauge = NULL;
+    return t->gauge;
 }
 
 double lms_timing_between(int device, int from, int to)

@@ -77,6 +77,12 @@ double lms_timing_base(int device, uintptr_t fn, uint64_t sig);
  * `like` is gone). With `like` > 0, only on the stream of point `like`:
  * negative (nothing recorded) when `stream` is another. */
 int lms_timing_mark(int device, CUstream stream, int like);
+
+/* The stream that points after every stream's work are recorded on (made
+ * on the first call from the points' events' context, non-blocking), or
+ * NULL when there is none (residency.c, op_mark_all). Under the caller's
+ * device lock. */
+CUstream lms_timing_gauge(int device);
 /* The device time in ns between two points, when both completed (never
  * waits); negative while either has not, or when they are gone (only the
  * latest MARKS are kept), failed, or were recorded on different streams. */
