@@ -967,14 +967,21 @@ static bool blind(const lms_plan *p)
     return p->policy->guessing && !p->policy->guessing(p->pstate);
 }
 
+/* Whether the latest functions fitted were all dearer to read in place
+ * than a fetch (`fetch`, ns per byte) on their first prices. */
+static bool prior_dear(const blind_prices *bp, double fetch)
+{
+    return bp->prior && fetch > 0 && bp->prior_lo >= fetch;
+}
+
 /* What the rules of blind_choice do with a chunk that no price or ask
  * decides (see there), LMS_BWAY_FETCH or _INPLACE: fetched where the
- * latest functions fitted were all dearer in place than a fetch (`fetch`,
- * ns per byte), read in place where all were hidden, else fetched when
+ * latest functions fitted were all dearer in place than a fetch,
+ * read in place where all were hidden, else fetched when
  * the room holds at least a quarter of the managed bytes. */
 static int rules_way(const lms_plan_ops *ops, void *ctx, const blind_prices *bp, double fetch)
 {
-    if (bp->prior && fetch > 0 && bp->prior_lo >= fetch)
+    if (prior_dear(bp, fetch))
         return LMS_BWAY_FETCH;
     if (bp->prior && hidden(bp->prior_hi, fetch))
         return LMS_BWAY_INPLACE;
@@ -1043,11 +1050,11 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
         return BLIND_FREE;   /* its room is reserved: the caller fetches it there */
     if (price >= 0)
         return in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
-    bool prior_dear = bp->prior && fetch > 0 && bp->prior_lo >= fetch;
-    double dearer = prior_dear ? bp->prior_lo / fetch - 1 : 0;   /* reading in place over a fetch, less one */
+    bool dear = prior_dear(bp, fetch);
+    double dearer = dear ? bp->prior_lo / fetch - 1 : 0;   /* reading in place over a fetch, less one */
     if (bp->way == LMS_BWAY_FETCH && bp->dearer > dearer)
         dearer = bp->dearer;
-    if (learn < 0 && (prior_dear || bp->way == LMS_BWAY_FETCH) && bp->seen < PRIOR_ODDS * dearer)
+    if (learn < 0 && (dear || bp->way == LMS_BWAY_FETCH) && bp->seen < PRIOR_ODDS * dearer)
         learn = 0;   /* reading in place was dearer (the latest functions fitted, or measured), and it may not come back */
     if (learn) {
         *explore = true;   /* made to teach the fit: wasted unless timed */
