@@ -14,7 +14,9 @@
  * ones that are never fitted: read in place at 2.7x `lru`'s step on an
  * outside helper's program), and nothing a single launch shows corrects
  * them. What the launches take on the device does, so the two ways are
- * timed, by points recorded on the launch stream, in rounds of two
+ * timed, by points after the work of every stream launched on
+ * (ops->mark_all; a point on one of several busy streams completes when
+ * that stream's last kernel did), in rounds of two
  * windows of LMS_BWAY_PARTS parts of BW_PART launches: fetching, then
  * reading in place (it evicts nothing: it keeps what fetching left). The
  * first round's fetching comes after a settling that lasts until fetches
@@ -58,13 +60,15 @@
 #define BW_PART 16        /* launches a part of a timed window */
 #define BW_SETTLE 16      /* launches fetching before the first timed window, at least ... */
 #define BW_SETTLE_MAX 256 /* ... and at most, while fetches have not carried the room's bytes */
-#define BW_STRAY 256      /* launches a part waits for a launch on its window's stream */
+#define BW_STRAY 256      /* launches a part waits for a launch on its window's stream (points of ops->mark) */
 #define BW_ROUNDS 4       /* rounds of the two windows that agree, at most ... */
 #define BW_TRIED 8        /* ... and rounds in all */
 #define BW_MARGIN 0.02    /* a way faster per byte than the other by this share ... */
 #define BW_SURE 1.5       /* ... and by this many times the error of the two measures is chosen ... */
 #define BW_SURE_LAST 1.0  /* ... (this many after the last round) */
 #define BW_ABORT 3.0      /* a part reading in place this many times dearer than fetching ends the trials */
+#define BW_SUDDEN 2.5     /* a part reading in place chosen this many times dearer per byte than its measure ... */
+#define BW_SUDDEN_TIME 2.0 /* ... and this many times longer than its parts: tried again */
 #define BW_ODD 0.25       /* a window off the chosen way's measure by this share ... */
 #define BW_ODD_RUN 2      /* ... this many in a row: the ways are tried again */
 #define BW_RETRY 128      /* windows' launches after which they are tried again anyway, ... */
@@ -94,7 +98,7 @@ static void try_ways(lms_plan_blind *b)
 {
     *b = (lms_plan_blind){.way = LMS_BWAY_FETCH, .stage = BW_SETTLING, .phase = b->phase,
                           .phase_at = b->phase_at, .launches = b->launches, .chose = b->chose, .retry = b->retry,
-                          .quiet = b->quiet, .dearer = b->dearer};
+                          .quiet = b->quiet, .dearer = b->dearer, .fragile = b->fragile};
 }
 
 /* Whether the current part has run its course: settling (one part), once
@@ -158,10 +162,11 @@ static bool beyond(double d, double least, double var, double sure)
 
 /* The way of the faster of fetching (per byte `fetch`, squared error
  * share `fv`) and reading in place (`inplace`, `iv`) when faster by
- * BW_MARGIN and by `sure` times the error of the two; else the rules. */
-static int faster(double fetch, double fv, double inplace, double iv, double sure)
+ * BW_MARGIN and by `sure` times the error of the two; else the rules.
+ * Reading in place `fragile` needs BW_ODD (sudden). */
+static int faster(double fetch, double fv, double inplace, double iv, double sure, bool fragile)
 {
-    if (fetch > inplace && beyond(fetch / inplace - 1, BW_MARGIN, fv + iv, sure))
+    if (fetch > inplace && beyond(fetch / inplace - 1, fragile ? BW_ODD : BW_MARGIN, fv + iv, sure))
         return LMS_BWAY_INPLACE;
     if (inplace > fetch && beyond(inplace / fetch - 1, BW_MARGIN, fv + iv, sure))
         return LMS_BWAY_FETCH;
@@ -287,6 +292,21 @@ static void chosen(lms_plan_blind *b, int way, double fetch, double fv, double f
     no_window(b);
 }
 
+/* The current window's device time per byte over its parts before the
+ * last (their points had a part's time to complete), at the end of its
+ * part k >= 2; negative when unknown. */
+static double early_rate(const lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
+{
+    int k = b->part;
+    uint64_t bytes = 0;
+    for (int j = 0; j + 1 < k; j++)
+        bytes += b->cur.bytes[j];
+    if (k < 2 || !bytes)
+        return -1;
+    double t = ops->between(ctx, b->cur.pts[0], b->cur.pts[k - 1]);
+    return t < 0 ? -1 : t / (double)bytes;
+}
+
 /* Reading in place, at the end of its part k (>= 2): its parts before
  * the last (their points had a part's time to complete) against
  * fetching's window of the round (added up once its points completed);
@@ -296,20 +316,51 @@ static void chosen(lms_plan_blind *b, int way, double fetch, double fv, double f
  * with whole windows; a single part differs from the next by up to 2x). */
 static void reading_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
-    int k = b->part;
-    uint64_t bytes = 0;
-    for (int j = 0; j + 1 < k; j++)
-        bytes += b->cur.bytes[j];
-    if (k < 2 || !bytes)
+    double r = early_rate(b, ops, ctx);
+    if (r < 0)
         return;
     if (b->pending[W_FETCH].pts[0] && !add_up(&b->pending[W_FETCH], ops, ctx, &b->round[W_FETCH]))
         return;
-    double fetch = 0, fv = 0, fp = 0, t = ops->between(ctx, b->cur.pts[0], b->cur.pts[k - 1]);
-    if (t < 0 || !rate_of(&b->round[W_FETCH], &fetch, &fv, &fp))
+    double fetch = 0, fv = 0, fp = 0;
+    if (!rate_of(&b->round[W_FETCH], &fetch, &fv, &fp))
         return;
-    double r = t / (double)bytes;
     if (r > BW_ABORT * fetch)
         chosen(b, LMS_BWAY_FETCH, fetch, fv, fp, r, 0, 0);
+}
+
+/* Reading in place chosen, at the end of part k of the current window:
+ * its latest part whose points completed (k - 1, else k - 2) more than
+ * BW_SUDDEN times dearer per byte than the measure it was chosen by
+ * and more than BW_SUDDEN_TIME times longer than the measure's parts on
+ * average starts the trials again at once (a part of few managed bytes
+ * has a rate of its launches of no managed chunk: on an outside helper's
+ * `initdear` such parts went over the rate alone, parts as long as
+ * ever, and the trials they started cost 1.06x `lru`'s step). Reading in place keeps what the room
+ * held when it was chosen, and has no bound once that is not what the
+ * launches use (a hot set of buffers that moved is read over the link
+ * at every use: an outside helper's `hotset` at 2x under `lookahead`
+ * took 1.75x `lru`'s step while two whole windows had to be slower
+ * first; over the window's parts so far, the rate passed 3x too late,
+ * and one part read the moved set at 2.8x).
+ * Until the next periodic trial, reading in place is chosen only when
+ * faster by BW_ODD: its trial window rides on what fetching left in the
+ * room (the same `hotset` chose it again, 9% faster, at every move of
+ * its set). */
+static void sudden(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
+{
+    int k = b->part;
+    if (b->way != LMS_BWAY_INPLACE || b->ref <= 0 || k < 1)
+        return;
+    double t = ops->between(ctx, b->cur.pts[k - 1], b->cur.pts[k]);
+    int j = k - 1;
+    if (t < 0 && k >= 2) {
+        j = k - 2;
+        t = ops->between(ctx, b->cur.pts[j], b->cur.pts[j + 1]);
+    }
+    if (t > BW_SUDDEN_TIME * b->ref_part && b->cur.bytes[j] && t / (double)b->cur.bytes[j] > BW_SUDDEN * b->ref) {
+        b->fragile = true;
+        try_ways(b);
+    }
 }
 
 /* Waiting for a round's points (the rules deciding): once both windows
@@ -329,7 +380,7 @@ static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
     double fetch = 0, fv = 0, fp = 0, inplace = 0, iv = 0, ip = 0;
     bool known = rate_of(&b->sums[W_FETCH], &fetch, &fv, &fp) && rate_of(&b->sums[W_INPLACE], &inplace, &iv, &ip);
     bool last = b->rounds >= BW_ROUNDS || b->tried >= BW_TRIED;
-    int way = known ? faster(fetch, fv, inplace, iv, last ? BW_SURE_LAST : BW_SURE) : LMS_BWAY_RULES;
+    int way = known ? faster(fetch, fv, inplace, iv, last ? BW_SURE_LAST : BW_SURE, b->fragile) : LMS_BWAY_RULES;
     if (way == LMS_BWAY_RULES && !last) {
         b->stage = BW_FETCHING;   /* another round */
         b->way = LMS_BWAY_FETCH;
@@ -337,6 +388,8 @@ static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
         return;
     }
     chosen(b, way, fetch, fv, fp, inplace, iv, ip);
+    if (way == LMS_BWAY_INPLACE)
+        b->ref_part = b->sums[W_INPLACE].t / b->sums[W_INPLACE].parts;   /* known: parts >= 2 */
 }
 
 void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes)
@@ -352,7 +405,7 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
             no_window(b);
         else if (b->stage != BW_OFF)
             *b = (lms_plan_blind){.phase = b->phase, .phase_at = b->phase_at, .launches = b->launches,
-                                  .chose = b->chose, .retry = b->retry, .quiet = b->quiet};
+                                  .chose = b->chose, .retry = b->retry, .quiet = b->quiet, .fragile = b->fragile};
         return;
     }
     if (b->stage == BW_OFF) {
@@ -372,8 +425,10 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
         if (quiet)
             try_ways(b);   /* chosen, or trying: the trials (again) from now */
     }
-    if (b->stage == BW_CHOSEN && b->launches - b->chosen_at >= (uint64_t)b->retry * LMS_BWAY_PARTS * BW_PART)
+    if (b->stage == BW_CHOSEN && b->launches - b->chosen_at >= (uint64_t)b->retry * LMS_BWAY_PARTS * BW_PART) {
+        b->fragile = false;   /* a part slow by chance does not hold reading in place back for good */
         try_ways(b);
+    }
     if (b->stage == BW_WAITING) {
         decide(b, ops, ctx);
         if (b->stage == BW_WAITING)
@@ -407,6 +462,8 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
             b->n = 0;
             if (b->stage == BW_CHOSEN) {
                 watch(b, ops, ctx);
+                if (b->stage == BW_CHOSEN)
+                    sudden(b, ops, ctx);
                 if (b->stage != BW_CHOSEN)
                     return;   /* tried again: the next launch opens its window */
             } else if (b->stage == BW_READING) {

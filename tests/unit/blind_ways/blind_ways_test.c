@@ -40,7 +40,18 @@ typedef struct clocked {
 /* ops.fn_phase: the phases the test marked. */
 static uint32_t c_phase(void *ctx) { return ((clocked *)ctx)->phase; }
 
-/* ops.mark: the clock now; -1 when `like` is given and this launch is on
+/* Records a point: the clock now, on the stream launched on. */
+static int point(clocked *c)
+{
+    if (c->nmarks == MARKS)
+        return 0;
+    c->mstream[c->nmarks] = c->stream;
+    c->at[c->nmarks] = c->now;
+    c->done_at[c->nmarks] = c->seq + (uint64_t)c->delay;
+    return ++c->nmarks;
+}
+
+/* ops.mark: a point; -1 when `like` is given and this launch is on
  * another stream. */
 static int c_mark(void *ctx, int like)
 {
@@ -49,12 +60,14 @@ static int c_mark(void *ctx, int like)
         return -1;
     if (like > 0 && c->mstream[like - 1] != c->stream)
         return -1;
-    if (c->nmarks == MARKS)
-        return 0;
-    c->mstream[c->nmarks] = c->stream;
-    c->at[c->nmarks] = c->now;
-    c->done_at[c->nmarks] = c->seq + (uint64_t)c->delay;
-    return ++c->nmarks;
+    return point(c);
+}
+
+/* ops.mark_all: a point after every stream's work, whatever the stream. */
+static int c_mark_all(void *ctx, int like)
+{
+    (void)like;
+    return point(ctx);
 }
 
 /* ops.between: the clock's difference once the later point completed. */
@@ -327,6 +340,60 @@ static void stream_moves(void)
     lms_plan_destroy(&plan);
 }
 
+/* Every launch on another stream than the last point's: points on one
+ * stream could never end a part (the rules would decide), points after
+ * every stream's work (ops.mark_all) time the ways as on one stream. */
+static void points_of_all_streams(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 7, 1, 20, 2);
+    c.other_every = 1;
+    ops.mark_all = c_mark_all;
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);   /* the rules would fetch (the room holds a quarter) */
+    lms_plan_destroy(&plan);
+}
+
+/* Reading in place chosen, then it turns 30 times dearer (the room holds
+ * what the launches no longer use): the trials start again within the
+ * next two parts, not after two whole windows. */
+static void inplace_turns_dear(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 1, 1, 20, 2);
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    c.read = 60;
+    run(&plan, &ops, &c, 40);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* trying again: settling fetches */
+    lms_plan_destroy(&plan);
+}
+
+/* Reading in place a little faster (a fifth) is chosen; once it turned far
+ * dearer at once, it needs to be faster by a quarter: the trials that
+ * follow do not choose it again. */
+static void fragile_inplace(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 3, 1, 10, 8);
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    CHECK_EQ_U(plan.blind.fragile, 0);
+    c.read = 60;
+    run(&plan, &ops, &c, 40);
+    CHECK_EQ_U(plan.blind.fragile, 1);
+    c.read = 8;
+    run(&plan, &ops, &c, 1200);
+    CHECK(plan.blind.way != LMS_BWAY_INPLACE);
+    lms_plan_destroy(&plan);
+}
+
 /* Without points (no mark/between) the rules decide, as before. */
 static void untimed_rules(void)
 {
@@ -355,6 +422,9 @@ static const test_case cases[] = {
     {"other_stream", other_stream},
     {"stream_moves", stream_moves},
     {"untimed_rules", untimed_rules},
+    {"points_of_all_streams", points_of_all_streams},
+    {"inplace_turns_dear", inplace_turns_dear},
+    {"fragile_inplace", fragile_inplace},
 };
 
 TEST_MAIN(cases)
