@@ -193,17 +193,21 @@ static void waits_for_points(void)
     lms_plan_destroy(&plan);
 }
 
-/* Reading in place turns dear after the choice: the windows watched show
- * it, the ways are tried again, and fetching is chosen. */
+/* Reading in place turns dearer after the choice, twice as dear: not
+ * enough for a part alone to try again (inplace_turns_dear), but the
+ * windows watched show it, the ways are tried again, and fetching is
+ * chosen. */
 static void phase_tries_again(void)
 {
     clocked c;
     lms_plan plan;
     lms_plan_ops ops;
-    setup(&c, &plan, &ops, 5, 1, 20, 2);
+    setup(&c, &plan, &ops, 5, 1, 4, 3.5);
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
-    c.read = 60;
+    c.read = 7;
+    run(&plan, &ops, &c, 40);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);   /* no part alone went over */
     run(&plan, &ops, &c, 600);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
     lms_plan_destroy(&plan);
