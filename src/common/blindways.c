@@ -68,7 +68,8 @@
 #define BW_SURE_LAST 1.0  /* ... (this many after the last round) */
 #define BW_ABORT 3.0      /* a part reading in place this many times dearer than fetching ends the trials */
 #define BW_SUDDEN 2.5     /* a part reading in place chosen this many times dearer per byte than its measure ... */
-#define BW_SUDDEN_TIME 2.0 /* ... and this many times longer than its parts: tried again */
+#define BW_SUDDEN_TIME 2.0 /* ... and this many times longer than its parts, ... */
+#define BW_SERVED 0.25    /* ... where the room served this share of its measure's bytes, and this share of that now */
 #define BW_ODD 0.25       /* a window off the chosen way's measure by this share ... */
 #define BW_ODD_RUN 2      /* ... this many in a row: the ways are tried again */
 #define BW_RETRY 128      /* windows' launches after which they are tried again anyway, ... */
@@ -128,6 +129,7 @@ static bool add_up(lms_plan_bwindow *w, const lms_plan_ops *ops, void *ctx, lms_
     for (int j = 0; j < LMS_BWAY_PARTS; j++) {
         s->t += t[j];
         s->bytes += w->bytes[j];
+        s->missing += w->missing[j];
         if (!w->bytes[j])
             continue;   /* launches of no managed chunk: no rate of their own */
         double r = t[j] / (double)w->bytes[j];
@@ -242,6 +244,7 @@ static void add_sums(lms_plan_bsums *a, const lms_plan_bsums *b)
 {
     a->t += b->t;
     a->bytes += b->bytes;
+    a->missing += b->missing;
     a->r += b->r;
     a->rr += b->rr;
     a->parts += b->parts;
@@ -329,23 +332,25 @@ static void reading_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 }
 
 /* Reading in place chosen, at the end of part k of the current window:
- * its latest part whose points completed (k - 1, else k - 2) more than
- * BW_SUDDEN times dearer per byte than the measure it was chosen by
- * and more than BW_SUDDEN_TIME times longer than the measure's parts on
- * average starts the trials again at once (a part of few managed bytes
- * has a rate of its launches of no managed chunk: on an outside helper's
- * `initdear` such parts went over the rate alone, parts as long as
- * ever, and the trials they started cost 1.06x `lru`'s step). Reading in place keeps what the room
- * held when it was chosen, and has no bound once that is not what the
- * launches use (a hot set of buffers that moved is read over the link
- * at every use: an outside helper's `hotset` at 2x under `lookahead`
- * took 1.75x `lru`'s step while two whole windows had to be slower
- * first; over the window's parts so far, the rate passed 3x too late,
- * and one part read the moved set at 2.8x).
- * Until the next periodic trial, reading in place is chosen only when
- * faster by BW_ODD: its trial window rides on what fetching left in the
- * room (the same `hotset` chose it again, 9% faster, at every move of
- * its set). */
+ * its latest part whose points completed (k - 1, else k - 2) starts the
+ * trials again at once when the room no longer serves the launches.
+ * Reading in place keeps what the room held when it was chosen, and has
+ * no bound once that is not what the launches use (an outside helper's
+ * `hotset`, a hot set of buffers that moves: 2x under `lookahead` took
+ * 1.75x `lru`'s step while two whole windows had to be slower first). So
+ * a part is held to the measure it was chosen by: more than BW_SUDDEN
+ * times dearer per byte, more than BW_SUDDEN_TIME times longer than its
+ * parts on average (a part of few managed bytes has the rate of its
+ * other launches: the first helper's `initdear` went over on the rate
+ * alone, 1.06x), and the room serving less than BW_SERVED of the share of
+ * the bytes it served then, a share of at least BW_SERVED (a burst of
+ * long kernels is dearer with the room as it was: a third helper's
+ * bursts at each step's start tried again and lost reading in place,
+ * 1.04 -> 1.12x `none`; a part of 16 launches served half its share by
+ * chance, and where the room served little, a part's share is chance).
+ * Until the next periodic trial, reading in place is then chosen only
+ * when faster by BW_ODD: its trial window rides on what fetching left in
+ * the room (`hotset` chose it again, 9% faster, at each move of its set). */
 static void sudden(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
     int k = b->part;
@@ -357,7 +362,10 @@ static void sudden(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
         j = k - 2;
         t = ops->between(ctx, b->cur.pts[j], b->cur.pts[j + 1]);
     }
-    if (t > BW_SUDDEN_TIME * b->ref_part && b->cur.bytes[j] && t / (double)b->cur.bytes[j] > BW_SUDDEN * b->ref) {
+    uint64_t bytes = b->cur.bytes[j];
+    double miss = bytes ? (double)b->cur.missing[j] / (double)bytes : 0;
+    if (t > BW_SUDDEN_TIME * b->ref_part && bytes && t / (double)bytes > BW_SUDDEN * b->ref &&
+        1 - b->ref_miss >= BW_SERVED && 1 - miss < BW_SERVED * (1 - b->ref_miss)) {
         b->fragile = true;
         try_ways(b);
     }
@@ -388,11 +396,15 @@ static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
         return;
     }
     chosen(b, way, fetch, fv, fp, inplace, iv, ip);
-    if (way == LMS_BWAY_INPLACE)
-        b->ref_part = b->sums[W_INPLACE].t / b->sums[W_INPLACE].parts;   /* known: parts >= 2 */
+    if (way == LMS_BWAY_INPLACE) {
+        const lms_plan_bsums *s = &b->sums[W_INPLACE];
+        b->ref_part = s->t / s->parts;                    /* known: parts >= 2, */
+        b->ref_miss = (double)s->missing / (double)s->bytes;   /* bytes > 0 */
+    }
 }
 
-void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes)
+void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes,
+                           uint64_t missing)
 {
     lms_plan_blind *b = &p->blind;
     if (!ops->mark || !ops->between)
@@ -478,6 +490,8 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
         }
     }
     b->n++;
-    if (b->part < LMS_BWAY_PARTS)
+    if (b->part < LMS_BWAY_PARTS) {
         b->cur.bytes[b->part] += bytes;
+        b->cur.missing[b->part] += missing;
+    }
 }

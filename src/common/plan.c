@@ -1164,12 +1164,14 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
             p->crowd_at = seq + 64;
         }
         if (unsure && p->crowded) {
-            uint64_t bytes = 0;
-            for (int i = 0; i < m; i++)
+            uint64_t bytes = 0, missing = 0;
+            for (int i = 0; i < m; i++) {
                 bytes += mine[i]->charge;
-            lms_plan_blind_launch(p, ops, ctx, true, bytes);
+                missing += mine[i]->resident ? 0 : mine[i]->charge;
+            }
+            lms_plan_blind_launch(p, ops, ctx, true, bytes, missing);
         } else if (p->blind.stage) {
-            lms_plan_blind_launch(p, ops, ctx, false, 0);
+            lms_plan_blind_launch(p, ops, ctx, false, 0, 0);
         }
         blind_prices bp = {.fn_price = -1, .way = p->blind.way, .dearer = p->blind.dearer};   /* the rest asked at the first missing chunk (unsure) */
         int nb = 0;

@@ -144,12 +144,14 @@ enum { LMS_BWAY_RULES, LMS_BWAY_FETCH, LMS_BWAY_INPLACE };
 #define LMS_BWAY_PARTS 4   /* parts of a timed window, each timed */
 typedef struct lms_plan_bwindow {
     int pts[LMS_BWAY_PARTS + 1];       /* its points: the first, and each part's last (0: none) */
-    uint64_t bytes[LMS_BWAY_PARTS];    /* the managed bytes each part's launches used */
+    uint64_t bytes[LMS_BWAY_PARTS];    /* the managed bytes each part's launches used, */
+    uint64_t missing[LMS_BWAY_PARTS];  /* ... of which not on the device at the launch */
 } lms_plan_bwindow;
 /* What the timed parts of one way added up to. */
 typedef struct lms_plan_bsums {
     double t;          /* device time, ns */
-    uint64_t bytes;    /* managed bytes used */
+    uint64_t bytes;    /* managed bytes used, */
+    uint64_t missing;  /* ... of which not on the device at their launch */
     double r, rr;      /* the parts' rates (ns per byte), summed, and their squares summed */
     int parts;         /* parts with bytes */
 } lms_plan_bsums;
@@ -179,7 +181,8 @@ typedef struct lms_plan_blind {
     uint32_t retry;           /* ... the windows' launches after which they run again, */
     uint32_t quiet;           /* ... and the launches without a phase before one has them run again */
     bool fragile;             /* reading in place chosen turned far dearer at once (until the next periodic trial) */
-    double ref_part;          /* reading in place chosen: the device time of its measure's parts, on average */
+    double ref_part;          /* reading in place chosen: the device time of its measure's parts, on average, */
+    double ref_miss;          /* ... and the share of their bytes not on the device */
 } lms_plan_blind;
 
 /* A growable array of chunk pointers used as an indexed heap. */

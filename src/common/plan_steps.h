@@ -24,8 +24,10 @@ uint64_t lms_plan_step_length(const lms_plan *p, bool *confirmed);
 void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq);
 
 /* At each launch (`blind`: decided with nothing to act on; `bytes`: the
- * managed bytes its chunks charge): times the ways of the chunks that no
- * price decides and chooses one (blindways.c, p->blind.way). */
-void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes);
+ * managed bytes its chunks charge, `missing` of them not on the device):
+ * times the ways of the chunks that no price decides and chooses one
+ * (blindways.c, p->blind.way). */
+void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes,
+                           uint64_t missing);
 
 #endif
