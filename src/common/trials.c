@@ -1,7 +1,8 @@
 /*
  * trials.c — the planner's timed steps: which mode (acting, acting deep,
  * on demand in LRU order, reading in place) runs a learned step fastest,
- * measured on the device with points recorded on the launch stream. The
+ * measured on the device with points recorded after the work of every
+ * stream launched on (ops->mark_all, else on the launch stream). The
  * planner (plan.c) calls lms_plan_trial_launch at every launch; the
  * state lives in lms_plan (plan.h). No CUDA here: the points and the
  * times between them come through lms_plan_ops.
@@ -30,7 +31,7 @@
  * first lets the state the previous mode left settle (reading in place
  * evicts nothing: it keeps what the modes before it left resident, tried
  * and chosen alike), the second is timed on the device by points recorded
- * on the launch stream at each eighth of the step (point_offset: the
+ * after every stream's work at each eighth of the step (point_offset: the
  * window is exactly P launches long). A mode stops early when, at one
  * of its points, it has taken more than TRIAL_ABORT times what the acting
  * step took to the same point (reading a re-read operand in place is far
@@ -101,6 +102,17 @@ static double trial_time(const lms_plan *p, const lms_plan_ops *ops, void *ctx, 
  * until the next trials (bench/shapes `deep` at 3x with lmshim's defaults
  * and --compute-scale 0.3: 71.4 ms a step lean, 41.6 acting). */
 
+/* Records a point of a timed step (like: as lms_plan_ops.mark): after
+ * the work of every stream launched on, where the ops can (on one of
+ * several busy streams, a point completes when that stream's last kernel
+ * did: an outside helper's 24 buffers in a cycle over 8 streams kept
+ * fetching every chunk, 695.7 ms where reading them in place takes 576.1,
+ * and with these points chose 553.1), else on the launch's stream. */
+static int step_mark(const lms_plan_ops *ops, void *ctx, int like)
+{
+    return (ops->mark_all ? ops->mark_all : ops->mark)(ctx, like);
+}
+
 /* The running sums a timed step is measured by (LMS_SUM_*), now. */
 static void sums_now(const lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t out[LMS_SUMS])
 {
@@ -138,7 +150,7 @@ static void lean_check(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     if (!p->trial_decided || !p->trial_lean || p->lean_checked || !p->lean)
         return;
     if (p->lean_n < 3) {
-        int mark = ops->mark(ctx, p->trial_first);
+        int mark = step_mark(ops, ctx, p->trial_first);
         if (mark <= 0) {   /* no point: not timed, kept; another stream: */
             p->lean_checked = mark == 0;
             p->lean_n = 0;   /* the points taken are no longer a step apart: taken again */
@@ -276,7 +288,7 @@ static int trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, u
 {
     if (p->trial_n[m] >= TRIAL_POINTS)
         return 0;   /* never past the window's points */
-    int mark = ops->mark(ctx, p->trial_first);
+    int mark = step_mark(ops, ctx, p->trial_first);
     if (mark < 0)
         return seq < later(p->trial_at, p->trial_sub) ? -1 : 0;
     if (!mark)
