@@ -361,6 +361,18 @@ static void points_of_all_streams(void)
     lms_plan_destroy(&plan);
 }
 
+/* Sets the fake up as setup() with `seed`, fetch/read costs, and launches
+ * over a hot set of 12 chunks (8 in the room) until reading in place is
+ * chosen, as it must be (the plan is the caller's to destroy). */
+static void inplace_over_hot_set(clocked *c, lms_plan *plan, lms_plan_ops *ops, unsigned seed, double fetch,
+                                 double read)
+{
+    setup(c, plan, ops, seed, 1, fetch, read);
+    c->span = 12;
+    run(plan, ops, c, 600);
+    CHECK_EQ_U(plan->blind.way, LMS_BWAY_INPLACE);
+}
+
 /* Reading in place chosen over a hot set of 12 chunks (the room holds 8
  * of them); then the set moves to 12 others, and reading them is 30 times
  * dearer: the room holds what the launches no longer use, and the trials
@@ -370,10 +382,7 @@ static void inplace_turns_dear(void)
     clocked c;
     lms_plan plan;
     lms_plan_ops ops;
-    setup(&c, &plan, &ops, 1, 1, 20, 2);
-    c.span = 12;
-    run(&plan, &ops, &c, 600);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    inplace_over_hot_set(&c, &plan, &ops, 1, 20, 2);
     c.lo = 12;
     c.read = 60;
     run(&plan, &ops, &c, 40);
@@ -391,10 +400,7 @@ static void burst_not_sudden(void)
     clocked c;
     lms_plan plan;
     lms_plan_ops ops;
-    setup(&c, &plan, &ops, 1, 1, 20, 2);
-    c.span = 12;
-    run(&plan, &ops, &c, 600);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    inplace_over_hot_set(&c, &plan, &ops, 1, 20, 2);
     c.hit = 10;
     c.read = 20;
     run(&plan, &ops, &c, 40);
@@ -411,10 +417,7 @@ static void fragile_inplace(void)
     clocked c;
     lms_plan plan;
     lms_plan_ops ops;
-    setup(&c, &plan, &ops, 3, 1, 10, 8);
-    c.span = 12;   /* a hot set of 12 chunks, 8 in the room */
-    run(&plan, &ops, &c, 600);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    inplace_over_hot_set(&c, &plan, &ops, 3, 10, 8);
     CHECK_EQ_U(plan.blind.fragile, 0);
     c.lo = 12;     /* the set moves, and reading it is far dearer */
     c.read = 60;
