@@ -1,0 +1,51 @@
+# best_of.sh — sourced by the tests that hold lmshim's defaults to the
+# better of LMS_POLICY=none and lru at the same settings, over the
+# simulated GPU with a budget of $B MiB and an L2 of $L2 MiB (the caller
+# sets both, and bad=0). The program prints `step_ms X` and `peak_mib Y`.
+
+# best_run FRAC POLICY [VAR=VALUE...] -- PROGRAM ARGS...: runs PROGRAM
+# under POLICY (`defaults`: none set) at LMS_FRAC=FRAC with LMS_THRESHOLD=1M
+# (`default`: neither set); prints "step_ms peak_mib", or "x x" when it failed.
+best_run() {
+    local frac=$1 pol=$2 out
+    shift 2
+    local envs=(SIMGPU_MEM=$((2 * B))M SIMGPU_L2_MIB=$L2 LMS_LIMIT=${B}M)
+    while [ "$1" != -- ]; do
+        envs+=("$1")
+        shift
+    done
+    shift
+    [ "$frac" != default ] && envs+=(LMS_FRAC=$frac LMS_THRESHOLD=1M)
+    [ "$pol" != defaults ] && envs+=(LMS_POLICY=$pol)
+    out=$(env -u LMS_POLICY -u LMS_FRAC -u LMS_THRESHOLD "${envs[@]}" "$@") || {
+        echo "FAIL: $* frac=$frac $pol: the program failed" >&2
+        echo "$out" >&2
+        echo "x x"
+        return
+    }
+    echo "$out" | awk '/^step_ms/ {t = $2} /^peak_mib/ {p = $2} END {print t, p}'
+}
+
+# best_cell LABEL FRAC [VAR=VALUE...] -- PROGRAM ARGS...: runs the three
+# policies, prints one line, and sets bad=1 when the defaults take over
+# 1.05x the better of none and lru, a run failed, or a peak passed $B.
+best_cell() {
+    local label=$1 frac=$2 tn pn tl pl td pd verdict
+    shift 2
+    read -r tn pn < <(best_run "$frac" none "$@")
+    read -r tl pl < <(best_run "$frac" lru "$@")
+    read -r td pd < <(best_run "$frac" defaults "$@")
+    if [ "$tn" = x ] || [ "$tl" = x ] || [ "$td" = x ]; then
+        bad=1
+        return
+    fi
+    verdict=$(awk -v n="$tn" -v l="$tl" -v d="$td" -v b="$B" -v pn="$pn" -v pl="$pl" -v pd="$pd" 'BEGIN {
+        best = n < l ? n : l
+        r = d / best
+        msg = sprintf("%.3f", r)
+        if (r > 1.05) msg = msg " OVER"
+        if (pn > b || pl > b || pd > b) msg = msg " PEAK"
+        print msg }')
+    printf '%s frac=%-7s none %8.2f lru %8.2f defaults %8.2f ms: %s\n' "$label" "$frac" "$tn" "$tl" "$td" "$verdict"
+    case $verdict in *OVER* | *PEAK*) bad=1 ;; esac
+}
