@@ -1223,6 +1223,11 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         fetch_ahead(p, ops, ctx);
 }
 
+bool lms_plan_pointing(const lms_plan *p)
+{
+    return p->trial == LMS_TRIAL_RUNNING || (p->blind.stage != 0 && p->blind.cur.pts[0] != 0);
+}
+
 void lms_plan_after(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
     if (p->lean && p->mode == LMS_PLAN_ACT && p->policy->ahead)

@@ -288,6 +288,13 @@ bool lms_plan_make_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_
  * victims (their evictions wait for its kernel). */
 void lms_plan_after(lms_plan *p, const lms_plan_ops *ops, void *ctx);
 
+/* Whether the planner is timing the device by points after every
+ * stream's work (ops->mark_all): a timed step under way, or a window of
+ * the two ways open. A launch that uses no chunk leaves no record of its
+ * own, and a point waits only for records: while this holds, the caller
+ * records after such launches too. */
+bool lms_plan_pointing(const lms_plan *p);
+
 /* A chunk is gone (freed): drop it from the resident set. The caller
  * returns its charge. */
 void lms_plan_forget(lms_plan *p, lms_plan_chunk *c);

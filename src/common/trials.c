@@ -226,16 +226,21 @@ static void window_from(lms_plan *p, uint64_t seq)
 
 /* Whether mode m, from its point `from` to the latest of its points up to
  * k that completed, has taken more than `factor` times what acting took
- * between the same points (false while none completed, or acting's step
- * was not timed). */
+ * between the same points, and more than an eighth of acting's step
+ * longer (false while none completed, or acting's step was not timed).
+ * An eighth alone varies: with kernels of 8 streams side by side, reading
+ * in place took 2.3x acting's first eighth (0.73 against 0.32 ms) and was
+ * stopped there, where its whole step was half of acting's (an outside
+ * helper's `skew`, 1.86x the engine before's step). */
 static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int from, int k, double factor)
 {
+    double step = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
     for (int j = k; j > from && m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]; j--) {
         double b = trial_span(p, ops, ctx, m, from, j);
         if (b < 0)
             continue;   /* not completed yet */
         double a = trial_span(p, ops, ctx, LMS_PLAN_ACT, from, j);
-        return a >= 0 && b > factor * a;
+        return a >= 0 && b > factor * a && b - a > step / (TRIAL_POINTS - 1);
     }
     return false;
 }

@@ -1516,8 +1516,11 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     bool recorded = false;
     /* The stream's slot (before() made it) is looked up before map_lock is
      * taken: a takeover walks the chunks. */
-    int slot = d->plan.policy->on_demand && tok->n > 0 ? slot_of(d, stream) : -1;
+    bool pointing = d->plan.policy->on_demand && lms_plan_pointing(&d->plan);
+    int slot = d->plan.policy->on_demand && (tok->n > 0 || pointing) ? slot_of(d, stream) : -1;
     if (tok->n == 0) {   /* no chunk to note: the chunk map is not read */
+        if (pointing && slot >= 0)
+            record(d, slot);   /* a point after every stream waits for this kernel too (op_mark_all) */
         if (d->plan.lean)
             ahead_after(d, tok->device, stream, slot);
         pthread_mutex_unlock(&d->lock);
