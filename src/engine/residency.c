@@ -1504,6 +1504,18 @@ static void ahead_after(res_device *d, int device, CUstream stream, int slot)
     pthread_rwlock_unlock(&map_lock);
 }
 
+/* Whether the program's launches hold more than one stream slot (the
+ * fetch-ahead's aside, and those of destroyed streams): with one, the
+ * record a point makes on the launch's stream covers its work. O(SLOTS).
+ * Under the device's lock. */
+static bool several_streams(const res_device *d)
+{
+    int n = 0;
+    for (int i = 0; i < SLOTS && n < 2; i++)
+        n += d->slots[i].used && !d->slots[i].keep && d->slots[i].tick != 0;
+    return n > 1;
+}
+
 void lms_residency_after(lms_launch_token *tok, CUstream stream)
 {
     if (tok->device < 0)
@@ -1516,7 +1528,7 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
     bool recorded = false;
     /* The stream's slot (before() made it) is looked up before map_lock is
      * taken: a takeover walks the chunks. */
-    bool pointing = d->plan.policy->on_demand && lms_plan_pointing(&d->plan);
+    bool pointing = d->plan.policy->on_demand && lms_plan_pointing(&d->plan) && several_streams(d);
     int slot = d->plan.policy->on_demand && (tok->n > 0 || pointing) ? slot_of(d, stream) : -1;
     if (tok->n == 0) {   /* no chunk to note: the chunk map is not read */
         if (pointing && slot >= 0)
