@@ -39,11 +39,19 @@
  * moves only the other's shows in no window, but the functions show it:
  * a new phase of the line pooled over their launches on the device
  * (ops->fn_phase: their compute changed together) after BW_QUIET
- * launches without one starts the trials again, in any stage (phases
- * that come every few launches are functions of two kinds taking
- * turns; twice as many launches each time the trials chose what they
- * chose before, up to BW_QUIET_MAX: where launches on the device are
- * few, the pooled line marks phases by chance). And the ways are tried again after BW_RETRY windows' launches
+ * launches without one starts the trials again, in any stage, once
+ * BW_HELD launches passed without another phase (phases that come every
+ * few launches are functions of two kinds taking turns; twice as many
+ * launches each time the trials chose what they chose before, up to
+ * BW_QUIET_MAX: where launches on the device are few, the pooled line
+ * marks phases by chance). The line's gaps between phases of chance are
+ * long-tailed: kernels of 8 streams run one at a time, each measured
+ * with its wait behind the others', marked a phase every 4 launches
+ * (median), yet 12 of 30 runs of blind_streams had a gap past 64 and
+ * started trials by chance (a measured step at 3.7x the others'), while
+ * after each of those 18 gaps the next phase came within 16 launches (a
+ * changed compute leaves a line fitted anew, quiet again).
+ * And the ways are tried again after BW_RETRY windows' launches
  * with nothing to act on, twice as many each time the trials chose what
  * they chose before, up to BW_RETRY_MAX (a trial's window of the other
  * way costs the launches it slows). A launch decided with something to
@@ -76,6 +84,7 @@
 #define BW_RETRY_MAX 4096 /* ... twice as many each time they chose as before, up to this */
 #define BW_QUIET 64       /* launches without a new phase of the functions before one tries the ways again, ... */
 #define BW_QUIET_MAX 8192 /* ... twice as many each time the trials chose as before, up to this */
+#define BW_HELD 16        /* ... and launches after it without another before the trials start */
 #define BW_WAIT 512       /* launches a choice waits for its points before the trials start over */
 
 /* What the current window is for. */
@@ -181,7 +190,13 @@ static int faster(double fetch, double fv, double inplace, double iv, double sur
  * settling); BW_ODD_RUN in a row slower start the trials again (a way
  * that became faster stays: the room it keeps improves after the
  * trials, and trying again then cost an outside helper's program 1.46x
- * `lru`'s step). */
+ * `lru`'s step). Fetching chosen by a wide margin is held to half that
+ * margin, if more than BW_ODD: slower by less, it is still the faster
+ * way by what was measured of reading in place, and windows of kernels
+ * that differ per launch (half of them dear in place, half cheap, on 8
+ * streams side by side) were a third slower than the trials' measure
+ * two in a row by chance, where reading in place had been 4x dearer:
+ * trying again took a trial's slow window, 1.21x `lru`'s step. */
 static void watch(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
     lms_plan_bsums s = {0};
@@ -193,7 +208,8 @@ static void watch(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
             b->ref = r, b->ref_var = v, b->part_var = pv;
         return;
     }
-    b->odd = beyond(r / b->ref - 1, BW_ODD, b->ref_var + b->part_var / LMS_BWAY_PARTS, BW_SURE) ? b->odd + 1 : 0;
+    double least = b->way == LMS_BWAY_FETCH && b->dearer / 2 > BW_ODD ? b->dearer / 2 : BW_ODD;
+    b->odd = beyond(r / b->ref - 1, least, b->ref_var + b->part_var / LMS_BWAY_PARTS, BW_SURE) ? b->odd + 1 : 0;
     if (b->odd >= BW_ODD_RUN)
         try_ways(b);
 }
@@ -427,16 +443,17 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
     b->launches++;
     uint32_t phase = ops->fn_phase ? ops->fn_phase(ctx) : 0;
     if (phase != b->phase) {
-        /* Every function's compute changed together after a quiet time:
-         * the kernels changed, and what was measured is of the time
-         * before (phases that come often are functions of two kinds
-         * taking turns). */
-        bool quiet = b->launches - b->phase_at >= (b->quiet ? b->quiet : BW_QUIET);
+        /* Every function's compute changed together after a quiet time
+         * and, once BW_HELD launches pass without another phase, the
+         * kernels changed: what was measured is of the time before
+         * (phases that come often are functions of two kinds taking
+         * turns, or chance). */
+        b->held = b->launches - b->phase_at >= (b->quiet ? b->quiet : BW_QUIET);   /* another drops it */
         b->phase = phase;
         b->phase_at = b->launches;
-        if (quiet)
-            try_ways(b);   /* chosen, or trying: the trials (again) from now */
     }
+    if (b->held && b->launches - b->phase_at >= BW_HELD)
+        try_ways(b);   /* chosen, or trying: the trials (again) from now */
     if (b->stage == BW_CHOSEN && b->launches - b->chosen_at >= (uint64_t)b->retry * LMS_BWAY_PARTS * BW_PART) {
         b->fragile = false;   /* a part slow by chance does not hold reading in place back for good */
         try_ways(b);

@@ -1225,7 +1225,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
 
 bool lms_plan_pointing(const lms_plan *p)
 {
-    return p->trial == LMS_TRIAL_RUNNING || (p->blind.stage != 0 && p->blind.cur.pts[0] != 0);
+    return p->trial == LMS_TRIAL_RUNNING || p->blind.cur.pts[0] != 0;   /* no stage: no window */
 }
 
 void lms_plan_after(lms_plan *p, const lms_plan_ops *ops, void *ctx)

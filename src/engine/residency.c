@@ -528,9 +528,11 @@ static int slot_of(res_device *d, CUstream stream)
  * first to be taken over; until then its ring stays, as the records made on
  * the destroyed stream still complete and chunks may wait for them. Nothing
  * is waited for on the host here. */
+static const char gone_mark;   /* the handle of destroyed streams' slots: one no stream has */
+#define GONE ((CUstream)(uintptr_t)&gone_mark)
+
 void lms_residency_stream_gone(CUstream stream)
 {
-    static const char gone_mark;   /* a handle no stream has */
     if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
         return;
     for (int i = 0; i < LMS_MAX_DEVICES; i++) {
@@ -539,7 +541,7 @@ void lms_residency_stream_gone(CUstream stream)
         for (int k = 0; d->ready && k < SLOTS; k++) {
             res_slot *s = &d->slots[k];
             if (s->used && !s->keep && s->stream == stream) {
-                s->stream = (CUstream)(uintptr_t)&gone_mark;
+                s->stream = GONE;
                 s->tick = 0;
             }
         }
@@ -1512,7 +1514,7 @@ static bool several_streams(const res_device *d)
 {
     int n = 0;
     for (int i = 0; i < SLOTS && n < 2; i++)
-        n += d->slots[i].used && !d->slots[i].keep && d->slots[i].tick != 0;
+        n += d->slots[i].used && !d->slots[i].keep && d->slots[i].stream != GONE;
     return n > 1;
 }
 

@@ -1,7 +1,12 @@
 # best_of.sh — sourced by the tests that hold lmshim's defaults to the
 # better of LMS_POLICY=none and lru at the same settings, over the
-# simulated GPU with a budget of $B MiB and an L2 of $L2 MiB (the caller
-# sets both, and bad=0). The program prints `step_ms X` and `peak_mib Y`.
+# simulated GPU with a budget of $B MiB (128; a caller may set another
+# after sourcing) and an L2 of $L2 MiB (an H200's 50 MiB of L2 against its
+# 80 GiB, scaled to the budget); bad is 1 once a cell failed. The
+# program prints `step_ms X` and `peak_mib Y` (tests/common/stream_program.h).
+B=128
+L2=0.08
+bad=0
 
 # best_run FRAC POLICY [VAR=VALUE...] -- PROGRAM ARGS...: runs PROGRAM
 # under POLICY (`defaults`: none set) at LMS_FRAC=FRAC with LMS_THRESHOLD=1M

@@ -7,32 +7,30 @@
  * engine can only time the two ways (fetch, or read in place) on the
  * device (src/common/blindways.c).
  *
- * usage: blind_streams RATIO BUDGET_MIB KIND
+ * usage: blind_streams RATIO BUDGET_MIB KIND [SEED]
  *   the buffers total RATIO x BUDGET_MIB; KIND: `dear` (8 passes, compute
  *   as long as the link takes for one pass) or `mixed` (each function dear
- *   or cheap for good, half each: cheap is one pass and 3x the compute).
+ *   or cheap for good, half each: cheap is one pass and 3x the compute);
+ *   SEED (default 0) draws other functions, buffers and streams.
  * Prints `step_ms X` (modeled ms a step over the last 6 of 18 steps) and
  * `peak_mib Y`, and checks every kernel's result.
  */
 #include <cuda.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../common/check.h"
 #include "../../common/context.h"
-#include "simgpu.h"
+#include "../../common/stream_program.h"
 
-#define MiB (1ull << 20)
 #define NBUF 48
 #define NSTREAM 8
 #define NAMES 1000     /* kernel names registered; three modules give 3,000 functions */
 #define MODULES 3
 #define STEPS 18
 #define MEASURED 6
-#define LINK 55.0      /* bytes per ns: the simulator's default link (SIMGPU_LINK_GBPS) */
 
 /* gemm(w, bytes, passes, compute_ns): reads w `passes` times, bumps its
  * first byte. */
@@ -46,76 +44,48 @@ static void gemm(simgpu_launch *l, void **p)
     l->compute(l, *(double *)p[3]);
 }
 
-/* A small generator of its own: the same draws on every run. */
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint32_t draw(uint32_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
-}
-
 int main(int argc, char **argv)
 {
-    if (argc != 4 || (strcmp(argv[3], "dear") && strcmp(argv[3], "mixed"))) {
-        fprintf(stderr, "usage: blind_streams RATIO BUDGET_MIB dear|mixed\n");
+    if (argc < 4 || argc > 5 || (strcmp(argv[3], "dear") && strcmp(argv[3], "mixed"))) {
+        fprintf(stderr, "usage: blind_streams RATIO BUDGET_MIB dear|mixed [SEED]\n");
         return 2;
     }
     double ratio = atof(argv[1]);
-    uint64_t budget = strtoull(argv[2], NULL, 10) * MiB;
+    uint64_t budget = strtoull(argv[2], NULL, 10) * SP_MiB;
     bool mixed = !strcmp(argv[3], "mixed");
+    sp_rng rng = sp_seeded(0x9e3779b97f4a7c15ull, argc == 5 ? strtoull(argv[4], NULL, 10) : 0);
     primary_context(0);
 
     static char names[NAMES][16];
-    for (int i = 0; i < NAMES; i++) {
-        snprintf(names[i], sizeof names[i], "g%d", i);
-        simgpu_kernel k = {names[i], gemm, 4, {8, 8, 4, 8}};
-        OK(simgpu_register_kernel(&k));
-    }
     static CUfunction fns[NAMES * MODULES];
-    for (int m = 0; m < MODULES; m++) {
-        CUmodule mod;
-        OK(cuModuleLoadData(&mod, "x"));
-        for (int i = 0; i < NAMES; i++)
-            OK(cuModuleGetFunction(&fns[m * NAMES + i], mod, names[i]));
-    }
+    sp_functions((simgpu_kernel){.fn = gemm, .num_params = 4, .param_sizes = {8, 8, 4, 8}}, "g", NAMES, names,
+                 MODULES, fns);
     CUstream streams[NSTREAM];
-    for (int s = 0; s < NSTREAM; s++)
-        OK(cuStreamCreate(&streams[s], CU_STREAM_NON_BLOCKING));
-
-    size_t size = (size_t)((double)budget * ratio / NBUF) & ~(2 * MiB - 1);
+    sp_streams(streams, NSTREAM);
     CUdeviceptr buf[NBUF];
+    size_t size = sp_buffers(buf, NBUF, budget, ratio);
     unsigned want[NBUF] = {0};
-    for (int b = 0; b < NBUF; b++) {
-        OK(cuMemAlloc(&buf[b], size));
-        OK(cuMemsetD8(buf[b], 0, size));
-    }
 
-    simgpu_counters c0 = {0}, c1;
+    simgpu_counters c0 = {0};
     for (int step = 0; step < STEPS; step++) {
         for (int i = 0; i < NBUF; i++) {
-            int b = (int)draw(NBUF), f = (int)draw(NAMES * MODULES);
-            CUstream s = streams[draw(NSTREAM)];
+            int b = (int)sp_draw(&rng, NBUF), f = (int)sp_draw(&rng, NAMES * MODULES);
+            CUstream s = streams[sp_draw(&rng, NSTREAM)];
             /* half the functions cheap for good (a hash of the number) */
             bool cheap = mixed && ((uint32_t)f * 2654435761u >> 8) % 2;
             unsigned passes = cheap ? 1 : 8;
-            double ns = (cheap ? 3.0 : 1.0) * (double)size / LINK;
+            double ns = (cheap ? 3.0 : 1.0) * (double)size / SP_LINK;
             void *args[] = {&buf[b], &size, &passes, &ns};
             OK(cuLaunchKernel(fns[f], 64, 1, 1, 256, 1, 1, 0, s, args, NULL));
             want[b]++;
         }
-        OK(cuCtxSynchronize());
-        if (step == STEPS - MEASURED - 1)
-            OK(simgpu_get_counters(0, &c0));
+        sp_step_end(step, STEPS, MEASURED, &c0);
     }
-    OK(simgpu_get_counters(0, &c1));
+    sp_report(&c0, MEASURED);
     for (int b = 0; b < NBUF; b++) {
         uint8_t v = 0;
         OK(cuMemcpyDtoH(&v, buf[b], 1));
         CHECK_EQ_U(v, want[b] & 0xff);
     }
-    printf("step_ms %.4f\npeak_mib %.1f\n", (c1.modeled_ns - c0.modeled_ns) / 1e6 / MEASURED,
-           (double)c1.peak_device_bytes / MiB);
     return 0;
 }

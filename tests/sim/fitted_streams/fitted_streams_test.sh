@@ -11,10 +11,7 @@
 # device peak is within the budget.
 set -u
 prog=$1
-B=128
-L2=0.08   # MiB: an H200's 50 MiB of L2 against its 80 GiB, scaled to the budget
-bad=0
-. "$(dirname "$0")/../../common/best_of.sh"
+. "$(dirname "$0")/../../common/best_of.sh"   # B=128 (MiB), L2, bad
 for conc in 0 1; do
     for ns in 1 3 8; do
         for ratio in 1.5 3; do

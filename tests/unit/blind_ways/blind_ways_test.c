@@ -167,6 +167,26 @@ static void fetch_faster(void)
     lms_plan_destroy(&plan);
 }
 
+/* Fetching chosen with reading in place 10x dearer: its windows turning
+ * 1.5x slower leave it chosen, no trial reading in place; 6x slower
+ * (most of the margin it won by gone) try the ways again. */
+static void fetch_held_to_margin(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 12, 1, 4, 40);
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    CHECK(plan.blind.dearer > 1);
+    c.hit *= 1.5, c.fetch *= 1.5;
+    CHECK_EQ_U(run(&plan, &ops, &c, 1000), 0);   /* not one read in place: no trial */
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    c.hit *= 4, c.fetch *= 4;
+    CHECK(run(&plan, &ops, &c, 400) > 0);   /* a trial's window reading in place */
+    lms_plan_destroy(&plan);
+}
+
 /* Neither way is faster: the rules decide. */
 static void tie_rules(void)
 {
@@ -255,9 +275,11 @@ static void retried_anyway(void)
     lms_plan_destroy(&plan);
 }
 
-/* A new phase of the functions after a quiet time tries the ways again;
- * phases that come every few launches (two kinds of functions taking
- * turns) do not. */
+/* A new phase of the functions after a quiet time tries the ways again
+ * once 16 launches passed without another; phases that come every few
+ * launches (two kinds of functions taking turns) do not, nor does one
+ * after a quiet time that another follows within those 16 (a line of
+ * chance phases: their gaps are long-tailed). */
 static void phase_after_quiet(void)
 {
     clocked c;
@@ -276,8 +298,17 @@ static void phase_after_quiet(void)
     }
     run(&plan, &ops, &c, 70);
     c.phase++;
+    run(&plan, &ops, &c, 10);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);   /* not yet held */
+    c.phase++;
+    run(&plan, &ops, &c, 40);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);   /* another came: chance */
+    run(&plan, &ops, &c, 70);
+    c.phase++;
+    run(&plan, &ops, &c, 16);   /* the first saw the phase */
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
     run(&plan, &ops, &c, 1);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* trying: fetching first */
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* held 16 launches: trying, fetching first */
     lms_plan_destroy(&plan);
 }
 
@@ -454,6 +485,7 @@ static const test_case cases[] = {
     {"changed_during_trials", changed_during_trials},
     {"retried_anyway", retried_anyway},
     {"phase_after_quiet", phase_after_quiet},
+    {"fetch_held_to_margin", fetch_held_to_margin},
     {"acting_pauses", acting_pauses},
     {"other_stream", other_stream},
     {"stream_moves", stream_moves},
