@@ -40,7 +40,8 @@
  * a new phase of the line pooled over their launches on the device
  * (ops->fn_phase: their compute changed together) after BW_QUIET
  * launches without one starts the trials again, in any stage, once
- * BW_HELD launches passed without another phase (phases that come every
+ * BW_HELD launches passed without another phase, or at once after
+ * BW_LONG times that quiet time (phases that come every
  * few launches are functions of two kinds taking turns; twice as many
  * launches each time the trials chose what they chose before, up to
  * BW_QUIET_MAX: where launches on the device are few, the pooled line
@@ -50,7 +51,12 @@
  * (median), yet 12 of 30 runs of blind_streams had a gap past 64 and
  * started trials by chance (a measured step at 3.7x the others'), while
  * after each of those 18 gaps the next phase came within 16 launches (a
- * changed compute leaves a line fitted anew, quiet again).
+ * changed compute leaves a line fitted anew, quiet again), and no gap of
+ * chance passed 90 launches in 3,402. But kernels that turn from dear to
+ * a mix of dear and cheap change the compute and then mark phases every
+ * few launches: held, the change after 597 quiet launches went unseen,
+ * and an outside helper's program stayed fetching at 1.41x `none`'s
+ * step.
  * And the ways are tried again after BW_RETRY windows' launches
  * with nothing to act on, twice as many each time the trials chose what
  * they chose before, up to BW_RETRY_MAX (a trial's window of the other
@@ -84,7 +90,8 @@
 #define BW_RETRY_MAX 4096 /* ... twice as many each time they chose as before, up to this */
 #define BW_QUIET 64       /* launches without a new phase of the functions before one tries the ways again, ... */
 #define BW_QUIET_MAX 8192 /* ... twice as many each time the trials chose as before, up to this */
-#define BW_HELD 16        /* ... and launches after it without another before the trials start */
+#define BW_HELD 16        /* ... and launches after it without another before the trials start, ... */
+#define BW_LONG 4         /* ... but for one after this many times the quiet time: at once */
 #define BW_WAIT 512       /* launches a choice waits for its points before the trials start over */
 
 /* What the current window is for. */
@@ -444,16 +451,20 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
     uint32_t phase = ops->fn_phase ? ops->fn_phase(ctx) : 0;
     if (phase != b->phase) {
         /* Every function's compute changed together after a quiet time
-         * and, once BW_HELD launches pass without another phase, the
-         * kernels changed: what was measured is of the time before
-         * (phases that come often are functions of two kinds taking
-         * turns, or chance). */
-        b->held = b->launches - b->phase_at >= (b->quiet ? b->quiet : BW_QUIET);   /* another drops it */
+         * and, once BW_HELD launches pass without another phase (or
+         * after a quiet time BW_LONG times as long), the kernels
+         * changed: what was measured is of the time before (phases that
+         * come often are functions of two kinds taking turns, or
+         * chance). */
+        uint64_t gap = b->launches - b->phase_at, quiet = b->quiet ? b->quiet : BW_QUIET;
+        b->held = gap >= quiet;   /* another drops it */
         b->phase = phase;
         b->phase_at = b->launches;
+        if (gap >= BW_LONG * quiet)
+            try_ways(b);   /* chosen, or trying: the trials (again) from now */
     }
     if (b->held && b->launches - b->phase_at >= BW_HELD)
-        try_ways(b);   /* chosen, or trying: the trials (again) from now */
+        try_ways(b);
     if (b->stage == BW_CHOSEN && b->launches - b->chosen_at >= (uint64_t)b->retry * LMS_BWAY_PARTS * BW_PART) {
         b->fragile = false;   /* a part slow by chance does not hold reading in place back for good */
         try_ways(b);

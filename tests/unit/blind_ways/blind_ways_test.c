@@ -312,6 +312,28 @@ static void phase_after_quiet(void)
     lms_plan_destroy(&plan);
 }
 
+/* A phase after four times the quiet time (600 launches without one)
+ * tries the ways again at once, though others follow every 3 launches
+ * (kernels turned from dear to a mix of dear and cheap). */
+static void long_quiet_at_once(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 13, 1, 20, 2);
+    run(&plan, &ops, &c, 600);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    c.phase++;
+    run(&plan, &ops, &c, 1);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* trying: fetching first */
+    for (int i = 0; i < 10; i++) {
+        c.phase++;
+        run(&plan, &ops, &c, 3);
+    }
+    CHECK_EQ_U(plan.blind.stage != 0, 1);
+    lms_plan_destroy(&plan);
+}
+
 /* A launch with something to act on drops the window under way, and the
  * way chosen stays for the next launches with nothing to act on; trials
  * under way end there, and the rules decide. */
@@ -485,6 +507,7 @@ static const test_case cases[] = {
     {"changed_during_trials", changed_during_trials},
     {"retried_anyway", retried_anyway},
     {"phase_after_quiet", phase_after_quiet},
+    {"long_quiet_at_once", long_quiet_at_once},
     {"fetch_held_to_margin", fetch_held_to_margin},
     {"acting_pauses", acting_pauses},
     {"other_stream", other_stream},
