@@ -39,9 +39,11 @@
  * moves only the other's shows in no window, but the functions show it:
  * a new phase of the line pooled over their launches on the device
  * (ops->fn_phase: their compute changed together) after BW_QUIET
- * launches without one starts the trials again, in any stage, once
- * BW_HELD launches passed without another phase, or at once after
- * BW_LONG times that quiet time (phases that come every
+ * launches without one starts the trials again, in any stage: at once
+ * where the line was calm before (the gaps between its phases BW_CALM
+ * launches or more on average, or none yet) or the quiet time lasted
+ * BW_LONG times as long; else once BW_HELD launches passed without
+ * another phase (phases that come every
  * few launches are functions of two kinds taking turns; twice as many
  * launches each time the trials chose what they chose before, up to
  * BW_QUIET_MAX: where launches on the device are few, the pooled line
@@ -52,11 +54,11 @@
  * started trials by chance (a measured step at 3.7x the others'), while
  * after each of those 18 gaps the next phase came within 16 launches (a
  * changed compute leaves a line fitted anew, quiet again), and no gap of
- * chance passed 90 launches in 3,402. But kernels that turn from dear to
- * a mix of dear and cheap change the compute and then mark phases every
- * few launches: held, the change after 597 quiet launches went unseen,
- * and an outside helper's program stayed fetching at 1.41x `none`'s
- * step.
+ * chance passed 90 launches in 3,402, where the gaps before it were 5-11
+ * launches on average. But kernels that turn from dear to a mix of dear
+ * and cheap change the compute and then mark phases every few launches:
+ * held, such a change after a calm line went unseen, and two outside
+ * helpers' programs stayed fetching at 1.37-1.54x `none`'s step.
  * And the ways are tried again after BW_RETRY windows' launches
  * with nothing to act on, twice as many each time the trials chose what
  * they chose before, up to BW_RETRY_MAX (a trial's window of the other
@@ -91,7 +93,8 @@
 #define BW_QUIET 64       /* launches without a new phase of the functions before one tries the ways again, ... */
 #define BW_QUIET_MAX 8192 /* ... twice as many each time the trials chose as before, up to this */
 #define BW_HELD 16        /* ... and launches after it without another before the trials start, ... */
-#define BW_LONG 4         /* ... but for one after this many times the quiet time: at once */
+#define BW_LONG 4         /* ... but for one after this many times the quiet time, ... */
+#define BW_CALM 16        /* ... or after gaps between phases this long on average: at once */
 #define BW_WAIT 512       /* launches a choice waits for its points before the trials start over */
 
 /* What the current window is for. */
@@ -115,7 +118,7 @@ static void try_ways(lms_plan_blind *b)
 {
     *b = (lms_plan_blind){.way = LMS_BWAY_FETCH, .stage = BW_SETTLING, .phase = b->phase,
                           .phase_at = b->phase_at, .launches = b->launches, .chose = b->chose, .retry = b->retry,
-                          .quiet = b->quiet, .dearer = b->dearer, .fragile = b->fragile};
+                          .quiet = b->quiet, .gaps = b->gaps, .dearer = b->dearer, .fragile = b->fragile};
 }
 
 /* Whether the current part has run its course: settling (one part), once
@@ -440,7 +443,8 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
             no_window(b);
         else if (b->stage != BW_OFF)
             *b = (lms_plan_blind){.phase = b->phase, .phase_at = b->phase_at, .launches = b->launches,
-                                  .chose = b->chose, .retry = b->retry, .quiet = b->quiet, .fragile = b->fragile};
+                                  .chose = b->chose, .retry = b->retry, .quiet = b->quiet, .gaps = b->gaps,
+                                  .fragile = b->fragile};
         return;
     }
     if (b->stage == BW_OFF) {
@@ -451,16 +455,17 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
     uint32_t phase = ops->fn_phase ? ops->fn_phase(ctx) : 0;
     if (phase != b->phase) {
         /* Every function's compute changed together after a quiet time
-         * and, once BW_HELD launches pass without another phase (or
-         * after a quiet time BW_LONG times as long), the kernels
-         * changed: what was measured is of the time before (phases that
-         * come often are functions of two kinds taking turns, or
-         * chance). */
+         * (on a line calm before, at once; on a noisy one, once BW_HELD
+         * launches pass without another phase): the kernels changed,
+         * and what was measured is of the time before (phases that come
+         * often are functions of two kinds taking turns, or chance). */
         uint64_t gap = b->launches - b->phase_at, quiet = b->quiet ? b->quiet : BW_QUIET;
-        b->held = gap >= quiet;   /* another drops it */
+        bool calm = !(b->gaps > 0) || b->gaps >= BW_CALM || gap >= BW_LONG * quiet;
+        b->gaps = b->gaps > 0 ? b->gaps + ((double)gap - b->gaps) / 4 : (double)gap;
+        b->held = gap >= quiet && !calm;   /* another phase drops it */
         b->phase = phase;
         b->phase_at = b->launches;
-        if (gap >= BW_LONG * quiet)
+        if (gap >= quiet && calm)
             try_ways(b);   /* chosen, or trying: the trials (again) from now */
     }
     if (b->held && b->launches - b->phase_at >= BW_HELD)

@@ -181,6 +181,7 @@ typedef struct lms_plan_blind {
     uint32_t retry;           /* ... the windows' launches after which they run again, */
     uint32_t quiet;           /* ... and the launches without a phase before one has them run again */
     bool held;                /* the latest phase came after such a quiet time (it has them run once it held) */
+    double gaps;              /* the blind launches between phases, on average (the latest weighing a quarter; 0: none) */
     bool fragile;             /* reading in place chosen turned far dearer at once (until the next periodic trial) */
     double ref_part;          /* reading in place chosen: the device time of its measure's parts, on average, */
     double ref_miss;          /* ... and the share of their bytes not on the device */

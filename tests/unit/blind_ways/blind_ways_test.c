@@ -303,12 +303,43 @@ static void phase_after_quiet(void)
     c.phase++;
     run(&plan, &ops, &c, 40);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);   /* another came: chance */
+    for (int i = 0; i < 10; i++) {   /* the line noisy again */
+        c.phase++;
+        run(&plan, &ops, &c, 5);
+    }
     run(&plan, &ops, &c, 70);
     c.phase++;
     run(&plan, &ops, &c, 16);   /* the first saw the phase */
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
     run(&plan, &ops, &c, 1);
     CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* held 16 launches: trying, fetching first */
+    lms_plan_destroy(&plan);
+}
+
+/* On a calm line (a phase every 40 launches), a phase after a quiet
+ * time (100 launches) tries the ways again at once, though others
+ * follow every 3 launches (kernels turned from dear to a mix of dear and
+ * cheap). */
+static void calm_line_at_once(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 14, 1, 20, 2);
+    for (int i = 0; i < 15; i++) {
+        c.phase++;
+        run(&plan, &ops, &c, 40);
+    }
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
+    run(&plan, &ops, &c, 100);
+    c.phase++;
+    run(&plan, &ops, &c, 1);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);   /* trying: fetching first */
+    for (int i = 0; i < 10; i++) {
+        c.phase++;
+        run(&plan, &ops, &c, 3);
+    }
+    CHECK_EQ_U(plan.blind.stage != 0, 1);
     lms_plan_destroy(&plan);
 }
 
@@ -507,6 +538,7 @@ static const test_case cases[] = {
     {"changed_during_trials", changed_during_trials},
     {"retried_anyway", retried_anyway},
     {"phase_after_quiet", phase_after_quiet},
+    {"calm_line_at_once", calm_line_at_once},
     {"long_quiet_at_once", long_quiet_at_once},
     {"fetch_held_to_margin", fetch_held_to_margin},
     {"acting_pauses", acting_pauses},
