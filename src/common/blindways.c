@@ -43,23 +43,23 @@
  * where the line was calm before (the gaps between its phases BW_CALM
  * launches or more on average, or none yet) or the quiet time lasted
  * BW_LONG times as long; else once BW_HELD launches passed without
- * another phase (phases that come every
- * few launches are functions of two kinds taking turns; twice as many
- * launches each time the trials chose what they chose before, up to
- * BW_QUIET_MAX: where launches on the device are few, the pooled line
- * marks phases by chance). The line's gaps between phases of chance are
- * long-tailed: kernels of 8 streams run one at a time, each measured
- * with its wait behind the others', marked a phase every 4 launches
- * (median), yet 12 of 30 runs of blind_streams had a gap past 64 and
- * started trials by chance (a measured step at 3.7x the others'), while
- * after each of those 18 gaps the next phase came within 16 launches (a
- * changed compute leaves a line fitted anew, quiet again), and no gap of
- * chance passed 90 launches in 3,402, where the gaps before it were 5-11
- * launches on average. But kernels that turn from dear to a mix of dear
- * and cheap change the compute and then mark phases every few launches:
- * held, such a change after a calm line went unseen, and two outside
- * helpers' programs stayed fetching at 1.37-1.54x `none`'s step.
- * And the ways are tried again after BW_RETRY windows' launches
+ * another phase (phases that come every few launches are functions of
+ * two kinds taking turns; twice as many launches each time the trials
+ * chose what they chose before, up to BW_QUIET_MAX: where launches on
+ * the device are few, the pooled line marks phases by chance). The
+ * line's gaps between phases of chance are long-tailed: kernels of 8
+ * streams run one at a time, each measured with its wait behind the
+ * others', marked a phase every 4 launches (median), yet 12 of 30 runs
+ * of blind_streams had a gap past 64 and started trials by chance (a
+ * measured step at 3.7x the others'), while after each of those 18 gaps
+ * the next phase came within 16 launches (a changed compute leaves a
+ * line fitted anew, quiet again), and no gap of chance passed 90
+ * launches in 3,402, where the gaps before it were 5-11 launches on
+ * average. But kernels that turn from dear to a mix of dear and cheap
+ * change the compute and then mark phases every few launches: held,
+ * such a change after a calm line went unseen, and two outside helpers'
+ * programs stayed fetching at 1.37-1.54x `none`'s step. And the ways
+ * are tried again after BW_RETRY windows' launches
  * with nothing to act on, twice as many each time the trials chose what
  * they chose before, up to BW_RETRY_MAX (a trial's window of the other
  * way costs the launches it slows). A launch decided with something to
@@ -460,12 +460,12 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
          * and what was measured is of the time before (phases that come
          * often are functions of two kinds taking turns, or chance). */
         uint64_t gap = b->launches - b->phase_at, quiet = b->quiet ? b->quiet : BW_QUIET;
-        bool calm = !(b->gaps > 0) || b->gaps >= BW_CALM || gap >= BW_LONG * quiet;
+        bool at_once = !(b->gaps > 0) || b->gaps >= BW_CALM || gap >= BW_LONG * quiet;
         b->gaps = b->gaps > 0 ? b->gaps + ((double)gap - b->gaps) / 4 : (double)gap;
-        b->held = gap >= quiet && !calm;   /* another phase drops it */
+        b->held = gap >= quiet && !at_once;   /* another phase drops it */
         b->phase = phase;
         b->phase_at = b->launches;
-        if (gap >= quiet && calm)
+        if (gap >= quiet && at_once)
             try_ways(b);   /* chosen, or trying: the trials (again) from now */
     }
     if (b->held && b->launches - b->phase_at >= BW_HELD)
