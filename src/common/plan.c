@@ -1187,6 +1187,9 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                     if (!asked) {
                         if (ops->fn_price)
                             bp.fn_price = ops->fn_price(ctx, &bp.learn);
+                        if (bp.learn == 2 && bp.way == LMS_BWAY_FETCH && ops->fn_seen &&
+                            ops->fn_seen(ctx) < PRIOR_ODDS * bp.dearer)
+                            bp.fn_price = -1, bp.learn = 0;   /* a fit on few launches of a function seen seldom: the ways decide */
                         if (bp.learn > 0 && !fits_whole(mine, m, budget))
                             bp.learn = 0;   /* a launch on the device cannot be made: fetches would teach nothing */
                         bp.prior = ops->fn_prior && ops->fn_prior(ctx, &bp.prior_lo, &bp.prior_hi);
