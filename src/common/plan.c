@@ -1187,9 +1187,16 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                     if (!asked) {
                         if (ops->fn_price)
                             bp.fn_price = ops->fn_price(ctx, &bp.learn);
+                        /* A fit on few launches of a function seen
+                         * seldom, where fetching was timed faster, gives
+                         * way to the ways (as an ask to read in place
+                         * would: blind_choice): its first prices may be
+                         * of kernels that changed since (passes 1 -> 8,
+                         * the compute unchanged: a price of zero read
+                         * in place at 8x the compute). */
                         if (bp.learn == 2 && bp.way == LMS_BWAY_FETCH && ops->fn_seen &&
                             ops->fn_seen(ctx) < PRIOR_ODDS * bp.dearer)
-                            bp.fn_price = -1, bp.learn = 0;   /* a fit on few launches of a function seen seldom: the ways decide */
+                            bp.fn_price = -1, bp.learn = 0;
                         if (bp.learn > 0 && !fits_whole(mine, m, budget))
                             bp.learn = 0;   /* a launch on the device cannot be made: fetches would teach nothing */
                         bp.prior = ops->fn_prior && ops->fn_prior(ctx, &bp.prior_lo, &bp.prior_hi);
