@@ -35,9 +35,7 @@
  * measure once its points completed: BW_ODD_RUN windows in a row slower
  * by more than BW_ODD (and more than BW_SURE times the error of the two)
  * mean the kernels or the operands changed (a phase), and the ways are
- * tried again; where each was more than BW_FAR times the measure, those
- * windows are the chosen way's measure in the trials, which time the
- * other way alone. A change that leaves the chosen way's time as it was and
+ * tried again. A change that leaves the chosen way's time as it was and
  * moves only the other's shows in no window, but the functions show it:
  * a new phase of the line pooled over their launches on the device
  * (ops->fn_phase: their compute changed together) after BW_QUIET
@@ -90,7 +88,6 @@
 #define BW_SERVED 0.25    /* ... where the room served this share of its measure's bytes, and this share of that now */
 #define BW_ODD 0.25       /* a window off the chosen way's measure by this share ... */
 #define BW_ODD_RUN 2      /* ... this many in a row: the ways are tried again */
-#define BW_FAR 2.0        /* ... each this many times slower: they are the chosen way's measure in the trials */
 #define BW_RETRY 128      /* windows' launches after which they are tried again anyway, ... */
 #define BW_RETRY_MAX 4096 /* ... twice as many each time they chose as before, up to this */
 #define BW_QUIET 64       /* launches without a new phase of the functions before one tries the ways again, ... */
@@ -197,17 +194,6 @@ static int faster(double fetch, double fv, double inplace, double iv, double sur
     return LMS_BWAY_RULES;
 }
 
-/* Adds sums b to a. */
-static void add_sums(lms_plan_bsums *a, const lms_plan_bsums *b)
-{
-    a->t += b->t;
-    a->bytes += b->bytes;
-    a->missing += b->missing;
-    a->r += b->r;
-    a->rr += b->rr;
-    a->parts += b->parts;
-}
-
 /* Chosen, at each part's end: the latest window ended, once its points
  * completed, is held to the chosen way's measure (the rules chosen: the
  * second window after the choice sets it, the first may still be
@@ -220,15 +206,7 @@ static void add_sums(lms_plan_bsums *a, const lms_plan_bsums *b)
  * that differ per launch (half of them dear in place, half cheap, on 8
  * streams side by side) were a third slower than the trials' measure
  * two in a row by chance, where reading in place had been 4x dearer:
- * trying again took a trial's slow window, 1.21x `lru`'s step. Windows
- * each more than BW_FAR times the measure measured the new phase: they
- * are the chosen way's round in the trials, which time the other way
- * alone (reading in place chosen: settling and fetching's window;
- * fetching chosen: reading in place's window at once). 3,000 kernels
- * whose passes went from 1 to 8 with their compute unchanged, on 8
- * streams: a trial's window reading in place (2.96x fetching's measure,
- * just under BW_ABORT) took 1.78x `lru`'s step; a chance slowdown of
- * 2x is far past what windows strayed by (a third). */
+ * trying again took a trial's slow window, 1.21x `lru`'s step. */
 static void watch(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
     lms_plan_bsums s = {0};
@@ -241,28 +219,9 @@ static void watch(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
         return;
     }
     double least = b->way == LMS_BWAY_FETCH && b->dearer / 2 > BW_ODD ? b->dearer / 2 : BW_ODD;
-    if (!beyond(r / b->ref - 1, least, b->ref_var + b->part_var / LMS_BWAY_PARTS, BW_SURE)) {
-        b->odd = 0, b->odd_far = 0, b->odd_sums = (lms_plan_bsums){0};
-        return;
-    }
-    b->odd++;
-    if (r > BW_FAR * b->ref) {
-        b->odd_far++;
-        add_sums(&b->odd_sums, &s);
-    }
-    if (b->odd < BW_ODD_RUN)
-        return;
-    int way = b->way;
-    lms_plan_bsums far = b->odd_sums;
-    bool known = b->odd_far == b->odd;
-    try_ways(b);
-    if (known && way == LMS_BWAY_FETCH) {
-        b->round[W_FETCH] = far;   /* reading in place's window next, no settling */
-        b->stage = BW_READING;
-        b->way = LMS_BWAY_INPLACE;
-    } else if (known && way == LMS_BWAY_INPLACE) {
-        b->round[W_INPLACE] = far;   /* fetching's window alone (window_ended) */
-    }
+    b->odd = beyond(r / b->ref - 1, least, b->ref_var + b->part_var / LMS_BWAY_PARTS, BW_SURE) ? b->odd + 1 : 0;
+    if (b->odd >= BW_ODD_RUN)
+        try_ways(b);
 }
 
 /* The current window ended at its last point: the next stage (a timed
@@ -277,13 +236,6 @@ static void window_ended(lms_plan_blind *b)
         break;
     case BW_FETCHING:
         b->pending[W_FETCH] = b->cur;
-        if (b->round[W_INPLACE].parts > 0) {   /* measured by the windows that tried the ways again (watch) */
-            b->stage = BW_WAITING;
-            b->way = LMS_BWAY_RULES;
-            b->waited = 0;
-            no_window(b);
-            return;
-        }
         b->stage = BW_READING;
         b->way = LMS_BWAY_INPLACE;
         break;
@@ -313,6 +265,16 @@ static bool differ(const lms_plan_bsums *a, const lms_plan_bsums *b)
     return beyond(ra > rb ? ra / rb - 1 : rb / ra - 1, BW_ODD, va + vb, BW_SURE);
 }
 
+/* Adds sums b to a. */
+static void add_sums(lms_plan_bsums *a, const lms_plan_bsums *b)
+{
+    a->t += b->t;
+    a->bytes += b->bytes;
+    a->missing += b->missing;
+    a->r += b->r;
+    a->rr += b->rr;
+    a->parts += b->parts;
+}
 
 /* A round's two windows were added up: they join the rounds before, or,
  * where either way's rate differs from theirs (the kernels or the
@@ -353,7 +315,7 @@ static void chosen(lms_plan_blind *b, int way, double fetch, double fv, double f
         b->ref_var = f ? fv : iv;
         b->part_var = f ? fp : ip;
     }
-    b->odd = 0, b->odd_far = 0, b->odd_sums = (lms_plan_bsums){0};
+    b->odd = 0;
     b->windows = 0;
     b->chosen_at = b->launches;
     no_window(b);

@@ -171,9 +171,7 @@ typedef struct lms_plan_blind {
     double dearer;            /* fetching chosen: reading in place's time per byte over fetching's, less one */
     double ref, ref_var, part_var;   /* the chosen way's ns per byte held to (0: none), the square of its
                                       * error's share, the variance of its parts' shares */
-    int odd;                  /* windows in a row off it, */
-    int odd_far;              /* ... of them more than BW_FAR times it, */
-    lms_plan_bsums odd_sums;  /* ... those added up */
+    int odd;                  /* windows in a row off it */
     uint32_t windows;         /* windows since the choice */
     uint64_t chosen_at;       /* `launches` at the choice */
     uint32_t phase;           /* the functions' phases seen (ops->fn_phase) ... */

@@ -234,52 +234,6 @@ static void phase_tries_again(void)
     lms_plan_destroy(&plan);
 }
 
-/* Reading in place turns 4 times dearer after the choice (kernels whose
- * passes over their operands went up, their compute unchanged; not
- * enough for a trial's part to cut reading in place's window short):
- * the two windows watched that tried the ways again are reading in
- * place's measure, and the trials time fetching alone. Over the 1,000
- * launches after the change, the reads are those of the windows watched
- * (and of what their points took to complete): about 100, where a
- * trial's window reading in place adds about 48 (3,000 kernels drawn at
- * random on 8 streams: 1.78x `lru`'s step with it). */
-static void inplace_far_dearer(void)
-{
-    clocked c;
-    lms_plan plan;
-    lms_plan_ops ops;
-    setup(&c, &plan, &ops, 5, 1, 4, 2);
-    run(&plan, &ops, &c, 600);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_INPLACE);
-    c.read = 8;
-    CHECK(run(&plan, &ops, &c, 1000) < 120);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
-    lms_plan_destroy(&plan);
-}
-
-/* Fetching chosen, then every launch 8 times as long (hit or fetched):
- * the windows watched are fetching's measure, and the trials go straight
- * to reading in place's window, 170 launches after the change (with a
- * settling and a window fetching first: 250), which a part cuts short;
- * fetching again. */
-static void fetch_far_slower(void)
-{
-    clocked c;
-    lms_plan plan;
-    lms_plan_ops ops;
-    setup(&c, &plan, &ops, 2, 1, 4, 40);
-    run(&plan, &ops, &c, 600);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
-    c.hit *= 8, c.fetch *= 8;
-    int first = -1;
-    for (int n = 0; n < 1000; n++)
-        if (run(&plan, &ops, &c, 1) && first < 0)
-            first = n;
-    CHECK(first >= 0 && first < 200);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
-    lms_plan_destroy(&plan);
-}
-
 /* The first round is a tie, and reading in place turns cheap during the
  * second: the second round's measures differ from the first's, replace
  * them, and alone choose reading in place. */
@@ -581,8 +535,6 @@ static const test_case cases[] = {
     {"tie_rules", tie_rules},
     {"waits_for_points", waits_for_points},
     {"phase_tries_again", phase_tries_again},
-    {"inplace_far_dearer", inplace_far_dearer},
-    {"fetch_far_slower", fetch_far_slower},
     {"changed_during_trials", changed_during_trials},
     {"retried_anyway", retried_anyway},
     {"phase_after_quiet", phase_after_quiet},
