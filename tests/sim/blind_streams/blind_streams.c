@@ -49,7 +49,7 @@ static void gemm(simgpu_launch *l, void **p)
 int main(int argc, char **argv)
 {
     if (argc < 4 || argc > 5 || (strcmp(argv[3], "dear") && strcmp(argv[3], "mixed") && strcmp(argv[3], "deepen"))) {
-        fprintf(stderr, "usage: blind_streams RATIO BUDGET_MIB dear|mixed [SEED]\n");
+        fprintf(stderr, "usage: blind_streams RATIO BUDGET_MIB dear|mixed|deepen [SEED]\n");
         return 2;
     }
     double ratio = atof(argv[1]);
