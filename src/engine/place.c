@@ -144,13 +144,20 @@ static bool answer_oom(const lms_alloc_request *r, lms_account *a, uint64_t char
 }
 
 /* Held shared by each placement, from the real allocation to its chunk's
- * insertion, and exclusively by a context's end, from the driver's call to
- * its last dropped chunk: a sweep never meets an address the driver has
- * handed out again before lmshim knows of it. */
+ * insertion, and by the residency engine's work before and after each
+ * launch; exclusively by a context's end, from the driver's call to its
+ * last dropped chunk: a sweep never meets an address the driver has
+ * handed out again before lmshim knows of it, and no launch on another
+ * thread evicts on the engine's streams, or chunks, of a context the
+ * driver destroyed before lmshim forgot them (a heap-use-after-free in
+ * the simulator under AddressSanitizer, and evictions of memory gone:
+ * contexts/shim_threads_lru, 1 run in 8). */
 static pthread_rwlock_t ctx_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 void lms_place_context_begin(void) { pthread_rwlock_wrlock(&ctx_lock); }
 void lms_place_context_end(void) { pthread_rwlock_unlock(&ctx_lock); }
+void lms_place_launch_begin(void) { pthread_rwlock_rdlock(&ctx_lock); }
+void lms_place_launch_end(void) { pthread_rwlock_unlock(&ctx_lock); }
 void lms_place_fork_prepare(void) { pthread_rwlock_wrlock(&ctx_lock); }
 void lms_place_fork_parent(void) { pthread_rwlock_unlock(&ctx_lock); }
 void lms_place_fork_child(void) { pthread_rwlock_init(&ctx_lock, NULL); }

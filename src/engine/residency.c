@@ -43,6 +43,7 @@
 #include "account.h"
 #include "capture.h"
 #include "log.h"
+#include "place.h"
 #include "plan.h"
 #include "policy.h"
 #include "price.h"
@@ -1232,9 +1233,11 @@ static uintptr_t fit_key(uintptr_t fn, const lms_scan *scan)
     return k ? k : fn;
 }
 
-/* Before a launch (lms_residency_before and _before_scan): its chunks are
- * ids[0..n), or, with `scan`, those its words point into, found under the
- * same hold of map_lock as the rest of the launch's decisions. */
+static void launch_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
+                          const lms_scan *scan, lms_launch_token *tok);
+
+/* Before a launch (lms_residency_before and _before_scan): nothing for a
+ * captured one; else launch_before under the context lock (place.h). */
 static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n, const lms_scan *scan,
                    lms_launch_token *tok)
 {
@@ -1245,6 +1248,17 @@ static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *id
     tok->pieces = false;
     if (lms_capture_before_work(stream))
         return;   /* captured, not run: the graph's launch does this work */
+    lms_place_launch_begin();
+    launch_before(device, stream, fn, ids, n, scan, tok);
+    lms_place_launch_end();
+}
+
+/* before() for a launch that runs: its chunks are ids[0..n), or, with
+ * `scan`, those its words point into, found under the same hold of
+ * map_lock as the rest of the launch's decisions. */
+static void launch_before(int device, CUstream stream, uintptr_t fn, const uint32_t *ids, int n,
+                          const lms_scan *scan, lms_launch_token *tok)
+{
     lms_account *a = lms_account_of(device);
     if (!a)
         return;
@@ -1518,7 +1532,8 @@ static bool several_streams(const res_device *d)
     return n > 1;
 }
 
-void lms_residency_after(lms_launch_token *tok, CUstream stream)
+/* lms_residency_after under the context lock (place.h). */
+static void launch_after(lms_launch_token *tok, CUstream stream)
 {
     if (tok->device < 0)
         return;
@@ -1588,6 +1603,15 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
         ahead_after(d, tok->device, stream, slot);
     pthread_mutex_unlock(&d->lock);
     tok->more = NULL;   /* the thread's scratch: kept for its next launch */
+}
+
+void lms_residency_after(lms_launch_token *tok, CUstream stream)
+{
+    if (tok->device < 0)
+        return;
+    lms_place_launch_begin();
+    launch_after(tok, stream);
+    lms_place_launch_end();
 }
 
 void lms_residency_pin(int device, const uint32_t *ids, int n, int delta)
