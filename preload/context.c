@@ -12,6 +12,7 @@
 
 #include "arrays.h"
 #include "chunks.h"
+#include "graph.h"
 #include "hooks.h"
 #include "log.h"
 #include "place.h"
@@ -58,6 +59,7 @@ static bool driver_forgot(uint64_t key)
 static void context_gone(CUcontext ctx)
 {
     if (ctx) {
+        lms_graph_context_gone(ctx);
         lms_residency_context_gone(ctx);
         lms_arrays_context_gone(ctx);
     }

@@ -75,6 +75,7 @@ typedef struct simgpu_counters {
     double modeled_ns;            /* modeled time of the last completed work */
     uint64_t inflight_waits;      /* 2 MiB blocks a kernel touched before their copy to the device ended */
     uint64_t busy_evictions;      /* 2 MiB blocks sent to the host before a kernel using them ended */
+    uint64_t stale_events;        /* calls naming an event of a context that ended (answered INVALID_HANDLE) */
 } simgpu_counters;
 
 typedef int (*simgpu_register_fn)(const simgpu_kernel *k);

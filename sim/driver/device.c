@@ -236,6 +236,7 @@ SIM_EXPORT int simgpuGetCounters(int device, simgpu_counters *out)
         out->peak_device_bytes += c->peak_device_bytes;
         out->inflight_waits += c->inflight_waits;
         out->busy_evictions += c->busy_evictions;
+        out->stale_events += c->stale_events;
         out->used_device_bytes += sim_devices[d].used;
         double t = sim_device_idle_ns(d);
         if (t > out->modeled_ns)

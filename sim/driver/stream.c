@@ -370,9 +370,13 @@ static CUresult stream_query(CUstream s, bool ptds)
 SIM_EXPORT CUresult cuStreamQuery(CUstream s) { return stream_query(s, false); }
 SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream s) { return stream_query(s, true); }
 
-/* Validates an event handle (live events carry their magic). */
+/* Validates an event handle (live events carry their magic). An event of
+ * a context that ended is still allocated (sim_streams_drop_ctx): a call
+ * naming it is counted in its device's `stale_events`. */
 static bool event_valid(CUevent e)
 {
+    if (e && e->magic == 0 && e->device >= 0 && e->device < SIM_MAX_DEVICES)
+        __atomic_fetch_add(&sim_devices[e->device].c.stale_events, 1, __ATOMIC_RELAXED);
     return e && e->magic == SIM_MAGIC_EVENT;
 }
 

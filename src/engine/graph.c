@@ -20,6 +20,7 @@
 #include "account.h"
 #include "launch.h"
 #include "log.h"
+#include "place.h"
 #include "residency.h"
 
 #define EXECS 1024          /* executable graphs remembered (open addressing) */
@@ -33,6 +34,7 @@ typedef struct exec_entry {
 
 typedef struct flight {
     CUevent ev;             /* recorded after the graph launch; NULL: free slot */
+    CUcontext ctx;          /* the context ev was made in (NULL: unknown) */
     int device, n;
     uint32_t *ids;          /* n ids, malloc'd, owned by the flight */
 } flight;
@@ -199,6 +201,9 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
         return;
     }
     memcpy(copy, ids, (size_t)n * sizeof *copy);
+    CUcontext ctx = NULL;
+    if (!lms_drv.cuCtxGetCurrent || lms_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
     lms_residency_pin(device, ids, n, +1);   /* before a poll can see the event */
     pthread_mutex_lock(&lock);
     flight *f = NULL;
@@ -207,6 +212,7 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
             f = &flights[i];
     if (f) {
         f->ev = ev;
+        f->ctx = ctx;
         f->device = device;
         f->n = n;
         f->ids = copy;
@@ -248,7 +254,10 @@ void lms_graph_mem_sync(int device, bool always)
     if (reserved > old) {
         /* Room first, as for a device request, kept for the pool (another
          * thread's fetch could take it before a second charge). */
-        if (!lms_residency_reserve(device, reserved - old))
+        lms_place_launch_begin();   /* reclaiming evicts: no context ends meanwhile */
+        bool held = lms_residency_reserve(device, reserved - old);
+        lms_place_launch_end();
+        if (!held)
             lms_account_force(a, reserved - old);
     } else if (reserved < old) {
         lms_account_release(a, old - reserved);
@@ -263,6 +272,8 @@ void lms_graph_fork_child(void)
     atomic_flag_clear(&polling);   /* a poll of another thread does not go on in the child */
 }
 
+static void graph_poll(void);
+
 void lms_graph_poll(void)
 {
     if (atomic_load_explicit(&nflights, memory_order_relaxed) == 0 || !lms_drv.cuEventQuery)
@@ -272,6 +283,18 @@ void lms_graph_poll(void)
      * one running skips its own (the next launch polls). */
     if (atomic_flag_test_and_set_explicit(&polling, memory_order_acquire))
         return;
+    /* Under the context lock, shared: a context's end cannot take an
+     * event from under a query (lms_graph_context_gone). */
+    lms_place_launch_begin();
+    graph_poll();
+    lms_place_launch_end();
+    atomic_flag_clear_explicit(&polling, memory_order_release);
+}
+
+/* lms_graph_poll's work, by the one thread polling, under the context
+ * lock. */
+static void graph_poll(void)
+{
     /* One pass under the lock takes the events, the queries run with no
      * lock held (the driver has its own), one more pass takes the flights
      * that completed: two lock round trips per poll, whatever is in flight. */
@@ -288,10 +311,8 @@ void lms_graph_poll(void)
     for (int j = 0; j < k; j++)
         if (lms_drv.cuEventQuery(evs[j]) != CUDA_ERROR_NOT_READY)
             idx[ndone] = idx[j], evs[ndone++] = evs[j];
-    if (ndone == 0) {
-        atomic_flag_clear_explicit(&polling, memory_order_release);
+    if (ndone == 0)
         return;
-    }
     flight done[IN_FLIGHT];
     int n = 0;
     pthread_mutex_lock(&lock);
@@ -309,5 +330,26 @@ void lms_graph_poll(void)
         lms_drv.cuEventDestroy(done[j].ev);
         free(done[j].ids);
     }
-    atomic_flag_clear_explicit(&polling, memory_order_release);
+}
+
+void lms_graph_context_gone(CUcontext ctx)
+{
+    if (atomic_load_explicit(&nflights, memory_order_relaxed) == 0)
+        return;
+    flight gone[IN_FLIGHT];
+    int n = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < IN_FLIGHT; i++)
+        if (flights[i].ev && (flights[i].ctx == ctx || !flights[i].ctx)) {
+            gone[n++] = flights[i];
+            flights[i].ev = NULL;
+            atomic_fetch_sub(&nflights, 1);
+        }
+    pthread_mutex_unlock(&lock);
+    /* The events went with the context (not destroyed again here); the
+     * graphs' work ended with it, so their chunks are held no more. */
+    for (int j = 0; j < n; j++) {
+        lms_residency_pin(gone[j].device, gone[j].ids, gone[j].n, -1);
+        free(gone[j].ids);
+    }
 }

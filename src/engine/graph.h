@@ -25,6 +25,10 @@ int lms_graph_chunks(CUgraphExec exec, uint32_t **ids);
 void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream);
 /* Unpins the chunks of graph launches that have completed. */
 void lms_graph_poll(void);
+/* The context ctx ended (under the context lock held exclusively): the
+ * graph launches whose events were made in it are held no more, and their
+ * events (gone with it) are forgotten. */
+void lms_graph_context_gone(CUcontext ctx);
 
 /* Charges the device's graph memory pool to its account: reads what the
  * driver's pool reserves (CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: the

@@ -1481,6 +1481,7 @@ void lms_residency_context_gone(CUcontext ctx)
         }
         pthread_mutex_unlock(&d->lock);
     }
+    lms_timing_context_gone(ctx);   /* the timed launches' events went too */
 }
 
 /* Remembers that c was used up to point r on r's stream (with

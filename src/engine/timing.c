@@ -53,6 +53,7 @@ typedef struct pair {
 
 typedef struct dev_timing {
     bool tried, ok;           /* the pool was made (ok) or could not be (tried) */
+    bool tables;              /* the tables below were made (they outlive a context's end) */
     pair pairs[PAIRS];
     uint64_t head, tail;      /* pairs [head, tail) are in flight, in launch order */
     uint64_t batches;         /* demand fetch batches seen */
@@ -72,7 +73,8 @@ typedef struct dev_timing {
 
 static dev_timing timing[LMS_MAX_DEVICES];
 
-/* Makes the device's pool and table once; false when it cannot. */
+/* Makes the device's tables once and its pool of events (again after the
+ * context they were made in ended); false when it cannot. */
 static bool ready(dev_timing *t)
 {
     if (t->tried)
@@ -81,12 +83,15 @@ static bool ready(dev_timing *t)
     if (!lms_drv.cuEventCreate || !lms_drv.cuEventRecord || !lms_drv.cuEventQuery ||
         !lms_drv.cuEventElapsedTime || !lms_drv.cuEventDestroy)
         return false;
-    if (!lms_price_init(&t->price, TABLE))
-        return false;
-    if (!lms_fnprice_init(&t->fits, FNS) || !lms_fnprice_init(&t->classes, FNS)) {
-        lms_fnprice_destroy(&t->fits);
-        lms_price_destroy(&t->price);
-        return false;
+    if (!t->tables) {
+        if (!lms_price_init(&t->price, TABLE))
+            return false;
+        if (!lms_fnprice_init(&t->fits, FNS) || !lms_fnprice_init(&t->classes, FNS)) {
+            lms_fnprice_destroy(&t->fits);
+            lms_price_destroy(&t->price);
+            return false;
+        }
+        t->tables = true;
     }
     for (int i = 0; i < MARKS; i++)
         if (lms_drv.cuEventCreate(&t->marks[i], 0) != CUDA_SUCCESS) {
@@ -366,4 +371,28 @@ double lms_timing_between(int device, int from, int to)
     bool done = lms_drv.cuEventQuery(b) == CUDA_SUCCESS && lms_drv.cuEventElapsedTime(&ms, a, b) == CUDA_SUCCESS;
     lms_capture_restore(mode);
     return done ? (double)ms * 1e6 : -1;
+}
+
+void lms_timing_context_gone(CUcontext ctx)
+{
+    for (int dev = 0; dev < LMS_MAX_DEVICES; dev++) {
+        dev_timing *t = &timing[dev];
+        if (!t->ok || (t->made_in && t->made_in != ctx))
+            continue;   /* none made, or made in a context that lives on */
+        /* The events and the gauge went with the context: forgotten, not
+         * destroyed. The launches in flight are not read; the points
+         * recorded read as recorded over (kept() is false for each). */
+        for (uint64_t i = t->head; i < t->tail; i++) {
+            free(t->pairs[i % PAIRS].remote);
+            t->pairs[i % PAIRS].remote = NULL;
+        }
+        memset(t->pairs, 0, sizeof t->pairs);
+        memset(t->marks, 0, sizeof t->marks);
+        t->head = t->tail = 0;
+        t->nmarks = t->nmarks > INT32_MAX - MARKS ? INT32_MAX : t->nmarks + MARKS;
+        t->gauge = NULL;
+        t->gauge_tried = false;
+        t->made_in = NULL;
+        t->ok = t->tried = false;   /* made again, in the context current then, by the next ready() */
+    }
 }

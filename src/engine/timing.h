@@ -88,4 +88,10 @@ CUstream lms_timing_gauge(int device);
  * latest MARKS are kept), failed, or were recorded on different streams. */
 double lms_timing_between(int device, int from, int to);
 
+/* The context ctx ended (under the context lock held exclusively, so no
+ * launch's work runs meanwhile): events and streams made in it are
+ * forgotten, the prices learnt stay, and the next timed launch makes its
+ * pool again. */
+void lms_timing_context_gone(CUcontext ctx);
+
 #endif

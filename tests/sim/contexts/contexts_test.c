@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -287,6 +288,9 @@ static void check_fresh_budget(void)
         OK(cuMemFree(again[i]));
     OK(cuStreamDestroy(st));
     CHECK_EQ_U(stats().used, 0);
+    /* lmshim named no event the context's end took with it (its timing
+     * events, its eviction ledger, a graph launch's hold) */
+    CHECK_EQ_U(c1.stale_events, 0);
 }
 
 /* Past the budget (device and resident managed chunks), then the primary
@@ -404,6 +408,92 @@ static void shim_threads(void)
     check_fresh_budget();
 }
 
+/* A graph launched in a created context over its chunks, the context
+ * destroyed before any later launch polled the graph's hold: the hold
+ * goes with the context, and the next launches, in the primary context,
+ * name none of its events. */
+static void shim_graph_ctx_destroy(void)
+{
+    CUcontext prim = primary_context(0);
+    setup_kernel();
+    CUcontext mine;
+    OK(cuCtxCreate(&mine, NULL, 0, 0));
+    CUdeviceptr chunks[NCHUNKS - 2];
+    alloc_chunks(chunks, NCHUNKS - 2);
+    CUstream st;
+    OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    size_t bytes = CHUNK;
+    for (int i = 0; i < NCHUNKS - 2; i++) {
+        void *args[] = {&chunks[i], &bytes};
+        OK(cuLaunchKernel(f_touch, 1, 1, 1, 32, 1, 1, 0, st, args, NULL));
+    }
+    CUgraph g;
+    OK(cuStreamEndCapture(st, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphLaunch(e, st));
+    OK(cuCtxDestroy(mine));
+    OK(cuCtxSetCurrent(prim));
+    CHECK_EQ_U(stats().used, 0);
+    check_fresh_budget();
+}
+
+/* Makes and releases physical memory (cuMemCreate) and arrays in the
+ * primary context, each a making of room that evicts other threads'
+ * fetched chunks, until *stop. */
+static void *maker(void *arg)
+{
+    const atomic_bool *stop = arg;
+    CUcontext prim;
+    if (cuDevicePrimaryCtxRetain(&prim, 0) != CUDA_SUCCESS || cuCtxSetCurrent(prim) != CUDA_SUCCESS)
+        return (void *)1;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUDA_ARRAY3D_DESCRIPTOR desc = array3d_desc(4096, 4096, 0, CU_AD_FORMAT_FLOAT, 1, 0);   /* 64 MiB */
+    for (unsigned i = 0; !atomic_load(stop); i++) {
+        if (i % 2 == 0) {
+            CUmemGenericAllocationHandle h;
+            if (cuMemCreate(&h, CHUNK, &prop, 0) != CUDA_SUCCESS || cuMemRelease(h) != CUDA_SUCCESS)
+                return (void *)2;
+        } else {
+            CUarray arr;
+            if (cuArray3DCreate(&arr, &desc) != CUDA_SUCCESS || cuArrayDestroy(arr) != CUDA_SUCCESS)
+                return (void *)3;
+        }
+    }
+    return NULL;
+}
+
+/* shim_threads, while a fifth thread makes physical memory and arrays in
+ * the primary context: no room it makes evicts on the streams, or the
+ * chunks, of a context that ended (the simulator counts a call naming an
+ * event of an ended context). */
+static void shim_threads_makers(void)
+{
+    CUcontext prim = primary_context(0);
+    setup_kernel();
+    atomic_bool stop = false;
+    pthread_t mk, th[4];
+    CHECK(pthread_create(&mk, NULL, maker, &stop) == 0);
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_create(&th[i], NULL, ctx_worker, NULL) == 0);
+    for (int i = 0; i < 4; i++) {
+        void *ret;
+        CHECK(pthread_join(th[i], &ret) == 0);
+        CHECK(ret == NULL);
+    }
+    atomic_store(&stop, true);
+    void *ret;
+    CHECK(pthread_join(mk, &ret) == 0);
+    CHECK(ret == NULL);
+    OK(cuCtxSetCurrent(prim));
+    lms_device_stats s = stats();
+    CHECK_EQ_U(s.used, 0);
+    CHECK_EQ_U(s.budget_violations, 0);
+    check_fresh_budget();
+}
+
 static const test_case cases[] = {
     {"sim_primary_reset", sim_primary_reset},
     {"sim_ctx_destroy", sim_ctx_destroy},
@@ -414,6 +504,8 @@ static const test_case cases[] = {
     {"shim_ctx_destroy", shim_ctx_destroy},
     {"shim_last_release", shim_last_release},
     {"shim_threads", shim_threads},
+    {"shim_threads_makers", shim_threads_makers},
+    {"shim_graph_ctx_destroy", shim_graph_ctx_destroy},
 };
 
 TEST_MAIN(cases)
