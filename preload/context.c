@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "arrays.h"
+#include "capture.h"
 #include "chunks.h"
 #include "graph.h"
 #include "hooks.h"
@@ -65,6 +66,7 @@ static void context_gone(CUcontext ctx)
     }
     if (!lms_drv.cuPointerGetAttribute)
         return;
+    lms_capture_context_gone(driver_forgot);   /* frees deferred in a capture: out of the map already */
     key_list k = {0};
     lms_chunks_foreach(collect, &k);
     size_t dropped = 0;

@@ -171,6 +171,10 @@ void lms_capture_drain(void)
     if (atomic_load_explicit(&due, memory_order_relaxed) == 0)
         return;
     lms_capture_mode mode = lms_capture_relax();
+    /* Under the context lock, shared: a context's end cannot free the
+     * memory of a record taken here before its release
+     * (lms_capture_context_gone). */
+    lms_place_launch_begin();
     for (;;) {
         /* Taken under the lock, freed outside it (no lock held across a
          * driver call, which may take the driver's own). */
@@ -201,5 +205,36 @@ void lms_capture_drain(void)
                         (unsigned long long)d->chunk.key, (int)r);
         }
     }
+    lms_place_launch_end();
     lms_capture_restore(mode);
+}
+
+void lms_capture_context_gone(bool (*forgot)(uint64_t key))
+{
+    deferred *gone[32];
+    for (;;) {
+        int n = 0;
+        pthread_mutex_lock(&lock);
+        for (deferred **pp = &list; *pp && n < 32;) {
+            deferred *d = *pp;
+            int st = atomic_load(&d->state);
+            /* The driver freed it with the context: never released again
+             * (a graph that passes its node later finds it released). */
+            if (st != 2 && forgot(d->chunk.key) && atomic_compare_exchange_strong(&d->state, &st, 2)) {
+                if (st == 1)
+                    atomic_fetch_sub(&due, 1);
+                gone[n++] = d;
+                *pp = d->next;
+                d->next = released;
+                released = d;
+            } else {
+                pp = &d->next;
+            }
+        }
+        pthread_mutex_unlock(&lock);
+        for (int i = 0; i < n; i++)
+            lms_place_gone(&gone[i]->chunk);   /* its entry and charge, as a free's */
+        if (n < 32)
+            return;
+    }
 }

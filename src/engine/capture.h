@@ -78,6 +78,12 @@ void lms_capture_restore(lms_capture_mode m);
 /* Releases the frees whose point in a graph has been reached. */
 void lms_capture_drain(void);
 
+/* A context ended (under the context lock held exclusively): each
+ * captured free whose memory the driver freed with it (`forgot` says so
+ * of its address) gives back its residency entry and charge now and is
+ * never released. */
+void lms_capture_context_gone(bool (*forgot)(uint64_t key));
+
 /* What a launch hook owes even when no residency work runs (no managed
  * chunk alive, e.g. LMS_MODE=host): the frees that are due and the pins of
  * graph launches that completed. Two atomic loads when there is nothing. */

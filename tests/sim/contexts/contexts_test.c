@@ -439,6 +439,48 @@ static void shim_graph_ctx_destroy(void)
     check_fresh_budget();
 }
 
+/* In a created context, a chunk past the fraction (managed) is freed by
+ * cuMemFreeAsync during a stream capture, which lmshim defers to a host
+ * node of the graph; the graph is launched (`ran`: the free is due, to be
+ * released by the next hook that drains) or not, then the context is
+ * destroyed. The driver freed the chunk with it: its charge goes at once,
+ * and no later drain frees its address again (the driver may have handed
+ * it out to the allocations check_fresh_budget makes and frees). */
+static void captured_free_case(bool ran)
+{
+    CUcontext prim = primary_context(0);
+    setup_kernel();
+    CUcontext mine;
+    OK(cuCtxCreate(&mine, NULL, 0, 0));
+    CUdeviceptr chunks[6];
+    alloc_chunks(chunks, 6);
+    CHECK(is_managed(chunks[5]) == 1);
+    CUstream st;
+    OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    size_t bytes = CHUNK;
+    void *args[] = {&chunks[5], &bytes};
+    OK(cuLaunchKernel(f_touch, 1, 1, 1, 32, 1, 1, 0, st, args, NULL));
+    OK(cuMemFreeAsync(chunks[5], st));
+    CUgraph g;
+    OK(cuStreamEndCapture(st, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    if (ran) {
+        OK(cuGraphLaunch(e, st));
+        OK(cuStreamSynchronize(st));
+    }
+    OK(cuCtxDestroy(mine));
+    OK(cuCtxSetCurrent(prim));
+    lms_device_stats s = stats();
+    CHECK_EQ_U(s.used, 0);
+    CHECK_EQ_U(live_chunks(&s), 0);
+    check_fresh_budget();
+}
+
+static void shim_captured_free_ran(void) { captured_free_case(true); }
+static void shim_captured_free_unrun(void) { captured_free_case(false); }
+
 /* Makes and releases physical memory (cuMemCreate) and arrays in the
  * primary context, each a making of room that evicts other threads'
  * fetched chunks, until *stop. */
@@ -506,6 +548,8 @@ static const test_case cases[] = {
     {"shim_threads", shim_threads},
     {"shim_threads_makers", shim_threads_makers},
     {"shim_graph_ctx_destroy", shim_graph_ctx_destroy},
+    {"shim_captured_free_ran", shim_captured_free_ran},
+    {"shim_captured_free_unrun", shim_captured_free_unrun},
 };
 
 TEST_MAIN(cases)
