@@ -54,6 +54,7 @@ typedef struct pair {
 typedef struct dev_timing {
     bool tried, ok;           /* the pool was made (ok) or could not be (tried) */
     bool tables;              /* the tables below were made (they outlive a context's end) */
+    uint32_t pool;            /* pools made since the first (a handle of an older one closes nothing) */
     pair pairs[PAIRS];
     uint64_t head, tail;      /* pairs [head, tail) are in flight, in launch order */
     uint64_t batches;         /* demand fetch batches seen */
@@ -110,8 +111,26 @@ static bool ready(dev_timing *t)
     return true;
 }
 
-/* Arms the next pair: records its start on `stream`; returns 1 + its
- * index, or 0 when every pair is in flight or the record fails. */
+/* A pair's handle: 1 + its index, with the pool's number above (a
+ * launch whose pool went with its context between its start and its end
+ * closes none of the new pool's pairs). */
+#define POOL_SHIFT 8
+static int handle_of(const dev_timing *t, int idx)
+{
+    return (int)((t->pool & 0x7fffffu) << POOL_SHIFT) | (idx + 1);
+}
+
+/* The pair a handle names in the device's current pool, or NULL. */
+static pair *pair_of(dev_timing *t, int h)
+{
+    if (h <= 0 || (uint32_t)h >> POOL_SHIFT != (t->pool & 0x7fffffu))
+        return NULL;
+    int idx = (h & ((1 << POOL_SHIFT) - 1)) - 1;
+    return idx >= 0 && idx < PAIRS ? &t->pairs[idx] : NULL;
+}
+
+/* Arms the next pair: records its start on `stream`; returns its handle
+ * (handle_of), or 0 when every pair is in flight or the record fails. */
 static int arm(int device, CUstream stream)
 {
     dev_timing *t = &timing[device];
@@ -125,7 +144,7 @@ static int arm(int device, CUstream stream)
         return 0;
     *pr = (pair){.start = pr->start, .end = pr->end};
     t->tail++;
-    return idx + 1;
+    return handle_of(t, idx);
 }
 
 int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uintptr_t fit, uint64_t sig, bool always,
@@ -146,7 +165,7 @@ int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, ui
         free(copy);
         return 0;
     }
-    pair *pr = &t->pairs[h - 1];
+    pair *pr = pair_of(t, h);
     if (copy)
         memcpy(copy, remote, (size_t)n * sizeof *copy);
     pr->fn = fn;
@@ -169,7 +188,7 @@ int lms_timing_fetch_begin(int device, CUstream stream)
         return 0;
     int h = arm(device, stream);
     if (h)
-        t->pairs[h - 1].fetch = true;
+        pair_of(t, h)->fetch = true;
     return h;
 }
 
@@ -177,7 +196,9 @@ void lms_timing_fetch_end(int device, int h, CUstream stream, uint64_t bytes)
 {
     if (h <= 0 || device < 0 || device >= LMS_MAX_DEVICES)
         return;
-    timing[device].pairs[h - 1].bytes = bytes;
+    pair *pr = pair_of(&timing[device], h);
+    if (pr)
+        pr->bytes = bytes;
     lms_timing_end(device, h, stream);
 }
 
@@ -192,8 +213,9 @@ void lms_timing_end(int device, int h, CUstream stream)
 {
     if (h <= 0 || device < 0 || device >= LMS_MAX_DEVICES)
         return;
-    dev_timing *t = &timing[device];
-    pair *pr = &t->pairs[h - 1];
+    pair *pr = pair_of(&timing[device], h);
+    if (!pr)
+        return;   /* its pool went with its context since its start */
     pr->bad = lms_drv.cuEventRecord(pr->end, stream) != CUDA_SUCCESS;
     pr->closed = true;
 }
@@ -394,5 +416,6 @@ void lms_timing_context_gone(CUcontext ctx)
         t->gauge_tried = false;
         t->made_in = NULL;
         t->ok = t->tried = false;   /* made again, in the context current then, by the next ready() */
+        t->pool++;
     }
 }
