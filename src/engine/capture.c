@@ -211,30 +211,46 @@ void lms_capture_drain(void)
 
 void lms_capture_context_gone(bool (*forgot)(uint64_t key))
 {
-    deferred *gone[32];
-    for (;;) {
-        int n = 0;
-        pthread_mutex_lock(&lock);
-        for (deferred **pp = &list; *pp && n < 32;) {
-            deferred *d = *pp;
-            int st = atomic_load(&d->state);
-            /* The driver freed it with the context: never released again
-             * (a graph that passes its node later finds it released). */
-            if (st != 2 && forgot(d->chunk.key) && atomic_compare_exchange_strong(&d->state, &st, 2)) {
-                if (st == 1)
-                    atomic_fetch_sub(&due, 1);
-                gone[n++] = d;
+    /* The records not yet released, copied out under the lock (records
+     * are never freed, so the pointers stay good); the driver is asked
+     * with no lock held. */
+    pthread_mutex_lock(&lock);
+    size_t n = 0;
+    for (deferred *d = list; d; d = d->next)
+        n++;
+    deferred **cand = n ? malloc(n * sizeof *cand) : NULL;
+    n = 0;
+    for (deferred *d = cand ? list : NULL; d; d = d->next)
+        cand[n++] = d;
+    pthread_mutex_unlock(&lock);
+    if (!cand)
+        return;   /* none (or no memory: the records stay as they are) */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (atomic_load(&cand[i]->state) != 2 && forgot(cand[i]->chunk.key))
+            cand[k++] = cand[i];
+    /* The driver freed those with the context: never released again (a
+     * graph that passes the node later finds it released). */
+    size_t gone = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < k; i++) {
+        deferred *d = cand[i];
+        int st = atomic_load(&d->state);
+        if (st == 2 || !atomic_compare_exchange_strong(&d->state, &st, 2))
+            continue;   /* released meanwhile (not while the context lock is held exclusively) */
+        if (st == 1)
+            atomic_fetch_sub(&due, 1);
+        for (deferred **pp = &list; *pp; pp = &(*pp)->next)
+            if (*pp == d) {
                 *pp = d->next;
-                d->next = released;
-                released = d;
-            } else {
-                pp = &d->next;
+                break;
             }
-        }
-        pthread_mutex_unlock(&lock);
-        for (int i = 0; i < n; i++)
-            lms_place_gone(&gone[i]->chunk);   /* its entry and charge, as a free's */
-        if (n < 32)
-            return;
+        d->next = released;
+        released = d;
+        cand[gone++] = d;
     }
+    pthread_mutex_unlock(&lock);
+    for (size_t i = 0; i < gone; i++)
+        lms_place_gone(&cand[i]->chunk);   /* its entry and charge, as a free's */
+    free(cand);
 }
