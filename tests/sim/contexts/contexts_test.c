@@ -389,25 +389,6 @@ static void *ctx_worker(void *arg)
     return NULL;
 }
 
-static void shim_threads(void)
-{
-    CUcontext prim = primary_context(0);
-    setup_kernel();
-    pthread_t th[4];
-    for (int i = 0; i < 4; i++)
-        CHECK(pthread_create(&th[i], NULL, ctx_worker, NULL) == 0);
-    for (int i = 0; i < 4; i++) {
-        void *ret;
-        CHECK(pthread_join(th[i], &ret) == 0);
-        CHECK(ret == NULL);
-    }
-    OK(cuCtxSetCurrent(prim));
-    lms_device_stats s = stats();
-    CHECK_EQ_U(s.used, 0);
-    CHECK_EQ_U(s.budget_violations, 0);
-    check_fresh_budget();
-}
-
 /* A graph launched in a created context over its chunks, the context
  * destroyed before any later launch polled the graph's hold: the hold
  * goes with the context, and the next launches, in the primary context,
@@ -507,17 +488,19 @@ static void *maker(void *arg)
     return NULL;
 }
 
-/* shim_threads, while a fifth thread makes physical memory and arrays in
- * the primary context: no room it makes evicts on the streams, or the
- * chunks, of a context that ended (the simulator counts a call naming an
- * event of an ended context). */
-static void shim_threads_makers(void)
+/* Four threads each destroy their own contexts (ctx_worker); with
+ * `makers`, a fifth thread makes physical memory and arrays in the
+ * primary context meanwhile: no room it makes evicts on the streams, or
+ * the chunks, of a context that ended (the simulator counts a call naming
+ * an event of an ended context: check_fresh_budget). */
+static void threads_case(bool makers)
 {
     CUcontext prim = primary_context(0);
     setup_kernel();
     atomic_bool stop = false;
     pthread_t mk, th[4];
-    CHECK(pthread_create(&mk, NULL, maker, &stop) == 0);
+    if (makers)
+        CHECK(pthread_create(&mk, NULL, maker, &stop) == 0);
     for (int i = 0; i < 4; i++)
         CHECK(pthread_create(&th[i], NULL, ctx_worker, NULL) == 0);
     for (int i = 0; i < 4; i++) {
@@ -526,15 +509,20 @@ static void shim_threads_makers(void)
         CHECK(ret == NULL);
     }
     atomic_store(&stop, true);
-    void *ret;
-    CHECK(pthread_join(mk, &ret) == 0);
-    CHECK(ret == NULL);
+    if (makers) {
+        void *ret;
+        CHECK(pthread_join(mk, &ret) == 0);
+        CHECK(ret == NULL);
+    }
     OK(cuCtxSetCurrent(prim));
     lms_device_stats s = stats();
     CHECK_EQ_U(s.used, 0);
     CHECK_EQ_U(s.budget_violations, 0);
     check_fresh_budget();
 }
+
+static void shim_threads(void) { threads_case(false); }
+static void shim_threads_makers(void) { threads_case(true); }
 
 static const test_case cases[] = {
     {"sim_primary_reset", sim_primary_reset},
