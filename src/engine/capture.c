@@ -114,7 +114,6 @@ static void mark_due(void *user)
 
 bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
 {
-    lms_capture_drain();
     if (!lms_drv.cuStreamIsCapturing)
         return false;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -146,6 +145,19 @@ bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
     lms_log(LMS_LEVEL_DEBUG, "free of 0x%llx captured: released when a launch of the graph passes it",
             (unsigned long long)c->key);
     return true;
+}
+
+/* Moves `d`, now in state 2, from the walked list to the released one.
+ * Under lock. */
+static void unlink_released(deferred *d)
+{
+    for (deferred **pp = &list; *pp; pp = &(*pp)->next)
+        if (*pp == d) {
+            *pp = d->next;
+            break;
+        }
+    d->next = released;
+    released = d;
 }
 
 void lms_capture_fork_prepare(void) { pthread_mutex_lock(&lock); }
@@ -235,18 +247,15 @@ void lms_capture_context_gone(bool (*forgot)(uint64_t key))
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < k; i++) {
         deferred *d = cand[i];
+        /* A graph may pass its node meanwhile (0 -> 1): asked again. */
         int st = atomic_load(&d->state);
-        if (st == 2 || !atomic_compare_exchange_strong(&d->state, &st, 2))
+        while (st != 2 && !atomic_compare_exchange_weak(&d->state, &st, 2))
+            ;
+        if (st == 2)
             continue;   /* released meanwhile (not while the context lock is held exclusively) */
         if (st == 1)
             atomic_fetch_sub(&due, 1);
-        for (deferred **pp = &list; *pp; pp = &(*pp)->next)
-            if (*pp == d) {
-                *pp = d->next;
-                break;
-            }
-        d->next = released;
-        released = d;
+        unlink_released(d);
         cand[gone++] = d;
     }
     pthread_mutex_unlock(&lock);

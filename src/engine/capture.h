@@ -75,7 +75,9 @@ lms_capture_mode lms_capture_relax(void);
 /* Puts back the mode lms_capture_relax saved. */
 void lms_capture_restore(lms_capture_mode m);
 
-/* Releases the frees whose point in a graph has been reached. */
+/* Releases the frees whose point in a graph has been reached. Called by
+ * the launch hooks (lms_capture_idle) and by every allocation, free and
+ * memory query (lms_place_*): one atomic load when none is due. */
 void lms_capture_drain(void);
 
 /* A context ended (under the context lock held exclusively): each
@@ -89,7 +91,9 @@ void lms_capture_context_gone(bool (*forgot)(uint64_t key));
  * graph launches that completed. Two atomic loads when there is nothing. */
 void lms_capture_idle(void);
 
-/* fork: the list's lock is held across fork; the child gets a fresh one. */
+/* fork: the list's lock is held across fork; the child gets a fresh one.
+ * A leaf: taken after the context lock (place.h), as lms_capture_drain
+ * takes it. */
 void lms_capture_fork_prepare(void);
 void lms_capture_fork_parent(void);
 void lms_capture_fork_child(void);

@@ -68,8 +68,8 @@ bool lms_engine_init(void)
 
 void lms_engine_fork_prepare(void)
 {
-    lms_capture_fork_prepare();
     lms_place_fork_prepare();   /* first: placements take the other locks under it */
+    lms_capture_fork_prepare();   /* a leaf, taken under the context lock (a drain) */
     lms_graph_fork_prepare();
     lms_residency_fork_prepare();
     lms_launch_fork_prepare();   /* after the device locks: launches take it under them */

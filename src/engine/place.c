@@ -166,6 +166,7 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out);
 
 CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
 {
+    lms_capture_drain();   /* memory a graph has freed: not counted against this one */
     pthread_rwlock_rdlock(&ctx_lock);
     CUresult res = place_alloc(r, out);
     pthread_rwlock_unlock(&ctx_lock);
@@ -279,7 +280,10 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
 {
     lms_chunk c;
     bool async = op->async_free != NULL;
-    if (!p || !lms_chunks_find(p, &c))
+    lms_capture_drain();
+    if (!p)
+        return async ? op->async_free(p, op->stream) : op->sync_free(p);
+    if (!lms_chunks_find(p, &c))
         return async ? op->async_free(p, op->stream) : op->sync_free(p);
     /* CUDA frees pinned host memory only with cuMemFreeHost and device
      * memory only with a device free; lmshim's placement does not change
@@ -359,6 +363,7 @@ void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place)
 
 CUresult lms_place_mem_info(size_t *free_bytes, size_t *total, CUresult (*real)(size_t *, size_t *))
 {
+    lms_capture_drain();
     CUresult r = real(free_bytes, total);
     if (r != CUDA_SUCCESS)
         return r;

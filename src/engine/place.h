@@ -60,9 +60,10 @@ void lms_place_gone(const lms_chunk *c);
  * before its chunk is known). fork: the lock is held across it. */
 void lms_place_context_begin(void);
 void lms_place_context_end(void);
-/* The residency engine's work before or after a launch (not a captured
- * one's capture check: the capture lock comes before this one at fork):
- * held shared, so that a context's end (above) never runs in its middle. */
+/* The residency engine's work before or after a launch, and the release
+ * of captured frees that are due (capture.c, which takes its own lock
+ * under this one): held shared, so that a context's end (above) never
+ * runs in its middle. */
 void lms_place_launch_begin(void);
 void lms_place_launch_end(void);
 void lms_place_fork_prepare(void);

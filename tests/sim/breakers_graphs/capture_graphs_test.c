@@ -602,6 +602,134 @@ static void unsupported_entries(void)
     }
 }
 
+/* True while the driver still has an allocation at p. */
+static bool allocated(CUdeviceptr p)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    return cuMemGetAddressRange(&base, &size, p) == CUDA_SUCCESS && base == p;
+}
+
+/* Captures a bump of x and a stream-ordered free of it on s (global mode);
+ * returns the graph. */
+static CUgraph capture_bump_free(CUdeviceptr x, CUstream s)
+{
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(launch_bump(x, s));
+    OK(cuMemFreeAsync(x, s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    return g;
+}
+
+/* A graph's free that has run is released by the next allocation, free or
+ * memory query, not only by a launch: cuMemGetInfo after the graph shows
+ * the chunk's charge gone, and so does the next cuMemAlloc. */
+static void captured_free_released_unlaunched(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    lms_device_stats st;
+    for (int round = 0; round < 2; round++) {
+        CUdeviceptr x = chunk();
+        CUgraph g = capture_bump_free(x, s);
+        CUgraphExec e;
+        OK(cuGraphInstantiate(&e, g, 0));
+        OK(cuGraphDestroy(g));
+        OK(cuGraphLaunch(e, s));
+        OK(cuStreamSynchronize(s));
+        CHECK_EQ_U(counter(x), 1);
+        if (round == 0) {
+            size_t f = 0, t = 0;
+            OK(cuMemGetInfo(&f, &t));
+            CHECK_EQ_U(f, t);          /* nothing charged any more */
+        } else {
+            CUdeviceptr d;
+            OK(cuMemAlloc(&d, 1 * MiB));
+            CHECK(get_stats(0, &st) == 0);
+            CHECK(st.used <= 2 * MiB);   /* the small chunk's charge alone */
+            OK(cuMemFree(d));
+        }
+        CHECK(!allocated(x));
+        CHECK(get_stats(0, &st) == 0);
+        CHECK_EQ_U(st.live_chunks[1], 0);
+        OK(cuGraphExecDestroy(e));
+    }
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.used, 0);
+    check_invariants();
+}
+
+/* Releases many captured frees (more than one batch of the drain) again
+ * and again on its own thread, while the main thread forks: the fork's
+ * locks and the drain's are taken in one order (a child that exits at
+ * once; the test's alarm ends a hang). */
+static atomic_bool drain_done;
+static void *drain_work(void *arg)
+{
+    CUstream s = *(CUstream *)arg;
+    OK(cuCtxSetCurrent(ctx));
+    enum { FREES = 80 };
+    CUdeviceptr keep;
+    OK(cuMemAlloc(&keep, 1 * MiB));
+    for (int round = 0; round < 30; round++) {
+        CUdeviceptr p[FREES];
+        for (int i = 0; i < FREES; i++)
+            OK(cuMemAlloc(&p[i], 8 * MiB));   /* at the threshold: managed */
+        OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        for (int i = 0; i < FREES; i++)
+            OK(cuMemFreeAsync(p[i], s));
+        CUgraph g;
+        OK(cuStreamEndCapture(s, &g));
+        CUgraphExec e;
+        OK(cuGraphInstantiate(&e, g, 0));
+        OK(cuGraphDestroy(g));
+        OK(cuGraphLaunch(e, s));
+        OK(cuStreamSynchronize(s));
+        size_t one = 1 * MiB;
+        void *args[] = {&keep, &one};
+        OK(cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));   /* drains */
+        OK(cuStreamSynchronize(s));
+        for (int i = 0; i < FREES; i++)
+            CHECK(!allocated(p[i]));
+        OK(cuGraphExecDestroy(e));
+    }
+    OK(cuMemFree(keep));
+    atomic_store(&drain_done, true);
+    return NULL;
+}
+
+static void fork_while_draining(void)
+{
+    setup();
+    alarm(100);
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, drain_work, &s) == 0);
+    int forks = 0;
+    while (!atomic_load(&drain_done)) {
+        fflush(NULL);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0)
+            _exit(0);
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        forks++;
+    }
+    CHECK(pthread_join(t, NULL) == 0);
+    alarm(0);
+    printf("forks while draining: %d\n", forks);
+    CHECK(forks > 0);
+    lms_device_stats st;
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.used, 0);
+    CHECK_EQ_U(st.live_chunks[1], 0);
+}
+
 static const test_case cases[] = {
     {"capture_vs_async_thread", capture_vs_async_thread},
     {"alloc_in_capture", alloc_in_capture},
@@ -616,6 +744,8 @@ static const test_case cases[] = {
     {"capture_extra_kernel", capture_extra_kernel},
     {"threads_graphs", threads_graphs},
     {"unsupported_entries", unsupported_entries},
+    {"captured_free_released_unlaunched", captured_free_released_unlaunched},
+    {"fork_while_draining", fork_while_draining},
 };
 
 TEST_MAIN(cases)
