@@ -147,19 +147,6 @@ bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
     return true;
 }
 
-/* Moves `d`, now in state 2, from the walked list to the released one.
- * Under lock. */
-static void unlink_released(deferred *d)
-{
-    for (deferred **pp = &list; *pp; pp = &(*pp)->next)
-        if (*pp == d) {
-            *pp = d->next;
-            break;
-        }
-    d->next = released;
-    released = d;
-}
-
 void lms_capture_fork_prepare(void) { pthread_mutex_lock(&lock); }
 void lms_capture_fork_parent(void) { pthread_mutex_unlock(&lock); }
 void lms_capture_fork_child(void) { pthread_mutex_init(&lock, NULL); }
@@ -255,7 +242,13 @@ void lms_capture_context_gone(bool (*forgot)(uint64_t key))
             continue;   /* released meanwhile (not while the context lock is held exclusively) */
         if (st == 1)
             atomic_fetch_sub(&due, 1);
-        unlink_released(d);
+        for (deferred **pp = &list; *pp; pp = &(*pp)->next)
+            if (*pp == d) {
+                *pp = d->next;
+                break;
+            }
+        d->next = released;
+        released = d;
         cand[gone++] = d;
     }
     pthread_mutex_unlock(&lock);

@@ -281,9 +281,7 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
     lms_chunk c;
     bool async = op->async_free != NULL;
     lms_capture_drain();
-    if (!p)
-        return async ? op->async_free(p, op->stream) : op->sync_free(p);
-    if (!lms_chunks_find(p, &c))
+    if (!p || !lms_chunks_find(p, &c))
         return async ? op->async_free(p, op->stream) : op->sync_free(p);
     /* CUDA frees pinned host memory only with cuMemFreeHost and device
      * memory only with a device free; lmshim's placement does not change

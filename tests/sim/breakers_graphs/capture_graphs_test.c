@@ -444,6 +444,30 @@ static void captured_free_keeps_charge(void)
     CHECK_EQ_U(st.used, 0);
 }
 
+/* Ends the capture on s, instantiates its graph, launches it once and
+ * waits for it; returns the executable graph (the caller destroys it). */
+static CUgraphExec end_and_run(CUstream s)
+{
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphDestroy(g));
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    return e;
+}
+
+/* Captures a bump of x and a stream-ordered free of it on s (global mode),
+ * then runs the graph once (end_and_run). */
+static CUgraphExec run_bump_free(CUdeviceptr x, CUstream s)
+{
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(launch_bump(x, s));
+    OK(cuMemFreeAsync(x, s));
+    return end_and_run(s);
+}
+
 /* LMS_MODE=host (meson.build): chunks off the device are pinned host
  * memory, never managed, so no residency work runs at launches. A free of
  * one captured into a graph must still be released once a launch of the
@@ -455,20 +479,8 @@ static void captured_free_host_mode(void)
     CHECK(!is_managed(x));
     CUstream s;
     OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    for (int round = 0; round < 2; round++) {
-        CUdeviceptr v = round ? y : x;
-        OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-        OK(launch_bump(v, s));
-        OK(cuMemFreeAsync(v, s));
-        CUgraph g;
-        OK(cuStreamEndCapture(s, &g));
-        CUgraphExec e;
-        OK(cuGraphInstantiate(&e, g, 0));
-        OK(cuGraphDestroy(g));
-        OK(cuGraphLaunch(e, s));
-        OK(cuStreamSynchronize(s));
-        OK(cuGraphExecDestroy(e));
-    }
+    for (int round = 0; round < 2; round++)
+        OK(cuGraphExecDestroy(run_bump_free(round ? y : x, s)));
     CUdeviceptr small;
     OK(cuMemAlloc(&small, 1 * MiB));
     size_t one = 1 * MiB;
@@ -610,18 +622,6 @@ static bool allocated(CUdeviceptr p)
     return cuMemGetAddressRange(&base, &size, p) == CUDA_SUCCESS && base == p;
 }
 
-/* Captures a bump of x and a stream-ordered free of it on s (global mode);
- * returns the graph. */
-static CUgraph capture_bump_free(CUdeviceptr x, CUstream s)
-{
-    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    OK(launch_bump(x, s));
-    OK(cuMemFreeAsync(x, s));
-    CUgraph g;
-    OK(cuStreamEndCapture(s, &g));
-    return g;
-}
-
 /* A graph's free that has run is released by the next allocation, free or
  * memory query, not only by a launch: cuMemGetInfo after the graph shows
  * the chunk's charge gone, and so does the next cuMemAlloc. */
@@ -633,12 +633,7 @@ static void captured_free_released_unlaunched(void)
     lms_device_stats st;
     for (int round = 0; round < 2; round++) {
         CUdeviceptr x = chunk();
-        CUgraph g = capture_bump_free(x, s);
-        CUgraphExec e;
-        OK(cuGraphInstantiate(&e, g, 0));
-        OK(cuGraphDestroy(g));
-        OK(cuGraphLaunch(e, s));
-        OK(cuStreamSynchronize(s));
+        CUgraphExec e = run_bump_free(x, s);
         CHECK_EQ_U(counter(x), 1);
         if (round == 0) {
             size_t f = 0, t = 0;
@@ -680,13 +675,7 @@ static void *drain_work(void *arg)
         OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
         for (int i = 0; i < FREES; i++)
             OK(cuMemFreeAsync(p[i], s));
-        CUgraph g;
-        OK(cuStreamEndCapture(s, &g));
-        CUgraphExec e;
-        OK(cuGraphInstantiate(&e, g, 0));
-        OK(cuGraphDestroy(g));
-        OK(cuGraphLaunch(e, s));
-        OK(cuStreamSynchronize(s));
+        CUgraphExec e = end_and_run(s);
         size_t one = 1 * MiB;
         void *args[] = {&keep, &one};
         OK(cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));   /* drains */
