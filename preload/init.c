@@ -32,14 +32,8 @@ static const hook_entry entries[LMS_HOOK_COUNT] = {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool atfork_registered;
 
-static void fork_prepare(void) { lms_engine_fork_prepare(); }
-static void fork_parent(void) { lms_engine_fork_parent(); }
 /* The child redoes the one-time initialisation on its next hook. */
-static void fork_child(void)
-{
-    lms_engine_fork_child();
-    once = (pthread_once_t)PTHREAD_ONCE_INIT;
-}
+static void fork_child(void) { once = (pthread_once_t)PTHREAD_ONCE_INIT; }
 
 /* Sets up the engine and resolves every hooked variant. */
 static void init_once(void)
@@ -50,7 +44,8 @@ static void init_once(void)
      * the child must start afresh rather than inherit half of it. */
     if (!atfork_registered) {
         atfork_registered = true;
-        pthread_atfork(fork_prepare, fork_parent, fork_child);
+        lms_engine_fork_register();
+        pthread_atfork(NULL, NULL, fork_child);
     }
     lms_engine_init();
     for (int i = 0; i < LMS_HOOK_COUNT; i++) {
@@ -85,4 +80,18 @@ void *lms_hook_by_name(const char *name)
         if (strcmp(entries[i].symbol, name) == 0)
             return entries[i].hook;
     return NULL;
+}
+
+/* The driver's start: once it succeeded, the driver has registered its
+ * fork handlers, and lmshim's are registered again to run before them at
+ * a fork (engine.h). No lock of lmshim's is held here. */
+LMS_EXPORT CUresult cuInit(unsigned int flags)
+{
+    if (!LMS_ENTER(cuInit))
+        return PASS(cuInit, flags);
+    CUresult r = REAL(cuInit)(flags);
+    if (r == CUDA_SUCCESS)
+        lms_engine_driver_started();
+    lms_hook_leave();
+    return r;
 }

@@ -24,17 +24,29 @@
 
 /* One free recorded in a capture. Records stay allocated (and listed, so
  * they stay reachable) for the life of the process: a graph may run its host
- * node again. Released ones move to a list the drain never walks. */
+ * node again. Released ones move to a list the drain never walks.
+ *
+ * States: 0 captured (the node has not run: the memory is the program's
+ * still), 1 due (the node ran: the next drain frees it), 3 releasing (a
+ * drain frees it now; still listed, so a free of the address meanwhile is
+ * answered as a double free), 4 claimed (the program frees the address
+ * itself while its captured free has not run: lms_capture_claim), 5
+ * claimed and the node ran meanwhile, 2 released or ended (never acts
+ * again). Several records may hold one address (a free captured in two
+ * graphs): the first to be released ends the others. */
 typedef struct deferred {
     lms_chunk chunk;          /* the chunk freed (pinned host or managed) */
-    atomic_int state;         /* 0 captured, 1 due, 2 released */
+    atomic_int state;
     struct deferred *next;
 } deferred;
+
+enum { CAPTURED = 0, DUE = 1, RELEASED = 2, RELEASING = 3, CLAIMED = 4, CLAIMED_DUE = 5 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static deferred *list;        /* not yet released, under lock */
 static deferred *released;    /* released: kept (a graph may run their node again), never walked */
-static atomic_int due;        /* records in state 1 */
+static atomic_int due;        /* records in state DUE */
+static atomic_int listed;     /* records on `list`: none, and a free need not look */
 
 /* Captures begun through the hooks and not seen ending: while there is
  * none, no stream captures (a stream joins a capture only while its origin
@@ -103,13 +115,113 @@ bool lms_capture_before_work(CUstream stream)
     return lms_capture_busy(stream);
 }
 
-/* The host node of a captured free: marks it due (no CUDA call here). */
+/* The host node of a captured free: marks it due, or notes that it ran
+ * while the program's own free holds it (no CUDA call here). */
 static void mark_due(void *user)
 {
     deferred *d = user;
-    int expect = 0;
-    if (atomic_compare_exchange_strong(&d->state, &expect, 1))
+    int expect = CAPTURED;
+    if (atomic_compare_exchange_strong(&d->state, &expect, DUE))
         atomic_fetch_add(&due, 1);
+    else if (expect == CLAIMED)
+        atomic_compare_exchange_strong(&d->state, &expect, CLAIMED_DUE);
+}
+
+/* Moves d (on `list`, whose link to it is *pp) to `released`, under lock. */
+static void retire(deferred **pp, deferred *d)
+{
+    *pp = d->next;
+    d->next = released;
+    released = d;
+    atomic_fetch_sub(&listed, 1);
+}
+
+/* Unlinks d from `list` and retires it, under lock. */
+static void retire_listed(deferred *d)
+{
+    for (deferred **pp = &list; *pp; pp = &(*pp)->next)
+        if (*pp == d) {
+            retire(pp, d);
+            return;
+        }
+}
+
+/* Ends a record that never acts again (state RELEASED), from CAPTURED or
+ * DUE; false when it was in another state. Under lock. */
+static bool end_record(deferred *d)
+{
+    int st = atomic_load(&d->state);
+    while ((st == CAPTURED || st == DUE) && !atomic_compare_exchange_weak(&d->state, &st, RELEASED))
+        ;
+    if (st == DUE)
+        atomic_fetch_sub(&due, 1);
+    return st == CAPTURED || st == DUE;
+}
+
+/* Other captures of d's free end: d's memory goes now, so their nodes
+ * must not free the address again. Under lock. */
+static void end_siblings(const deferred *d)
+{
+    for (deferred **pp = &list; *pp;) {
+        deferred *o = *pp;
+        if (o != d && o->chunk.key == d->chunk.key && end_record(o))
+            retire(pp, o);
+        else
+            pp = &o->next;
+    }
+}
+
+lms_claim lms_capture_claim(uint64_t key, lms_chunk *c)
+{
+    if (atomic_load(&listed) == 0)
+        return LMS_CLAIM_NONE;
+    lms_claim out = LMS_CLAIM_NONE;
+    pthread_mutex_lock(&lock);
+    for (deferred *d = list; d; d = d->next)
+        if (d->chunk.key == key && atomic_load(&d->state) != CAPTURED)
+            out = LMS_CLAIM_TWICE;   /* its free ran (or runs, or another free holds it) */
+    for (deferred *d = list; d && out != LMS_CLAIM_TWICE; d = d->next) {
+        int expect = CAPTURED;
+        if (d->chunk.key != key)
+            continue;
+        if (!atomic_compare_exchange_strong(&d->state, &expect, CLAIMED)) {
+            out = LMS_CLAIM_TWICE;   /* its node ran just now */
+            break;
+        }
+        *c = d->chunk;
+        out = LMS_CLAIM_TAKEN;
+    }
+    pthread_mutex_unlock(&lock);
+    if (out == LMS_CLAIM_TWICE)
+        lms_capture_claim_end(key, false);   /* those claimed above, as they were */
+    return out;
+}
+
+void lms_capture_claim_end(uint64_t key, bool freed)
+{
+    pthread_mutex_lock(&lock);
+    for (deferred **pp = &list; *pp;) {
+        deferred *d = *pp;
+        int st = atomic_load(&d->state);
+        if (d->chunk.key != key || (st != CLAIMED && st != CLAIMED_DUE)) {
+            pp = &d->next;
+            continue;
+        }
+        if (freed) {
+            atomic_store(&d->state, RELEASED);   /* the node may pass it later: nothing to do */
+            retire(pp, d);
+            continue;
+        }
+        /* Still the program's: as it was, and due when its node ran meanwhile. */
+        while (st == CLAIMED && !atomic_compare_exchange_weak(&d->state, &st, CAPTURED))
+            ;
+        if (st == CLAIMED_DUE) {
+            atomic_store(&d->state, DUE);
+            atomic_fetch_add(&due, 1);
+        }
+        pp = &d->next;
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
@@ -141,6 +253,7 @@ bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
     pthread_mutex_lock(&lock);
     d->next = list;
     list = d;
+    atomic_fetch_add(&listed, 1);
     pthread_mutex_unlock(&lock);
     lms_log(LMS_LEVEL_DEBUG, "free of 0x%llx captured: released when a launch of the graph passes it",
             (unsigned long long)c->key);
@@ -176,33 +289,40 @@ void lms_capture_drain(void)
     lms_place_launch_begin();
     for (;;) {
         /* Taken under the lock, freed outside it (no lock held across a
-         * driver call, which may take the driver's own). */
+         * driver call, which may take the driver's own). A taken record
+         * stays listed until its memory is gone: a free of its address
+         * meanwhile is a double free (lms_capture_claim). */
         deferred *batch[32];
         int n = 0;
         pthread_mutex_lock(&lock);
-        for (deferred **pp = &list; *pp && n < 32;) {
-            deferred *d = *pp;
-            int expect = 1;
-            if (atomic_compare_exchange_strong(&d->state, &expect, 2)) {
-                batch[n++] = d;
-                *pp = d->next;      /* off the walked list */
-                d->next = released;
-                released = d;
-            } else {
-                pp = &d->next;
-            }
+        for (deferred *d = list; d && n < 32; d = d->next) {
+            int expect = DUE;
+            if (!atomic_compare_exchange_strong(&d->state, &expect, RELEASING))
+                continue;
+            atomic_fetch_sub(&due, 1);
+            batch[n++] = d;
+            end_siblings(d);
         }
         pthread_mutex_unlock(&lock);
         if (n == 0)
             break;
-        atomic_fetch_sub(&due, n);
         for (int i = 0; i < n; i++) {
             deferred *d = batch[i];
             CUresult r = lms_place_release(&d->chunk);   /* memory, entry and charge */
-            if (r != CUDA_SUCCESS)
-                lms_log(LMS_LEVEL_WARN, "captured free of 0x%llx failed (error %d)",
+            if (r != CUDA_SUCCESS) {
+                /* The driver no longer has it (freed behind lmshim's back):
+                 * its bookkeeping goes, as a context's end would drop it. */
+                lms_log(LMS_LEVEL_WARN, "captured free of 0x%llx failed (error %d): dropped",
                         (unsigned long long)d->chunk.key, (int)r);
+                lms_place_gone(&d->chunk);
+            }
         }
+        pthread_mutex_lock(&lock);
+        for (int i = 0; i < n; i++) {
+            atomic_store(&batch[i]->state, RELEASED);
+            retire_listed(batch[i]);
+        }
+        pthread_mutex_unlock(&lock);
     }
     lms_place_launch_end();
     lms_capture_restore(mode);
@@ -226,7 +346,8 @@ void lms_capture_context_gone(bool (*forgot)(uint64_t key))
         return;   /* none (or no memory: the records stay as they are) */
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (atomic_load(&cand[i]->state) != 2 && forgot(cand[i]->chunk.key))
+        if ((atomic_load(&cand[i]->state) == CAPTURED || atomic_load(&cand[i]->state) == DUE) &&
+            forgot(cand[i]->chunk.key))
             cand[k++] = cand[i];
     /* The driver freed those with the context: never released again (a
      * graph that passes the node later finds it released). */
@@ -234,21 +355,13 @@ void lms_capture_context_gone(bool (*forgot)(uint64_t key))
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < k; i++) {
         deferred *d = cand[i];
-        /* A graph may pass its node meanwhile (0 -> 1): asked again. */
-        int st = atomic_load(&d->state);
-        while (st != 2 && !atomic_compare_exchange_weak(&d->state, &st, 2))
-            ;
-        if (st == 2)
-            continue;   /* released meanwhile (not while the context lock is held exclusively) */
-        if (st == 1)
-            atomic_fetch_sub(&due, 1);
-        for (deferred **pp = &list; *pp; pp = &(*pp)->next)
-            if (*pp == d) {
-                *pp = d->next;
-                break;
-            }
-        d->next = released;
-        released = d;
+        /* A graph may pass its node meanwhile (0 -> 1): end_record retries.
+         * Drains and frees hold the context lock shared, so no record is
+         * releasing or claimed here. */
+        if (!end_record(d))
+            continue;   /* released meanwhile, or ended as another's sibling */
+        end_siblings(d);   /* one memory: dropped once */
+        retire_listed(d);
         cand[gone++] = d;
     }
     pthread_mutex_unlock(&lock);

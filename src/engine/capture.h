@@ -53,6 +53,27 @@ void lms_capture_end_call(CUstream stream, bool was, CUresult r);
  * entry and charge; on the legacy stream tied to a capture, CUDA's error. */
 bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r);
 
+/* What lms_capture_claim found for an address not in the chunk map. */
+typedef enum lms_claim {
+    LMS_CLAIM_NONE,    /* no captured free holds it: the driver answers */
+    LMS_CLAIM_TWICE,   /* a captured free of it ran (or runs, or another free holds it): a double free */
+    LMS_CLAIM_TAKEN,   /* captured frees hold it and none ran: the program frees it itself */
+} lms_claim;
+
+/* A free of `key`, which is not in the chunk map: when captured frees of
+ * it exist and none has run (their graphs not launched, destroyed, or
+ * their capture invalidated), the memory is still the program's. Then
+ * they are held for this free (LMS_CLAIM_TAKEN, *c gets the chunk) until
+ * lms_capture_claim_end says what it did. One atomic load when no
+ * captured free is pending. */
+lms_claim lms_capture_claim(uint64_t key, lms_chunk *c);
+
+/* After a LMS_CLAIM_TAKEN free of `key`: `freed` (the memory went back)
+ * ends the held records, whose nodes then do nothing; otherwise (the free
+ * failed, or was itself captured) they are as they were, due when their
+ * node ran meanwhile. */
+void lms_capture_claim_end(uint64_t key, bool freed);
+
 /* True for the errors a capture gives a call it forbids
  * (CUDA_ERROR_STREAM_CAPTURE_*): the program gets them unchanged. */
 static inline bool lms_capture_refused(CUresult r)

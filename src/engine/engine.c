@@ -3,6 +3,8 @@
  */
 #include "engine.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "account.h"
@@ -66,8 +68,14 @@ bool lms_engine_init(void)
     return lms_active;
 }
 
+/* The engine's handlers act once per fork however often they were
+ * registered: a thread's depth counts the prepare calls of its fork. */
+static __thread int fork_depth;
+
 void lms_engine_fork_prepare(void)
 {
+    if (fork_depth++ > 0)
+        return;
     lms_place_fork_prepare();   /* first: placements take the other locks under it */
     lms_capture_fork_prepare();   /* a leaf, taken under the context lock (a drain) */
     lms_graph_fork_prepare();
@@ -84,6 +92,8 @@ void lms_engine_fork_prepare(void)
 
 void lms_engine_fork_parent(void)
 {
+    if (--fork_depth > 0)
+        return;
     lms_trace_fork_parent();
     lms_stack_fork_parent();
     lms_chunks_unlock_all();
@@ -100,6 +110,8 @@ void lms_engine_fork_parent(void)
 
 void lms_engine_fork_child(void)
 {
+    if (--fork_depth > 0)
+        return;
     lms_trace_fork_child();
     lms_stack_fork_child();
     lms_chunks_reset_locks();
@@ -114,4 +126,16 @@ void lms_engine_fork_child(void)
     lms_capture_fork_child();
     lms_group_fork_child();
     lms_place_fork_child();
+}
+
+void lms_engine_fork_register(void)
+{
+    pthread_atfork(lms_engine_fork_prepare, lms_engine_fork_parent, lms_engine_fork_child);
+}
+
+void lms_engine_driver_started(void)
+{
+    static atomic_bool done;
+    if (!atomic_exchange(&done, true))
+        lms_engine_fork_register();
 }

@@ -276,13 +276,21 @@ CUresult lms_place_release(const lms_chunk *c)
     return r;
 }
 
-CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
+/* The real free of an address lmshim does not track: CUDA answers. */
+static CUresult pass_free(CUdeviceptr p, const lms_free_op *op)
 {
-    lms_chunk c;
+    return op->async_free ? op->async_free(p, op->stream) : op->sync_free(p);
+}
+
+/* Frees chunk c at p. `held`: c is out of the chunk map already, held by
+ * lms_capture_claim for this free (a captured free of it never ran);
+ * otherwise c was found in the map, and taking it out decides between
+ * two frees racing. *freed says whether the memory went back (not when
+ * the free failed, or a capture deferred it). */
+static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bool held, bool *freed)
+{
     bool async = op->async_free != NULL;
-    lms_capture_drain();
-    if (!p || !lms_chunks_find(p, &c))
-        return async ? op->async_free(p, op->stream) : op->sync_free(p);
+    *freed = false;
     /* CUDA frees pinned host memory only with cuMemFreeHost and device
      * memory only with a device free; lmshim's placement does not change
      * what the program holds. */
@@ -310,9 +318,9 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
     }
     /* Out of the map before the real free: once the driver has the address
      * back it may hand it out again, to another thread, at once. */
-    if (!lms_chunks_remove(p, &c)) {
+    if (!held && !lms_chunks_remove(p, &c)) {
         lms_capture_restore(mode);
-        return async ? op->async_free(p, op->stream) : op->sync_free(p);   /* freed meanwhile */
+        return pass_free(p, op);   /* freed meanwhile */
     }
     if (captured) {
         /* The memory stays until a launch of the graph passes the free, and
@@ -320,7 +328,7 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
          * charge: lms_place_released finishes the free then. */
         if (!lms_capture_free_async(&c, op->stream, &r))
             r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
-        if (r != CUDA_SUCCESS)
+        if (r != CUDA_SUCCESS && !held)
             lms_chunks_insert(&c);   /* still allocated: as it was */
         return r;
     }
@@ -328,7 +336,7 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
                              ? lms_residency_take(p) : NULL;
     switch (c.place) {
     case LMS_PLACE_DEVICE:
-        r = async ? op->async_free(p, op->stream) : op->sync_free(p);
+        r = pass_free(p, op);
         break;
     case LMS_PLACE_HOST:
         r = lms_drv.cuMemFreeHost((void *)(uintptr_t)p);
@@ -339,12 +347,51 @@ CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
     }
     lms_capture_restore(mode);
     if (r != CUDA_SUCCESS) {
-        lms_chunks_insert(&c);  /* still allocated: as it was */
+        if (!held)
+            lms_chunks_insert(&c);  /* still allocated: as it was */
         lms_residency_put_back(res);
         return r;
     }
     finish_free(&c, res);
+    *freed = true;
     return CUDA_SUCCESS;
+}
+
+/* lms_place_free under the context lock. */
+static CUresult place_free(CUdeviceptr p, const lms_free_op *op)
+{
+    lms_chunk c;
+    bool freed;
+    if (p && lms_chunks_find(p, &c))
+        return free_chunk(p, c, op, false, &freed);
+    if (!p)
+        return pass_free(p, op);
+    /* Not in the map: a captured free may hold it (capture.c). */
+    switch (lms_capture_claim(p, &c)) {
+    case LMS_CLAIM_NONE:
+        return pass_free(p, op);
+    case LMS_CLAIM_TWICE:
+        return CUDA_ERROR_INVALID_VALUE;   /* a graph freed it: CUDA's answer to a double free */
+    case LMS_CLAIM_TAKEN:
+        break;
+    }
+    /* Its captured frees never ran: the memory is the program's to free
+     * (or to capture a free of again). */
+    CUresult r = free_chunk(p, c, op, true, &freed);
+    lms_capture_claim_end(p, freed);
+    return r;
+}
+
+CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
+{
+    lms_capture_drain();   /* before the lock: a drain takes it itself */
+    /* Shared, as a placement: a context's end cannot sweep between this
+     * free's removal of a chunk and its putting back after a failed real
+     * free (the chunk would outlive its memory, charged). */
+    pthread_rwlock_rdlock(&ctx_lock);
+    CUresult r = place_free(p, op);
+    pthread_rwlock_unlock(&ctx_lock);
+    return r;
 }
 
 void lms_place_note_program(uint64_t ptr, uint64_t size, int device, int place)

@@ -203,12 +203,12 @@ static void member_churn(const char *arg)
     }
 }
 
-/* The first hooked call of a thread: lmshim initialises there (and joins
- * the group, waiting for the group's lock, which the test holds). */
+/* The process's first hooked call (cuInit): lmshim initialises there (and
+ * joins the group, waiting for the group's lock, which the test holds). */
 static void *first_call(void *arg)
 {
-    CUcontext ctx = arg;
-    OK(cuCtxSetCurrent(ctx));
+    (void)arg;
+    primary_context(0);
     CUdeviceptr p;
     OK(cuMemAlloc(&p, 4 * MiB));
     OK(cuMemFree(p));
@@ -222,15 +222,15 @@ static void member_fork_in_init(const char *arg)
 {
     (void)arg;
     alarm(8);
-    CUcontext ctx = primary_context(0);   /* no hooked call yet */
-    pthread_t t;
-    CHECK(pthread_create(&t, NULL, first_call, ctx) == 0);
+    pthread_t t;   /* no hooked call on this thread before the fork */
+    CHECK(pthread_create(&t, NULL, first_call, NULL) == 0);
     usleep(300000);   /* that thread waits for the group's lock by now */
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
         alarm(8);
+        primary_context(0);
         CUdeviceptr p;
         OK(cuMemAlloc(&p, 2 * MiB));
         OK(cuMemFree(p));

@@ -462,6 +462,63 @@ static void captured_free_case(bool ran)
 static void shim_captured_free_ran(void) { captured_free_case(true); }
 static void shim_captured_free_unrun(void) { captured_free_case(false); }
 
+/* The free of free_vs_end: waits for the start, then frees its chunk in
+ * the context another thread destroys meanwhile. */
+typedef struct racer {
+    CUcontext ctx;
+    CUdeviceptr chunk;
+    atomic_int *start;   /* 1: the racer's context is current; 2: go */
+    CUresult r;
+} racer;
+
+static void *free_racer(void *arg)
+{
+    racer *j = arg;
+    if (cuCtxSetCurrent(j->ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    atomic_store(j->start, 1);
+    while (atomic_load(j->start) != 2)
+        ;
+    j->r = cuMemFree(j->chunk);
+    return NULL;
+}
+
+/* A thread frees a chunk while the main thread destroys its context:
+ * whichever wins (the free succeeds, or the destruction took the memory
+ * and the free fails), the chunk is dropped once and its charge goes. */
+static void shim_free_vs_end(void)
+{
+    CUcontext prim = primary_context(0);
+    setup_kernel();
+    int won = 0, lost = 0;
+    for (int i = 0; i < 300; i++) {
+        CUcontext mine;
+        OK(cuCtxCreate(&mine, NULL, 0, 0));
+        CUdeviceptr c;
+        OK(cuMemAlloc(&c, SMALL));   /* on the device, charged */
+        atomic_int start = 0;
+        racer j = {mine, c, &start, CUDA_SUCCESS};
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, free_racer, &j) == 0);
+        while (atomic_load(&start) != 1)
+            ;
+        atomic_store(&start, 2);
+        for (volatile int k = 0; k < (i % 32) * 40; k++)
+            ;
+        OK(cuCtxDestroy(mine));
+        void *ret;
+        CHECK(pthread_join(t, &ret) == 0);
+        CHECK(ret == NULL);
+        j.r == CUDA_SUCCESS ? won++ : lost++;
+        OK(cuCtxSetCurrent(prim));
+        lms_device_stats st = stats();
+        CHECK_EQ_U(st.used, 0);
+        CHECK_EQ_U(live_chunks(&st), 0);
+    }
+    printf("frees before the context's end: %d, after: %d\n", won, lost);
+    check_fresh_budget();
+}
+
 /* Makes and releases physical memory (cuMemCreate) and arrays in the
  * primary context, each a making of room that evicts other threads'
  * fetched chunks, until *stop. */
@@ -538,6 +595,7 @@ static const test_case cases[] = {
     {"shim_graph_ctx_destroy", shim_graph_ctx_destroy},
     {"shim_captured_free_ran", shim_captured_free_ran},
     {"shim_captured_free_unrun", shim_captured_free_unrun},
+    {"shim_free_vs_end", shim_free_vs_end},
 };
 
 TEST_MAIN(cases)

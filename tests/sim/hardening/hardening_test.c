@@ -6,7 +6,10 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../common/check.h"
@@ -454,6 +457,60 @@ static void vmm_growth_warning(void)
     CHECK_EQ_U(stats(0).used, 0);
 }
 
+/* Allocates and frees chunks in the primary context until *stop. */
+static void *alloc_churn(void *arg)
+{
+    atomic_bool *stop = arg;
+    CUcontext ctx;
+    if (cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS || cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    while (!atomic_load(stop)) {
+        CUdeviceptr p[16];
+        for (int i = 0; i < 16; i++)
+            if (cuMemAlloc(&p[i], 8 * MiB) != CUDA_SUCCESS)
+                return (void *)2;
+        for (int i = 0; i < 16; i++)
+            if (cuMemFree(p[i]) != CUDA_SUCCESS)
+                return (void *)3;
+    }
+    return NULL;
+}
+
+/* A hooked call before cuInit (a runtime-API program asks
+ * cuGetProcAddress first) starts lmshim before the driver: lmshim's fork
+ * handlers are registered before the driver's. At a fork, prepare
+ * handlers run last-registered first, so the driver's lock would be taken
+ * before lmshim's, while another thread holds lmshim's lock and waits
+ * for the driver's inside an allocation. Forks while a thread allocates
+ * must not hang (the alarm ends a hang). */
+static void fork_hooked_before_init(void)
+{
+    size_t f = 0, t = 0;
+    CUresult early = cuMemGetInfo(&f, &t);
+    CHECK(early == CUDA_ERROR_NOT_INITIALIZED);
+    primary_context(0);
+    atomic_bool stop = false;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, alloc_churn, &stop) == 0);
+    alarm(60);
+    for (int k = 0; k < 200; k++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0)
+            _exit(0);
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    atomic_store(&stop, true);
+    void *ret;
+    CHECK(pthread_join(th, &ret) == 0);
+    CHECK(ret == NULL);
+    alarm(0);
+    CHECK_EQ_U(chunks_of(0), 0);
+}
+
 static const test_case cases[] = {
     {"vmm_before_init", vmm_before_init},
     {"pool_location", pool_location},
@@ -466,6 +523,7 @@ static const test_case cases[] = {
     {"oom_retry_off", oom_retry_off},
     {"arena_warning", arena_warning},
     {"vmm_growth_warning", vmm_growth_warning},
+    {"fork_hooked_before_init", fork_hooked_before_init},
 };
 
 TEST_MAIN(cases)

@@ -1,0 +1,279 @@
+/*
+ * captured_refree_test.c — liblmshim.so (LD_PRELOAD, settings in
+ * meson.build) in front of programs that free, themselves, an address whose
+ * stream-ordered free a capture recorded into a graph. While no launch of
+ * the graph has passed that free, the memory is still the program's: its
+ * own free must succeed and give the charge back, and a later launch must
+ * not free the address again (the driver may have handed it out anew).
+ * Once a launch has passed it, the program's free is a double free and
+ * CUDA answers CUDA_ERROR_INVALID_VALUE. A free CUDA refuses changes
+ * nothing: the graph's free still happens. Each case ends with nothing
+ * charged and no chunk alive.
+ */
+#include "breakers.h"
+
+/* True while the driver still has an allocation starting at p. */
+static bool allocated(CUdeviceptr p)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    return cuMemGetAddressRange(&base, &size, p) == CUDA_SUCCESS && base == p;
+}
+
+/* Captures a stream-ordered free of each of x[0..n) on s (no kernel: the
+ * graph may run after the program freed the memory itself) and
+ * instantiates the graph. */
+static CUgraphExec capture_frees(const CUdeviceptr *x, int n, CUstream s)
+{
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < n; i++)
+        OK(cuMemFreeAsync(x[i], s));
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphDestroy(g));
+    return e;
+}
+
+/* Launches e on s and waits for it. */
+static void run(CUgraphExec e, CUstream s)
+{
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+}
+
+/* After a case: a memory query (which releases the frees that are due)
+ * shows the whole budget free, and lmshim counts no charge, no live chunk
+ * and no violation. */
+static void check_clean(void)
+{
+    size_t f = 0, t = 0;
+    OK(cuMemGetInfo(&f, &t));
+    lms_device_stats st;
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.used, 0);
+    CHECK_EQ_U(st.live_chunks[0] + st.live_chunks[1] + st.live_chunks[2], 0);
+    CHECK_EQ_U(f, t);
+    check_invariants();
+}
+
+/* The graph is instantiated, never launched; the program frees the chunk
+ * itself (both free calls), allocates again (the address comes back), then
+ * launches the graph: the new allocation survives it. */
+static void refree_before_launch(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int sync = 0; sync < 2; sync++) {
+        CUdeviceptr x = chunk();
+        CHECK(is_managed(x));
+        OK(launch_bump(x, s));
+        OK(cuStreamSynchronize(s));
+        CUgraphExec e = capture_frees(&x, 1, s);
+        if (sync)
+            OK(cuMemFree(x));
+        else
+            OK(cuMemFreeAsync(x, s));
+        OK(cuStreamSynchronize(s));
+        CHECK(!allocated(x));
+        lms_device_stats st;
+        CHECK(get_stats(0, &st) == 0);
+        CHECK_EQ_U(st.used, 0);
+        CHECK(cuMemFree(x) != CUDA_SUCCESS);   /* now a double free */
+        CUdeviceptr y = chunk();
+        printf("round %d: the new allocation %s the freed address\n", sync, y == x ? "reuses" : "does not reuse");
+        run(e, s);
+        OK(launch_bump(y, s));                 /* a hook that drains */
+        OK(cuStreamSynchronize(s));
+        CHECK(allocated(y));
+        CHECK_EQ_U(counter(y), 1);
+        OK(cuMemFree(y));
+        OK(cuGraphExecDestroy(e));
+        check_clean();
+    }
+}
+
+/* The graph ran (its free is due, not yet released; then released): the
+ * program's free of the address is a double free, answered
+ * CUDA_ERROR_INVALID_VALUE, and frees nothing twice. */
+static void refree_after_run(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x = chunk(), keep = chunk();
+    CUgraphExec e = capture_frees(&x, 1, s);
+    run(e, s);
+    CHECK_IS(cuMemFree(x), CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(cuMemFreeAsync(x, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK(!allocated(x));
+    CHECK(allocated(keep));
+    OK(cuMemFree(keep));
+    OK(cuGraphExecDestroy(e));
+    check_clean();
+}
+
+/* Frees CUDA refuses (the wrong kind of free, a destroyed stream, a
+ * synchronous free inside another thread's global capture) change
+ * nothing: the graph's free still frees the memory, once. */
+static void refused_refree(void)
+{
+    setup();
+    CUstream s, dead, other;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&dead, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamDestroy(dead));
+    CUdeviceptr x = chunk();
+    CUgraphExec e = capture_frees(&x, 1, s);
+    CHECK_IS(cuMemFreeHost((void *)(uintptr_t)x), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemFreeAsync(x, dead) != CUDA_SUCCESS);
+    OK(cuStreamBeginCapture(other, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUresult r = cuMemFree(x);   /* synchronous: not allowed during a global capture */
+    CUgraph g;
+    CUresult end = cuStreamEndCapture(other, &g);
+    printf("free during another global capture: %d, its end: %d\n", (int)r, (int)end);
+    CHECK(r != CUDA_SUCCESS);
+    if (end == CUDA_SUCCESS)
+        OK(cuGraphDestroy(g));
+    CHECK(allocated(x));
+    lms_device_stats st;
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.live_chunks[1], 1);         /* still lmshim's managed chunk */
+    run(e, s);
+    check_clean();
+    CHECK(!allocated(x));
+    CHECK_IS(cuMemFree(x), CUDA_ERROR_INVALID_VALUE);
+    OK(cuGraphExecDestroy(e));
+    check_clean();
+}
+
+/* The capture that recorded the free was invalidated (a synchronous free
+ * during a global capture): no graph will ever free the chunk, so the
+ * program's own free must. */
+static void refree_after_invalidated(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x = chunk();
+    CUdeviceptr d;
+    OK(cuMemAlloc(&d, 1 * MiB));               /* on the device */
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuMemFreeAsync(x, s));
+    CHECK(cuMemFree(d) != CUDA_SUCCESS);       /* invalidates the capture */
+    CUgraph g = NULL;
+    CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CHECK(allocated(x));
+    OK(cuMemFree(x));
+    OK(cuMemFree(d));
+    CHECK(!allocated(x));
+    check_clean();
+}
+
+/* Two graphs capture a free of one chunk. Whichever runs first frees it
+ * once; the other, launched after, frees nothing (not the new allocation
+ * at the address); a graph destroyed unlaunched leaves nothing behind. */
+static void free_in_two_graphs(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int first = 0; first < 2; first++) {
+        CUdeviceptr x = chunk();
+        CUgraphExec e[2] = {capture_frees(&x, 1, s), capture_frees(&x, 1, s)};
+        CHECK(allocated(x));
+        run(e[first], s);
+        check_clean();
+        CHECK(!allocated(x));
+        CUdeviceptr y = chunk();
+        run(e[1 - first], s);
+        OK(launch_bump(y, s));                 /* drains */
+        OK(cuStreamSynchronize(s));
+        CHECK(allocated(y));
+        OK(cuMemFree(y));
+        OK(cuGraphExecDestroy(e[0]));
+        OK(cuGraphExecDestroy(e[1]));
+        check_clean();
+    }
+    /* neither launched: the program frees it */
+    CUdeviceptr x = chunk();
+    CUgraphExec a = capture_frees(&x, 1, s), b = capture_frees(&x, 1, s);
+    OK(cuGraphExecDestroy(a));
+    OK(cuGraphExecDestroy(b));
+    OK(cuMemFree(x));
+    CHECK_IS(cuMemFree(x), CUDA_ERROR_INVALID_VALUE);
+    check_clean();
+}
+
+/* One thread releases a graph's many due frees (a memory query drains)
+ * while another frees the same addresses again, allocating nothing in
+ * between: every one of its frees is a double free, answered with an
+ * error however the two threads interleave, and no address is freed twice. */
+enum { FREES = 40, REFREES = 8 };
+static CUdeviceptr freed_by_graph[FREES];
+static atomic_int start_line;
+static atomic_int refree_successes;
+
+static void *drain_job(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(ctx));
+    while (!atomic_load(&start_line))
+        ;
+    size_t f, t;
+    OK(cuMemGetInfo(&f, &t));
+    return NULL;
+}
+
+static void *refree_job(void *arg)
+{
+    int from = *(int *)arg;
+    OK(cuCtxSetCurrent(ctx));
+    while (!atomic_load(&start_line))
+        ;
+    for (int k = 0; k < REFREES; k++)
+        if (cuMemFree(freed_by_graph[from + k]) == CUDA_SUCCESS)
+            atomic_fetch_add(&refree_successes, 1);
+    return NULL;
+}
+
+static void double_free_races_drain(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int round = 0; round < 150; round++) {
+        for (int i = 0; i < FREES; i++)
+            OK(cuMemAlloc(&freed_by_graph[i], 8 * MiB));   /* at the threshold: managed */
+        for (int i = 0; i < REFREES; i++)
+            OK(launch_bump(freed_by_graph[i], s));        /* resident where the policy fetches */
+        OK(cuStreamSynchronize(s));
+        CUgraphExec e = capture_frees(freed_by_graph, FREES, s);
+        run(e, s);                                         /* every free due */
+        int from = (round % 2) ? 0 : FREES - REFREES;      /* released first, or last */
+        atomic_store(&start_line, 0);
+        pthread_t a, b;
+        CHECK(pthread_create(&a, NULL, drain_job, NULL) == 0);
+        CHECK(pthread_create(&b, NULL, refree_job, &from) == 0);
+        atomic_store(&start_line, 1);
+        CHECK(pthread_join(a, NULL) == 0);
+        CHECK(pthread_join(b, NULL) == 0);
+        OK(cuGraphExecDestroy(e));
+        check_clean();
+    }
+    CHECK_EQ_U(atomic_load(&refree_successes), 0);
+}
+
+static const test_case cases[] = {
+    {"refree_before_launch", refree_before_launch},
+    {"refree_after_run", refree_after_run},
+    {"refused_refree", refused_refree},
+    {"refree_after_invalidated", refree_after_invalidated},
+    {"free_in_two_graphs", free_in_two_graphs},
+    {"double_free_races_drain", double_free_races_drain},
+};
+
+TEST_MAIN(cases)
