@@ -45,15 +45,6 @@ static void collect(const lms_chunk *c, void *arg)
     k->v[k->n++] = c->key;
 }
 
-/* True when the driver no longer has an allocation starting at key. */
-static bool driver_forgot(uint64_t key)
-{
-    CUdeviceptr start = 0;
-    CUresult r = lms_drv.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                               (CUdeviceptr)key);
-    return r == CUDA_ERROR_INVALID_VALUE || (r == CUDA_SUCCESS && start != (CUdeviceptr)key);
-}
-
 /* A context went away: forgets the residency engine's streams and events
  * made in it (ctx may be NULL when unknown), then drops every chunk whose
  * memory the driver freed with it. */
@@ -66,14 +57,14 @@ static void context_gone(CUcontext ctx)
     }
     if (!lms_drv.cuPointerGetAttribute)
         return;
-    lms_capture_context_gone(driver_forgot);   /* frees deferred in a capture: out of the map already */
+    lms_capture_context_gone(lms_place_driver_forgot);   /* frees deferred in a capture: out of the map already */
     key_list k = {0};
     lms_chunks_foreach(collect, &k);
     size_t dropped = 0;
     for (size_t i = 0; i < k.n; i++) {
         lms_chunk c;
         /* Out of the map first: a free racing with it finds no chunk. */
-        if (driver_forgot(k.v[i]) && lms_chunks_remove(k.v[i], &c)) {
+        if (lms_place_driver_forgot(k.v[i]) && lms_chunks_remove(k.v[i], &c)) {
             lms_place_gone(&c);
             dropped++;
         }

@@ -61,7 +61,9 @@ void sim_ctx_free_resources(CUcontext ctx)
     pthread_mutex_unlock(&sim_lock);
 }
 
-/* The calling thread's current context; INVALID_CONTEXT when there is none. */
+/* The calling thread's current context; INVALID_CONTEXT when there is
+ * none, CONTEXT_IS_DESTROYED when another thread destroyed it (CUDA's
+ * answer; the handle is not read then). */
 CUresult sim_current_ctx(CUcontext *out)
 {
     CUresult r = sim_check_init();
@@ -69,6 +71,8 @@ CUresult sim_current_ctx(CUcontext *out)
         return r;
     if (ctx_depth == 0 || !ctx_stack[ctx_depth - 1])
         return CUDA_ERROR_INVALID_CONTEXT;
+    if (!sim_ctx_valid(ctx_stack[ctx_depth - 1]))
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     *out = ctx_stack[ctx_depth - 1];
     return CUDA_SUCCESS;
 }

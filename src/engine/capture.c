@@ -15,6 +15,7 @@
 #include "capture.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -171,30 +172,57 @@ static void end_siblings(const deferred *d)
     }
 }
 
+/* A claimed record as it was before the claim: captured, or due when its
+ * node ran meanwhile. Under lock. */
+static void unclaim(deferred *d)
+{
+    int st = CLAIMED;
+    if (atomic_compare_exchange_strong(&d->state, &st, CAPTURED))
+        return;
+    if (st == CLAIMED_DUE) {
+        atomic_store(&d->state, DUE);
+        atomic_fetch_add(&due, 1);
+    }
+}
+
 lms_claim lms_capture_claim(uint64_t key, lms_chunk *c)
 {
     if (atomic_load(&listed) == 0)
         return LMS_CLAIM_NONE;
-    lms_claim out = LMS_CLAIM_NONE;
-    pthread_mutex_lock(&lock);
-    for (deferred *d = list; d; d = d->next)
-        if (d->chunk.key == key && atomic_load(&d->state) != CAPTURED)
-            out = LMS_CLAIM_TWICE;   /* its free ran (or runs, or another free holds it) */
-    for (deferred *d = list; d && out != LMS_CLAIM_TWICE; d = d->next) {
-        int expect = CAPTURED;
-        if (d->chunk.key != key)
-            continue;
-        if (!atomic_compare_exchange_strong(&d->state, &expect, CLAIMED)) {
-            out = LMS_CLAIM_TWICE;   /* its node ran just now */
-            break;
+    for (;;) {
+        bool busy = false, ran = false, held = false;
+        pthread_mutex_lock(&lock);
+        for (deferred *d = list; d; d = d->next) {
+            if (d->chunk.key != key)
+                continue;
+            int st = atomic_load(&d->state);
+            busy |= st == RELEASING || st == CLAIMED || st == CLAIMED_DUE;
+            ran |= st == DUE;
+            held |= st == CAPTURED;
         }
-        *c = d->chunk;
-        out = LMS_CLAIM_TAKEN;
+        if (!busy && !ran && held) {
+            for (deferred *d = list; d && !ran; d = d->next) {
+                int expect = CAPTURED;
+                if (d->chunk.key != key)
+                    continue;
+                if (atomic_compare_exchange_strong(&d->state, &expect, CLAIMED))
+                    *c = d->chunk;
+                else
+                    ran = true;   /* its node ran just now */
+            }
+            for (deferred *d = ran ? list : NULL; d; d = d->next)
+                if (d->chunk.key == key)
+                    unclaim(d);   /* no other claim holds this key: only this one's */
+        }
+        pthread_mutex_unlock(&lock);
+        if (!busy)
+            return ran ? LMS_CLAIM_TWICE : held ? LMS_CLAIM_TAKEN : LMS_CLAIM_NONE;
+        /* Another free of the address is under way (a drain's, or the
+         * program's on another thread): its outcome decides, and once its
+         * memory went back the driver may have handed the address out
+         * again, so the records seen now may be of the memory before. */
+        sched_yield();
     }
-    pthread_mutex_unlock(&lock);
-    if (out == LMS_CLAIM_TWICE)
-        lms_capture_claim_end(key, false);   /* those claimed above, as they were */
-    return out;
 }
 
 void lms_capture_claim_end(uint64_t key, bool freed)
@@ -212,13 +240,7 @@ void lms_capture_claim_end(uint64_t key, bool freed)
             retire(pp, d);
             continue;
         }
-        /* Still the program's: as it was, and due when its node ran meanwhile. */
-        while (st == CLAIMED && !atomic_compare_exchange_weak(&d->state, &st, CAPTURED))
-            ;
-        if (st == CLAIMED_DUE) {
-            atomic_store(&d->state, DUE);
-            atomic_fetch_add(&due, 1);
-        }
+        unclaim(d);   /* still the program's */
         pp = &d->next;
     }
     pthread_mutex_unlock(&lock);
@@ -291,7 +313,7 @@ void lms_capture_drain(void)
         /* Taken under the lock, freed outside it (no lock held across a
          * driver call, which may take the driver's own). A taken record
          * stays listed until its memory is gone: a free of its address
-         * meanwhile is a double free (lms_capture_claim). */
+         * meanwhile waits for it (lms_capture_claim). */
         deferred *batch[32];
         int n = 0;
         pthread_mutex_lock(&lock);
@@ -316,13 +338,13 @@ void lms_capture_drain(void)
                         (unsigned long long)d->chunk.key, (int)r);
                 lms_place_gone(&d->chunk);
             }
+            /* Off the list at once: a free of the address waits meanwhile,
+             * and the driver may hand it out again now. */
+            pthread_mutex_lock(&lock);
+            atomic_store(&d->state, RELEASED);
+            retire_listed(d);
+            pthread_mutex_unlock(&lock);
         }
-        pthread_mutex_lock(&lock);
-        for (int i = 0; i < n; i++) {
-            atomic_store(&batch[i]->state, RELEASED);
-            retire_listed(batch[i]);
-        }
-        pthread_mutex_unlock(&lock);
     }
     lms_place_launch_end();
     lms_capture_restore(mode);

@@ -276,6 +276,15 @@ CUresult lms_place_release(const lms_chunk *c)
     return r;
 }
 
+bool lms_place_driver_forgot(uint64_t key)
+{
+    CUdeviceptr start = 0;
+    if (!lms_drv.cuPointerGetAttribute)
+        return false;
+    CUresult r = lms_drv.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)key);
+    return r == CUDA_ERROR_INVALID_VALUE || (r == CUDA_SUCCESS && start != (CUdeviceptr)key);
+}
+
 /* The real free of an address lmshim does not track: CUDA answers. */
 static CUresult pass_free(CUdeviceptr p, const lms_free_op *op)
 {
@@ -346,13 +355,17 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
         break;
     }
     lms_capture_restore(mode);
-    if (r != CUDA_SUCCESS) {
-        if (!held)
-            lms_chunks_insert(&c);  /* still allocated: as it was */
+    /* A failed free leaves the chunk as it was, unless the memory went all
+     * the same: a program's second free of the address on another thread,
+     * which found no chunk and went to the driver, got there first (and
+     * the address may even be another chunk's by now). */
+    if (r != CUDA_SUCCESS && !lms_place_driver_forgot(p) && (held || lms_chunks_insert(&c))) {
         lms_residency_put_back(res);
         return r;
     }
     finish_free(&c, res);
+    if (r != CUDA_SUCCESS)
+        return r;
     *freed = true;
     return CUDA_SUCCESS;
 }

@@ -45,6 +45,10 @@ typedef struct lms_free_op {
  * and residency change only once the real free succeeded. */
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op);
 
+/* True when the driver no longer has an allocation starting at `key`
+ * (asked with cuPointerGetAttribute; false when it cannot be asked). */
+bool lms_place_driver_forgot(uint64_t key);
+
 /* Frees an off-device chunk whose free a capture deferred (capture.c; it
  * is already out of the chunk map): the memory, then its residency entry
  * and charge. On an error they stay and the error is returned. */

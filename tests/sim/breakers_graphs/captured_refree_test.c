@@ -267,6 +267,105 @@ static void double_free_races_drain(void)
     CHECK_EQ_U(atomic_load(&refree_successes), 0);
 }
 
+/* Threads each allocate a chunk, capture its free into a graph (their
+ * own thread-local captures), free it themselves, then launch the graph:
+ * a correct program. The driver hands one thread's freed address to
+ * another thread at once, so a free of a new chunk meets the records of
+ * the chunk before it at that address, perhaps while that chunk's free is
+ * still under way: every free must succeed, and no graph may free a chunk
+ * it did not capture. */
+enum { OWN_THREADS = 8, OWN_ROUNDS = 300 };
+static atomic_int own_refused;
+
+static void *own_free_job(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(ctx));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < OWN_ROUNDS; i++) {
+        CUdeviceptr x = chunk();
+        OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        OK(cuMemFreeAsync(x, s));
+        CUgraph g;
+        OK(cuStreamEndCapture(s, &g));
+        CUgraphExec e;
+        OK(cuGraphInstantiate(&e, g, 0));
+        OK(cuGraphDestroy(g));
+        if (cuMemFree(x) != CUDA_SUCCESS)
+            atomic_fetch_add(&own_refused, 1);
+        run(e, s);
+        OK(cuGraphExecDestroy(e));
+    }
+    OK(cuStreamDestroy(s));
+    return NULL;
+}
+
+static void own_frees_threads(void)
+{
+    setup();
+    pthread_t t[OWN_THREADS];
+    for (int i = 0; i < OWN_THREADS; i++)
+        CHECK(pthread_create(&t[i], NULL, own_free_job, NULL) == 0);
+    for (int i = 0; i < OWN_THREADS; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    CHECK_EQ_U(atomic_load(&own_refused), 0);
+    check_clean();
+}
+
+/* Two threads free one chunk at once (a program's double free), with or
+ * without a graph holding a free of it that never runs before: exactly one
+ * free succeeds, the chunk is dropped once, and the graph launched after
+ * frees nothing (not the next chunk at the address). */
+static CUdeviceptr contested;
+static atomic_int contest_ready, contest_go;
+static CUresult contest_result[2];
+
+static void *contest_job(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    OK(cuCtxSetCurrent(ctx));
+    atomic_fetch_add(&contest_ready, 1);
+    while (!atomic_load(&contest_go))
+        ;
+    contest_result[me] = cuMemFree(contested);
+    return NULL;
+}
+
+static void two_frees_race(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int round = 0; round < 400; round++) {
+        bool graph = round % 2;
+        contested = chunk();
+        CUgraphExec e = graph ? capture_frees(&contested, 1, s) : NULL;
+        atomic_store(&contest_ready, 0);
+        atomic_store(&contest_go, 0);
+        pthread_t t[2];
+        for (intptr_t i = 0; i < 2; i++)
+            CHECK(pthread_create(&t[i], NULL, contest_job, (void *)i) == 0);
+        while (atomic_load(&contest_ready) < 2)
+            ;
+        atomic_store(&contest_go, 1);
+        for (int i = 0; i < 2; i++)
+            CHECK(pthread_join(t[i], NULL) == 0);
+        CHECK_EQ_U((contest_result[0] == CUDA_SUCCESS) + (contest_result[1] == CUDA_SUCCESS), 1);
+        check_clean();
+        if (e) {
+            CUdeviceptr y = chunk();
+            run(e, s);
+            OK(launch_bump(y, s));     /* drains */
+            OK(cuStreamSynchronize(s));
+            CHECK(allocated(y));
+            OK(cuMemFree(y));
+            OK(cuGraphExecDestroy(e));
+            check_clean();
+        }
+    }
+}
+
 static const test_case cases[] = {
     {"refree_before_launch", refree_before_launch},
     {"refree_after_run", refree_after_run},
@@ -274,6 +373,8 @@ static const test_case cases[] = {
     {"refree_after_invalidated", refree_after_invalidated},
     {"free_in_two_graphs", free_in_two_graphs},
     {"double_free_races_drain", double_free_races_drain},
+    {"own_frees_threads", own_frees_threads},
+    {"two_frees_race", two_frees_race},
 };
 
 TEST_MAIN(cases)

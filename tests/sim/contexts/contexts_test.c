@@ -131,6 +131,43 @@ static void sim_ctx_destroy(void)
     CHECK_EQ_U(sim_used(0), 0);
 }
 
+/* The thread of destroyed_elsewhere: its current context is destroyed by
+ * the main thread between the two steps. */
+static atomic_int elsewhere_step;
+static CUresult elsewhere_info, elsewhere_alloc;
+
+static void *elsewhere_job(void *arg)
+{
+    OK(cuCtxSetCurrent(arg));
+    atomic_store(&elsewhere_step, 1);
+    while (atomic_load(&elsewhere_step) != 2)
+        ;
+    size_t f, t;
+    CUdeviceptr p;
+    elsewhere_info = cuMemGetInfo(&f, &t);
+    elsewhere_alloc = cuMemAlloc(&p, 1 * MiB);
+    return NULL;
+}
+
+/* A context destroyed by another thread while current here: the calls
+ * that need a context answer CUDA_ERROR_CONTEXT_IS_DESTROYED (the handle
+ * is gone: reading it was a use after free). */
+static void sim_destroyed_elsewhere(void)
+{
+    primary_context(0);
+    CUcontext mine;
+    OK(cuCtxCreate(&mine, NULL, 0, 0));
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, elsewhere_job, mine) == 0);
+    while (atomic_load(&elsewhere_step) != 1)
+        ;
+    OK(cuCtxDestroy(mine));
+    atomic_store(&elsewhere_step, 2);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_IS(elsewhere_info, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_IS(elsewhere_alloc, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+}
+
 /* Only the release that takes the retain count to zero frees. */
 static void sim_last_release(void)
 {
@@ -586,6 +623,7 @@ static const test_case cases[] = {
     {"sim_ctx_destroy", sim_ctx_destroy},
     {"sim_last_release", sim_last_release},
     {"sim_device_reset", sim_device_reset},
+    {"sim_destroyed_elsewhere", sim_destroyed_elsewhere},
     {"shim_primary_reset", shim_primary_reset},
     {"shim_device_reset", shim_device_reset},
     {"shim_ctx_destroy", shim_ctx_destroy},
