@@ -185,6 +185,21 @@ static void unclaim(deferred *d)
     }
 }
 
+bool lms_capture_holds(uint64_t key, lms_chunk *c)
+{
+    if (atomic_load(&listed) == 0)
+        return false;
+    bool found = false;
+    pthread_mutex_lock(&lock);
+    for (deferred *d = list; d && !found; d = d->next)
+        if (d->chunk.key == key && atomic_load(&d->state) == CAPTURED) {
+            *c = d->chunk;
+            found = true;
+        }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
 lms_claim lms_capture_claim(uint64_t key, lms_chunk *c)
 {
     if (atomic_load(&listed) == 0)
@@ -332,11 +347,15 @@ void lms_capture_drain(void)
             deferred *d = batch[i];
             CUresult r = lms_place_release(&d->chunk);   /* memory, entry and charge */
             if (r != CUDA_SUCCESS) {
-                /* The driver no longer has it (freed behind lmshim's back):
-                 * its bookkeeping goes, as a context's end would drop it. */
-                lms_log(LMS_LEVEL_WARN, "captured free of 0x%llx failed (error %d): dropped",
-                        (unsigned long long)d->chunk.key, (int)r);
-                lms_place_gone(&d->chunk);
+                /* Freed behind lmshim's back: its bookkeeping goes, as a
+                 * context's end would drop it. Still allocated: a chunk in
+                 * the map again, for the program's free or its context's
+                 * end. */
+                bool gone = lms_place_driver_forgot(d->chunk.key);
+                lms_log(LMS_LEVEL_WARN, "captured free of 0x%llx failed (error %d): %s",
+                        (unsigned long long)d->chunk.key, (int)r, gone ? "dropped" : "kept");
+                if (gone || !lms_chunks_insert(&d->chunk))
+                    lms_place_gone(&d->chunk);
             }
             /* Off the list at once: a free of the address waits meanwhile,
              * and the driver may hand it out again now. */

@@ -60,6 +60,11 @@ typedef enum lms_claim {
     LMS_CLAIM_TAKEN,   /* captured frees hold it and none ran: the program frees it itself */
 } lms_claim;
 
+/* True when a captured free that has not run holds `key` (the chunk is
+ * copied to *c): the memory is still the program's. One atomic load when
+ * no captured free is pending. */
+bool lms_capture_holds(uint64_t key, lms_chunk *c);
+
 /* A free of `key`, which is not in the chunk map: when captured frees of
  * it exist and none has run (their graphs not launched, destroyed, or
  * their capture invalidated), the memory is still the program's. Then

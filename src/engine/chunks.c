@@ -21,6 +21,8 @@ typedef struct shard {
     size_t cap;           /* a power of two, or 0 */
     size_t used;          /* live + tombstones */
     size_t live;
+    uint64_t *taken;      /* keys taken by frees under way (a multiset), owned by the shard */
+    size_t ntaken, captaken;
 } shard;
 
 static shard shards[SHARDS] = {[0 ... SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
@@ -114,6 +116,61 @@ static bool lookup(uint64_t key, lms_chunk *out, bool remove)
 
 bool lms_chunks_find(uint64_t key, lms_chunk *out) { return lookup(key, out, false); }
 
+/* Whether key is in s's taken multiset (under its lock). */
+static bool is_taken(const shard *s, uint64_t key)
+{
+    for (size_t i = 0; i < s->ntaken; i++)
+        if (s->taken[i] == key)
+            return true;
+    return false;
+}
+
+lms_take lms_chunks_take(uint64_t key, lms_chunk *out, bool remove)
+{
+    shard *s = shard_of(key);
+    pthread_mutex_lock(&s->lock);
+    lms_take t = LMS_TAKE_NONE;
+    size_t i = s->cap ? probe(s, key, false) : 0;
+    if (s->cap && s->slots[i].key == key) {
+        *out = s->slots[i];
+        t = LMS_TAKE_FOUND;
+        if (remove) {
+            if (s->ntaken == s->captaken) {
+                size_t ncap = s->captaken ? s->captaken * 2 : 8;
+                uint64_t *n = realloc(s->taken, ncap * sizeof *n);
+                if (n) {
+                    s->taken = n;
+                    s->captaken = ncap;
+                }
+            }
+            if (s->ntaken < s->captaken)
+                s->taken[s->ntaken++] = key;   /* else (no memory) taken unmarked, as a plain remove */
+            s->slots[i].key = TOMB;
+            s->live--;
+        }
+    } else if (is_taken(s, key)) {
+        t = LMS_TAKE_BUSY;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return t;
+}
+
+bool lms_chunks_settle(uint64_t key, const lms_chunk *back)
+{
+    shard *s = shard_of(key);
+    bool ok = true;
+    if (back)
+        ok = lms_chunks_insert(back);   /* before the mark goes: no moment without either */
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->ntaken; i++)
+        if (s->taken[i] == key) {
+            s->taken[i] = s->taken[--s->ntaken];
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
 bool lms_chunks_remove(uint64_t key, lms_chunk *out) { return lookup(key, out, true); }
 
 void lms_chunks_foreach(void (*fn)(const lms_chunk *c, void *ctx), void *ctx)
@@ -152,6 +209,8 @@ void lms_chunks_unlock_all(void)
 
 void lms_chunks_reset_locks(void)
 {
-    for (int i = 0; i < SHARDS; i++)
+    for (int i = 0; i < SHARDS; i++) {
         pthread_mutex_init(&shards[i].lock, NULL);
+        shards[i].ntaken = 0;   /* no free is under way in a fresh child (none is at a fork) */
+    }
 }

@@ -5,6 +5,7 @@
 #include "place.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "account.h"
 #include "arenas.h"
@@ -291,56 +292,58 @@ static CUresult pass_free(CUdeviceptr p, const lms_free_op *op)
     return op->async_free ? op->async_free(p, op->stream) : op->sync_free(p);
 }
 
-/* Frees chunk c at p. `held`: c is out of the chunk map already, held by
- * lms_capture_claim for this free (a captured free of it never ran);
- * otherwise c was found in the map, and taking it out decides between
- * two frees racing. *freed says whether the memory went back (not when
- * the free failed, or a capture deferred it). */
-static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bool held, bool *freed)
+/* True for a chunk whose stream-ordered free waits for its stream: one
+ * lmshim placed off the device (not pool memory). */
+static bool off_device(const lms_chunk *c)
+{
+    return c->place == LMS_PLACE_MANAGED || c->place == LMS_PLACE_HOST;
+}
+
+/* Frees chunk c at p (its stream, for a stream-ordered free, already
+ * waited for: lms_place_free). `held`: c is out of the chunk map already,
+ * held by lms_capture_claim for this free (a captured free of it never
+ * ran); otherwise c was found in the map and is taken out of it here,
+ * marked as being freed until the outcome is known, so a second free of
+ * the address meanwhile waits for it (*retry when the chunk went
+ * meanwhile: the caller looks again). *freed says whether the memory went
+ * back (not when the free failed, or a capture deferred it). */
+static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bool held, bool *freed,
+                           bool *retry)
 {
     bool async = op->async_free != NULL;
-    *freed = false;
+    *freed = *retry = false;
     /* CUDA frees pinned host memory only with cuMemFreeHost and device
      * memory only with a device free; lmshim's placement does not change
      * what the program holds. */
     if (op->host_free != (c.place == LMS_PLACE_PINNED))
         return CUDA_ERROR_INVALID_VALUE;
-    bool off = c.place == LMS_PLACE_MANAGED || c.place == LMS_PLACE_HOST;
+    bool off = off_device(&c);
     /* On a capturing stream nothing may synchronize: the free becomes part
      * of the capture instead (capture.c). */
     bool captured = off && async && lms_capture_busy(op->stream);
-    /* A stream-ordered free is allowed during any capture; the synchronize
-     * and the free made in its place are not, unless the thread's mode is
-     * relaxed (another thread's global capture stays valid). */
-    lms_capture_mode mode = {0};
-    if (off && async && !captured)
-        mode = lms_capture_relax();
-    CUresult r;
-    if (off && async && !captured && lms_drv.cuStreamSynchronize) {
-        /* Not pool memory: a stream-ordered free waits for the stream,
-         * before anything is taken down. */
-        r = lms_drv.cuStreamSynchronize(op->stream);
-        if (r != CUDA_SUCCESS) {
-            lms_capture_restore(mode);
-            return r;
-        }
-    }
     /* Out of the map before the real free: once the driver has the address
      * back it may hand it out again, to another thread, at once. */
-    if (!held && !lms_chunks_remove(p, &c)) {
-        lms_capture_restore(mode);
-        return pass_free(p, op);   /* freed meanwhile */
+    if (!held && lms_chunks_take(p, &c, true) != LMS_TAKE_FOUND) {
+        *retry = true;   /* freed, or being freed, meanwhile */
+        return CUDA_SUCCESS;
     }
+    CUresult r;
     if (captured) {
         /* The memory stays until a launch of the graph passes the free, and
          * so do its residency entry (still fetched and evicted) and its
          * charge: lms_place_released finishes the free then. */
         if (!lms_capture_free_async(&c, op->stream, &r))
             r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
-        if (r != CUDA_SUCCESS && !held)
-            lms_chunks_insert(&c);   /* still allocated: as it was */
+        if (!held)
+            lms_chunks_settle(p, r == CUDA_SUCCESS ? NULL : &c);   /* listed, or as it was */
         return r;
     }
+    /* A stream-ordered free is allowed during any capture; the free made
+     * in its place is not, unless the thread's mode is relaxed (another
+     * thread's global capture stays valid). */
+    lms_capture_mode mode = {0};
+    if (off && async)
+        mode = lms_capture_relax();
     lms_res_chunk *res = c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM)
                              ? lms_residency_take(p) : NULL;
     switch (c.place) {
@@ -356,53 +359,90 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
     }
     lms_capture_restore(mode);
     /* A failed free leaves the chunk as it was, unless the memory went all
-     * the same: a program's second free of the address on another thread,
-     * which found no chunk and went to the driver, got there first (and
-     * the address may even be another chunk's by now). */
-    if (r != CUDA_SUCCESS && !lms_place_driver_forgot(p) && (held || lms_chunks_insert(&c))) {
+     * the same (freed behind lmshim's back). */
+    if (r != CUDA_SUCCESS && !lms_place_driver_forgot(p)) {
         lms_residency_put_back(res);
+        if (!held)
+            lms_chunks_settle(p, &c);   /* still allocated: as it was */
         return r;
     }
     finish_free(&c, res);
-    if (r != CUDA_SUCCESS)
-        return r;
+    if (!held)
+        lms_chunks_settle(p, NULL);
     *freed = true;
-    return CUDA_SUCCESS;
+    return r;
 }
 
 /* lms_place_free under the context lock. */
 static CUresult place_free(CUdeviceptr p, const lms_free_op *op)
 {
-    lms_chunk c;
-    bool freed;
-    if (p && lms_chunks_find(p, &c))
-        return free_chunk(p, c, op, false, &freed);
     if (!p)
         return pass_free(p, op);
-    /* Not in the map: a captured free may hold it (capture.c). */
-    switch (lms_capture_claim(p, &c)) {
-    case LMS_CLAIM_NONE:
-        return pass_free(p, op);
-    case LMS_CLAIM_TWICE:
-        return CUDA_ERROR_INVALID_VALUE;   /* a graph freed it: CUDA's answer to a double free */
-    case LMS_CLAIM_TAKEN:
-        break;
+    for (;;) {
+        lms_chunk c;
+        bool freed, retry;
+        CUresult r;
+        switch (lms_chunks_take(p, &c, false)) {
+        case LMS_TAKE_FOUND:
+            r = free_chunk(p, c, op, false, &freed, &retry);
+            if (!retry)
+                return r;
+            continue;
+        case LMS_TAKE_BUSY:
+            sched_yield();   /* another free of the address decides first */
+            continue;
+        case LMS_TAKE_NONE:
+            break;
+        }
+        /* Not in the map: a captured free may hold it (capture.c). */
+        switch (lms_capture_claim(p, &c)) {
+        case LMS_CLAIM_NONE:
+            return pass_free(p, op);
+        case LMS_CLAIM_TWICE:
+            return CUDA_ERROR_INVALID_VALUE;   /* a graph freed it: CUDA's answer to a double free */
+        case LMS_CLAIM_TAKEN:
+            break;
+        }
+        /* Its captured frees never ran: the memory is the program's to free
+         * (or to capture a free of again). */
+        r = free_chunk(p, c, op, true, &freed, &retry);
+        lms_capture_claim_end(p, freed);
+        return r;
     }
-    /* Its captured frees never ran: the memory is the program's to free
-     * (or to capture a free of again). */
-    CUresult r = free_chunk(p, c, op, true, &freed);
-    lms_capture_claim_end(p, freed);
+}
+
+/* Waits for `stream` before the stream-ordered free of an off-device
+ * chunk at p (not pool memory), outside the context lock: a fork waits for
+ * that lock, and the stream may be waiting for the forking thread. Nothing
+ * to wait for on a capturing stream (the free joins the capture) or for
+ * another placement. The thread's capture mode is relaxed meanwhile. */
+static CUresult wait_stream(CUdeviceptr p, const lms_free_op *op)
+{
+    lms_chunk c;
+    bool off = op->async_free && p && lms_chunks_find(p, &c) && off_device(&c);
+    if (!off) {
+        /* Held by a captured free that never ran: the same wait. */
+        off = op->async_free && p && lms_capture_holds(p, &c) && off_device(&c);
+    }
+    if (!off || !lms_drv.cuStreamSynchronize || lms_capture_busy(op->stream))
+        return CUDA_SUCCESS;
+    lms_capture_mode mode = lms_capture_relax();
+    CUresult r = lms_drv.cuStreamSynchronize(op->stream);
+    lms_capture_restore(mode);
     return r;
 }
 
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
 {
     lms_capture_drain();   /* before the lock: a drain takes it itself */
+    CUresult r = wait_stream(p, op);
+    if (r != CUDA_SUCCESS)
+        return r;
     /* Shared, as a placement: a context's end cannot sweep between this
      * free's removal of a chunk and its putting back after a failed real
      * free (the chunk would outlive its memory, charged). */
     pthread_rwlock_rdlock(&ctx_lock);
-    CUresult r = place_free(p, op);
+    r = place_free(p, op);
     pthread_rwlock_unlock(&ctx_lock);
     return r;
 }

@@ -1,7 +1,8 @@
 /*
  * captured_refree_test.c — liblmshim.so (LD_PRELOAD, settings in
  * meson.build) in front of programs that free, themselves, an address whose
- * stream-ordered free a capture recorded into a graph. While no launch of
+ * stream-ordered free a capture recorded into a graph, or free one address
+ * on two threads at once. While no launch of
  * the graph has passed that free, the memory is still the program's: its
  * own free must succeed and give the charge back, and a later launch must
  * not free the address again (the driver may have handed it out anew).
@@ -366,6 +367,135 @@ static void two_frees_race(void)
     }
 }
 
+/* One thread captures a free of a chunk (its own thread-local capture,
+ * the graph never launched before) while another frees the chunk itself,
+ * with either free call: no launch has passed the captured free, so the
+ * program's free always succeeds, and the graph, launched after, frees
+ * nothing (not the next chunk at the address). The captured free answers
+ * success when it came first, else CUDA's answer for memory gone. */
+static CUdeviceptr raced;
+static CUstream capture_stream, free_stream;
+static CUgraphExec raced_graph;
+static CUresult own_result;
+static bool own_async;
+static atomic_int race_ready, race_go;
+
+static void *capture_side(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(ctx));
+    atomic_fetch_add(&race_ready, 1);
+    while (!atomic_load(&race_go))
+        ;
+    OK(cuStreamBeginCapture(capture_stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CUresult r = cuMemFreeAsync(raced, capture_stream);
+    CUgraph g = NULL;
+    CUresult end = cuStreamEndCapture(capture_stream, &g);
+    raced_graph = NULL;
+    if (end == CUDA_SUCCESS) {
+        if (r == CUDA_SUCCESS)
+            OK(cuGraphInstantiate(&raced_graph, g, 0));
+        OK(cuGraphDestroy(g));
+    }
+    return NULL;
+}
+
+static void *free_side(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(ctx));
+    atomic_fetch_add(&race_ready, 1);
+    while (!atomic_load(&race_go))
+        ;
+    own_result = own_async ? cuMemFreeAsync(raced, free_stream) : cuMemFree(raced);
+    return NULL;
+}
+
+static void capture_races_own_free(void)
+{
+    setup();
+    OK(cuStreamCreate(&capture_stream, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&free_stream, CU_STREAM_NON_BLOCKING));
+    int captured = 0;
+    for (int round = 0; round < 600; round++) {
+        own_async = round % 2;
+        raced = chunk();
+        atomic_store(&race_ready, 0);
+        atomic_store(&race_go, 0);
+        pthread_t a, b;
+        CHECK(pthread_create(&a, NULL, capture_side, NULL) == 0);
+        CHECK(pthread_create(&b, NULL, free_side, NULL) == 0);
+        while (atomic_load(&race_ready) < 2)
+            ;
+        atomic_store(&race_go, 1);
+        CHECK(pthread_join(a, NULL) == 0);
+        CHECK(pthread_join(b, NULL) == 0);
+        OK(cuStreamSynchronize(free_stream));
+        CHECK_IS(own_result, CUDA_SUCCESS);
+        check_clean();
+        if (raced_graph) {
+            captured++;
+            CUdeviceptr y = chunk();
+            run(raced_graph, capture_stream);
+            OK(launch_bump(y, capture_stream));   /* drains */
+            OK(cuStreamSynchronize(capture_stream));
+            CHECK(allocated(y));
+            OK(cuMemFree(y));
+            OK(cuGraphExecDestroy(raced_graph));
+            check_clean();
+        }
+    }
+    printf("captured before the program's free: %d of 600\n", captured);
+}
+
+/* A free of the wrong kind (cuMemFreeHost of a cuMemAlloc pointer) racing
+ * the right one: the right one succeeds and the wrong one is
+ * CUDA_ERROR_INVALID_VALUE, whichever comes first. Run with LMS_MODE=host:
+ * the chunk is pinned host memory, which the driver's cuMemFreeHost would
+ * free. The window is narrow: many rounds. */
+static void *wrong_kind_side(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(ctx));
+    atomic_fetch_add(&race_ready, 1);
+    while (!atomic_load(&race_go))
+        ;
+    contest_result[1] = cuMemFreeHost((void *)(uintptr_t)raced);
+    return NULL;
+}
+
+static void *right_kind_side(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(ctx));
+    atomic_fetch_add(&race_ready, 1);
+    while (!atomic_load(&race_go))
+        ;
+    contest_result[0] = cuMemFree(raced);
+    return NULL;
+}
+
+static void wrong_kind_races_free(void)
+{
+    setup();
+    for (int round = 0; round < 3000; round++) {
+        raced = chunk();
+        atomic_store(&race_ready, 0);
+        atomic_store(&race_go, 0);
+        pthread_t a, b;
+        CHECK(pthread_create(&a, NULL, right_kind_side, NULL) == 0);
+        CHECK(pthread_create(&b, NULL, wrong_kind_side, NULL) == 0);
+        while (atomic_load(&race_ready) < 2)
+            ;
+        atomic_store(&race_go, 1);
+        CHECK(pthread_join(a, NULL) == 0);
+        CHECK(pthread_join(b, NULL) == 0);
+        CHECK_IS(contest_result[0], CUDA_SUCCESS);
+        CHECK(contest_result[1] != CUDA_SUCCESS);
+        check_clean();
+    }
+}
+
 static const test_case cases[] = {
     {"refree_before_launch", refree_before_launch},
     {"refree_after_run", refree_after_run},
@@ -375,6 +505,8 @@ static const test_case cases[] = {
     {"double_free_races_drain", double_free_races_drain},
     {"own_frees_threads", own_frees_threads},
     {"two_frees_race", two_frees_race},
+    {"capture_races_own_free", capture_races_own_free},
+    {"wrong_kind_races_free", wrong_kind_races_free},
 };
 
 TEST_MAIN(cases)
