@@ -361,6 +361,8 @@ SIM_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
 SIM_EXPORT CUresult cuMemFreeHost(void *p)
 {
     CUresult r = sim_check_init();
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_unsafe_call();   /* synchronizes, as cuMemFree: refused in capture */
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);

@@ -82,13 +82,13 @@ lms_array_room lms_arrays_make_room(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigne
     uint64_t charge = lms_charge_of(bytes);
     if (charge > a->budget)
         return none;   /* no room can be made: nothing leaves in vain */
-    lms_place_launch_begin();   /* reclaiming evicts: no context ends meanwhile */
+    lms_place_shared_begin();   /* reclaiming evicts: no context ends meanwhile */
     bool held = lms_residency_reserve(device, charge);   /* fetched chunks make way */
     /* What still leaves goes first; with LMS_ON_OOM=fail an array without
      * room is refused once the driver made it: no wait for it. */
     if (held || lms_opt.on_oom != LMS_ON_OOM_FAIL)
         lms_residency_settle_room(device, held ? 0 : charge);
-    lms_place_launch_end();
+    lms_place_shared_end();
     return held ? (lms_array_room){.device = device, .charge = charge} : none;
 }
 

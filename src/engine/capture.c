@@ -15,7 +15,6 @@
 #include "capture.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -192,7 +191,7 @@ bool lms_capture_holds(uint64_t key, lms_chunk *c)
     bool found = false;
     pthread_mutex_lock(&lock);
     for (deferred *d = list; d && !found; d = d->next)
-        if (d->chunk.key == key && atomic_load(&d->state) == CAPTURED) {
+        if (d->chunk.key == key) {
             *c = d->chunk;
             found = true;
         }
@@ -204,40 +203,32 @@ lms_claim lms_capture_claim(uint64_t key, lms_chunk *c)
 {
     if (atomic_load(&listed) == 0)
         return LMS_CLAIM_NONE;
-    for (;;) {
-        bool busy = false, ran = false, held = false;
-        pthread_mutex_lock(&lock);
-        for (deferred *d = list; d; d = d->next) {
+    bool busy = false, ran = false, held = false;
+    pthread_mutex_lock(&lock);
+    for (deferred *d = list; d; d = d->next) {
+        if (d->chunk.key != key)
+            continue;
+        int st = atomic_load(&d->state);
+        busy |= st == RELEASING || st == CLAIMED || st == CLAIMED_DUE;
+        ran |= st == DUE;
+        held |= st == CAPTURED;
+    }
+    if (!busy && !ran && held) {
+        for (deferred *d = list; d && !ran; d = d->next) {
+            int expect = CAPTURED;
             if (d->chunk.key != key)
                 continue;
-            int st = atomic_load(&d->state);
-            busy |= st == RELEASING || st == CLAIMED || st == CLAIMED_DUE;
-            ran |= st == DUE;
-            held |= st == CAPTURED;
+            if (atomic_compare_exchange_strong(&d->state, &expect, CLAIMED))
+                *c = d->chunk;
+            else
+                ran = true;   /* its node ran just now */
         }
-        if (!busy && !ran && held) {
-            for (deferred *d = list; d && !ran; d = d->next) {
-                int expect = CAPTURED;
-                if (d->chunk.key != key)
-                    continue;
-                if (atomic_compare_exchange_strong(&d->state, &expect, CLAIMED))
-                    *c = d->chunk;
-                else
-                    ran = true;   /* its node ran just now */
-            }
-            for (deferred *d = ran ? list : NULL; d; d = d->next)
-                if (d->chunk.key == key)
-                    unclaim(d);   /* no other claim holds this key: only this one's */
-        }
-        pthread_mutex_unlock(&lock);
-        if (!busy)
-            return ran ? LMS_CLAIM_TWICE : held ? LMS_CLAIM_TAKEN : LMS_CLAIM_NONE;
-        /* Another free of the address is under way (a drain's, or the
-         * program's on another thread): its outcome decides, and once its
-         * memory went back the driver may have handed the address out
-         * again, so the records seen now may be of the memory before. */
-        sched_yield();
+        for (deferred *d = ran ? list : NULL; d; d = d->next)
+            if (d->chunk.key == key)
+                unclaim(d);   /* no other claim holds this key: only this one's */
     }
+    pthread_mutex_unlock(&lock);
+    return busy ? LMS_CLAIM_BUSY : ran ? LMS_CLAIM_TWICE : held ? LMS_CLAIM_TAKEN : LMS_CLAIM_NONE;
 }
 
 void lms_capture_claim_end(uint64_t key, bool freed)
@@ -323,7 +314,7 @@ void lms_capture_drain(void)
     /* Under the context lock, shared: a context's end cannot free the
      * memory of a record taken here before its release
      * (lms_capture_context_gone). */
-    lms_place_launch_begin();
+    lms_place_shared_begin();
     for (;;) {
         /* Taken under the lock, freed outside it (no lock held across a
          * driver call, which may take the driver's own). A taken record
@@ -365,7 +356,7 @@ void lms_capture_drain(void)
             pthread_mutex_unlock(&lock);
         }
     }
-    lms_place_launch_end();
+    lms_place_shared_end();
     lms_capture_restore(mode);
 }
 

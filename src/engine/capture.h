@@ -56,13 +56,15 @@ bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r);
 /* What lms_capture_claim found for an address not in the chunk map. */
 typedef enum lms_claim {
     LMS_CLAIM_NONE,    /* no captured free holds it: the driver answers */
-    LMS_CLAIM_TWICE,   /* a captured free of it ran (or runs, or another free holds it): a double free */
+    LMS_CLAIM_TWICE,   /* a captured free of it ran: a double free */
     LMS_CLAIM_TAKEN,   /* captured frees hold it and none ran: the program frees it itself */
+    LMS_CLAIM_BUSY,    /* a free of it is under way (a drain's release, another thread's claim):
+                        * the caller waits and looks again, from the chunk map (the memory may
+                        * be back there, or the address a new chunk's) */
 } lms_claim;
 
-/* True when a captured free that has not run holds `key` (the chunk is
- * copied to *c): the memory is still the program's. One atomic load when
- * no captured free is pending. */
+/* True when a captured free that has not been released holds `key` (the
+ * chunk is copied to *c). One atomic load when none is pending. */
 bool lms_capture_holds(uint64_t key, lms_chunk *c);
 
 /* A free of `key`, which is not in the chunk map: when captured frees of

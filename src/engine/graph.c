@@ -254,9 +254,9 @@ void lms_graph_mem_sync(int device, bool always)
     if (reserved > old) {
         /* Room first, as for a device request, kept for the pool (another
          * thread's fetch could take it before a second charge). */
-        lms_place_launch_begin();   /* reclaiming evicts: no context ends meanwhile */
+        lms_place_shared_begin();   /* reclaiming evicts: no context ends meanwhile */
         bool held = lms_residency_reserve(device, reserved - old);
-        lms_place_launch_end();
+        lms_place_shared_end();
         if (!held)
             lms_account_force(a, reserved - old);
     } else if (reserved < old) {
@@ -285,9 +285,9 @@ void lms_graph_poll(void)
         return;
     /* Under the context lock, shared: a context's end cannot take an
      * event from under a query (lms_graph_context_gone). */
-    lms_place_launch_begin();
+    lms_place_shared_begin();
     graph_poll();
-    lms_place_launch_end();
+    lms_place_shared_end();
     atomic_flag_clear_explicit(&polling, memory_order_release);
 }
 

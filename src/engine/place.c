@@ -155,10 +155,50 @@ static bool answer_oom(const lms_alloc_request *r, lms_account *a, uint64_t char
  * contexts/shim_threads_lru, 1 run in 8). */
 static pthread_rwlock_t ctx_lock = PTHREAD_RWLOCK_INITIALIZER;
 
-void lms_place_context_begin(void) { pthread_rwlock_wrlock(&ctx_lock); }
-void lms_place_context_end(void) { pthread_rwlock_unlock(&ctx_lock); }
-void lms_place_launch_begin(void) { pthread_rwlock_rdlock(&ctx_lock); }
-void lms_place_launch_end(void) { pthread_rwlock_unlock(&ctx_lock); }
+/* The holds of ctx_lock by this thread (shared ones may nest), and its
+ * cancellation state before the first: a thread is not cancelled while it
+ * holds the lock (it would stay held, and a key its free took stay marked
+ * as being freed, for ever). */
+static __thread int held_depth;
+static __thread int saved_cancel;
+
+/* Counts a hold of ctx_lock; the first disables cancellation. */
+static void hold_begin(void)
+{
+    if (held_depth++ == 0)
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &saved_cancel);
+}
+
+/* Counts a hold off; the last puts cancellation back. */
+static void hold_end(void)
+{
+    if (--held_depth == 0)
+        pthread_setcancelstate(saved_cancel, NULL);
+}
+
+void lms_place_context_begin(void)
+{
+    hold_begin();
+    pthread_rwlock_wrlock(&ctx_lock);
+}
+
+void lms_place_context_end(void)
+{
+    pthread_rwlock_unlock(&ctx_lock);
+    hold_end();
+}
+
+void lms_place_shared_begin(void)
+{
+    hold_begin();
+    pthread_rwlock_rdlock(&ctx_lock);
+}
+
+void lms_place_shared_end(void)
+{
+    pthread_rwlock_unlock(&ctx_lock);
+    hold_end();
+}
 void lms_place_fork_prepare(void) { pthread_rwlock_wrlock(&ctx_lock); }
 void lms_place_fork_parent(void) { pthread_rwlock_unlock(&ctx_lock); }
 void lms_place_fork_child(void) { pthread_rwlock_init(&ctx_lock, NULL); }
@@ -168,9 +208,9 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out);
 CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
 {
     lms_capture_drain();   /* memory a graph has freed: not counted against this one */
-    pthread_rwlock_rdlock(&ctx_lock);
+    lms_place_shared_begin();
     CUresult res = place_alloc(r, out);
-    pthread_rwlock_unlock(&ctx_lock);
+    lms_place_shared_end();
     return res;
 }
 
@@ -292,6 +332,18 @@ static CUresult pass_free(CUdeviceptr p, const lms_free_op *op)
     return op->async_free ? op->async_free(p, op->stream) : op->sync_free(p);
 }
 
+/* Waits for `stream` with the thread's capture mode relaxed (the free
+ * made in place of a stream-ordered one is allowed during any capture). */
+static CUresult stream_wait(CUstream stream)
+{
+    if (!lms_drv.cuStreamSynchronize)
+        return CUDA_SUCCESS;
+    lms_capture_mode mode = lms_capture_relax();
+    CUresult r = lms_drv.cuStreamSynchronize(stream);
+    lms_capture_restore(mode);
+    return r;
+}
+
 /* True for a chunk whose stream-ordered free waits for its stream: one
  * lmshim placed off the device (not pool memory). */
 static bool off_device(const lms_chunk *c)
@@ -299,16 +351,16 @@ static bool off_device(const lms_chunk *c)
     return c->place == LMS_PLACE_MANAGED || c->place == LMS_PLACE_HOST;
 }
 
-/* Frees chunk c at p (its stream, for a stream-ordered free, already
- * waited for: lms_place_free). `held`: c is out of the chunk map already,
+/* Frees chunk c at p (`waited`: a stream-ordered free's stream was
+ * waited for already, by lms_place_free). `held`: c is out of the chunk map already,
  * held by lms_capture_claim for this free (a captured free of it never
  * ran); otherwise c was found in the map and is taken out of it here,
  * marked as being freed until the outcome is known, so a second free of
  * the address meanwhile waits for it (*retry when the chunk went
  * meanwhile: the caller looks again). *freed says whether the memory went
  * back (not when the free failed, or a capture deferred it). */
-static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bool held, bool *freed,
-                           bool *retry)
+static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bool held, bool waited,
+                           bool *freed, bool *retry)
 {
     bool async = op->async_free != NULL;
     *freed = *retry = false;
@@ -321,6 +373,15 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
     /* On a capturing stream nothing may synchronize: the free becomes part
      * of the capture instead (capture.c). */
     bool captured = off && async && lms_capture_busy(op->stream);
+    /* Not pool memory: a stream-ordered free waits for the stream, before
+     * anything is taken down; lms_place_free did, before the context lock,
+     * unless it could not tell then what the address was (another free
+     * held it). */
+    if (off && async && !captured && !waited) {
+        CUresult w = stream_wait(op->stream);
+        if (w != CUDA_SUCCESS)
+            return w;
+    }
     /* Out of the map before the real free: once the driver has the address
      * back it may hand it out again, to another thread, at once. */
     if (!held && lms_chunks_take(p, &c, true) != LMS_TAKE_FOUND) {
@@ -373,8 +434,8 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
     return r;
 }
 
-/* lms_place_free under the context lock. */
-static CUresult place_free(CUdeviceptr p, const lms_free_op *op)
+/* lms_place_free under the context lock (`waited`: as free_chunk's). */
+static CUresult place_free(CUdeviceptr p, const lms_free_op *op, bool waited)
 {
     if (!p)
         return pass_free(p, op);
@@ -384,7 +445,7 @@ static CUresult place_free(CUdeviceptr p, const lms_free_op *op)
         CUresult r;
         switch (lms_chunks_take(p, &c, false)) {
         case LMS_TAKE_FOUND:
-            r = free_chunk(p, c, op, false, &freed, &retry);
+            r = free_chunk(p, c, op, false, waited, &freed, &retry);
             if (!retry)
                 return r;
             continue;
@@ -400,50 +461,61 @@ static CUresult place_free(CUdeviceptr p, const lms_free_op *op)
             return pass_free(p, op);
         case LMS_CLAIM_TWICE:
             return CUDA_ERROR_INVALID_VALUE;   /* a graph freed it: CUDA's answer to a double free */
+        case LMS_CLAIM_BUSY:
+            sched_yield();   /* another free of the address decides first */
+            continue;
         case LMS_CLAIM_TAKEN:
             break;
         }
         /* Its captured frees never ran: the memory is the program's to free
          * (or to capture a free of again). */
-        r = free_chunk(p, c, op, true, &freed, &retry);
+        r = free_chunk(p, c, op, true, waited, &freed, &retry);
         lms_capture_claim_end(p, freed);
         return r;
     }
 }
 
-/* Waits for `stream` before the stream-ordered free of an off-device
- * chunk at p (not pool memory), outside the context lock: a fork waits for
- * that lock, and the stream may be waiting for the forking thread. Nothing
- * to wait for on a capturing stream (the free joins the capture) or for
- * another placement. The thread's capture mode is relaxed meanwhile. */
-static CUresult wait_stream(CUdeviceptr p, const lms_free_op *op)
+/* Before the context lock, for a stream-ordered free at p: waits for its
+ * stream when p is an off-device chunk (not pool memory), known in the
+ * map or held by a captured free; a fork waits for the context lock, and
+ * the stream may be waiting for the forking thread. *waited says whether
+ * the question was settled here (a device chunk, an unknown address, a
+ * capturing stream: nothing to wait for); not when another free had the
+ * address taken (free_chunk then waits under the lock). */
+static CUresult wait_stream_first(CUdeviceptr p, const lms_free_op *op, bool *waited)
 {
     lms_chunk c;
-    bool off = op->async_free && p && lms_chunks_find(p, &c) && off_device(&c);
-    if (!off) {
-        /* Held by a captured free that never ran: the same wait. */
-        off = op->async_free && p && lms_capture_holds(p, &c) && off_device(&c);
-    }
-    if (!off || !lms_drv.cuStreamSynchronize || lms_capture_busy(op->stream))
+    *waited = true;
+    if (!op->async_free || !p)
         return CUDA_SUCCESS;
-    lms_capture_mode mode = lms_capture_relax();
-    CUresult r = lms_drv.cuStreamSynchronize(op->stream);
-    lms_capture_restore(mode);
-    return r;
+    lms_take t = lms_chunks_take(p, &c, false);
+    bool off;
+    if (t == LMS_TAKE_FOUND) {
+        off = off_device(&c);
+    } else if (t == LMS_TAKE_NONE && lms_capture_holds(p, &c)) {
+        off = off_device(&c);
+    } else {
+        *waited = t == LMS_TAKE_NONE;   /* unknown: the driver answers */
+        return CUDA_SUCCESS;
+    }
+    if (!off || lms_capture_busy(op->stream))
+        return CUDA_SUCCESS;
+    return stream_wait(op->stream);
 }
 
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op)
 {
     lms_capture_drain();   /* before the lock: a drain takes it itself */
-    CUresult r = wait_stream(p, op);
+    bool waited;
+    CUresult r = wait_stream_first(p, op, &waited);
     if (r != CUDA_SUCCESS)
         return r;
     /* Shared, as a placement: a context's end cannot sweep between this
      * free's removal of a chunk and its putting back after a failed real
      * free (the chunk would outlive its memory, charged). */
-    pthread_rwlock_rdlock(&ctx_lock);
-    r = place_free(p, op);
-    pthread_rwlock_unlock(&ctx_lock);
+    lms_place_shared_begin();
+    r = place_free(p, op, waited);
+    lms_place_shared_end();
     return r;
 }
 

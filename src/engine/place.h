@@ -64,12 +64,14 @@ void lms_place_gone(const lms_chunk *c);
  * before its chunk is known). fork: the lock is held across it. */
 void lms_place_context_begin(void);
 void lms_place_context_end(void);
-/* The residency engine's work before or after a launch, and the release
- * of captured frees that are due (capture.c, which takes its own lock
- * under this one): held shared, so that a context's end (above) never
- * runs in its middle. */
-void lms_place_launch_begin(void);
-void lms_place_launch_end(void);
+/* Placements, frees, the residency engine's work before or after a
+ * launch, room made for physical memory, arrays and graph pools, and the
+ * release of captured frees that are due (capture.c, which takes its own
+ * lock under this one): held shared, so that a context's end (above)
+ * never runs in their middle. Holds may nest; the thread is not cancelled
+ * while it holds the lock (context_begin too). */
+void lms_place_shared_begin(void);
+void lms_place_shared_end(void);
 void lms_place_fork_prepare(void);
 void lms_place_fork_parent(void);
 void lms_place_fork_child(void);

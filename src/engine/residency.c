@@ -1248,9 +1248,9 @@ static void before(int device, CUstream stream, uintptr_t fn, const uint32_t *id
     tok->pieces = false;
     if (lms_capture_before_work(stream))
         return;   /* captured, not run: the graph's launch does this work */
-    lms_place_launch_begin();
+    lms_place_shared_begin();
     launch_before(device, stream, fn, ids, n, scan, tok);
-    lms_place_launch_end();
+    lms_place_shared_end();
 }
 
 /* before() for a launch that runs: its chunks are ids[0..n), or, with
@@ -1610,9 +1610,9 @@ void lms_residency_after(lms_launch_token *tok, CUstream stream)
 {
     if (tok->device < 0)
         return;
-    lms_place_launch_begin();
+    lms_place_shared_begin();
     launch_after(tok, stream);
-    lms_place_launch_end();
+    lms_place_shared_end();
 }
 
 void lms_residency_pin(int device, const uint32_t *ids, int n, int delta)

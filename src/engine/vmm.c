@@ -131,11 +131,11 @@ CUresult lms_vmm_charge(int device, uint64_t size, uint64_t *charged)
      * once (a fetch of another thread could take it before a second
      * reservation): only the program's memory decides that physical memory
      * passes the budget. */
-    lms_place_launch_begin();   /* reclaiming evicts: no context ends meanwhile */
+    lms_place_shared_begin();   /* reclaiming evicts: no context ends meanwhile */
     bool held = lms_residency_reserve(device, size);
     if (held)
         lms_residency_settle(device);   /* evictions still leaving go first */
-    lms_place_launch_end();
+    lms_place_shared_end();
     if (!held && lms_opt.on_oom == LMS_ON_OOM_FAIL) {
         lms_account_refused(a, size, "cuMemCreate", true);
         return CUDA_ERROR_OUT_OF_MEMORY;

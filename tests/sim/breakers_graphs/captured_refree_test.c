@@ -496,6 +496,69 @@ static void wrong_kind_races_free(void)
     }
 }
 
+/* A stream-ordered free waits for the work queued before it on its
+ * stream, even while another thread's free of the same address (refused:
+ * a synchronous free inside that thread's own capture) keeps taking the
+ * chunk and putting it back: an event recorded on an idle stream right
+ * after the stream-ordered free returns is never earlier, in the
+ * simulator's time, than the end of the work queued before it. */
+static atomic_int refusing_stop, refusing_ready;
+
+static void *refusing_side(void *arg)
+{
+    CUstream own = *(CUstream *)arg;
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuStreamBeginCapture(own, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    atomic_store(&refusing_ready, 1);
+    while (!atomic_load(&refusing_stop))
+        CHECK(cuMemFree(raced) != CUDA_SUCCESS);
+    CUgraph g;
+    if (cuStreamEndCapture(own, &g) == CUDA_SUCCESS)
+        OK(cuGraphDestroy(g));
+    return NULL;
+}
+
+static void async_free_waits_under_contention(void)
+{
+    setup();
+    CUstream s, idle, own;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&own, CU_STREAM_NON_BLOCKING));
+    CUevent end_of_work, after_free;
+    OK(cuEventCreate(&end_of_work, 0));
+    OK(cuEventCreate(&after_free, 0));
+    float earliest = 1e9f;
+    for (int round = 0; round < 150; round++) {
+        raced = chunk();
+        OK(cuCtxSynchronize());
+        for (int k = 0; k < 8; k++)
+            OK(launch_bump(raced, s));
+        OK(cuEventRecord(end_of_work, s));
+        atomic_store(&refusing_stop, 0);
+        atomic_store(&refusing_ready, 0);
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, refusing_side, &own) == 0);
+        while (!atomic_load(&refusing_ready))
+            ;
+        for (volatile int k = 0; k < (round % 16) * 100; k++)
+            ;
+        OK(cuMemFreeAsync(raced, s));
+        OK(cuEventRecord(after_free, idle));
+        atomic_store(&refusing_stop, 1);
+        CHECK(pthread_join(t, NULL) == 0);
+        OK(cuEventSynchronize(after_free));
+        float ms = 0;
+        OK(cuEventElapsedTime(&ms, end_of_work, after_free));
+        if (ms < earliest)
+            earliest = ms;
+        OK(cuStreamSynchronize(s));
+        check_clean();
+    }
+    printf("the earliest event after a free: %.3f ms after the work before it\n", earliest);
+    CHECK(earliest >= 0);
+}
+
 static const test_case cases[] = {
     {"refree_before_launch", refree_before_launch},
     {"refree_after_run", refree_after_run},
@@ -507,6 +570,7 @@ static const test_case cases[] = {
     {"two_frees_race", two_frees_race},
     {"capture_races_own_free", capture_races_own_free},
     {"wrong_kind_races_free", wrong_kind_races_free},
+    {"async_free_waits_under_contention", async_free_waits_under_contention},
 };
 
 TEST_MAIN(cases)

@@ -511,6 +511,47 @@ static void fork_hooked_before_init(void)
     CHECK_EQ_U(chunks_of(0), 0);
 }
 
+/* Allocates and frees chunks until cancelled (the log, at debug level,
+ * writes inside lmshim's calls: cancellation points). */
+static void *cancelled_churn(void *arg)
+{
+    (void)arg;
+    CUcontext ctx;
+    if (cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS || cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    for (;;) {
+        CUdeviceptr p;
+        if (cuMemAlloc(&p, 8 * MiB) == CUDA_SUCCESS)
+            cuMemFree(p);
+        pthread_testcancel();
+    }
+    return NULL;
+}
+
+/* pthread_cancel of a thread in the middle of allocations and frees:
+ * lmshim's calls are not cancelled inside (a lock held for ever, a freed
+ * address marked as being freed for ever), so a reset of the context,
+ * which waits for every allocation and free under way, returns, and then
+ * nothing stays charged (the alarm ends a hang). */
+static void cancel_in_free(void)
+{
+    primary_context(0);
+    alarm(60);
+    for (int round = 0; round < 40; round++) {
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, cancelled_churn, NULL) == 0);
+        usleep(200 + (round % 8) * 300);
+        CHECK(pthread_cancel(t) == 0);
+        void *ret;
+        CHECK(pthread_join(t, &ret) == 0);
+        CHECK(ret == PTHREAD_CANCELED);
+        OK(cuDevicePrimaryCtxReset(0));
+        primary_context(0);
+        CHECK_EQ_U(chunks_of(0), 0);
+    }
+    alarm(0);
+}
+
 static const test_case cases[] = {
     {"vmm_before_init", vmm_before_init},
     {"pool_location", pool_location},
@@ -524,6 +565,7 @@ static const test_case cases[] = {
     {"arena_warning", arena_warning},
     {"vmm_growth_warning", vmm_growth_warning},
     {"fork_hooked_before_init", fork_hooked_before_init},
+    {"cancel_in_free", cancel_in_free},
 };
 
 TEST_MAIN(cases)
