@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -535,6 +537,13 @@ static void *cancelled_churn(void *arg)
  * nothing stays charged (the alarm ends a hang). */
 static void cancel_in_free(void)
 {
+    if (getenv("LMS_TEST_ASAN")) {
+        /* A cancelled thread's end trips AddressSanitizer itself
+         * (stack-buffer-underflow in its sigaltstack at thread exit,
+         * google/sanitizers issue 1399), whatever the thread ran. */
+        puts("AddressSanitizer misreads a cancelled thread's exit (sanitizers issue 1399): skipped");
+        exit(77);
+    }
     primary_context(0);
     alarm(60);
     for (int round = 0; round < 40; round++) {
