@@ -43,19 +43,23 @@ bool lms_chunks_insert(const lms_chunk *c);
 bool lms_chunks_find(uint64_t key, lms_chunk *out);
 /* Removes the chunk with this key, copying it to *out; false if unknown. */
 bool lms_chunks_remove(uint64_t key, lms_chunk *out);
-/* What lms_chunks_take found for a key. */
+/* What lms_chunks_peek or lms_chunks_take found for a key. */
 typedef enum lms_take {
     LMS_TAKE_NONE,    /* no chunk, and no free of the key under way */
     LMS_TAKE_FOUND,   /* the chunk (copied out) */
     LMS_TAKE_BUSY,    /* no chunk: a free of the key is under way */
 } lms_take;
 
-/* For a free: copies the chunk with this key to *out and, when `remove`,
- * takes it out of the map, marking the key as being freed until
- * lms_chunks_settle (a concurrent free of the key then finds BUSY, never a
- * moment with neither chunk nor mark). Without memory for the mark the
- * chunk is taken all the same, unmarked. */
-lms_take lms_chunks_take(uint64_t key, lms_chunk *out, bool remove);
+/* Copies the chunk with this key to *out, as lms_chunks_find, telling
+ * apart an unknown key and one whose free is under way (BUSY). */
+lms_take lms_chunks_peek(uint64_t key, lms_chunk *out);
+
+/* For a free: copies the chunk with this key to *out and takes it out of
+ * the map, marking the key as being freed until lms_chunks_settle (a
+ * concurrent free of the key then finds BUSY, never a moment with neither
+ * chunk nor mark). Without memory for the mark the chunk is taken all the
+ * same, unmarked. */
+lms_take lms_chunks_take(uint64_t key, lms_chunk *out);
 
 /* Ends a take: puts `back` into the map first when not NULL (the free
  * failed: still allocated), then unmarks the key. False when `back` could

@@ -352,61 +352,60 @@ static bool off_device(const lms_chunk *c)
 }
 
 /* Frees chunk c at p (`waited`: a stream-ordered free's stream was
- * waited for already, by lms_place_free). `held`: c is out of the chunk map already,
- * held by lms_capture_claim for this free (a captured free of it never
- * ran); otherwise c was found in the map and is taken out of it here,
- * marked as being freed until the outcome is known, so a second free of
- * the address meanwhile waits for it (*retry when the chunk went
- * meanwhile: the caller looks again). *freed says whether the memory went
- * back (not when the free failed, or a capture deferred it). */
-static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bool held, bool waited,
-                           bool *freed, bool *retry)
+ * waited for already, by lms_place_free). `in_map`: c was taken out of the
+ * chunk map by lms_chunks_take, its key marked as being freed, and is
+ * settled here (put back when the free fails, so a second free of the
+ * address meanwhile waits for the outcome); otherwise c is held by
+ * lms_capture_claim for this free (a captured free of it never ran).
+ * *freed says whether the memory went back (not when the free failed, or a
+ * capture deferred it). */
+static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bool in_map, bool waited,
+                           bool *freed)
 {
     bool async = op->async_free != NULL;
-    *freed = *retry = false;
+    const lms_chunk *back = &c;   /* what settles into the map: the chunk, unless gone or listed */
+    lms_capture_mode mode = {0};
+    lms_res_chunk *res = NULL;
+    CUresult r;
+    *freed = false;
     /* CUDA frees pinned host memory only with cuMemFreeHost and device
      * memory only with a device free; lmshim's placement does not change
      * what the program holds. */
-    if (op->host_free != (c.place == LMS_PLACE_PINNED))
-        return CUDA_ERROR_INVALID_VALUE;
+    if (op->host_free != (c.place == LMS_PLACE_PINNED)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+        goto settle;
+    }
     bool off = off_device(&c);
-    /* On a capturing stream nothing may synchronize: the free becomes part
-     * of the capture instead (capture.c). */
-    bool captured = off && async && lms_capture_busy(op->stream);
-    /* Not pool memory: a stream-ordered free waits for the stream, before
+    if (off && async && lms_capture_busy(op->stream)) {
+        /* On a capturing stream nothing may synchronize: the free becomes
+         * part of the capture instead (capture.c). The memory stays until
+         * a launch of the graph passes the free, and so do its residency
+         * entry (still fetched and evicted) and its charge:
+         * lms_place_released finishes the free then. */
+        if (!lms_capture_free_async(&c, op->stream, &r))
+            r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
+        if (r == CUDA_SUCCESS)
+            back = NULL;   /* listed */
+        goto settle;
+    }
+    /* Not pool memory: a stream-ordered free waits for the stream before
      * anything is taken down; lms_place_free did, before the context lock,
      * unless it could not tell then what the address was (another free
      * held it). */
-    if (off && async && !captured && !waited) {
-        CUresult w = stream_wait(op->stream);
-        if (w != CUDA_SUCCESS)
-            return w;
-    }
-    /* Out of the map before the real free: once the driver has the address
-     * back it may hand it out again, to another thread, at once. */
-    if (!held && lms_chunks_take(p, &c, true) != LMS_TAKE_FOUND) {
-        *retry = true;   /* freed, or being freed, meanwhile */
-        return CUDA_SUCCESS;
-    }
-    CUresult r;
-    if (captured) {
-        /* The memory stays until a launch of the graph passes the free, and
-         * so do its residency entry (still fetched and evicted) and its
-         * charge: lms_place_released finishes the free then. */
-        if (!lms_capture_free_async(&c, op->stream, &r))
-            r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
-        if (!held)
-            lms_chunks_settle(p, r == CUDA_SUCCESS ? NULL : &c);   /* listed, or as it was */
-        return r;
+    if (off && async && !waited) {
+        r = stream_wait(op->stream);
+        if (r != CUDA_SUCCESS)
+            goto settle;
     }
     /* A stream-ordered free is allowed during any capture; the free made
      * in its place is not, unless the thread's mode is relaxed (another
-     * thread's global capture stays valid). */
-    lms_capture_mode mode = {0};
+     * thread's global capture stays valid). The chunk is out of the map
+     * already: once the driver has the address back it may hand it out
+     * again, to another thread, at once. */
     if (off && async)
         mode = lms_capture_relax();
-    lms_res_chunk *res = c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM)
-                             ? lms_residency_take(p) : NULL;
+    if (c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM))
+        res = lms_residency_take(p);
     switch (c.place) {
     case LMS_PLACE_DEVICE:
         r = pass_free(p, op);
@@ -423,14 +422,14 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
      * the same (freed behind lmshim's back). */
     if (r != CUDA_SUCCESS && !lms_place_driver_forgot(p)) {
         lms_residency_put_back(res);
-        if (!held)
-            lms_chunks_settle(p, &c);   /* still allocated: as it was */
-        return r;
+        goto settle;
     }
     finish_free(&c, res);
-    if (!held)
-        lms_chunks_settle(p, NULL);
+    back = NULL;
     *freed = true;
+settle:
+    if (in_map)
+        lms_chunks_settle(p, back);
     return r;
 }
 
@@ -441,14 +440,10 @@ static CUresult place_free(CUdeviceptr p, const lms_free_op *op, bool waited)
         return pass_free(p, op);
     for (;;) {
         lms_chunk c;
-        bool freed, retry;
-        CUresult r;
-        switch (lms_chunks_take(p, &c, false)) {
+        bool freed;
+        switch (lms_chunks_take(p, &c)) {
         case LMS_TAKE_FOUND:
-            r = free_chunk(p, c, op, false, waited, &freed, &retry);
-            if (!retry)
-                return r;
-            continue;
+            return free_chunk(p, c, op, true, waited, &freed);
         case LMS_TAKE_BUSY:
             sched_yield();   /* another free of the address decides first */
             continue;
@@ -469,7 +464,7 @@ static CUresult place_free(CUdeviceptr p, const lms_free_op *op, bool waited)
         }
         /* Its captured frees never ran: the memory is the program's to free
          * (or to capture a free of again). */
-        r = free_chunk(p, c, op, true, waited, &freed, &retry);
+        CUresult r = free_chunk(p, c, op, false, waited, &freed);
         lms_capture_claim_end(p, freed);
         return r;
     }
@@ -488,7 +483,7 @@ static CUresult wait_stream_first(CUdeviceptr p, const lms_free_op *op, bool *wa
     *waited = true;
     if (!op->async_free || !p)
         return CUDA_SUCCESS;
-    lms_take t = lms_chunks_take(p, &c, false);
+    lms_take t = lms_chunks_peek(p, &c);
     bool off;
     if (t == LMS_TAKE_FOUND) {
         off = off_device(&c);

@@ -4,7 +4,7 @@
  * preloaded), the checks a case ends with, the bytes in use as the
  * simulated device, cuMemGetInfo and cudaMemGetInfo see them, a simulated kernel's
  * CUfunction, a counter in device memory, a memory pool, the placement of
- * a pointer and counting lines of a log.
+ * a pointer, counting lines of a log and a fork whose child exits at once.
  */
 #ifndef TEST_SHIM_H
 #define TEST_SHIM_H
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -195,6 +196,21 @@ static inline void pid_log_init(pid_log *l, const char *dir_env, const char *pre
 static inline int pid_log_lines(const pid_log *l, const char *what)
 {
     return lines_with_from(l->path, what, l->from);
+}
+
+/* Forks a child that exits at once (output flushed first, so the child
+ * repeats none) and checks it ended with status 0; a hang in the fork
+ * handlers ends at the caller's alarm. */
+static inline void fork_bare_child(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0)
+        _exit(0);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 #endif

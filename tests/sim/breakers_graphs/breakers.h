@@ -2,7 +2,8 @@
  * breakers.h — what the breakers_graphs test programs share: the kernels
  * (bump, pair, and gate/late, whose bodies hold the launching thread), the
  * setup, chunk helpers, the invariants every case checks (lmshim's budget,
- * the simulator's counters of missing waits) and a graph capture helper.
+ * the simulator's counters of missing waits), a graph capture helper and
+ * two threads released together.
  */
 #ifndef BREAKERS_H
 #define BREAKERS_H
@@ -107,18 +108,60 @@ static inline void check_invariants(void)
     CHECK_EQ_U(c.busy_evictions, 0);
 }
 
-/* Captures `n` bumps of chunks c[0..n) on s into an executable graph. */
-static inline CUgraphExec capture_bumps(CUstream s, const CUdeviceptr *c, int n)
+/* Captures add(c[i], s) for each of c[0..n) on s, in `mode`, into an
+ * executable graph. */
+static inline CUgraphExec capture_each(CUstream s, CUstreamCaptureMode mode, CUresult (*add)(CUdeviceptr, CUstream),
+                                       const CUdeviceptr *c, int n)
 {
-    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    OK(cuStreamBeginCapture(s, mode));
     for (int i = 0; i < n; i++)
-        OK(launch_bump(c[i], s));
+        OK(add(c[i], s));
     CUgraph g;
     OK(cuStreamEndCapture(s, &g));
     CUgraphExec e;
     OK(cuGraphInstantiate(&e, g, 0));
     OK(cuGraphDestroy(g));
     return e;
+}
+
+/* Captures `n` bumps of chunks c[0..n) on s into an executable graph. */
+static inline CUgraphExec capture_bumps(CUstream s, const CUdeviceptr *c, int n)
+{
+    return capture_each(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, launch_bump, c, n);
+}
+
+/* Runs a(0) and b(1) on two threads, each current in ctx, released at one
+ * instant once both are ready, and waits for both. */
+typedef struct racer {
+    void (*fn)(int side);
+    int side;
+} racer;
+static atomic_int racers_ready, racers_go;
+
+static void *racer_thread(void *arg)
+{
+    const racer *r = arg;
+    OK(cuCtxSetCurrent(ctx));
+    atomic_fetch_add(&racers_ready, 1);
+    while (!atomic_load(&racers_go))
+        ;
+    r->fn(r->side);
+    return NULL;
+}
+
+static inline void race(void (*a)(int side), void (*b)(int side))
+{
+    racer r[2] = {{a, 0}, {b, 1}};
+    pthread_t t[2];
+    atomic_store(&racers_ready, 0);
+    atomic_store(&racers_go, 0);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, racer_thread, &r[i]) == 0);
+    while (atomic_load(&racers_ready) < 2)
+        ;
+    atomic_store(&racers_go, 1);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
 }
 
 #define TRY(j, call)                                     \

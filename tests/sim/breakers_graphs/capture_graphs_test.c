@@ -699,14 +699,7 @@ static void fork_while_draining(void)
     CHECK(pthread_create(&t, NULL, drain_work, &s) == 0);
     int forks = 0;
     while (!atomic_load(&drain_done)) {
-        fflush(NULL);
-        pid_t pid = fork();
-        CHECK(pid >= 0);
-        if (pid == 0)
-            _exit(0);
-        int status = 0;
-        CHECK(waitpid(pid, &status, 0) == pid);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        fork_bare_child();
         forks++;
     }
     CHECK(pthread_join(t, NULL) == 0);

@@ -26,15 +26,7 @@ static bool allocated(CUdeviceptr p)
  * instantiates the graph. */
 static CUgraphExec capture_frees(const CUdeviceptr *x, int n, CUstream s)
 {
-    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    for (int i = 0; i < n; i++)
-        OK(cuMemFreeAsync(x[i], s));
-    CUgraph g;
-    OK(cuStreamEndCapture(s, &g));
-    CUgraphExec e;
-    OK(cuGraphInstantiate(&e, g, 0));
-    OK(cuGraphDestroy(g));
-    return e;
+    return capture_each(s, CU_STREAM_CAPTURE_MODE_GLOBAL, cuMemFreeAsync, x, n);
 }
 
 /* Launches e on s and waits for it. */
@@ -319,19 +311,9 @@ static void own_frees_threads(void)
  * free succeeds, the chunk is dropped once, and the graph launched after
  * frees nothing (not the next chunk at the address). */
 static CUdeviceptr contested;
-static atomic_int contest_ready, contest_go;
 static CUresult contest_result[2];
 
-static void *contest_job(void *arg)
-{
-    int me = (int)(intptr_t)arg;
-    OK(cuCtxSetCurrent(ctx));
-    atomic_fetch_add(&contest_ready, 1);
-    while (!atomic_load(&contest_go))
-        ;
-    contest_result[me] = cuMemFree(contested);
-    return NULL;
-}
+static void free_contested(int side) { contest_result[side] = cuMemFree(contested); }
 
 static void two_frees_race(void)
 {
@@ -342,16 +324,7 @@ static void two_frees_race(void)
         bool graph = round % 2;
         contested = chunk();
         CUgraphExec e = graph ? capture_frees(&contested, 1, s) : NULL;
-        atomic_store(&contest_ready, 0);
-        atomic_store(&contest_go, 0);
-        pthread_t t[2];
-        for (intptr_t i = 0; i < 2; i++)
-            CHECK(pthread_create(&t[i], NULL, contest_job, (void *)i) == 0);
-        while (atomic_load(&contest_ready) < 2)
-            ;
-        atomic_store(&contest_go, 1);
-        for (int i = 0; i < 2; i++)
-            CHECK(pthread_join(t[i], NULL) == 0);
+        race(free_contested, free_contested);
         CHECK_EQ_U((contest_result[0] == CUDA_SUCCESS) + (contest_result[1] == CUDA_SUCCESS), 1);
         check_clean();
         if (e) {
@@ -378,15 +351,10 @@ static CUstream capture_stream, free_stream;
 static CUgraphExec raced_graph;
 static CUresult own_result;
 static bool own_async;
-static atomic_int race_ready, race_go;
 
-static void *capture_side(void *arg)
+static void capture_raced(int side)
 {
-    (void)arg;
-    OK(cuCtxSetCurrent(ctx));
-    atomic_fetch_add(&race_ready, 1);
-    while (!atomic_load(&race_go))
-        ;
+    (void)side;
     OK(cuStreamBeginCapture(capture_stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     CUresult r = cuMemFreeAsync(raced, capture_stream);
     CUgraph g = NULL;
@@ -397,18 +365,12 @@ static void *capture_side(void *arg)
             OK(cuGraphInstantiate(&raced_graph, g, 0));
         OK(cuGraphDestroy(g));
     }
-    return NULL;
 }
 
-static void *free_side(void *arg)
+static void free_raced(int side)
 {
-    (void)arg;
-    OK(cuCtxSetCurrent(ctx));
-    atomic_fetch_add(&race_ready, 1);
-    while (!atomic_load(&race_go))
-        ;
+    (void)side;
     own_result = own_async ? cuMemFreeAsync(raced, free_stream) : cuMemFree(raced);
-    return NULL;
 }
 
 static void capture_races_own_free(void)
@@ -420,16 +382,7 @@ static void capture_races_own_free(void)
     for (int round = 0; round < 600; round++) {
         own_async = round % 2;
         raced = chunk();
-        atomic_store(&race_ready, 0);
-        atomic_store(&race_go, 0);
-        pthread_t a, b;
-        CHECK(pthread_create(&a, NULL, capture_side, NULL) == 0);
-        CHECK(pthread_create(&b, NULL, free_side, NULL) == 0);
-        while (atomic_load(&race_ready) < 2)
-            ;
-        atomic_store(&race_go, 1);
-        CHECK(pthread_join(a, NULL) == 0);
-        CHECK(pthread_join(b, NULL) == 0);
+        race(capture_raced, free_raced);
         OK(cuStreamSynchronize(free_stream));
         CHECK_IS(own_result, CUDA_SUCCESS);
         check_clean();
@@ -453,43 +406,15 @@ static void capture_races_own_free(void)
  * CUDA_ERROR_INVALID_VALUE, whichever comes first. Run with LMS_MODE=host:
  * the chunk is pinned host memory, which the driver's cuMemFreeHost would
  * free. The window is narrow: many rounds. */
-static void *wrong_kind_side(void *arg)
-{
-    (void)arg;
-    OK(cuCtxSetCurrent(ctx));
-    atomic_fetch_add(&race_ready, 1);
-    while (!atomic_load(&race_go))
-        ;
-    contest_result[1] = cuMemFreeHost((void *)(uintptr_t)raced);
-    return NULL;
-}
-
-static void *right_kind_side(void *arg)
-{
-    (void)arg;
-    OK(cuCtxSetCurrent(ctx));
-    atomic_fetch_add(&race_ready, 1);
-    while (!atomic_load(&race_go))
-        ;
-    contest_result[0] = cuMemFree(raced);
-    return NULL;
-}
+static void free_raced_host(int side) { contest_result[side] = cuMemFreeHost((void *)(uintptr_t)raced); }
+static void free_raced_device(int side) { contest_result[side] = cuMemFree(raced); }
 
 static void wrong_kind_races_free(void)
 {
     setup();
     for (int round = 0; round < 3000; round++) {
         raced = chunk();
-        atomic_store(&race_ready, 0);
-        atomic_store(&race_go, 0);
-        pthread_t a, b;
-        CHECK(pthread_create(&a, NULL, right_kind_side, NULL) == 0);
-        CHECK(pthread_create(&b, NULL, wrong_kind_side, NULL) == 0);
-        while (atomic_load(&race_ready) < 2)
-            ;
-        atomic_store(&race_go, 1);
-        CHECK(pthread_join(a, NULL) == 0);
-        CHECK(pthread_join(b, NULL) == 0);
+        race(free_raced_device, free_raced_host);
         CHECK_IS(contest_result[0], CUDA_SUCCESS);
         CHECK(contest_result[1] != CUDA_SUCCESS);
         check_clean();

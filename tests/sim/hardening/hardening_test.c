@@ -496,14 +496,7 @@ static void fork_hooked_before_init(void)
     CHECK(pthread_create(&th, NULL, alloc_churn, &stop) == 0);
     alarm(60);
     for (int k = 0; k < 200; k++) {
-        fflush(NULL);
-        pid_t pid = fork();
-        CHECK(pid >= 0);
-        if (pid == 0)
-            _exit(0);
-        int status = 0;
-        CHECK(waitpid(pid, &status, 0) == pid);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        fork_bare_child();
     }
     atomic_store(&stop, true);
     void *ret;
