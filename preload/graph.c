@@ -3,6 +3,8 @@
  * chunks the graph's kernels use; a launch of the graph makes them resident
  * on the launch stream first (one residency decision for the whole graph)
  * and keeps them pinned until the graph's work on that stream is done.
+ * Updates of an executable graph (a kernel node's parameters, or the whole
+ * graph's) replace the chunks of what changed.
  * Graph memory (allocation nodes) lives in the driver's graph pool: what it
  * reserves is charged after each launch and after cuDeviceGraphMemTrim.
  */
@@ -71,6 +73,26 @@ GRAPH_LAUNCH_HOOK(cuGraphLaunch, false)
 GRAPH_LAUNCH_HOOK(cuGraphLaunch_ptsz, true)
 
 LMS_HOOK_THEN(cuGraphExecDestroy, (CUgraphExec e), (e), lms_graph_forget(e))
+
+/* Updates of an executable graph: a kernel node's new parameters (each
+ * ABI of the node's parameter block), or every node's from a graph of the
+ * same shape. */
+LMS_HOOK_THEN(cuGraphExecKernelNodeSetParams,
+              (CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p), (e, n, p),
+              lms_graph_node_set(e, n, p->func, p->kernelParams, p->extra))
+LMS_HOOK_THEN(cuGraphExecKernelNodeSetParams_v2,
+              (CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v2 *p), (e, n, p),
+              lms_graph_node_set(e, n, p->func ? p->func : (CUfunction)(void *)p->kern,
+                                 p->kernelParams, p->extra))
+LMS_HOOK_THEN(cuGraphExecNodeSetParams, (CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p), (e, n, p),
+              if (p->type == CU_GRAPH_NODE_TYPE_KERNEL)
+                  lms_graph_node_set(e, n, p->kernel.func ? p->kernel.func : (CUfunction)(void *)p->kernel.kern,
+                                     p->kernel.kernelParams, p->kernel.extra))
+LMS_HOOK_THEN(cuGraphExecUpdate_v2, (CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info),
+              (e, g, info), lms_graph_updated(e, g))
+LMS_HOOK_THEN(cuGraphExecUpdate,
+              (CUgraphExec e, CUgraph g, CUgraphNode *err, CUgraphExecUpdateResult *result),
+              (e, g, err, result), lms_graph_updated(e, g))
 
 /* The pool gives back what no graph allocation holds: its charge goes too. */
 LMS_HOOK_THEN(cuDeviceGraphMemTrim, (CUdevice dev), (dev), lms_graph_mem_sync(dev, true))

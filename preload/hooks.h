@@ -19,6 +19,11 @@ CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mo
 CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
                                                   const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode);
 CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
+/* CUDA 12 variants that cuda.h declares only under their base names (its
+ * macros map those to these). */
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
+                                                   const CUDA_KERNEL_NODE_PARAMS_v2 *p);
+CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info);
 
 typedef enum {
 #define LMS_HOOK(sym, base, version, ptds, required) LMS_HOOK_##sym,

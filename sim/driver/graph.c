@@ -1,6 +1,8 @@
 /*
  * graph.c — CUDA graphs: creation, kernel nodes (captured or added),
- * queries, instantiation, upload, launch and destruction.
+ * queries, instantiation, updates of an executable graph (a kernel node's
+ * parameters, or every node's from a graph of the same shape), upload,
+ * launch and destruction.
  *
  * A graph owns its nodes; a node owns a copy of its kernel's parameter
  * values, laid out as the kernel's parameter buffer, so the program's
@@ -98,6 +100,9 @@ struct CUgraph_st {
 struct CUgraphExec_st {
     uint32_t magic;
     CUgraph copy;                       /* owned copy of the instantiated graph */
+    CUgraphNode *origin;                /* the instantiated graph's nodes, by index (owned
+                                           array; handles only, never dereferenced): how
+                                           updates name the copy's nodes */
     unsigned long long flags;
 };
 
@@ -265,16 +270,13 @@ SIM_EXPORT CUresult cuGraphCreate(CUgraph *out, unsigned int flags)
     return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* Shared body of both cuGraphAddKernelNode ABIs: the kernel is p->func or,
- * with by_kernel (the v2 form with func NULL), the CUkernel `kern`, run in
- * context ctx (NULL: the current one). */
-static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
-                           const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern, CUcontext ctx)
+/* Checks a kernel node's parameter block and fills *d: the kernel is
+ * p->func or, with by_kernel (the v2 form with func NULL), the CUkernel
+ * `kern`, run in context ctx (NULL: the current one). */
+static CUresult kernel_desc(const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern, CUcontext ctx,
+                            sim_node_desc *d)
 {
-    CUresult r = sim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!out || !p || (nd && !deps) || (p->kernelParams && p->extra))
+    if (!p || (p->kernelParams && p->extra))
         return CUDA_ERROR_INVALID_VALUE;
     bool by_kernel = !p->func && kern;
     CUfunction f = by_kernel ? (CUfunction)(void *)kern : p->func;
@@ -291,11 +293,26 @@ static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
     }
     if (p->extra)
         return CUDA_ERROR_NOT_SUPPORTED;   /* not modeled: see docs/SIMULATOR.md */
-    sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .by_kernel = by_kernel,
-                       .ctx = by_kernel ? ctx : NULL,
-                       .grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
-                       .block = {p->blockDimX, p->blockDimY, p->blockDimZ},
-                       .shmem = p->sharedMemBytes, .params = p->kernelParams};
+    *d = (sim_node_desc){.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .by_kernel = by_kernel,
+                         .ctx = by_kernel ? ctx : NULL,
+                         .grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
+                         .block = {p->blockDimX, p->blockDimY, p->blockDimZ},
+                         .shmem = p->sharedMemBytes, .params = p->kernelParams};
+    return CUDA_SUCCESS;
+}
+
+/* Shared body of both cuGraphAddKernelNode ABIs (kernel_desc's arguments). */
+static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
+                           const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern, CUcontext ctx)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!out || (nd && !deps))
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_node_desc d;
+    if ((r = kernel_desc(p, kern, ctx, &d)) != CUDA_SUCCESS)
+        return r;
     pthread_mutex_lock(&sim_lock);
     r = graph_valid(g) ? sim_graph_add(g, deps, nd, &d, out) : CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&sim_lock);
@@ -440,12 +457,17 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
         r = CUDA_ERROR_INVALID_VALUE;
     else if (!(e->copy = graph_clone(g)))
         r = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (g->n && !(e->origin = malloc(g->n * sizeof *e->origin)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     else if (!live_add(e))
         r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS && g->n)
+        memcpy(e->origin, g->nodes, g->n * sizeof *e->origin);
     if (r != CUDA_SUCCESS && e->copy)
         sim_graph_free(e->copy);
     pthread_mutex_unlock(&sim_lock);
     if (r != CUDA_SUCCESS) {
+        free(e->origin);
         free(e);
         return r;
     }
@@ -532,8 +554,179 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
     sim_graph_free(e->copy);
     pthread_mutex_unlock(&sim_lock);
     e->magic = 0;
+    free(e->origin);
     free(e);
     return CUDA_SUCCESS;
+}
+
+/* ---- updates of executable graphs ------------------------------------ */
+
+/* The node of e's copy that `n` (a node of the instantiated graph) names,
+ * or NULL (under sim_lock). */
+static CUgraphNode exec_node(CUgraphExec e, CUgraphNode n)
+{
+    for (size_t i = 0; n && i < e->copy->n; i++)
+        if (e->origin[i] == n)
+            return e->copy->nodes[i];
+    return NULL;
+}
+
+/* Gives node c (a kernel node of an executable graph's copy) the kernel,
+ * dimensions and parameter values of d (under sim_lock); on failure c is
+ * as it was. */
+static CUresult node_set_kernel(CUgraphNode c, const sim_node_desc *d)
+{
+    sim_node_desc old = c->d;
+    void *oldbuf = c->buf;
+    void *oldptrs[SIMGPU_MAX_PARAMS];
+    memcpy(oldptrs, c->ptrs, sizeof oldptrs);
+    c->d = *d;
+    CUresult r = copy_params(c);
+    if (r != CUDA_SUCCESS) {
+        c->d = old;
+        c->buf = oldbuf;
+        memcpy(c->ptrs, oldptrs, sizeof oldptrs);
+        return r;
+    }
+    free(oldbuf);
+    return CUDA_SUCCESS;
+}
+
+/* Shared body of the kernel node updates of an executable graph: `n` is
+ * the node of the graph e was instantiated from (kernel_desc's other
+ * arguments). Later launches run the new kernel and parameters; launches
+ * made before are not affected (they ran at their launch). */
+static CUresult exec_set_kernel(CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p,
+                                CUkernel kern, CUcontext ctx)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    sim_node_desc d;
+    if ((r = kernel_desc(p, kern, ctx, &d)) != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&sim_lock);
+    CUgraphNode c = live_has(e) && e->magic == SIM_MAGIC_EXEC ? exec_node(e, n) : NULL;
+    if (!c || c->d.type != CU_GRAPH_NODE_TYPE_KERNEL)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else
+        r = node_set_kernel(c, &d);
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode n,
+                                                   const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    return exec_set_kernel(e, n, p, NULL, NULL);
+}
+
+SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
+                                                      const CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+    return exec_set_kernel(e, n, (const CUDA_KERNEL_NODE_PARAMS_v1 *)p, p ? p->kern : NULL,
+                           p ? p->ctx : NULL);
+}
+
+/* The generic form: kernel nodes only (others: not modeled). */
+SIM_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p)
+{
+    if (!p)
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_VALUE;
+    if (p->type != CU_GRAPH_NODE_TYPE_KERNEL)
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_NOT_SUPPORTED;
+    return exec_set_kernel(e, n, (const CUDA_KERNEL_NODE_PARAMS_v1 *)&p->kernel, p->kernel.kern,
+                           p->kernel.ctx);
+}
+
+/* Index of node d of graph g, or g->n (under sim_lock). */
+static size_t node_index(CUgraph g, CUgraphNode d)
+{
+    size_t j = 0;
+    while (j < g->n && g->nodes[j] != d)
+        j++;
+    return j;
+}
+
+/* Why g cannot update e (CU_GRAPH_EXEC_UPDATE_SUCCESS when it can), with
+ * the node of g at fault in *err (under sim_lock). Nodes pair by their
+ * order of creation; graph memory nodes are not updated. */
+static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNode *err)
+{
+    CUgraph c = e->copy;
+    *err = NULL;
+    if (g->n != c->n)
+        return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    for (size_t i = 0; i < g->n; i++) {
+        CUgraphNode a = g->nodes[i], b = c->nodes[i];
+        *err = a;
+        if (a->d.type != b->d.type)
+            return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+        if (a->ndeps != b->ndeps)
+            return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        for (size_t k = 0; k < a->ndeps; k++)
+            if (node_index(g, a->deps[k]) != node_index(c, b->deps[k]))
+                return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        if (a->d.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || a->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+            return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+    }
+    *err = NULL;
+    return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+}
+
+/* Shared body of both cuGraphExecUpdate ABIs: e's nodes take the
+ * parameters of g's, paired by order of creation, when g has e's shape;
+ * else CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE and e unchanged. Nodes are
+ * named by the graph e was instantiated from afterwards as before. */
+static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err, CUgraphExecUpdateResult *result)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    *err = NULL;
+    *result = CU_GRAPH_EXEC_UPDATE_ERROR;
+    pthread_mutex_lock(&sim_lock);
+    if (!live_has(e) || e->magic != SIM_MAGIC_EXEC || !graph_valid(g)) {
+        pthread_mutex_unlock(&sim_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *result = update_check(e, g, err);
+    CUgraph copy = NULL;
+    if (*result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    } else if (!(copy = graph_clone(g))) {
+        *result = CU_GRAPH_EXEC_UPDATE_ERROR;
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        sim_graph_free(e->copy);
+        e->copy = copy;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode *err_node,
+                                      CUgraphExecUpdateResult *result)
+{
+    CUgraphNode err = NULL;
+    CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_ERROR;
+    if (!err_node || !result)
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_VALUE;
+    CUresult r = exec_update(e, g, &err, &res);
+    *err_node = err;
+    *result = res;
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+    CUgraphNode err = NULL;
+    CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_ERROR;
+    if (!info)
+        return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_VALUE;
+    CUresult r = exec_update(e, g, &err, &res);
+    *info = (CUgraphExecUpdateResultInfo){.result = res, .errorNode = err, .errorFromNode = NULL};
+    return r;
 }
 
 /* Runs one node on stream st (no lock held). */

@@ -5,10 +5,13 @@
  * At instantiation the source graph's kernel nodes are read with
  * cuGraphGetNodes and cuGraphKernelNodeGetParams (the driver API has no
  * reader for an executable graph), and their parameters are scanned like a
- * launch's, with the layout of the node's CUfunction or CUkernel. A graph launch is then one launch for the residency engine over
- * the union of those chunks; after it is issued the chunks stay pinned
- * until an event recorded behind it has completed, so no eviction is
- * decided while the graph may still use them.
+ * launch's, with the layout of the node's CUfunction or CUkernel. Each
+ * kernel node's chunks are kept apart, so an update of the executable
+ * graph (a node's new parameters, or a whole graph's with
+ * cuGraphExecUpdate) replaces what changed. A graph launch is then one
+ * launch for the residency engine over the union of those chunks; after it
+ * is issued the chunks stay pinned until an event recorded behind it has
+ * completed, so no eviction is decided while the graph may still use them.
  */
 #include "graph.h"
 
@@ -26,10 +29,19 @@
 #define EXECS 1024          /* executable graphs remembered (open addressing) */
 #define IN_FLIGHT 256       /* graph launches pinned at once */
 
+typedef struct node_ids {
+    CUgraphNode node;       /* the kernel node, as the program names it */
+    int n;
+    uint32_t *ids;          /* n sorted ids, malloc'd, owned by the entry */
+} node_ids;
+
 typedef struct exec_entry {
     CUgraphExec exec;       /* NULL: free slot; TOMB: removed */
     int n;
-    uint32_t *ids;          /* n sorted ids, malloc'd, owned by the entry */
+    uint32_t *ids;          /* n sorted unique ids, the union of the nodes' (owned) */
+    int nnodes, capnodes;
+    node_ids *nodes;        /* kernel nodes with chunks, malloc'd, owned */
+    bool stale;             /* a node changed since ids was made */
 } exec_entry;
 
 typedef struct flight {
@@ -64,33 +76,99 @@ static exec_entry *slot_of(CUgraphExec exec, bool insert)
     return insert ? tomb : NULL;
 }
 
-/* Merges sorted unique ids b[0..nb) into the malloc'd sorted unique set
- * *a of *na ids (capacity *cap, grown as needed); false when out of memory
- * (the set then keeps what it had). */
-static bool merge_ids(uint32_t **a, int *na, int *cap, const uint32_t *b, int nb)
+/* Frees what entry e owns (not the entry). */
+static void entry_free(exec_entry *e)
 {
-    if (*na + nb > *cap) {
-        int ncap = *cap ? *cap : 16;
-        while (ncap < *na + nb)
-            ncap *= 2;
-        uint32_t *n = realloc(*a, (size_t)ncap * sizeof *n);
-        if (!n)
+    for (int i = 0; i < e->nnodes; i++)
+        free(e->nodes[i].ids);
+    free(e->nodes);
+    free(e->ids);
+}
+
+/* Sets node `node`'s chunks in e to ids[0..n) (malloc'd, taken over by e;
+ * n 0: ids NULL), adding the node when new; false when out of memory (ids
+ * freed, the node's chunks then as before). */
+static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n)
+{
+    for (int i = 0; i < e->nnodes; i++)
+        if (e->nodes[i].node == node) {
+            free(e->nodes[i].ids);
+            e->nodes[i] = (node_ids){node, n, ids};
+            e->stale = true;
+            return true;
+        }
+    if (n == 0)
+        return true;
+    if (e->nnodes == e->capnodes) {
+        int ncap = e->capnodes ? e->capnodes * 2 : 8;
+        node_ids *nn = realloc(e->nodes, (size_t)ncap * sizeof *nn);
+        if (!nn) {
+            free(ids);
             return false;
-        *a = n;
-        *cap = ncap;
+        }
+        e->nodes = nn;
+        e->capnodes = ncap;
     }
-    uint32_t *s = *a;
-    for (int i = 0; i < nb; i++) {
-        int k = *na;
-        while (k > 0 && s[k - 1] > b[i])
-            k--;
-        if (k > 0 && s[k - 1] == b[i])
-            continue;
-        memmove(&s[k + 1], &s[k], (size_t)(*na - k) * sizeof *s);
-        s[k] = b[i];
-        (*na)++;
-    }
+    e->nodes[e->nnodes++] = (node_ids){node, n, ids};
+    e->stale = true;
     return true;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Makes e's union of its nodes' ids again when stale; false when out of
+ * memory (the union then stays as it was, stale). */
+static bool entry_union(exec_entry *e)
+{
+    if (!e->stale)
+        return true;
+    size_t total = 0;
+    for (int i = 0; i < e->nnodes; i++)
+        total += (size_t)e->nodes[i].n;
+    uint32_t *u = NULL;
+    int n = 0;
+    if (total) {
+        if (total > INT32_MAX || !(u = malloc(total * sizeof *u)))
+            return false;
+        size_t k = 0;
+        for (int i = 0; i < e->nnodes; i++) {
+            memcpy(&u[k], e->nodes[i].ids, (size_t)e->nodes[i].n * sizeof *u);
+            k += (size_t)e->nodes[i].n;
+        }
+        qsort(u, total, sizeof *u, cmp_id);
+        for (size_t i = 0; i < total; i++)
+            if (n == 0 || u[n - 1] != u[i])
+                u[n++] = u[i];
+    }
+    free(e->ids);
+    e->ids = u;
+    e->n = n;
+    e->stale = false;
+    return true;
+}
+
+/* A malloc'd copy of the chunk ids f's parameters point into (*n of them;
+ * NULL when none, or out of memory: then *n is 0 and *oom true). */
+static uint32_t *node_chunks(CUfunction f, void **params, void **extra, int *n, bool *oom)
+{
+    const uint32_t *ids;
+    *n = f ? lms_launch_chunks(f, params, extra, &ids) : 0;
+    if (*n <= 0) {
+        *n = 0;
+        return NULL;
+    }
+    uint32_t *copy = malloc((size_t)*n * sizeof *copy);
+    if (!copy) {
+        *n = 0;
+        *oom = true;
+        return NULL;
+    }
+    memcpy(copy, ids, (size_t)*n * sizeof *copy);
+    return copy;
 }
 
 /* Set once a graph that may allocate graph memory was instantiated (an
@@ -98,25 +176,20 @@ static bool merge_ids(uint32_t **a, int *na, int *cap, const uint32_t *b, int nb
  * graph launches and cuMemGetInfo skip the pool's reading. */
 static atomic_bool mem_nodes_seen;
 
-void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
+/* Reads graph's kernel nodes into *found (their chunks, when `scan`) and
+ * notes allocation and child graph nodes; false when the nodes could not
+ * be read (out of memory). */
+static bool read_graph(CUgraph graph, bool scan, exec_entry *found)
 {
-    if (!exec || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType)
-        return;
-    bool scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
-    if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
-        return;   /* nothing more to learn */
     size_t count = 0;
     if (lms_drv.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
-        return;
+        return true;
     CUgraphNode *nodes = malloc(count * sizeof *nodes);
-    if (!nodes) {   /* not scanned: its chunks are read over the link */
-        atomic_store(&mem_nodes_seen, true);   /* and it may allocate */
-        return;
-    }
-    exec_entry found = {.exec = exec};
-    int cap = 0;
+    if (!nodes)
+        return false;
+    bool ok = true;
     if (lms_drv.cuGraphGetNodes(graph, nodes, &count) == CUDA_SUCCESS) {
-        for (size_t i = 0; i < count; i++) {
+        for (size_t i = 0; i < count && ok; i++) {
             CUgraphNodeType t;
             CUDA_KERNEL_NODE_PARAMS_v2 p;
             if (lms_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
@@ -129,45 +202,93 @@ void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
             /* The kernel is func, or kern when func is NULL (a node made from
              * a CUkernel); the layout cache takes either kind of handle. */
             CUfunction f = p.func ? p.func : (CUfunction)(void *)p.kern;
-            if (!f)
-                continue;
-            const uint32_t *ids;
-            int n = lms_launch_chunks(f, p.kernelParams, p.extra, &ids);
-            if (!merge_ids(&found.ids, &found.n, &cap, ids, n))
-                break;   /* out of memory: the rest is read over the link */
+            int n;
+            bool oom = false;
+            uint32_t *ids = node_chunks(f, p.kernelParams, p.extra, &n, &oom);
+            ok = !oom && entry_set_node(found, nodes[i], ids, n);
         }
     }
     free(nodes);
-    if (found.n == 0) {
-        free(found.ids);
-        return;
-    }
-    uint32_t *old = NULL;
+    return ok;
+}
+
+/* Puts `found` (its union made) in exec's slot, replacing what was there;
+ * an empty one only removes. Takes over what found owns. */
+static void store(CUgraphExec exec, exec_entry *found)
+{
+    bool keep = entry_union(found) && found->n > 0;
+    exec_entry old = {0};
+    bool full = false;
     pthread_mutex_lock(&lock);
-    exec_entry *e = slot_of(exec, true);
-    if (e) {
-        old = e->exec == exec ? e->ids : NULL;   /* instantiated again under the same handle */
-        *e = found;
+    exec_entry *e = slot_of(exec, keep);
+    if (e && e->exec == exec)
+        old = *e;   /* instantiated again under the same handle, or updated */
+    if (e && keep)
+        *e = *found;
+    else if (e && e->exec == exec)
+        *e = (exec_entry){.exec = TOMB};
+    full = keep && !e;
+    pthread_mutex_unlock(&lock);
+    entry_free(&old);
+    if (!keep || full)
+        entry_free(found);
+    if (full)
+        lms_log(LMS_LEVEL_INFO, "graph table full: a graph's chunks are read over the link");
+}
+
+void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
+{
+    if (!exec || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType)
+        return;
+    bool scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
+    if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
+        return;   /* nothing more to learn */
+    exec_entry found = {.exec = exec};
+    if (!read_graph(graph, scan, &found))
+        atomic_store(&mem_nodes_seen, true);   /* not all read: it may allocate */
+    /* Out of memory part way: what was read is kept, the rest is read
+     * over the link. */
+    store(exec, &found);
+}
+
+void lms_graph_updated(CUgraphExec exec, CUgraph graph)
+{
+    lms_graph_instantiated(exec, graph);
+}
+
+void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void **params, void **extra)
+{
+    if (!exec || !node || !lms_residency_any())
+        return;
+    int n;
+    bool oom = false;
+    uint32_t *ids = node_chunks(f, params, extra, &n, &oom);
+    pthread_mutex_lock(&lock);
+    exec_entry *e = slot_of(exec, false);
+    if (!e && n > 0 && (e = slot_of(exec, true)) != NULL)
+        *e = (exec_entry){.exec = exec};   /* none of its nodes had chunks before */
+    if (e && oom) {
+        /* Its new chunks unknown: the old ones stay, fetched for nothing
+         * at worst, and the new ones are read over the link. */
+    } else if (e) {
+        entry_set_node(e, node, ids, n);
+        ids = NULL;
     }
     pthread_mutex_unlock(&lock);
-    free(old);
-    if (!e) {
-        free(found.ids);
-        lms_log(LMS_LEVEL_INFO, "graph table full: a graph's chunks are read over the link");
-    }
+    free(ids);
 }
 
 void lms_graph_forget(CUgraphExec exec)
 {
-    uint32_t *old = NULL;
+    exec_entry old = {0};
     pthread_mutex_lock(&lock);
     exec_entry *e = slot_of(exec, false);
     if (e) {
-        old = e->ids;
+        old = *e;
         *e = (exec_entry){.exec = TOMB};
     }
     pthread_mutex_unlock(&lock);
-    free(old);
+    entry_free(&old);
 }
 
 int lms_graph_chunks(CUgraphExec exec, uint32_t **ids)
@@ -176,6 +297,8 @@ int lms_graph_chunks(CUgraphExec exec, uint32_t **ids)
     *ids = NULL;
     pthread_mutex_lock(&lock);
     exec_entry *e = slot_of(exec, false);
+    if (e)
+        entry_union(e);   /* after a node's update; out of memory: the union before */
     if (e && e->n > 0 && (*ids = malloc((size_t)e->n * sizeof **ids)) != NULL) {
         n = e->n;
         memcpy(*ids, e->ids, (size_t)n * sizeof **ids);

@@ -1,7 +1,7 @@
 /*
  * graph.h — CUDA graphs as the engine sees them (graph.c): which managed
  * chunks each executable graph's kernels use, read from its kernel nodes at
- * instantiation, and the pins that keep them on the device while a launch
+ * instantiation and after its updates, and the pins that keep them on the device while a launch
  * of the graph runs.
  */
 #ifndef LMS_GRAPH_H
@@ -14,6 +14,12 @@
 /* A graph was instantiated as `exec`: remember the chunks its kernel nodes
  * pass as parameters (nothing when no managed chunk exists). */
 void lms_graph_instantiated(CUgraphExec exec, CUgraph graph);
+/* cuGraphExecUpdate made exec's nodes those of `graph`: its chunks are
+ * read again from graph. */
+void lms_graph_updated(CUgraphExec exec, CUgraph graph);
+/* Kernel node `node` of exec now runs f with these parameters (an update
+ * of one node): its chunks replace the node's in exec's set. */
+void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void **params, void **extra);
 /* The executable graph goes away. */
 void lms_graph_forget(CUgraphExec exec);
 /* The chunks of `exec`: returns how many and sets *ids to a malloc'd copy

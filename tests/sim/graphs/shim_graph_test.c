@@ -186,9 +186,203 @@ static void capture_ptsz_modes(void)
         CHECK_EQ_U(counter(c[i]), 4);
 }
 
+/* The simulator's counters now. */
+static simgpu_counters counters_now(void)
+{
+    simgpu_counters c;
+    OK(simgpu_get_counters(0, &c));
+    return c;
+}
+
+/* True under a policy that fetches a launch's chunks before it (the
+ * engine then moves what a graph's kernels use, not read in place). */
+static bool policy_fetches(void)
+{
+    const char *policy = getenv("LMS_POLICY");
+    return !policy || strcmp(policy, "none") != 0;
+}
+
+/* One graph launch of e (`kernels` nodes) on s, waited for; checks the
+ * kernels found their chunks on the device (fetched before it: no fault and nothing read over
+ * the link) under a policy that fetches, and the budget. */
+static void launch_fetched(CUgraphExec e, CUstream s, uint64_t kernels)
+{
+    simgpu_counters c0 = counters_now();
+    OK(cuGraphLaunch(e, s));
+    OK(cuStreamSynchronize(s));
+    simgpu_counters c1 = counters_now();
+    CHECK_EQ_U(c1.launches - c0.launches, kernels);
+    if (policy_fetches()) {
+        CHECK_EQ_U(c1.remote_bytes - c0.remote_bytes, 0);
+        CHECK_EQ_U(c1.faults - c0.faults, 0);
+    }
+    check_budget(0);
+}
+
+/* Fresh managed chunks c[0..n): allocated after the device share is
+ * taken (each must be off the device), never touched. */
+static void fresh_chunks(CUdeviceptr *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        OK(cuMemAlloc(&c[i], CHUNK));
+        CHECK(is_managed(c[i]));
+    }
+}
+
+/* An executable graph of one bump kernel node made with
+ * cuGraphAddKernelNode (not captured), its kernel node's parameters then
+ * set again in the executable graph, through each ABI (the v1 and v2
+ * parameter blocks, and the generic cuGraphExecNodeSetParams), to a chunk
+ * nothing has touched: each launch after an update runs on the new chunk
+ * alone, and lmshim makes that chunk resident first (a policy that
+ * fetches: no fault, nothing over the link), as it would for a graph
+ * instantiated with it. Frameworks that keep executable graphs and set
+ * their nodes' arguments before each run do this (XLA's command buffers). */
+static void exec_node_update(void)
+{
+    setup();
+    CUdeviceptr dev[2], c[NCHUNKS];
+    for (int i = 0; i < 2; i++)
+        OK(cuMemAlloc(&dev[i], CHUNK));   /* the device share (LMS_FRAC) */
+    fresh_chunks(c, NCHUNKS);
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t bytes = CHUNK;
+    CUdeviceptr arg = c[0];
+    void *args[] = {&arg, &bytes};
+    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
+                                 .kernelParams = args};
+    CUgraph g;
+    CUgraphNode node;
+    OK(cuGraphCreate(&g, 0));
+    OK(cuGraphAddKernelNode(&node, g, NULL, 0, &p));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    launch_fetched(e, s, 1);
+    CHECK_EQ_U(counter(c[0]), 1);
+    CUresult (*set_v1)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v1 *) = NULL;
+    CUdriverProcAddressQueryResult q;
+    OK(cuGetProcAddress("cuGraphExecKernelNodeSetParams", (void **)&set_v1, 10010, 0, &q));
+    CHECK(set_v1 != NULL);
+    for (int k = 1; k < NCHUNKS; k++) {
+        arg = c[k];   /* the parameter values are read at the call */
+        if (k % 3 == 0) {
+            CUDA_KERNEL_NODE_PARAMS_v1 p1 = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                             .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
+                                             .kernelParams = args};
+            OK(set_v1(e, node, &p1));
+        } else if (k % 3 == 1) {
+            OK(cuGraphExecKernelNodeSetParams(e, node, &p));
+        } else {
+            CUgraphNodeParams gp = {.type = CU_GRAPH_NODE_TYPE_KERNEL};
+            gp.kernel.func = f_bump;
+            gp.kernel.gridDimX = gp.kernel.gridDimY = gp.kernel.gridDimZ = 1;
+            gp.kernel.blockDimX = 32;
+            gp.kernel.blockDimY = gp.kernel.blockDimZ = 1;
+            gp.kernel.kernelParams = args;
+            OK(cuGraphExecNodeSetParams(e, node, &gp));
+        }
+        arg = 0;   /* the executable graph kept its own copy */
+        launch_fetched(e, s, 1);
+        launch_fetched(e, s, 1);
+        CHECK_EQ_U(counter(c[k]), 2);
+        CHECK_EQ_U(counter(c[k - 1]), k == 1 ? 1 : 2);   /* the old chunk no more */
+    }
+    /* A refused update (not a kernel node of this graph) changes nothing. */
+    CUgraphNode stranger;
+    CUgraph other;
+    OK(cuGraphCreate(&other, 0));
+    arg = c[0];
+    OK(cuGraphAddKernelNode(&stranger, other, NULL, 0, &p));
+    CHECK(cuGraphExecKernelNodeSetParams(e, stranger, &p) != CUDA_SUCCESS);
+    launch_fetched(e, s, 1);
+    CHECK_EQ_U(counter(c[NCHUNKS - 1]), 3);
+    CHECK_EQ_U(counter(c[0]), 1);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    OK(cuGraphDestroy(other));
+    for (int i = 0; i < NCHUNKS; i++)
+        OK(cuMemFree(c[i]));
+    for (int i = 0; i < 2; i++)
+        OK(cuMemFree(dev[i]));
+}
+
+/* Builds a graph of n bump nodes in a chain, node i over x[i]; *nodes
+ * gets them. */
+static CUgraph chain_graph(const CUdeviceptr *x, int n, CUgraphNode *nodes)
+{
+    CUgraph g;
+    OK(cuGraphCreate(&g, 0));
+    for (int i = 0; i < n; i++) {
+        size_t bytes = CHUNK;
+        CUdeviceptr a = x[i];
+        void *args[] = {&a, &bytes};
+        CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                     .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
+                                     .kernelParams = args};
+        OK(cuGraphAddKernelNode(&nodes[i], g, i ? &nodes[i - 1] : NULL, i ? 1 : 0, &p));
+    }
+    return g;
+}
+
+/* cuGraphExecUpdate from a graph of the same shape over other chunks (the
+ * way a framework reuses an executable graph after its buffers moved):
+ * each launch after it runs on the new chunks, which lmshim makes resident
+ * first; an update from a graph of another shape is refused
+ * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, topology changed) and changes
+ * nothing; a node update after a whole update still counts. */
+static void exec_whole_update(void)
+{
+    setup();
+    CUdeviceptr dev[2], c[6];
+    for (int i = 0; i < 2; i++)
+        OK(cuMemAlloc(&dev[i], CHUNK));
+    fresh_chunks(c, 6);
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUgraphNode n0[2], n1[2], n2[3];
+    CUgraph g0 = chain_graph(&c[0], 2, n0);
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g0, 0));
+    launch_fetched(e, s, 2);
+    CUgraph g1 = chain_graph(&c[2], 2, n1);
+    CUgraphExecUpdateResultInfo info;
+    OK(cuGraphExecUpdate(e, g1, &info));
+    CHECK(info.result == CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    launch_fetched(e, s, 2);
+    CUgraph g2 = chain_graph(&c[0], 3, n2);
+    CHECK_IS(cuGraphExecUpdate(e, g2, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK(info.result == CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    launch_fetched(e, s, 2);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_U(counter(c[i]), i < 2 ? 1 : 2);
+    /* One node (named by the graph e was instantiated from) to c[4]. */
+    size_t bytes = CHUNK;
+    CUdeviceptr a = c[4];
+    void *args[] = {&a, &bytes};
+    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+    OK(cuGraphExecKernelNodeSetParams(e, n0[1], &p));
+    launch_fetched(e, s, 2);
+    CHECK_EQ_U(counter(c[2]), 3);
+    CHECK_EQ_U(counter(c[3]), 2);
+    CHECK_EQ_U(counter(c[4]), 1);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g0));
+    OK(cuGraphDestroy(g1));
+    OK(cuGraphDestroy(g2));
+    for (int i = 0; i < 6; i++)
+        OK(cuMemFree(c[i]));
+    for (int i = 0; i < 2; i++)
+        OK(cuMemFree(dev[i]));
+}
+
 static const test_case cases[] = {
     {"capture_and_replay", capture_and_replay},
     {"capture_ptsz_modes", capture_ptsz_modes},
+    {"exec_node_update", exec_node_update},
+    {"exec_whole_update", exec_whole_update},
 };
 
 TEST_MAIN(cases)
