@@ -125,55 +125,42 @@ static bool is_taken(const shard *s, uint64_t key)
     return false;
 }
 
-/* Finds key for peek and take (under s's lock): the slot of its chunk,
- * or SIZE_MAX with *t NONE or BUSY. */
-static size_t find_taking(shard *s, uint64_t key, lms_take *t)
+/* Copies the chunk with this key to *out; with `take` also takes it out
+ * of the map and marks the key (lms_chunks_take). Peek and take share
+ * this one path. */
+static lms_take find_copy(uint64_t key, lms_chunk *out, bool take)
 {
+    shard *s = shard_of(key);
+    lms_take t = LMS_TAKE_NONE;
+    pthread_mutex_lock(&s->lock);
     size_t i = s->cap ? probe(s, key, false) : 0;
     if (s->cap && s->slots[i].key == key) {
-        *t = LMS_TAKE_FOUND;
-        return i;
-    }
-    *t = is_taken(s, key) ? LMS_TAKE_BUSY : LMS_TAKE_NONE;
-    return SIZE_MAX;
-}
-
-lms_take lms_chunks_peek(uint64_t key, lms_chunk *out)
-{
-    shard *s = shard_of(key);
-    lms_take t;
-    pthread_mutex_lock(&s->lock);
-    size_t i = find_taking(s, key, &t);
-    if (i != SIZE_MAX)
+        t = LMS_TAKE_FOUND;
         *out = s->slots[i];
-    pthread_mutex_unlock(&s->lock);
-    return t;
-}
-
-lms_take lms_chunks_take(uint64_t key, lms_chunk *out)
-{
-    shard *s = shard_of(key);
-    lms_take t;
-    pthread_mutex_lock(&s->lock);
-    size_t i = find_taking(s, key, &t);
-    if (i != SIZE_MAX) {
-        *out = s->slots[i];
-        if (s->ntaken == s->captaken) {
-            size_t ncap = s->captaken ? s->captaken * 2 : 8;
-            uint64_t *n = realloc(s->taken, ncap * sizeof *n);
-            if (n) {
-                s->taken = n;
-                s->captaken = ncap;
+        if (take) {
+            if (s->ntaken == s->captaken) {
+                size_t ncap = s->captaken ? s->captaken * 2 : 8;
+                uint64_t *n = realloc(s->taken, ncap * sizeof *n);
+                if (n) {
+                    s->taken = n;
+                    s->captaken = ncap;
+                }
             }
+            if (s->ntaken < s->captaken)
+                s->taken[s->ntaken++] = key;   /* else (no memory) taken unmarked, as a plain remove */
+            s->slots[i].key = TOMB;
+            s->live--;
         }
-        if (s->ntaken < s->captaken)
-            s->taken[s->ntaken++] = key;   /* else (no memory) taken unmarked, as a plain remove */
-        s->slots[i].key = TOMB;
-        s->live--;
+    } else if (is_taken(s, key)) {
+        t = LMS_TAKE_BUSY;
     }
     pthread_mutex_unlock(&s->lock);
     return t;
 }
+
+lms_take lms_chunks_peek(uint64_t key, lms_chunk *out) { return find_copy(key, out, false); }
+
+lms_take lms_chunks_take(uint64_t key, lms_chunk *out) { return find_copy(key, out, true); }
 
 bool lms_chunks_settle(uint64_t key, const lms_chunk *back)
 {
