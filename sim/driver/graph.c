@@ -106,7 +106,8 @@ struct CUgraphExec_st {
     unsigned long long flags;
 };
 
-/* A graph with no nodes, or NULL when the host is out of memory. */
+/* A graph with no nodes, or NULL when the host is out of memory (under
+ * sim_lock: it joins the handle table). */
 CUgraph sim_graph_new(void)
 {
     CUgraph g = calloc(1, sizeof *g);
@@ -266,7 +267,9 @@ SIM_EXPORT CUresult cuGraphCreate(CUgraph *out, unsigned int flags)
         return r;
     if (!out || flags)
         return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
     *out = sim_graph_new();
+    pthread_mutex_unlock(&sim_lock);
     return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -291,6 +294,9 @@ static CUresult kernel_desc(const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern, 
     } else if (!sim_kernel_valid(f)) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
+    if (!p->gridDimX || !p->gridDimY || !p->gridDimZ || !p->blockDimX || !p->blockDimY ||
+        !p->blockDimZ || (uint64_t)p->blockDimX * p->blockDimY * p->blockDimZ > 1024)
+        return CUDA_ERROR_INVALID_VALUE;   /* as a launch of these dimensions */
     if (p->extra)
         return CUDA_ERROR_NOT_SUPPORTED;   /* not modeled: see docs/SIMULATOR.md */
     *d = (sim_node_desc){.type = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .by_kernel = by_kernel,
@@ -609,6 +615,8 @@ static CUresult exec_set_kernel(CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_
     CUgraphNode c = live_has(e) && e->magic == SIM_MAGIC_EXEC ? exec_node(e, n) : NULL;
     if (!c || c->d.type != CU_GRAPH_NODE_TYPE_KERNEL)
         r = CUDA_ERROR_INVALID_VALUE;
+    else if (c->d.by_kernel && d.by_kernel && c->d.ctx && d.ctx && c->d.ctx != d.ctx)
+        r = CUDA_ERROR_INVALID_VALUE;   /* the owning context cannot change */
     else
         r = node_set_kernel(c, &d);
     pthread_mutex_unlock(&sim_lock);
@@ -649,12 +657,14 @@ static size_t node_index(CUgraph g, CUgraphNode d)
 }
 
 /* Why g cannot update e (CU_GRAPH_EXEC_UPDATE_SUCCESS when it can), with
- * the node of g at fault in *err (under sim_lock). Nodes pair by their
+ * the node of g at fault in *err and, for a dependency that does not
+ * match, that dependency in *err_from (under sim_lock). Nodes pair by their
  * order of creation; graph memory nodes are not updated. */
-static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNode *err)
+static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNode *err,
+                                            CUgraphNode *err_from)
 {
     CUgraph c = e->copy;
-    *err = NULL;
+    *err = *err_from = NULL;
     if (g->n != c->n)
         return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
     for (size_t i = 0; i < g->n; i++) {
@@ -665,8 +675,10 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNod
         if (a->ndeps != b->ndeps)
             return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
         for (size_t k = 0; k < a->ndeps; k++)
-            if (node_index(g, a->deps[k]) != node_index(c, b->deps[k]))
+            if (node_index(g, a->deps[k]) != node_index(c, b->deps[k])) {
+                *err_from = a->deps[k];   /* the mismatched dependency */
                 return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+            }
         if (a->d.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || a->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
             return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
     }
@@ -678,19 +690,20 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNod
  * parameters of g's, paired by order of creation, when g has e's shape;
  * else CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE and e unchanged. Nodes are
  * named by the graph e was instantiated from afterwards as before. */
-static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err, CUgraphExecUpdateResult *result)
+static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err, CUgraphNode *err_from,
+                            CUgraphExecUpdateResult *result)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    *err = NULL;
+    *err = *err_from = NULL;
     *result = CU_GRAPH_EXEC_UPDATE_ERROR;
     pthread_mutex_lock(&sim_lock);
     if (!live_has(e) || e->magic != SIM_MAGIC_EXEC || !graph_valid(g)) {
         pthread_mutex_unlock(&sim_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    *result = update_check(e, g, err);
+    *result = update_check(e, g, err, err_from);
     CUgraph copy = NULL;
     if (*result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
         r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
@@ -708,11 +721,11 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err, CUgraphE
 SIM_EXPORT CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode *err_node,
                                       CUgraphExecUpdateResult *result)
 {
-    CUgraphNode err = NULL;
+    CUgraphNode err = NULL, from = NULL;
     CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_ERROR;
     if (!err_node || !result)
         return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_VALUE;
-    CUresult r = exec_update(e, g, &err, &res);
+    CUresult r = exec_update(e, g, &err, &from, &res);
     *err_node = err;
     *result = res;
     return r;
@@ -720,12 +733,12 @@ SIM_EXPORT CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode *err
 
 SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
 {
-    CUgraphNode err = NULL;
+    CUgraphNode err = NULL, from = NULL;
     CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_ERROR;
     if (!info)
         return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_VALUE;
-    CUresult r = exec_update(e, g, &err, &res);
-    *info = (CUgraphExecUpdateResultInfo){.result = res, .errorNode = err, .errorFromNode = NULL};
+    CUresult r = exec_update(e, g, &err, &from, &res);
+    *info = (CUgraphExecUpdateResultInfo){.result = res, .errorNode = err, .errorFromNode = from};
     return r;
 }
 

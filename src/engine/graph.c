@@ -41,6 +41,9 @@ typedef struct exec_entry {
     uint32_t *ids;          /* n sorted unique ids, the union of the nodes' (owned) */
     int nnodes, capnodes;
     node_ids *nodes;        /* kernel nodes with chunks, malloc'd, owned */
+    int *index;             /* open addressing over nodes: position + 1, 0 empty
+                               (capindex slots, a power of two >= 2 capnodes; owned) */
+    int capindex;
     bool stale;             /* a node changed since ids was made */
 } exec_entry;
 
@@ -82,34 +85,67 @@ static void entry_free(exec_entry *e)
     for (int i = 0; i < e->nnodes; i++)
         free(e->nodes[i].ids);
     free(e->nodes);
+    free(e->index);
     free(e->ids);
+}
+
+/* The index slot of `node` in e (its own, or the empty one where it
+ * would go); e->capindex > 0. */
+static int index_slot(const exec_entry *e, CUgraphNode node)
+{
+    unsigned mask = (unsigned)e->capindex - 1;
+    unsigned i = (unsigned)(((uintptr_t)node >> 4) * 0x9e3779b97f4a7c15ull >> 32) & mask;
+    while (e->index[i] && e->nodes[e->index[i] - 1].node != node)
+        i = (i + 1) & mask;
+    return (int)i;
+}
+
+/* Room in e for one more node (nodes and their index grown together);
+ * false when out of memory. */
+static bool entry_grow(exec_entry *e)
+{
+    if (e->nnodes < e->capnodes)
+        return true;
+    int ncap = e->capnodes ? e->capnodes * 2 : 8;
+    node_ids *nn = realloc(e->nodes, (size_t)ncap * sizeof *nn);
+    if (!nn)
+        return false;
+    e->nodes = nn;
+    int *ni = calloc((size_t)ncap * 2, sizeof *ni);
+    if (!ni)
+        return false;   /* nodes grown, capnodes not: tried again next time */
+    free(e->index);
+    e->index = ni;
+    e->capindex = ncap * 2;
+    e->capnodes = ncap;
+    for (int k = 0; k < e->nnodes; k++)
+        e->index[index_slot(e, e->nodes[k].node)] = k + 1;
+    return true;
 }
 
 /* Sets node `node`'s chunks in e to ids[0..n) (malloc'd, taken over by e;
  * n 0: ids NULL), adding the node when new; false when out of memory (ids
- * freed, the node's chunks then as before). */
+ * freed, the node's chunks then as before). One probe of the node index:
+ * updating every node of a large graph costs linear time in all. */
 static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n)
 {
-    for (int i = 0; i < e->nnodes; i++)
-        if (e->nodes[i].node == node) {
-            free(e->nodes[i].ids);
-            e->nodes[i] = (node_ids){node, n, ids};
-            e->stale = true;
-            return true;
-        }
+    int slot = e->capindex ? index_slot(e, node) : -1;
+    if (slot >= 0 && e->index[slot]) {
+        node_ids *x = &e->nodes[e->index[slot] - 1];
+        free(x->ids);
+        *x = (node_ids){node, n, ids};
+        e->stale = true;
+        return true;
+    }
     if (n == 0)
         return true;
-    if (e->nnodes == e->capnodes) {
-        int ncap = e->capnodes ? e->capnodes * 2 : 8;
-        node_ids *nn = realloc(e->nodes, (size_t)ncap * sizeof *nn);
-        if (!nn) {
-            free(ids);
-            return false;
-        }
-        e->nodes = nn;
-        e->capnodes = ncap;
+    if (!entry_grow(e)) {
+        free(ids);
+        return false;
     }
-    e->nodes[e->nnodes++] = (node_ids){node, n, ids};
+    e->nodes[e->nnodes] = (node_ids){node, n, ids};
+    slot = index_slot(e, node);
+    e->index[slot] = ++e->nnodes;
     e->stale = true;
     return true;
 }
@@ -135,10 +171,11 @@ static bool entry_union(exec_entry *e)
         if (total > INT32_MAX || !(u = malloc(total * sizeof *u)))
             return false;
         size_t k = 0;
-        for (int i = 0; i < e->nnodes; i++) {
-            memcpy(&u[k], e->nodes[i].ids, (size_t)e->nodes[i].n * sizeof *u);
-            k += (size_t)e->nodes[i].n;
-        }
+        for (int i = 0; i < e->nnodes; i++)
+            if (e->nodes[i].n) {   /* a node whose update left it no chunk has no ids */
+                memcpy(&u[k], e->nodes[i].ids, (size_t)e->nodes[i].n * sizeof *u);
+                k += (size_t)e->nodes[i].n;
+            }
         qsort(u, total, sizeof *u, cmp_id);
         for (size_t i = 0; i < total; i++)
             if (n == 0 || u[n - 1] != u[i])

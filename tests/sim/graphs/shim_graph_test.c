@@ -331,7 +331,8 @@ static CUgraph chain_graph(const CUdeviceptr *x, int n, CUgraphNode *nodes)
  * each launch after it runs on the new chunks, which lmshim makes resident
  * first; an update from a graph of another shape is refused
  * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, topology changed) and changes
- * nothing; a node update after a whole update still counts. */
+ * nothing; a node update after a whole update still counts, and so does
+ * one that leaves its node no managed chunk. */
 static void exec_whole_update(void)
 {
     setup();
@@ -368,6 +369,14 @@ static void exec_whole_update(void)
     CHECK_EQ_U(counter(c[2]), 3);
     CHECK_EQ_U(counter(c[3]), 2);
     CHECK_EQ_U(counter(c[4]), 1);
+    /* That node to the device share: no managed chunk of its own left,
+     * while the other node keeps one (the union skips an empty node). */
+    a = dev[0];
+    OK(cuMemsetD8(dev[0], 0, 64));
+    OK(cuGraphExecKernelNodeSetParams(e, n0[1], &p));
+    launch_fetched(e, s, 2);
+    CHECK_EQ_U(counter(c[2]), 4);
+    CHECK_EQ_U(counter(dev[0]), 1);
     OK(cuGraphExecDestroy(e));
     OK(cuGraphDestroy(g0));
     OK(cuGraphDestroy(g1));

@@ -20,9 +20,12 @@
  *   graph_mem           under liblmshim.so: what the graph pool reserves is
  *                       charged (lms_get_stats, cuMemGetInfo) and returned
  *                       after cuDeviceGraphMemTrim.
+ *   graph_threads_sim   the simulator alone: graphs made and destroyed on
+ *                       8 threads at once all succeed.
  */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -452,9 +455,45 @@ static void graph_mem(void)
     OK(cuLibraryUnload(lib));
 }
 
+/* One thread's round of graph making: create, add a kernel node,
+ * destroy, many times (the context made current first). */
+static void *make_graphs(void *arg)
+{
+    OK(cuCtxSetCurrent(*(CUcontext *)arg));
+    size_t bytes = 8;
+    CUdeviceptr a = 0;
+    void *args[] = {&a, &bytes};
+    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
+                                 .kernelParams = args};
+    for (int i = 0; i < 5000; i++) {
+        CUgraph g;
+        CUgraphNode n;
+        OK(cuGraphCreate(&g, 0));
+        OK(cuGraphAddKernelNode(&n, g, NULL, 0, &p));
+        OK(cuGraphDestroy(g));
+    }
+    return NULL;
+}
+
+/* The simulator alone: graphs made on 8 threads at once (each its own)
+ * all succeed; the graph handle table is shared. */
+static void graph_threads_sim(void)
+{
+    setup();
+    CUcontext c;
+    OK(cuCtxGetCurrent(&c));
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++)
+        CHECK(pthread_create(&t[i], NULL, make_graphs, &c) == 0);
+    for (int i = 0; i < 8; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+}
+
 static const test_case cases[] = {
     {"graph_mem_sim", graph_mem_sim},
     {"graph_mem", graph_mem},
+    {"graph_threads_sim", graph_threads_sim},
     {"kern_nodes_sim", kern_nodes_sim},
     {"kern_graph", kern_graph},
     {"stream_reuse_sim", stream_reuse_sim},
