@@ -1,6 +1,6 @@
 /*
  * graph.c — CUDA graphs: creation, kernel nodes (captured or added),
- * queries, instantiation, updates of an executable graph (a kernel node's
+ * child graph nodes, queries, instantiation, updates of an executable graph (a kernel node's
  * parameters, or every node's from a graph of the same shape), upload,
  * launch and destruction.
  *
@@ -125,6 +125,8 @@ static void node_free(CUgraphNode n)
 {
     live_remove(n);
     n->magic = 0;
+    if (n->d.type == CU_GRAPH_NODE_TYPE_GRAPH)
+        sim_graph_free(n->d.child);
     free(n->deps);
     free(n->buf);
     free(n);
@@ -172,7 +174,10 @@ static CUresult copy_params(CUgraphNode n)
     return CUDA_SUCCESS;
 }
 
-/* Adds a node after `deps` (nodes of g); *out gets it. */
+static CUgraph graph_clone(CUgraph g);
+
+/* Adds a node after `deps` (nodes of g); *out gets it. A child graph node
+ * embeds its own clone of d->child. */
 CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
                        const sim_node_desc *d, CUgraphNode *out)
 {
@@ -193,14 +198,20 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *n = (struct CUgraphNode_st){.magic = SIM_MAGIC_NODE, .graph = g, .d = *d};
+    if (d->type == CU_GRAPH_NODE_TYPE_GRAPH)
+        n->d.child = NULL;   /* until its clone is made (node_free then frees nothing) */
     if (ndeps) {
         n->deps = malloc(ndeps * sizeof *n->deps);
         if (!n->deps) {
-            free(n);
+            node_free(n);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
         memcpy(n->deps, deps, ndeps * sizeof *n->deps);
         n->ndeps = ndeps;
+    }
+    if (d->type == CU_GRAPH_NODE_TYPE_GRAPH && !(n->d.child = graph_clone(d->child))) {
+        node_free(n);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (d->type == CU_GRAPH_NODE_TYPE_KERNEL) {
         CUresult r = copy_params(n);
@@ -427,6 +438,51 @@ SIM_EXPORT CUresult cuGraphNodeGetType(CUgraphNode n, CUgraphNodeType *type)
         *type = n->d.type;
     else
         r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* A child graph node runs a clone of `child`, made here; a child with
+ * graph memory nodes is refused (CUDA refuses allocation, free and
+ * conditional nodes in a child added this way). */
+SIM_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                             size_t nd, CUgraph child)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!out || (nd && !deps))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    if (!graph_valid(g) || !graph_valid(child) || child == g) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        for (size_t i = 0; i < child->n && r == CUDA_SUCCESS; i++)
+            if (child->nodes[i]->d.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
+                child->nodes[i]->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+                r = CUDA_ERROR_INVALID_VALUE;
+        if (r == CUDA_SUCCESS) {
+            sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_GRAPH, .child = child};
+            r = sim_graph_add(g, deps, nd, &d, out);
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* The graph a child graph node embeds (owned by the node). */
+SIM_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode n, CUgraph *out)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    if (!node_valid(n) || n->d.type != CU_GRAPH_NODE_TYPE_GRAPH)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else
+        *out = n->d.child;
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
@@ -659,7 +715,7 @@ static size_t node_index(CUgraph g, CUgraphNode d)
 /* Why g cannot update e (CU_GRAPH_EXEC_UPDATE_SUCCESS when it can), with
  * the node of g at fault in *err and, for a dependency that does not
  * match, that dependency in *err_from (under sim_lock). Nodes pair by their
- * order of creation; graph memory nodes are not updated. */
+ * order of creation; graph memory and child graph nodes are not updated. */
 static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNode *err,
                                             CUgraphNode *err_from)
 {
@@ -679,7 +735,8 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNod
                 *err_from = a->deps[k];   /* the mismatched dependency */
                 return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
             }
-        if (a->d.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || a->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+        if (a->d.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || a->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
+            a->d.type == CU_GRAPH_NODE_TYPE_GRAPH)
             return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
     }
     *err = NULL;
@@ -761,6 +818,12 @@ static CUresult run_node(CUgraphNode n, CUstream st)
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return sim_graphmem_run(d);
+    case CU_GRAPH_NODE_TYPE_GRAPH: {
+        CUresult r = CUDA_SUCCESS;
+        for (size_t i = 0; i < d->child->n && r == CUDA_SUCCESS; i++)
+            r = run_node(d->child->nodes[i], st);
+        return r;
+    }
     default:
         return CUDA_SUCCESS;
     }

@@ -267,6 +267,7 @@ typedef struct sim_node_desc {
     size_t count;
     CUhostFn fn;               /* host */
     void *user;
+    CUgraph child;             /* child graph: the embedded graph (a node owns its own clone) */
 } sim_node_desc;
 
 /* Gate of every stream-ordered operation on st (takes sim_lock): success

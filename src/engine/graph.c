@@ -2,8 +2,9 @@
  * graph.c — the chunks of executable graphs and the pins of graph launches
  * (see graph.h and docs/ARCHITECTURE.md "Graphs").
  *
- * At instantiation the source graph's kernel nodes are read with
- * cuGraphGetNodes and cuGraphKernelNodeGetParams (the driver API has no
+ * At instantiation the source graph's kernel nodes (and those of its child
+ * graphs, cuGraphChildGraphNodeGetGraph) are read with cuGraphGetNodes and
+ * cuGraphKernelNodeGetParams (the driver API has no
  * reader for an executable graph), and their parameters are scanned like a
  * launch's, with the layout of the node's CUfunction or CUkernel. Each
  * kernel node's chunks are kept apart, so an update of the executable
@@ -209,14 +210,17 @@ static uint32_t *node_chunks(CUfunction f, void **params, void **extra, int *n, 
 }
 
 /* Set once a graph that may allocate graph memory was instantiated (an
- * allocation node, or a child graph, which is not looked into): until then
+ * allocation node, at any depth, or a child graph not looked into): until then
  * graph launches and cuMemGetInfo skip the pool's reading. */
 static atomic_bool mem_nodes_seen;
 
-/* Reads graph's kernel nodes into *found (their chunks, when `scan`) and
- * notes allocation and child graph nodes; false when the nodes could not
- * be read (out of memory). */
-static bool read_graph(CUgraph graph, bool scan, exec_entry *found)
+#define CHILD_DEPTH 8   /* child graphs looked into, nested at most this deep */
+
+/* Reads graph's kernel nodes into *found (their chunks, when `scan`),
+ * and those of its child graphs to `depth` levels, and notes allocation
+ * nodes (and a child graph not looked into); false when the nodes could
+ * not be read (out of memory). */
+static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth)
 {
     size_t count = 0;
     if (lms_drv.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
@@ -229,10 +233,19 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found)
         for (size_t i = 0; i < count && ok; i++) {
             CUgraphNodeType t;
             CUDA_KERNEL_NODE_PARAMS_v2 p;
+            CUgraph child;
             if (lms_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
                 continue;
-            if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC || t == CU_GRAPH_NODE_TYPE_GRAPH)
+            if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
                 atomic_store(&mem_nodes_seen, true);
+            if (t == CU_GRAPH_NODE_TYPE_GRAPH) {
+                if (depth > 0 && lms_drv.cuGraphChildGraphNodeGetGraph &&
+                    lms_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
+                    ok = read_graph(child, scan, found, depth - 1);
+                else
+                    atomic_store(&mem_nodes_seen, true);   /* not looked into: it may allocate */
+                continue;
+            }
             if (!scan || t != CU_GRAPH_NODE_TYPE_KERNEL ||
                 lms_drv.cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS)
                 continue;
@@ -281,7 +294,7 @@ void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
     if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
         return;   /* nothing more to learn */
     exec_entry found = {.exec = exec};
-    if (!read_graph(graph, scan, &found))
+    if (!read_graph(graph, scan, &found, CHILD_DEPTH))
         atomic_store(&mem_nodes_seen, true);   /* not all read: it may allocate */
     /* Out of memory part way: what was read is kept, the rest is read
      * over the link. */

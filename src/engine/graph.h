@@ -44,7 +44,8 @@ void lms_graph_context_gone(CUcontext ctx);
  * after a trim; unless `always`, only once a graph with allocation nodes
  * was instantiated. */
 void lms_graph_mem_sync(int device, bool always);
-/* True once a graph with allocation nodes (or a child graph) was instantiated. */
+/* True once a graph with allocation nodes (at any depth, or a child graph
+ * not looked into) was instantiated. */
 bool lms_graph_mem_any(void);
 
 /* fork: the tables' lock is held across fork; the child gets a fresh one. */

@@ -387,11 +387,53 @@ static void exec_whole_update(void)
         OK(cuMemFree(dev[i]));
 }
 
+/* A graph whose kernels sit in a child graph node (two levels deep, as
+ * frameworks nest command buffers): each launch finds every chunk of the
+ * nested kernels on the device (fetched first, under a policy that
+ * fetches), and the results are right. The child graphs are cloned into
+ * their nodes, so the graphs built from may go first. */
+static void child_graph(void)
+{
+    setup();
+    CUdeviceptr dev[2], c[4];
+    for (int i = 0; i < 2; i++)
+        OK(cuMemAlloc(&dev[i], CHUNK));
+    fresh_chunks(c, 4);
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUgraphNode inner_nodes[2], mid_nodes[1], top_nodes[1], child_node, grandchild_node;
+    CUgraph inner = chain_graph(&c[0], 2, inner_nodes);   /* c[0], c[1] */
+    CUgraph mid = chain_graph(&c[2], 1, mid_nodes);       /* c[2] */
+    OK(cuGraphAddChildGraphNode(&grandchild_node, mid, mid_nodes, 1, inner));
+    CUgraph top = chain_graph(&c[3], 1, top_nodes);       /* c[3] */
+    OK(cuGraphAddChildGraphNode(&child_node, top, top_nodes, 1, mid));
+    OK(cuGraphDestroy(inner));
+    OK(cuGraphDestroy(mid));
+    CUgraph embedded;
+    OK(cuGraphChildGraphNodeGetGraph(child_node, &embedded));
+    size_t n = 0;
+    OK(cuGraphGetNodes(embedded, NULL, &n));
+    CHECK_EQ_U(n, 2);   /* its kernel node and the grandchild */
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, top, 0));
+    OK(cuGraphDestroy(top));
+    for (int rep = 0; rep < 2; rep++)
+        launch_fetched(e, s, 4);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_U(counter(c[i]), 2);
+    OK(cuGraphExecDestroy(e));
+    for (int i = 0; i < 4; i++)
+        OK(cuMemFree(c[i]));
+    for (int i = 0; i < 2; i++)
+        OK(cuMemFree(dev[i]));
+}
+
 static const test_case cases[] = {
     {"capture_and_replay", capture_and_replay},
     {"capture_ptsz_modes", capture_ptsz_modes},
     {"exec_node_update", exec_node_update},
     {"exec_whole_update", exec_whole_update},
+    {"child_graph", child_graph},
 };
 
 TEST_MAIN(cases)
