@@ -219,14 +219,30 @@ static void launch_fetched(CUgraphExec e, CUstream s, uint64_t kernels)
     check_budget(0);
 }
 
-/* Fresh managed chunks c[0..n): allocated after the device share is
- * taken (each must be off the device), never touched. */
-static void fresh_chunks(CUdeviceptr *c, int n)
+/* setup(), then the device share taken by two chunks (dev), n fresh
+ * managed chunks c[0..n) (each must be off the device; never touched)
+ * and a non-blocking stream, returned. */
+static CUstream setup_fresh(CUdeviceptr dev[2], CUdeviceptr *c, int n)
 {
+    setup();
+    for (int i = 0; i < 2; i++)
+        OK(cuMemAlloc(&dev[i], CHUNK));   /* the device share (LMS_FRAC) */
     for (int i = 0; i < n; i++) {
         OK(cuMemAlloc(&c[i], CHUNK));
         CHECK(is_managed(c[i]));
     }
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    return s;
+}
+
+/* Frees what setup_fresh made (but the stream). */
+static void free_fresh(CUdeviceptr dev[2], CUdeviceptr *c, int n)
+{
+    for (int i = 0; i < n; i++)
+        OK(cuMemFree(c[i]));
+    for (int i = 0; i < 2; i++)
+        OK(cuMemFree(dev[i]));
 }
 
 /* An executable graph of one bump kernel node made with
@@ -240,13 +256,8 @@ static void fresh_chunks(CUdeviceptr *c, int n)
  * their nodes' arguments before each run do this (XLA's command buffers). */
 static void exec_node_update(void)
 {
-    setup();
     CUdeviceptr dev[2], c[NCHUNKS];
-    for (int i = 0; i < 2; i++)
-        OK(cuMemAlloc(&dev[i], CHUNK));   /* the device share (LMS_FRAC) */
-    fresh_chunks(c, NCHUNKS);
-    CUstream s;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUstream s = setup_fresh(dev, c, NCHUNKS);
     size_t bytes = CHUNK;
     CUdeviceptr arg = c[0];
     void *args[] = {&arg, &bytes};
@@ -302,10 +313,7 @@ static void exec_node_update(void)
     OK(cuGraphExecDestroy(e));
     OK(cuGraphDestroy(g));
     OK(cuGraphDestroy(other));
-    for (int i = 0; i < NCHUNKS; i++)
-        OK(cuMemFree(c[i]));
-    for (int i = 0; i < 2; i++)
-        OK(cuMemFree(dev[i]));
+    free_fresh(dev, c, NCHUNKS);
 }
 
 /* Builds a graph of n bump nodes in a chain, node i over x[i]; *nodes
@@ -335,13 +343,8 @@ static CUgraph chain_graph(const CUdeviceptr *x, int n, CUgraphNode *nodes)
  * one that leaves its node no managed chunk. */
 static void exec_whole_update(void)
 {
-    setup();
     CUdeviceptr dev[2], c[6];
-    for (int i = 0; i < 2; i++)
-        OK(cuMemAlloc(&dev[i], CHUNK));
-    fresh_chunks(c, 6);
-    CUstream s;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUstream s = setup_fresh(dev, c, 6);
     CUgraphNode n0[2], n1[2], n2[3];
     CUgraph g0 = chain_graph(&c[0], 2, n0);
     CUgraphExec e;
@@ -381,10 +384,7 @@ static void exec_whole_update(void)
     OK(cuGraphDestroy(g0));
     OK(cuGraphDestroy(g1));
     OK(cuGraphDestroy(g2));
-    for (int i = 0; i < 6; i++)
-        OK(cuMemFree(c[i]));
-    for (int i = 0; i < 2; i++)
-        OK(cuMemFree(dev[i]));
+    free_fresh(dev, c, 6);
 }
 
 /* A graph whose kernels sit in a child graph node (two levels deep, as
@@ -394,13 +394,8 @@ static void exec_whole_update(void)
  * their nodes, so the graphs built from may go first. */
 static void child_graph(void)
 {
-    setup();
     CUdeviceptr dev[2], c[4];
-    for (int i = 0; i < 2; i++)
-        OK(cuMemAlloc(&dev[i], CHUNK));
-    fresh_chunks(c, 4);
-    CUstream s;
-    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUstream s = setup_fresh(dev, c, 4);
     CUgraphNode inner_nodes[2], mid_nodes[1], top_nodes[1], child_node, grandchild_node;
     CUgraph inner = chain_graph(&c[0], 2, inner_nodes);   /* c[0], c[1] */
     CUgraph mid = chain_graph(&c[2], 1, mid_nodes);       /* c[2] */
@@ -422,10 +417,7 @@ static void child_graph(void)
     for (int i = 0; i < 4; i++)
         CHECK_EQ_U(counter(c[i]), 2);
     OK(cuGraphExecDestroy(e));
-    for (int i = 0; i < 4; i++)
-        OK(cuMemFree(c[i]));
-    for (int i = 0; i < 2; i++)
-        OK(cuMemFree(dev[i]));
+    free_fresh(dev, c, 4);
 }
 
 static const test_case cases[] = {
