@@ -131,8 +131,9 @@ CUresult sim_alloc_device(CUdeviceptr *dptr, size_t bytes, bool low32, CUmemoryP
             pool->used_high = pool->used_bytes;
     }
     sim_registry_add(a);
+    uintptr_t base = a->base;   /* a may be freed once unlocked */
     pthread_mutex_unlock(&sim_lock);
-    *dptr = (CUdeviceptr)a->base;
+    *dptr = (CUdeviceptr)base;
     return CUDA_SUCCESS;
 }
 
@@ -321,8 +322,9 @@ SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsign
     pthread_mutex_lock(&sim_lock);
     a->id = sim_next_buffer_id();
     sim_registry_add(a);
+    uintptr_t base = a->base;   /* a may be freed once unlocked */
     pthread_mutex_unlock(&sim_lock);
-    *dptr = (CUdeviceptr)a->base;
+    *dptr = (CUdeviceptr)base;
     return CUDA_SUCCESS;
 }
 
@@ -343,8 +345,9 @@ SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flag
     pthread_mutex_lock(&sim_lock);
     a->id = sim_next_buffer_id();
     sim_registry_add(a);
+    uintptr_t base = a->base;   /* a may be freed once unlocked */
     pthread_mutex_unlock(&sim_lock);
-    *pp = (void *)a->base;
+    *pp = (void *)base;
     return CUDA_SUCCESS;
 }
 

@@ -212,8 +212,9 @@ static CUresult alloc_host_pool(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, 
     if (pool->used_bytes > pool->used_high)
         pool->used_high = pool->used_bytes;
     sim_registry_add(a);
+    uintptr_t base = a->base;   /* a may be freed once unlocked */
     pthread_mutex_unlock(&sim_lock);
-    *dptr = (CUdeviceptr)a->base;
+    *dptr = (CUdeviceptr)base;
     return CUDA_SUCCESS;
 }
 

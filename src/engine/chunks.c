@@ -81,11 +81,14 @@ bool lms_chunks_insert(const lms_chunk *c)
         ok = grow(s, s->cap ? (s->live * 4 > s->cap ? s->cap * 2 : s->cap) : 64);
     if (ok) {
         size_t i = probe(s, c->key, true);
-        if (s->slots[i].key == EMPTY)
-            s->used++;
-        if (s->slots[i].key != c->key)
+        if (s->slots[i].key == c->key) {
+            ok = false;   /* present: a stale chunk the caller must finish first */
+        } else {
+            if (s->slots[i].key == EMPTY)
+                s->used++;
             s->live++;
-        s->slots[i] = *c;
+            s->slots[i] = *c;
+        }
     }
     pthread_mutex_unlock(&s->lock);
     return ok;

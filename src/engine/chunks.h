@@ -37,7 +37,8 @@ typedef struct lms_chunk {
 
 #define LMS_VMM_TAG (1ull << 63)
 
-/* Adds a chunk (its key must not be present); false if out of memory. */
+/* Adds a chunk; false if out of memory, or when its key is present (the
+ * map unchanged: the caller finishes that stale chunk first). */
 bool lms_chunks_insert(const lms_chunk *c);
 /* Copies the chunk with this key into *out; false if unknown. */
 bool lms_chunks_find(uint64_t key, lms_chunk *out);

@@ -86,6 +86,18 @@ static CUresult alloc_off_device(uint64_t size, int device, lms_place place, CUd
     return CUDA_SUCCESS;
 }
 
+/* Held shared from lmshim's pinned placement's real allocation until its
+ * chunk is in the map, and exclusive by a pinned-memory free of an address
+ * the map does not know while it asks the driver: such a free (the
+ * program's double or wrong-kind free) must not meet lmshim's new
+ * placement at a reused address before it is listed, which the driver
+ * would free (the program never asked for pinned memory there; without
+ * lmshim the call is refused). Placements do not wait for each other; a
+ * waiting free goes before new placements (writer first, so a thread
+ * placing in a loop does not starve it). Taken only under the context
+ * lock held shared, so never held at a fork. */
+static pthread_rwlock_t pinned_placing = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
 /* Makes the off-device allocation and records it. */
 static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms_place place,
                                  bool fallback, CUdeviceptr *out)
@@ -98,8 +110,24 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
     lms_capture_mode mode = {0};
     if (r->async)
         mode = lms_capture_relax();
+    if (place == LMS_PLACE_HOST)
+        pthread_rwlock_rdlock(&pinned_placing);
     CUresult res = alloc_off_device(r->size, r->device, place, &p);
     lms_capture_restore(mode);
+    bool listed = res == CUDA_SUCCESS;
+    lms_chunk c = {.key = p, .size = r->size, .device = (int16_t)r->device, .place = (uint8_t)place,
+                   .flags = (uint8_t)((fallback ? LMS_CHUNK_FALLBACK : 0) | (r->async ? LMS_CHUNK_ASYNC : 0))};
+    if (listed && !insert_new(&c)) {
+        /* Cannot track it, so cannot free it right later: give it back. */
+        if (place == LMS_PLACE_HOST)
+            lms_drv.cuMemFreeHost((void *)(uintptr_t)p);
+        else
+            lms_drv.cuMemFree(p);
+        listed = false;
+        res = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (place == LMS_PLACE_HOST)
+        pthread_rwlock_unlock(&pinned_placing);
     if (lms_capture_refused(res))
         return res;   /* an allocation a capture forbids: CUDA's answer */
     if (res != CUDA_SUCCESS) {
@@ -109,16 +137,6 @@ static CUresult place_off_device(const lms_alloc_request *r, lms_account *a, lms
         static atomic_uint failed_too;
         lms_log_capped(LMS_LEVEL_WARN, &failed_too, 8, "out of memory: dev=%d size=%llu: %s allocation failed too",
                        r->device, (unsigned long long)r->size, lms_place_names[place]);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    lms_chunk c = {.key = p, .size = r->size, .device = (int16_t)r->device, .place = (uint8_t)place,
-                   .flags = (uint8_t)((fallback ? LMS_CHUNK_FALLBACK : 0) | (r->async ? LMS_CHUNK_ASYNC : 0))};
-    if (!insert_new(&c)) {
-        /* Cannot track it, so cannot free it right later: give it back. */
-        if (place == LMS_PLACE_HOST)
-            lms_drv.cuMemFreeHost((void *)(uintptr_t)p);
-        else
-            lms_drv.cuMemFree(p);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     lms_account_add_chunk(a, &c);
@@ -345,10 +363,11 @@ static CUresult stream_wait(CUstream stream)
 }
 
 /* True for a chunk whose stream-ordered free waits for its stream: one
- * lmshim placed off the device (not pool memory). */
+ * lmshim placed off the device (not pool memory, nor the program's own
+ * managed or pinned memory, which the driver frees as the program asks). */
 static bool off_device(const lms_chunk *c)
 {
-    return c->place == LMS_PLACE_MANAGED || c->place == LMS_PLACE_HOST;
+    return (c->place == LMS_PLACE_MANAGED || c->place == LMS_PLACE_HOST) && !(c->flags & LMS_CHUNK_PROGRAM);
 }
 
 /* Frees chunk c at p (`waited`: a stream-ordered free's stream was
@@ -406,17 +425,12 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
         mode = lms_capture_relax();
     if (c.place == LMS_PLACE_MANAGED && !(c.flags & LMS_CHUNK_PROGRAM))
         res = lms_residency_take(p);
-    switch (c.place) {
-    case LMS_PLACE_DEVICE:
-        r = pass_free(p, op);
-        break;
-    case LMS_PLACE_HOST:
+    if (c.place == LMS_PLACE_DEVICE || (c.flags & LMS_CHUNK_PROGRAM))
+        r = pass_free(p, op);   /* the program's call: the driver answers it */
+    else if (c.place == LMS_PLACE_HOST)
         r = lms_drv.cuMemFreeHost((void *)(uintptr_t)p);
-        break;
-    default:
-        r = op->sync_free(p);   /* managed memory, the program's own kinds */
-        break;
-    }
+    else
+        r = op->sync_free(p);   /* lmshim's managed placement */
     lms_capture_restore(mode);
     /* A failed free leaves the chunk as it was, unless the memory went all
      * the same (freed behind lmshim's back). */
@@ -430,6 +444,20 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
 settle:
     if (in_map)
         lms_chunks_settle(p, back);
+    return r;
+}
+
+/* A pinned-memory free of an address neither the map nor a captured free
+ * holds: asked of the driver while no pinned placement of lmshim's is
+ * between its real allocation and its listing (pinned_placing), unless
+ * the address is listed by then (*again: look once more). */
+static CUresult pass_free_pinned_or_again(CUdeviceptr p, const lms_free_op *op, bool *again)
+{
+    lms_chunk c;
+    pthread_rwlock_wrlock(&pinned_placing);
+    *again = lms_chunks_peek(p, &c) != LMS_TAKE_NONE;
+    CUresult r = *again ? CUDA_SUCCESS : pass_free(p, op);
+    pthread_rwlock_unlock(&pinned_placing);
     return r;
 }
 
@@ -453,6 +481,13 @@ static CUresult place_free(CUdeviceptr p, const lms_free_op *op, bool waited)
         /* Not in the map: a captured free may hold it (capture.c). */
         switch (lms_capture_claim(p, &c)) {
         case LMS_CLAIM_NONE:
+            if (op->host_free) {
+                bool again;
+                CUresult r = pass_free_pinned_or_again(p, op, &again);
+                if (again)
+                    continue;   /* listed meanwhile: freed as lmshim's chunk */
+                return r;
+            }
             return pass_free(p, op);
         case LMS_CLAIM_TWICE:
             return CUDA_ERROR_INVALID_VALUE;   /* a graph freed it: CUDA's answer to a double free */

@@ -403,22 +403,79 @@ static void capture_races_own_free(void)
 
 /* A free of the wrong kind (cuMemFreeHost of a cuMemAlloc pointer) racing
  * the right one: the right one succeeds and the wrong one is
- * CUDA_ERROR_INVALID_VALUE, whichever comes first. Run with LMS_MODE=host:
- * the chunk is pinned host memory, which the driver's cuMemFreeHost would
- * free. The window is narrow: many rounds. */
+ * CUDA_ERROR_INVALID_VALUE, whichever comes first, while a third thread
+ * allocates and frees chunks of the same size (the driver hands the freed
+ * address out again at once): each of its chunks is alive when its
+ * allocation returns and its free succeeds. Run with LMS_MODE=host: the
+ * chunks are pinned host memory, which the driver's cuMemFreeHost would
+ * free, so a wrong-kind free that lost the race and went to the driver
+ * freed the third thread's new chunk before lmshim listed it (32-67 of
+ * 3000 wrong frees succeeded, 15-42 new chunks dead). The window is
+ * narrow: many rounds (1000). */
 static void free_raced_host(int side) { contest_result[side] = cuMemFreeHost((void *)(uintptr_t)raced); }
 static void free_raced_device(int side) { contest_result[side] = cuMemFree(raced); }
+static atomic_int churn_stop, churn_dead, churn_free_failed;
+
+static void *churn_allocs(void *arg)
+{
+    (void)arg;
+    OK(cuCtxSetCurrent(ctx));
+    while (!atomic_load(&churn_stop)) {
+        CUdeviceptr q;
+        if (cuMemAlloc(&q, CHUNK) != CUDA_SUCCESS)
+            continue;   /* the budget is full for a moment */
+        if (!allocated(q))
+            atomic_fetch_add(&churn_dead, 1);
+        if (cuMemFree(q) != CUDA_SUCCESS)
+            atomic_fetch_add(&churn_free_failed, 1);
+    }
+    return NULL;
+}
 
 static void wrong_kind_races_free(void)
 {
     setup();
-    for (int round = 0; round < 3000; round++) {
-        raced = chunk();
+    pthread_t churn;
+    CHECK(pthread_create(&churn, NULL, churn_allocs, NULL) == 0);
+    for (int round = 0; round < 1000; round++) {
+        while (cuMemAlloc(&raced, CHUNK) != CUDA_SUCCESS)
+            ;   /* the churning thread holds the budget for a moment */
         race(free_raced_device, free_raced_host);
         CHECK_IS(contest_result[0], CUDA_SUCCESS);
         CHECK(contest_result[1] != CUDA_SUCCESS);
-        check_clean();
     }
+    atomic_store(&churn_stop, 1);
+    CHECK(pthread_join(churn, NULL) == 0);
+    CHECK_EQ_U(atomic_load(&churn_dead), 0);
+    CHECK_EQ_U(atomic_load(&churn_free_failed), 0);
+    check_clean();
+}
+
+/* The program's own managed memory (cuMemAllocManaged) freed with
+ * cuMemFreeAsync: lmshim lists it but the call is the driver's to answer
+ * (the simulator refuses managed memory there: CUDA_ERROR_INVALID_VALUE,
+ * the memory stays), outside a capture and inside one (the capture then
+ * invalidated, as the driver does for a free it cannot capture); before,
+ * lmshim freed it as one of its own managed placements, and the
+ * program's later cuMemFree was refused. */
+static void program_managed_async_free(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr m;
+    OK(cuMemAllocManaged(&m, CHUNK, CU_MEM_ATTACH_GLOBAL));
+    CHECK_IS(cuMemFreeAsync(m, s), CUDA_ERROR_INVALID_VALUE);
+    OK(cuStreamSynchronize(s));
+    CHECK(allocated(m));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CHECK_IS(cuMemFreeAsync(m, s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph g = NULL;
+    CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CHECK(allocated(m));
+    OK(cuMemFree(m));
+    CHECK(!allocated(m));
+    check_clean();
 }
 
 /* A stream-ordered free waits for the work queued before it on its
@@ -495,6 +552,7 @@ static const test_case cases[] = {
     {"two_frees_race", two_frees_race},
     {"capture_races_own_free", capture_races_own_free},
     {"wrong_kind_races_free", wrong_kind_races_free},
+    {"program_managed_async_free", program_managed_async_free},
     {"async_free_waits_under_contention", async_free_waits_under_contention},
 };
 
