@@ -72,7 +72,18 @@ INSTANTIATE_HOOK(cuGraphInstantiateWithParams_ptsz,
 GRAPH_LAUNCH_HOOK(cuGraphLaunch, false)
 GRAPH_LAUNCH_HOOK(cuGraphLaunch_ptsz, true)
 
-LMS_HOOK_THEN(cuGraphExecDestroy, (CUgraphExec e), (e), lms_graph_forget(e))
+/* Forgotten before the driver frees it: once freed, another thread's
+ * instantiation may get the same handle, whose entry a forget after the
+ * call would drop. */
+LMS_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+    if (!LMS_ENTER(cuGraphExecDestroy))
+        return PASS(cuGraphExecDestroy, e);
+    lms_graph_forget(e);
+    CUresult r = REAL(cuGraphExecDestroy)(e);
+    lms_hook_leave();
+    return r;
+}
 
 /* Updates of an executable graph: a kernel node's new parameters (each
  * ABI of the node's parameter block), or every node's from a graph of the

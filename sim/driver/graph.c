@@ -93,6 +93,7 @@ struct CUgraphNode_st {
 
 struct CUgraph_st {
     uint32_t magic;
+    bool embedded;                      /* a child graph node's own graph: the node owns it */
     CUgraphNode *nodes;                 /* owned, in insertion order */
     size_t n, cap;
 };
@@ -181,9 +182,13 @@ static CUgraph graph_clone(CUgraph g);
 CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
                        const sim_node_desc *d, CUgraphNode *out)
 {
-    for (size_t i = 0; i < ndeps; i++)
+    for (size_t i = 0; i < ndeps; i++) {
         if (!live_has(deps[i]) || deps[i]->magic != SIM_MAGIC_NODE || deps[i]->graph != g)
             return CUDA_ERROR_INVALID_VALUE;
+        for (size_t k = 0; k < i; k++)
+            if (deps[k] == deps[i])
+                return CUDA_ERROR_INVALID_VALUE;   /* "may not have any duplicate entries" */
+    }
     if (g->n == g->cap) {
         size_t ncap = g->cap ? g->cap * 2 : 16;
         CUgraphNode *nn = realloc(g->nodes, ncap * sizeof *nn);
@@ -209,9 +214,12 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
         memcpy(n->deps, deps, ndeps * sizeof *n->deps);
         n->ndeps = ndeps;
     }
-    if (d->type == CU_GRAPH_NODE_TYPE_GRAPH && !(n->d.child = graph_clone(d->child))) {
-        node_free(n);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (d->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+        if (!(n->d.child = graph_clone(d->child))) {
+            node_free(n);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        n->d.child->embedded = true;
     }
     if (d->type == CU_GRAPH_NODE_TYPE_KERNEL) {
         CUresult r = copy_params(n);
@@ -233,9 +241,9 @@ static bool graph_valid(CUgraph g)
     return live_has(g) && g->magic == SIM_MAGIC_GRAPH;
 }
 
-bool sim_graph_valid(CUgraph g)
+bool sim_graph_takes_memory_nodes(CUgraph g)
 {
-    return graph_valid(g);
+    return graph_valid(g) && !g->embedded;
 }
 
 /* True when n is a live node (under sim_lock). */
@@ -253,15 +261,21 @@ static CUgraph graph_clone(CUgraph g)
         return NULL;
     for (size_t i = 0; i < g->n; i++) {
         CUgraphNode src = g->nodes[i], n;
-        CUgraphNode deps[SIM_MAX_DEPS];
+        CUgraphNode *deps = src->ndeps ? malloc(src->ndeps * sizeof *deps) : NULL;
         size_t nd = 0;
-        for (size_t k = 0; k < src->ndeps && nd < SIM_MAX_DEPS; k++)
+        if (src->ndeps && !deps) {
+            sim_graph_free(c);
+            return NULL;
+        }
+        for (size_t k = 0; k < src->ndeps; k++)
             for (size_t j = 0; j < i; j++)
                 if (g->nodes[j] == src->deps[k]) {
                     deps[nd++] = c->nodes[j];
                     break;
                 }
-        if (sim_graph_add(c, deps, nd, &src->d, &n) != CUDA_SUCCESS) {
+        CUresult r = sim_graph_add(c, deps, nd, &src->d, &n);
+        free(deps);
+        if (r != CUDA_SUCCESS) {
             sim_graph_free(c);
             return NULL;
         }
@@ -305,8 +319,8 @@ static CUresult kernel_desc(const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern, 
     } else if (!sim_kernel_valid(f)) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    if (!p->gridDimX || !p->gridDimY || !p->gridDimZ || !p->blockDimX || !p->blockDimY ||
-        !p->blockDimZ || (uint64_t)p->blockDimX * p->blockDimY * p->blockDimZ > 1024)
+    if (!sim_launch_dims_ok((unsigned[3]){p->gridDimX, p->gridDimY, p->gridDimZ},
+                            (unsigned[3]){p->blockDimX, p->blockDimY, p->blockDimZ}))
         return CUDA_ERROR_INVALID_VALUE;   /* as a launch of these dimensions */
     if (p->extra)
         return CUDA_ERROR_NOT_SUPPORTED;   /* not modeled: see docs/SIMULATOR.md */
@@ -493,10 +507,10 @@ SIM_EXPORT CUresult cuGraphDestroy(CUgraph g)
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);
-    if (graph_valid(g))
+    if (graph_valid(g) && !g->embedded)
         sim_graph_free(g);
     else
-        r = CUDA_ERROR_INVALID_VALUE;
+        r = CUDA_ERROR_INVALID_VALUE;   /* an embedded graph belongs to its node */
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
@@ -728,6 +742,9 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNod
         *err = a;
         if (a->d.type != b->d.type)
             return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+        if (a->d.type == CU_GRAPH_NODE_TYPE_KERNEL && a->d.by_kernel && b->d.by_kernel && a->d.ctx &&
+            b->d.ctx && a->d.ctx != b->d.ctx)
+            return CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE;   /* context changed */
         if (a->ndeps != b->ndeps)
             return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
         for (size_t k = 0; k < a->ndeps; k++)

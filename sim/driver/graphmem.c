@@ -140,7 +140,7 @@ SIM_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *out, CUgraph g, const CU
         return CUDA_ERROR_OUT_OF_MEMORY;
     sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC, .dst = m->base, .bytes = m->size};
     pthread_mutex_lock(&sim_lock);
-    r = sim_graph_valid(g) ? sim_graph_add(g, deps, nd, &d, out) : CUDA_ERROR_INVALID_VALUE;
+    r = sim_graph_takes_memory_nodes(g) ? sim_graph_add(g, deps, nd, &d, out) : CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&sim_lock);
     if (r == CUDA_SUCCESS)
         p->dptr = m->base;
@@ -169,7 +169,7 @@ SIM_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *out, CUgraph g, const CUg
         return CUDA_ERROR_INVALID_VALUE;
     sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_MEM_FREE, .dst = dptr};
     pthread_mutex_lock(&sim_lock);
-    r = sim_graph_valid(g) && gmem_at((uintptr_t)dptr) ? sim_graph_add(g, deps, nd, &d, out)
+    r = sim_graph_takes_memory_nodes(g) && gmem_at((uintptr_t)dptr) ? sim_graph_add(g, deps, nd, &d, out)
                                                        : CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&sim_lock);
     return r;

@@ -42,6 +42,18 @@ struct CUmod_st {
     int n, cap;
 };
 
+bool sim_launch_dims_ok(const unsigned grid[3], const unsigned block[3])
+{
+    /* The device's limits (attributes.c): each block dimension on its own
+     * first, so the product cannot wrap. */
+    if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2])
+        return false;
+    if (grid[0] > 2147483647u || grid[1] > 65535 || grid[2] > 65535 || block[0] > 1024 ||
+        block[1] > 1024 || block[2] > 64)
+        return false;
+    return (uint64_t)block[0] * block[1] * block[2] <= 1024;
+}
+
 static CUfunction kernels[MAX_KERNELS];   /* registered templates (sim_lock) */
 static int nkernels;
 static CUfunction *pool;                  /* every handle ever made (sim_lock) */
@@ -484,8 +496,7 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     if (!h)
         return CUDA_ERROR_INVALID_HANDLE;
     f = h;
-    if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2] ||
-        (uint64_t)block[0] * block[1] * block[2] > 1024)
+    if (!sim_launch_dims_ok(grid, block))
         return CUDA_ERROR_INVALID_VALUE;
     void *built[SIMGPU_MAX_PARAMS];
     if (params && extra)

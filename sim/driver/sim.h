@@ -305,7 +305,11 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
 CUgraphNode *sim_graph_nodes(CUgraph g, size_t *n);   /* the graph's own array */
 bool sim_graph_has_dependents(CUgraphNode n);
 void sim_graph_free(CUgraph g);
-bool sim_graph_valid(CUgraph g);                       /* a live graph */
+/* True when a launch of these dimensions fits the device's limits (at
+ * least 1 each; grid x < 2^31, y and z <= 65535; block x, y <= 1024,
+ * z <= 64, 1024 threads in all). */
+bool sim_launch_dims_ok(const unsigned grid[3], const unsigned block[3]);
+bool sim_graph_takes_memory_nodes(CUgraph g);          /* a live graph not embedded in a child node */
 
 /* Graph memory (graphmem.c): an allocation or free node run by a graph
  * launch (takes sim_lock); whether p is a graph allocation (under sim_lock). */

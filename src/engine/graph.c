@@ -63,6 +63,30 @@ static flight flights[IN_FLIGHT];    /* under lock */
 static atomic_int nflights;
 static atomic_flag polling = ATOMIC_FLAG_INIT;   /* a poll runs: others skip theirs */
 
+static int tombs;   /* removed slots in execs (under lock) */
+
+/* Rehashes execs in place when removed slots fill a quarter of the table:
+ * a lookup of an absent handle stops at the first empty slot, and with
+ * none left it scanned every slot (under lock). */
+static void sweep_tombs(void)
+{
+    if (tombs * 4 < EXECS)
+        return;
+    static exec_entry live[EXECS];   /* under lock */
+    int n = 0;
+    for (int i = 0; i < EXECS; i++)
+        if (execs[i].exec && execs[i].exec != TOMB)
+            live[n++] = execs[i];
+    memset(execs, 0, sizeof execs);
+    tombs = 0;
+    for (int k = 0; k < n; k++) {
+        size_t h = ((uintptr_t)live[k].exec >> 4) * 0x9e3779b97f4a7c15ull >> 54;   /* as slot_of */
+        while (execs[h % EXECS].exec)
+            h++;
+        execs[h % EXECS] = live[k];
+    }
+}
+
 /* The slot of exec, or (insert) a free one; NULL when full or absent. */
 static exec_entry *slot_of(CUgraphExec exec, bool insert)
 {
@@ -273,10 +297,14 @@ static void store(CUgraphExec exec, exec_entry *found)
     exec_entry *e = slot_of(exec, keep);
     if (e && e->exec == exec)
         old = *e;   /* instantiated again under the same handle, or updated */
-    if (e && keep)
+    if (e && keep) {
+        tombs -= e->exec == TOMB;
         *e = *found;
-    else if (e && e->exec == exec)
+    } else if (e && e->exec == exec) {
         *e = (exec_entry){.exec = TOMB};
+        tombs++;
+        sweep_tombs();
+    }
     full = keep && !e;
     pthread_mutex_unlock(&lock);
     entry_free(&old);
@@ -315,8 +343,10 @@ void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void *
     uint32_t *ids = node_chunks(f, params, extra, &n, &oom);
     pthread_mutex_lock(&lock);
     exec_entry *e = slot_of(exec, false);
-    if (!e && n > 0 && (e = slot_of(exec, true)) != NULL)
+    if (!e && n > 0 && (e = slot_of(exec, true)) != NULL) {
+        tombs -= e->exec == TOMB;
         *e = (exec_entry){.exec = exec};   /* none of its nodes had chunks before */
+    }
     if (e && oom) {
         /* Its new chunks unknown: the old ones stay, fetched for nothing
          * at worst, and the new ones are read over the link. */
@@ -336,6 +366,8 @@ void lms_graph_forget(CUgraphExec exec)
     if (e) {
         old = *e;
         *e = (exec_entry){.exec = TOMB};
+        tombs++;
+        sweep_tombs();
     }
     pthread_mutex_unlock(&lock);
     entry_free(&old);

@@ -420,12 +420,41 @@ static void child_graph(void)
     free_fresh(dev, c, 4);
 }
 
+/* Thousands of executable graphs made and destroyed, a few alive at once
+ * (handles come back, removed entries pile up in lmshim's table and are
+ * swept): every launch still finds its chunks on the device. */
+static void many_execs(void)
+{
+    CUdeviceptr dev[2], c[2];
+    CUstream s = setup_fresh(dev, c, 2);
+    CUgraphNode nodes[2];
+    CUgraph g = chain_graph(c, 2, nodes);
+    enum { ALIVE = 3 };
+    CUgraphExec e[ALIVE] = {0};
+    for (int round = 0; round < 3000; round++) {
+        int k = round % ALIVE;
+        if (e[k])
+            OK(cuGraphExecDestroy(e[k]));
+        OK(cuGraphInstantiate(&e[k], g, 0));
+        if (round % 100 == 0)
+            launch_fetched(e[k], s, 2);
+    }
+    for (int k = 0; k < ALIVE; k++) {
+        launch_fetched(e[k], s, 2);
+        OK(cuGraphExecDestroy(e[k]));
+    }
+    OK(cuGraphDestroy(g));
+    CHECK_EQ_U(counter(c[0]), 33);
+    free_fresh(dev, c, 2);
+}
+
 static const test_case cases[] = {
     {"capture_and_replay", capture_and_replay},
     {"capture_ptsz_modes", capture_ptsz_modes},
     {"exec_node_update", exec_node_update},
     {"exec_whole_update", exec_whole_update},
     {"child_graph", child_graph},
+    {"many_execs", many_execs},
 };
 
 TEST_MAIN(cases)

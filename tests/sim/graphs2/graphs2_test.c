@@ -22,6 +22,9 @@
  *                       after cuDeviceGraphMemTrim.
  *   graph_threads_sim   the simulator alone: graphs made and destroyed on
  *                       8 threads at once all succeed.
+ *   child_graph_sim     the simulator alone: child graph nodes, joins of
+ *                       many dependencies and kernel dimensions as cuda.h
+ *                       says.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -490,10 +493,78 @@ static void graph_threads_sim(void)
         CHECK(pthread_join(t[i], NULL) == 0);
 }
 
+/* A kernel node over nothing (a NULL counter the kernel never reads
+ * when bytes is 0 is not needed: the node is never launched). */
+static CUDA_KERNEL_NODE_PARAMS idle_node(void **args, unsigned gx, unsigned gy, unsigned bx, unsigned bz)
+{
+    return (CUDA_KERNEL_NODE_PARAMS){.func = f_bump, .gridDimX = gx, .gridDimY = gy, .gridDimZ = 1,
+                                     .blockDimX = bx, .blockDimY = 1, .blockDimZ = bz,
+                                     .kernelParams = args};
+}
+
+/* The simulator alone, against cuda.h: a child graph node's embedded
+ * graph belongs to the node (cuGraphDestroy of it refused; allocation
+ * nodes refused in it); a join node of 100 dependencies is copied whole
+ * (an update from the graph instantiated from succeeds); duplicate
+ * dependencies are refused; kernel dimensions beyond the device's limits
+ * are refused in a node as in a launch. */
+static void child_graph_sim(void)
+{
+    setup();
+    size_t bytes = 8;
+    CUdeviceptr a = 0;
+    void *args[] = {&a, &bytes};
+    CUDA_KERNEL_NODE_PARAMS p = idle_node(args, 1, 1, 32, 1);
+    CUgraph child, g;
+    CUgraphNode k, node;
+    OK(cuGraphCreate(&child, 0));
+    OK(cuGraphAddKernelNode(&k, child, NULL, 0, &p));
+    OK(cuGraphCreate(&g, 0));
+    OK(cuGraphAddChildGraphNode(&node, g, NULL, 0, child));
+    CUgraph embedded;
+    OK(cuGraphChildGraphNodeGetGraph(node, &embedded));
+    CHECK(embedded != child);   /* a clone */
+    CHECK_IS(cuGraphDestroy(embedded), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEM_ALLOC_NODE_PARAMS mp = {.poolProps = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                                   .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE}},
+                                     .bytesize = 1 << 20};
+    CUgraphNode mnode;
+    CHECK_IS(cuGraphAddMemAllocNode(&mnode, embedded, NULL, 0, &mp), CUDA_ERROR_INVALID_VALUE);
+    CUgraphNode dup[2] = {node, node};
+    CHECK_IS(cuGraphAddKernelNode(&k, g, dup, 2, &p), CUDA_ERROR_INVALID_VALUE);
+    /* A join of 100 kernels (in a graph of its own: updates do not reach
+     * into child graphs). */
+    CUgraph wide;
+    CUgraphNode fan[100], join;
+    OK(cuGraphCreate(&wide, 0));
+    for (int i = 0; i < 100; i++)
+        OK(cuGraphAddKernelNode(&fan[i], wide, NULL, 0, &p));
+    OK(cuGraphAddKernelNode(&join, wide, fan, 100, &p));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, wide, 0));
+    CUgraphExecUpdateResultInfo info;
+    OK(cuGraphExecUpdate(e, wide, &info));
+    CHECK(info.result == CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(wide));
+    /* Dimensions: block z 65, a block product that would wrap, grid y
+     * 65536, grid x 2^31. */
+    unsigned bad[][4] = {{1, 1, 1, 65}, {1, 1, 1u << 22, 1}, {1, 65536, 1, 1}, {1u << 31, 1, 1, 1}};
+    for (int i = 0; i < 4; i++) {
+        CUDA_KERNEL_NODE_PARAMS q = idle_node(args, bad[i][0], bad[i][1], bad[i][2], bad[i][3]);
+        CHECK_IS(cuGraphAddKernelNode(&k, g, NULL, 0, &q), CUDA_ERROR_INVALID_VALUE);
+        CHECK_IS(cuLaunchKernel(f_bump, q.gridDimX, q.gridDimY, 1, q.blockDimX, 1, q.blockDimZ, 0, NULL,
+                                args, NULL), CUDA_ERROR_INVALID_VALUE);
+    }
+    OK(cuGraphDestroy(g));
+    OK(cuGraphDestroy(child));
+}
+
 static const test_case cases[] = {
     {"graph_mem_sim", graph_mem_sim},
     {"graph_mem", graph_mem},
     {"graph_threads_sim", graph_threads_sim},
+    {"child_graph_sim", child_graph_sim},
     {"kern_nodes_sim", kern_nodes_sim},
     {"kern_graph", kern_graph},
     {"stream_reuse_sim", stream_reuse_sim},
