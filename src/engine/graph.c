@@ -65,6 +65,12 @@ static atomic_flag polling = ATOMIC_FLAG_INIT;   /* a poll runs: others skip the
 
 static int tombs;   /* removed slots in execs (under lock) */
 
+/* The first slot exec's probe looks at (10 bits: EXECS slots). */
+static size_t exec_hash(CUgraphExec exec)
+{
+    return ((uintptr_t)exec >> 4) * 0x9e3779b97f4a7c15ull >> 54;
+}
+
 /* Rehashes execs in place when removed slots fill a quarter of the table:
  * a lookup of an absent handle stops at the first empty slot, and with
  * none left it scanned every slot (under lock). */
@@ -80,7 +86,7 @@ static void sweep_tombs(void)
     memset(execs, 0, sizeof execs);
     tombs = 0;
     for (int k = 0; k < n; k++) {
-        size_t h = ((uintptr_t)live[k].exec >> 4) * 0x9e3779b97f4a7c15ull >> 54;   /* as slot_of */
+        size_t h = exec_hash(live[k].exec);
         while (execs[h % EXECS].exec)
             h++;
         execs[h % EXECS] = live[k];
@@ -90,7 +96,7 @@ static void sweep_tombs(void)
 /* The slot of exec, or (insert) a free one; NULL when full or absent. */
 static exec_entry *slot_of(CUgraphExec exec, bool insert)
 {
-    size_t h = ((uintptr_t)exec >> 4) * 0x9e3779b97f4a7c15ull >> 54;   /* 10 bits */
+    size_t h = exec_hash(exec);
     exec_entry *tomb = NULL;
     for (size_t k = 0; k < EXECS; k++) {
         exec_entry *e = &execs[(h + k) % EXECS];
