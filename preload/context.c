@@ -5,8 +5,9 @@
  * in the context and its streams and events. After the driver succeeded,
  * lmshim asks it which chunks it no longer knows and drops those through
  * the free bookkeeping (charge, residency entry, trace) without a real free,
- * the arrays made there give their charges back, and the residency engine
- * forgets the streams and events it made there.
+ * the arrays made there give their charges back, the residency engine
+ * forgets the streams and events it made there, and the graph pools'
+ * charges are read again.
  */
 #include <stdlib.h>
 
@@ -116,9 +117,12 @@ static bool primary_inactive(CUdevice dev)
         lms_driver_streams_end_begin();   /* its streams may go: handles reused */ \
         CUresult r = REAL(sym)(arg);                                              \
         lms_driver_streams_end_done();                                            \
-        if (r == CUDA_SUCCESS && (gone))                                          \
+        bool ended = r == CUDA_SUCCESS && (gone);                                 \
+        if (ended)                                                                \
             context_gone(ctx);                                                    \
         lms_place_context_end();                                                  \
+        if (ended)   /* its graph pool may have gone too (no lock held) */        \
+            lms_graph_mem_context_gone();                                         \
         lms_hook_leave();                                                         \
         return r;                                                                 \
     }

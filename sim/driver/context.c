@@ -41,7 +41,8 @@ CUcontext sim_alloc_ctx(int device)
 /* Frees what a context owns as CUDA does when it is destroyed or reset:
  * every allocation made in it (device, stream-ordered, managed and pinned
  * host memory; host registrations are undone, the program's memory stays),
- * its arrays and its streams. VMM allocations belong to the process and stay. Takes
+ * its arrays and its streams; a primary context's end also empties the
+ * device's graph memory pool. VMM allocations belong to the process and stay. Takes
  * sim_lock; the allocations' records and memory are released here. */
 void sim_ctx_free_resources(CUcontext ctx)
 {
@@ -58,6 +59,8 @@ void sim_ctx_free_resources(CUcontext ctx)
     free(mine);
     sim_streams_drop_ctx(ctx);
     sim_arrays_drop_ctx(ctx);
+    if (ctx->primary)   /* the device's state: its graph pool too */
+        sim_graphmem_drop_device(ctx->device);
     pthread_mutex_unlock(&sim_lock);
 }
 

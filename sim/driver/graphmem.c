@@ -90,6 +90,22 @@ CUresult sim_graphmem_run(const sim_node_desc *d)
     return r;
 }
 
+/* A device's primary context went (reset or last release): its graph
+ * pool goes with it, as every allocation of the device's state does. What
+ * the pool reserved is given back to the device, and the graph
+ * allocations of the device are no longer live (their addresses stay
+ * fixed, for a later launch of the graph to allocate again). Under
+ * sim_lock. */
+void sim_graphmem_drop_device(int device)
+{
+    gpool *p = &pools[device];
+    sim_uncharge(device, p->reserved);
+    p->reserved = p->used = 0;
+    for (gmem *g = gmems; g; g = g->next)
+        if (g->device == device)
+            g->live = false;
+}
+
 /* A new graph allocation of `size` bytes on `device`, its address taken
  * for the process's lifetime (listed; takes sim_lock); NULL when out of memory. */
 static gmem *gmem_new(size_t size, int device)

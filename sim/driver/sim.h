@@ -315,6 +315,7 @@ bool sim_graph_takes_memory_nodes(CUgraph g);          /* a live graph not embed
  * launch (takes sim_lock); whether p is a graph allocation (under sim_lock). */
 CUresult sim_graphmem_run(const sim_node_desc *d);
 bool sim_graphmem_is_alloc(CUdeviceptr p);
+void sim_graphmem_drop_device(int device);   /* its primary context went (sim_lock) */
 /* A stream-ordered allocation captured on st: a new graph allocation and
  * its allocation node (takes sim_lock). */
 CUresult sim_graphmem_capture_alloc(CUstream st, size_t size, int device, CUdeviceptr *dptr);

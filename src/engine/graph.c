@@ -475,6 +475,18 @@ void lms_graph_mem_sync(int device, bool always)
     }
 }
 
+/* A context ended: the pools whose memory lmshim charges are read again,
+ * since the driver may have given a pool back with the context (a reset of
+ * the primary context empties the device's pool). One driver call per
+ * device with a charge; called with no lmshim lock held (growth makes
+ * room, which takes the context lock). */
+void lms_graph_mem_context_gone(void)
+{
+    for (int d = 0; d < LMS_MAX_DEVICES; d++)
+        if (atomic_load_explicit(&pool_charged[d], memory_order_relaxed))
+            lms_graph_mem_sync(d, true);
+}
+
 void lms_graph_fork_prepare(void) { pthread_mutex_lock(&lock); }
 void lms_graph_fork_parent(void) { pthread_mutex_unlock(&lock); }
 void lms_graph_fork_child(void)

@@ -44,6 +44,10 @@ void lms_graph_context_gone(CUcontext ctx);
  * after a trim; unless `always`, only once a graph with allocation nodes
  * was instantiated. */
 void lms_graph_mem_sync(int device, bool always);
+/* After a context's end: each device's pool charge is read again (the
+ * driver may have emptied the pool with the context). No lmshim lock may
+ * be held. */
+void lms_graph_mem_context_gone(void);
 /* True once a graph with allocation nodes (at any depth, or a child graph
  * not looked into) was instantiated. */
 bool lms_graph_mem_any(void);

@@ -207,6 +207,50 @@ static void sim_device_reset(void)
 #define BUDGET (512 * MiB)
 #define CHUNK (64 * MiB)
 #define NCHUNKS 16   /* twice the budget */
+/* What the device's graph memory pool reserves. */
+static uint64_t pool_reserved(int dev)
+{
+    cuuint64_t v = 0;
+    OK(cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v));
+    return v;
+}
+
+/* Launches, on stream st, a graph that allocates `bytes` from device 0's
+ * graph pool and frees them, and waits: the pool keeps the bytes
+ * reserved. The graph and its executable are left to the context. */
+static void grow_graph_pool(size_t bytes, CUstream st)
+{
+    CUgraph g;
+    OK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = bytes;
+    CUgraphNode an, fn;
+    OK(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap));
+    OK(cuGraphAddMemFreeNode(&fn, g, &an, 1, ap.dptr));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphLaunch(e, st));
+    OK(cuStreamSynchronize(st));
+}
+
+/* A reset of the primary context empties the device's graph memory pool:
+ * what it reserved is free on the device again. */
+static void sim_graph_pool_reset(void)
+{
+    primary_context(0);
+    size_t before = free_now();
+    grow_graph_pool(128 * MiB, NULL);
+    CHECK_EQ_U(pool_reserved(0), 128 * MiB);
+    CHECK_EQ_U(sim_used(0), 128 * MiB);
+    OK(cuDevicePrimaryCtxReset(0));
+    CHECK_EQ_U(pool_reserved(0), 0);
+    CHECK_EQ_U(sim_used(0), 0);
+    CHECK_EQ_U(free_now(), before);
+}
+
 #define SMALL (16 * MiB)   /* below LMS_THRESHOLD: stays on the device within the budget */
 
 static CUfunction f_touch;
@@ -354,6 +398,27 @@ static void reset_case(bool runtime)
 
 static void shim_primary_reset(void) { reset_case(false); }
 static void shim_device_reset(void) { reset_case(true); }
+
+/* The graph pool charged to the budget (128 MiB reserved after a graph's
+ * launch), then the primary context reset: the pool's charge goes at the
+ * reset, before any cuMemGetInfo or graph launch reads the pool again
+ * (on the code before, 128 MiB stayed charged until then), and the
+ * budget is whole after it. */
+static void shim_graph_pool_reset(void)
+{
+    primary_context(0);
+    setup_kernel();
+    CUstream st;
+    OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    grow_graph_pool(128 * MiB, st);
+    CHECK_EQ_U(stats().used, 128 * MiB);
+    OK(cuDevicePrimaryCtxReset(0));
+    CHECK_EQ_U(stats().used, 0);
+    CHECK_EQ_U(pool_reserved(0), 0);
+    OK(cuModuleLoadData(&module, "x"));   /* modules went with the context */
+    OK(cuModuleGetFunction(&f_touch, module, "touch"));
+    check_fresh_budget();
+}
 
 /* A created context's chunks go with it; the primary's stay charged. */
 static void shim_ctx_destroy(void)
@@ -624,6 +689,7 @@ static const test_case cases[] = {
     {"sim_last_release", sim_last_release},
     {"sim_device_reset", sim_device_reset},
     {"sim_destroyed_elsewhere", sim_destroyed_elsewhere},
+    {"sim_graph_pool_reset", sim_graph_pool_reset},
     {"shim_primary_reset", shim_primary_reset},
     {"shim_device_reset", shim_device_reset},
     {"shim_ctx_destroy", shim_ctx_destroy},
@@ -634,6 +700,7 @@ static const test_case cases[] = {
     {"shim_captured_free_ran", shim_captured_free_ran},
     {"shim_captured_free_unrun", shim_captured_free_unrun},
     {"shim_free_vs_end", shim_free_vs_end},
+    {"shim_graph_pool_reset", shim_graph_pool_reset},
 };
 
 TEST_MAIN(cases)
