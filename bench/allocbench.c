@@ -27,6 +27,17 @@
  * "launch, 64 chunks" passes 64 resident managed chunks to one launch (more
  * than a launch token holds inline).
  *
+ * The graph rows run in a child process. "graph launch, untracked" launches
+ * a one-node graph over device memory only, after 768 executable graphs
+ * over a managed chunk were made and kept and 4,096 more made and
+ * destroyed: the cost of finding that lmshim holds nothing for it in a
+ * table full of live and removed entries. "graph launch, 1 chunk" launches
+ * one of the kept graphs (the residency engine's launch, a hold on its
+ * chunk until an event behind it completes). "node update, N nodes" sets
+ * the parameters of the last kernel node of an executable graph of N
+ * kernel nodes (cuGraphExecKernelNodeSetParams), alternating between two
+ * managed chunks: the cost must not grow with N.
+ *
  * usage: allocbench [rounds [iterations]]   (LD_LIBRARY_PATH must hold build/sim)
  */
 #include <cuda.h>
@@ -164,10 +175,65 @@ static double run_evict(const api *a, const CUdeviceptr *chunks, long n, long st
     return (now_ns() - t0) / (double)iters;
 }
 
+typedef CUresult (*instantiate_fn)(CUgraphExec *, CUgraph, unsigned long long);
+typedef CUresult (*graph_launch_fn)(CUgraphExec, CUstream);
+typedef CUresult (*exec_destroy_fn)(CUgraphExec);
+typedef CUresult (*node_set_fn)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2 *);
+
+/* The graph entry points of one library (the driver's, or the hooks). */
+typedef struct graph_api {
+    instantiate_fn instantiate;
+    graph_launch_fn launch;
+    exec_destroy_fn destroy;
+    node_set_fn node_set;
+} graph_api;
+
+/* Resolves the graph entry points from a library handle. */
+static int load_graph(void *h, graph_api *g)
+{
+    g->instantiate = (instantiate_fn)dlsym(h, "cuGraphInstantiateWithFlags");
+    g->launch = (graph_launch_fn)dlsym(h, "cuGraphLaunch");
+    g->destroy = (exec_destroy_fn)dlsym(h, "cuGraphExecDestroy");
+    g->node_set = (node_set_fn)dlsym(h, "cuGraphExecKernelNodeSetParams_v2");
+    return g->instantiate && g->launch && g->destroy && g->node_set ? 0 : -1;
+}
+
+/* ns per graph launch of e over `iters` launches; -1 on a CUDA error. */
+static double run_graph_launch(const graph_api *g, CUgraphExec e, long iters)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < iters; i++)
+        if (g->launch(e, NULL) != CUDA_SUCCESS)
+            return -1;
+    return (now_ns() - t0) / (double)iters;
+}
+
+/* ns per update of node n of e over `iters` updates, alternating between
+ * the parameters p[0] and p[1]; -1 on a CUDA error. */
+static double run_node_set(const graph_api *g, CUgraphExec e, CUgraphNode n,
+                           const CUDA_KERNEL_NODE_PARAMS_v2 p[2], long iters)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < iters; i++)
+        if (g->node_set(e, n, &p[i & 1]) != CUDA_SUCCESS)
+            return -1;
+    return (now_ns() - t0) / (double)iters;
+}
+
 static int cmp(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
+}
+
+/* Prints one row: the medians of the bare and hooked times of `rounds`
+ * rounds (both arrays sorted in place), their ratio and the difference. */
+static void row(const char *name, double *bare, double *hooked, int rounds)
+{
+    qsort(bare, (size_t)rounds, sizeof(double), cmp);
+    qsort(hooked, (size_t)rounds, sizeof(double), cmp);
+    double b = bare[rounds / 2], h = hooked[rounds / 2];
+    printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", name, b, h, h / b, h - b);
 }
 
 /* Runs this program again as `self rounds iters args...` (at most 3 args;
@@ -292,6 +358,114 @@ static void python_rows(int rounds, long iters, const char *shim_path)
     printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", "alloc+free, Python", ns[0], ns[1], ns[1] / ns[0], ns[1] - ns[0]);
 }
 
+#define GRAPHS_KEPT 768      /* executable graphs over a managed chunk kept live */
+#define GRAPHS_CHURNED 4096  /* and made and destroyed before the timed launches */
+
+/* A kernel node's parameters: empty10 over the 10 pointers at args. */
+static CUDA_KERNEL_NODE_PARAMS_v2 node_params(void **args)
+{
+    return (CUDA_KERNEL_NODE_PARAMS_v2){.func = kernel, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                        .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
+                                        .kernelParams = args};
+}
+
+/* The graph rows (a child of main: lmshim's graph table starts empty).
+ * Graphs are built with the driver's calls and instantiated through the
+ * hooks, so lmshim holds what each one reads; the timed calls go through
+ * both, interleaved. 0 on success. */
+static int graph_rows(void *drv, const api *hooked, int rounds, long iters)
+{
+    graph_api bare_g, hook_g;
+    CUresult (*create)(CUgraph *, unsigned) = (CUresult(*)(CUgraph *, unsigned))dlsym(drv, "cuGraphCreate");
+    CUresult (*add)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS_v2 *) =
+        (CUresult(*)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS_v2 *))
+            dlsym(drv, "cuGraphAddKernelNode_v2");
+    void *shim = dlopen(getenv("LMSHIM_LIBRARY") ? getenv("LMSHIM_LIBRARY") : "liblmshim.so",
+                        RTLD_NOW | RTLD_LOCAL);
+    if (!create || !add || !shim || load_graph(drv, &bare_g) || load_graph(shim, &hook_g))
+        return 1;
+    /* Two managed chunks (2 MiB, past LMS_THRESHOLD=1M) and the parameter
+     * blocks naming them; kernel_args names device memory only. */
+    static CUdeviceptr managed[2][10];
+    static void *margs[2][10];
+    for (int c = 0; c < 2; c++) {
+        CUdeviceptr m;
+        if (hooked->alloc(&m, 2 << 20) != CUDA_SUCCESS)
+            return 1;
+        for (int k = 0; k < 10; k++) {
+            managed[c][k] = m;
+            margs[c][k] = &managed[c][k];
+        }
+    }
+    CUDA_KERNEL_NODE_PARAMS_v2 on[2] = {node_params(margs[0]), node_params(margs[1])};
+    CUDA_KERNEL_NODE_PARAMS_v2 off = node_params(kernel_args);
+    CUgraph tracked, untracked;
+    CUgraphNode nt, nu;
+    if (create(&tracked, 0) || add(&nt, tracked, NULL, 0, &on[0]) || create(&untracked, 0) ||
+        add(&nu, untracked, NULL, 0, &off))
+        return 1;
+    static CUgraphExec kept[GRAPHS_KEPT];
+    for (int i = 0; i < GRAPHS_KEPT; i++)
+        if (hook_g.instantiate(&kept[i], tracked, 0))
+            return 1;
+    /* Each at a new address, as in a program whose heap moves on between
+     * graphs: after each destroy four blocks of every small size class are
+     * taken and held, so the allocator cannot hand the freed handle's
+     * address out again (without them the same few addresses come back,
+     * and a new handle finds its own removed slot). */
+    enum { CLASSES = 64 };
+    void **held = malloc(sizeof *held * GRAPHS_CHURNED * CLASSES);
+    if (!held)
+        return 1;
+    for (int i = 0; i < GRAPHS_CHURNED; i++) {
+        CUgraphExec e;
+        if (hook_g.instantiate(&e, tracked, 0) || hook_g.destroy(e))
+            return 1;
+        for (int k = 0; k < CLASSES; k++)
+            if (!(held[i * CLASSES + k] = malloc(16 * (size_t)(k / 4 + 1))))
+                return 1;
+    }
+    for (int i = 0; i < GRAPHS_CHURNED * CLASSES; i++)
+        free(held[i]);
+    free(held);
+    CUgraphExec eu;
+    if (hook_g.instantiate(&eu, untracked, 0))
+        return 1;
+    double t[2][101];
+    for (int r = 0; r < rounds; r++)
+        for (int side = 0; side < 2; side++)
+            if ((t[side][r] = run_graph_launch(side ? &hook_g : &bare_g, eu, iters / 4)) < 0)
+                return 1;
+    row("graph launch, untracked", t[0], t[1], rounds);
+    for (int r = 0; r < rounds; r++)
+        for (int side = 0; side < 2; side++)
+            if ((t[side][r] = run_graph_launch(side ? &hook_g : &bare_g, kept[0], iters / 4)) < 0)
+                return 1;
+    row("graph launch, 1 chunk", t[0], t[1], rounds);
+    static const int sizes[] = {16, 65536};
+    for (int s = 0; s < 2; s++) {
+        CUgraph g;
+        CUgraphNode last = NULL;
+        if (create(&g, 0))
+            return 1;
+        for (int i = 0; i < sizes[s]; i++)
+            if (add(&last, g, NULL, 0, &on[0]))
+                return 1;
+        CUgraphExec e;
+        if (hook_g.instantiate(&e, g, 0))
+            return 1;
+        for (int r = 0; r < rounds; r++)
+            for (int side = 0; side < 2; side++)
+                if ((t[side][r] = run_node_set(side ? &hook_g : &bare_g, e, last, on, iters / 4)) < 0)
+                    return 1;
+        char name[40];
+        snprintf(name, sizeof name, "node update, %d nodes", sizes[s]);
+        row(name, t[0], t[1], rounds);
+        hook_g.destroy(e);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 7;
@@ -300,8 +474,9 @@ int main(int argc, char **argv)
     const char *variant = argc > 3 && (strcmp(argv[3], "--traced") == 0 || strcmp(argv[3], "--grouped") == 0)
                               ? argv[3] : NULL;
     bool python = argc > 3 && strcmp(argv[3], "--python") == 0;
+    bool graphs = argc > 3 && strcmp(argv[3], "--graphs") == 0;
     long evict_n = argc > 5 && strcmp(argv[3], "--evict") == 0 ? atol(argv[4]) : 0;
-    if (rounds < 1 || rounds > 101 || iters < 1 || (argc > 3 && !variant && !python && evict_n < 2)) {
+    if (rounds < 1 || rounds > 101 || iters < 1 || (argc > 3 && !variant && !python && !graphs && evict_n < 2)) {
         fprintf(stderr, "usage: allocbench [rounds (1-101) [iterations]]\n");
         return 2;
     }
@@ -362,6 +537,8 @@ int main(int argc, char **argv)
     CUdeviceptr managed = 0;
     if (python)   /* a child of python_rows */
         return python_child();
+    if (graphs)   /* a child of main: the graph rows */
+        return graph_rows(drv, &hooked, rounds, iters);
     if (evict_n) {   /* a child of child_run: one eviction row */
         CUdeviceptr *chunks = calloc((size_t)evict_n, sizeof *chunks);
         if (!chunks)
@@ -383,12 +560,9 @@ int main(int argc, char **argv)
             }
         size_t free_b, total_b;
         hooked.info(&free_b, &total_b);
-        qsort(t[0][0], (size_t)rounds, sizeof(double), cmp);
-        qsort(t[1][0], (size_t)rounds, sizeof(double), cmp);
-        double b = t[0][0][rounds / 2], h = t[1][0][rounds / 2];
         char name[40];
         snprintf(name, sizeof name, "evict %ld, %s", evict_n, argv[5]);
-        printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", name, b, h, h / b, h - b);
+        row(name, t[0][0], t[1][0], rounds);
         for (long i = 0; i < evict_n; i++)
             hooked.free(chunks[i]);
         free(chunks);
@@ -398,11 +572,8 @@ int main(int argc, char **argv)
         for (int r = 0; r < rounds; r++)
             for (int side = 0; side < 2; side++)
                 t[side][0][r] = run(side ? &hooked : &bare, CASE_PAIR_4K, iters / 4, probe);
-        qsort(t[0][0], (size_t)rounds, sizeof(double), cmp);
-        qsort(t[1][0], (size_t)rounds, sizeof(double), cmp);
-        double b = t[0][0][rounds / 2], h = t[1][0][rounds / 2];
-        printf("%-20s %10.1f %10.1f %8.3f %12.1f\n",
-               strcmp(variant, "--grouped") == 0 ? "alloc+free, group" : "alloc+free, traced", b, h, h / b, h - b);
+        row(strcmp(variant, "--grouped") == 0 ? "alloc+free, group" : "alloc+free, traced", t[0][0], t[1][0],
+            rounds);
         return 0;
     }
     for (int c = 0; c < CASES; c++) {
@@ -431,18 +602,18 @@ int main(int argc, char **argv)
         hooked.free(wide_ptrs[i]);
     printf("allocbench: %d rounds x %ld iterations, medians (ns per operation)\n", rounds, iters);
     printf("%-20s %10s %10s %8s %12s\n", "case", "bare", "lmshim", "ratio", "added (ns)");
-    for (int c = 0; c < CASES; c++) {
-        qsort(t[0][c], (size_t)rounds, sizeof(double), cmp);
-        qsort(t[1][c], (size_t)rounds, sizeof(double), cmp);
-        double b = t[0][c][rounds / 2], h = t[1][c][rounds / 2];
-        printf("%-20s %10.1f %10.1f %8.3f %12.1f\n", case_names[c], b, h, h / b, h - b);
-    }
+    for (int c = 0; c < CASES; c++)
+        row(case_names[c], t[0][c], t[1][c], rounds);
     hooked.free(probe);
     static const char *const evict_rows[][2] = {{"10", "lookahead"}, {"10000", "lookahead"}, {"10", "lru"}, {"10000", "lru"}};
     for (int i = 0; i < 4; i++)
         child_run(rounds, iters, "--evict", evict_rows[i][0], evict_rows[i][1]);
     printf("(evict N, policy: launches over N managed chunks of 64 KiB in turn, room for N/2:\n"
            " lru fetches and evicts one chunk per launch, lookahead about 2 in 3 launches)\n");
+    child_run(rounds, iters, "--graphs", NULL, NULL);
+    printf("(graph rows: untracked = a graph over device memory, looked up among %d kept and %d removed\n"
+           " graphs over a managed chunk; node update = cuGraphExecKernelNodeSetParams of the last node)\n",
+           GRAPHS_KEPT, GRAPHS_CHURNED);
     variant_run(rounds, iters, "--traced");
     variant_run(rounds, iters, "--grouped");
     printf("(traced: LMS_TRACE=/dev/null LMS_STACKS=16, 4 KiB pairs, one allocation site;\n"

@@ -24,10 +24,17 @@ static size_t live_cap, live_used;   /* slots, slots not empty */
 static const char tomb_mark;
 #define LIVE_TOMB ((const void *)&tomb_mark)
 
+/* The first slot of p's path (the product's high bits: its low bits
+ * follow the handle's alignment alone). */
+static size_t live_hash(const void *p)
+{
+    return (((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 32) % live_cap;
+}
+
 /* The slot of p, or of an empty one if absent (under sim_lock). */
 static size_t live_slot(const void *p)
 {
-    size_t i = ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull % live_cap;
+    size_t i = live_hash(p);
     while (live[i] && live[i] != p)
         i = (i + 1) % live_cap;
     return i;
@@ -64,8 +71,20 @@ static bool live_add(const void *p)
             }
         free(old);
     }
-    live[live_slot(p)] = p;
-    live_used++;
+    /* A removed slot on p's path is taken again: an address freed and
+     * handed out again (malloc reuses it at once) would otherwise leave
+     * one more removed slot in its path each time. */
+    size_t reuse = SIZE_MAX, i = live_hash(p);
+    for (; live[i] && live[i] != p; i = (i + 1) % live_cap)
+        if (live[i] == LIVE_TOMB && reuse == SIZE_MAX)
+            reuse = i;
+    if (live[i] == p)
+        return true;   /* already live */
+    if (reuse != SIZE_MAX)
+        i = reuse;
+    else
+        live_used++;
+    live[i] = p;
     return true;
 }
 
@@ -104,6 +123,9 @@ struct CUgraphExec_st {
     CUgraphNode *origin;                /* the instantiated graph's nodes, by index (owned
                                            array; handles only, never dereferenced): how
                                            updates name the copy's nodes */
+    size_t *oindex;                     /* open addressing over origin: index + 1, 0 empty
+                                           (ocap slots, a power of two >= 2 n; owned) */
+    size_t ocap;
     unsigned long long flags;
 };
 
@@ -517,6 +539,27 @@ SIM_EXPORT CUresult cuGraphDestroy(CUgraph g)
 
 /* ---- executable graphs ------------------------------------------------- */
 
+/* Slots of an executable graph's origin index for n nodes: a power of
+ * two, at least 2 n. */
+static size_t origin_slots(size_t n)
+{
+    size_t c = 2;
+    while (c < 2 * n)
+        c *= 2;
+    return c;
+}
+
+/* The slot of e's origin index holding node handle n, or the empty one
+ * where it would go (the handle is hashed, never dereferenced). */
+static size_t origin_slot(CUgraphExec e, CUgraphNode n)
+{
+    size_t mask = e->ocap - 1;
+    size_t i = (size_t)(((uintptr_t)n >> 4) * 0x9e3779b97f4a7c15ull >> 20) & mask;
+    while (e->oindex[i] && e->origin[e->oindex[i] - 1] != n)
+        i = (i + 1) & mask;
+    return i;
+}
+
 /* Shared body of every instantiation entry point. */
 static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags)
 {
@@ -533,17 +576,22 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
         r = CUDA_ERROR_INVALID_VALUE;
     else if (!(e->copy = graph_clone(g)))
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    else if (g->n && !(e->origin = malloc(g->n * sizeof *e->origin)))
+    else if (g->n && (!(e->origin = malloc(g->n * sizeof *e->origin)) ||
+                      !(e->oindex = calloc(e->ocap = origin_slots(g->n), sizeof *e->oindex))))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     else if (!live_add(e))
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (r == CUDA_SUCCESS && g->n)
+    if (r == CUDA_SUCCESS && g->n) {
         memcpy(e->origin, g->nodes, g->n * sizeof *e->origin);
+        for (size_t i = 0; i < g->n; i++)
+            e->oindex[origin_slot(e, g->nodes[i])] = i + 1;
+    }
     if (r != CUDA_SUCCESS && e->copy)
         sim_graph_free(e->copy);
     pthread_mutex_unlock(&sim_lock);
     if (r != CUDA_SUCCESS) {
         free(e->origin);
+        free(e->oindex);
         free(e);
         return r;
     }
@@ -631,6 +679,7 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
     pthread_mutex_unlock(&sim_lock);
     e->magic = 0;
     free(e->origin);
+    free(e->oindex);
     free(e);
     return CUDA_SUCCESS;
 }
@@ -641,10 +690,10 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
  * or NULL (under sim_lock). */
 static CUgraphNode exec_node(CUgraphExec e, CUgraphNode n)
 {
-    for (size_t i = 0; n && i < e->copy->n; i++)
-        if (e->origin[i] == n)
-            return e->copy->nodes[i];
-    return NULL;
+    if (!n || !e->ocap)
+        return NULL;
+    size_t k = e->oindex[origin_slot(e, n)];   /* one probe, not a walk of every node */
+    return k ? e->copy->nodes[k - 1] : NULL;
 }
 
 /* Gives node c (a kernel node of an executable graph's copy) the kernel,
