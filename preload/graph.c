@@ -3,8 +3,9 @@
  * chunks the graph's kernels use; a launch of the graph makes them resident
  * on the launch stream first (one residency decision for the whole graph)
  * and keeps them pinned until the graph's work on that stream is done.
- * Updates of an executable graph (a kernel node's parameters, or the whole
- * graph's) replace the chunks of what changed.
+ * Updates of an executable graph (a kernel node's parameters, a child
+ * graph node's graph, or the whole graph's) replace the chunks of what
+ * changed.
  * Graph memory (allocation nodes) lives in the driver's graph pool: what it
  * reserves is charged after each launch and after cuDeviceGraphMemTrim.
  */
@@ -86,8 +87,8 @@ LMS_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
 }
 
 /* Updates of an executable graph: a kernel node's new parameters (each
- * ABI of the node's parameter block), or every node's from a graph of the
- * same shape. */
+ * ABI of the node's parameter block), a child graph node's new graph, or
+ * every node's from a graph of the same shape. */
 LMS_HOOK_THEN(cuGraphExecKernelNodeSetParams,
               (CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p), (e, n, p),
               lms_graph_node_set(e, n, p->func, p->kernelParams, p->extra))
@@ -98,7 +99,13 @@ LMS_HOOK_THEN(cuGraphExecKernelNodeSetParams_v2,
 LMS_HOOK_THEN(cuGraphExecNodeSetParams, (CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p), (e, n, p),
               if (p->type == CU_GRAPH_NODE_TYPE_KERNEL)
                   lms_graph_node_set(e, n, p->kernel.func ? p->kernel.func : (CUfunction)(void *)p->kernel.kern,
-                                     p->kernel.kernelParams, p->kernel.extra))
+                                     p->kernel.kernelParams, p->kernel.extra);
+              else if (p->type == CU_GRAPH_NODE_TYPE_GRAPH)
+                  lms_graph_child_set(e, n, p->graph.graph))
+/* A child graph node's graph replaced by one of the same shape (XLA's
+ * nested command buffers update theirs so). */
+LMS_HOOK_THEN(cuGraphExecChildGraphNodeSetParams, (CUgraphExec e, CUgraphNode n, CUgraph child), (e, n, child),
+              lms_graph_child_set(e, n, child))
 LMS_HOOK_THEN(cuGraphExecUpdate_v2, (CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info),
               (e, g, info), lms_graph_updated(e, g))
 LMS_HOOK_THEN(cuGraphExecUpdate,

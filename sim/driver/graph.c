@@ -755,11 +755,16 @@ SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode
                            p ? p->ctx : NULL);
 }
 
-/* The generic form: kernel nodes only (others: not modeled). */
+static CUresult exec_set_child(CUgraphExec e, CUgraphNode n, CUgraph child);
+
+/* The generic form: kernel and child graph nodes only (others: not
+ * modeled). */
 SIM_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p)
 {
     if (!p)
         return sim_check_init() ? sim_check_init() : CUDA_ERROR_INVALID_VALUE;
+    if (p->type == CU_GRAPH_NODE_TYPE_GRAPH)
+        return exec_set_child(e, n, p->graph.graph);
     if (p->type != CU_GRAPH_NODE_TYPE_KERNEL)
         return sim_check_init() ? sim_check_init() : CUDA_ERROR_NOT_SUPPORTED;
     return exec_set_kernel(e, n, (const CUDA_KERNEL_NODE_PARAMS_v1 *)&p->kernel, p->kernel.kern,
@@ -775,14 +780,15 @@ static size_t node_index(CUgraph g, CUgraphNode d)
     return j;
 }
 
-/* Why g cannot update e (CU_GRAPH_EXEC_UPDATE_SUCCESS when it can), with
- * the node of g at fault in *err and, for a dependency that does not
- * match, that dependency in *err_from (under sim_lock). Nodes pair by their
- * order of creation; graph memory and child graph nodes are not updated. */
-static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNode *err,
-                                            CUgraphNode *err_from)
+/* Why g cannot take the place of c, a graph of an executable graph
+ * (CU_GRAPH_EXEC_UPDATE_SUCCESS when it can), with the node of g at fault
+ * in *err and, for a dependency that does not match, that dependency in
+ * *err_from (under sim_lock). Nodes pair by their order of creation; graph
+ * memory nodes are not updated, nor child graph nodes unless `nested`
+ * (then their graphs must match the same way). */
+static CUgraphExecUpdateResult shape_check(CUgraph g, CUgraph c, bool nested, CUgraphNode *err,
+                                           CUgraphNode *err_from)
 {
-    CUgraph c = e->copy;
     *err = *err_from = NULL;
     if (g->n != c->n)
         return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
@@ -802,8 +808,14 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphNod
                 return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
             }
         if (a->d.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || a->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
-            a->d.type == CU_GRAPH_NODE_TYPE_GRAPH)
+            (a->d.type == CU_GRAPH_NODE_TYPE_GRAPH && !nested))
             return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+        if (a->d.type == CU_GRAPH_NODE_TYPE_GRAPH) {
+            CUgraphNode in_err, in_from;
+            CUgraphExecUpdateResult r = shape_check(a->d.child, b->d.child, true, &in_err, &in_from);
+            if (r != CU_GRAPH_EXEC_UPDATE_SUCCESS)
+                return r;   /* *err names the child graph node */
+        }
     }
     *err = NULL;
     return CU_GRAPH_EXEC_UPDATE_SUCCESS;
@@ -826,7 +838,7 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err, CUgraphN
         pthread_mutex_unlock(&sim_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    *result = update_check(e, g, err, err_from);
+    *result = shape_check(g, e->copy, false, err, err_from);
     CUgraph copy = NULL;
     if (*result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
         r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
@@ -863,6 +875,40 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUp
     CUresult r = exec_update(e, g, &err, &from, &res);
     *info = (CUgraphExecUpdateResultInfo){.result = res, .errorNode = err, .errorFromNode = from};
     return r;
+}
+
+/* Shared body of cuGraphExecChildGraphNodeSetParams and the generic form:
+ * child graph node n of e (named by the graph e was instantiated from)
+ * runs a clone of `child` from now on, when child has the shape of the
+ * graph it runs now (nodes paired by order of creation, child graph
+ * nodes inside matched the same way); else CUDA_ERROR_INVALID_VALUE and
+ * e unchanged. */
+static CUresult exec_set_child(CUgraphExec e, CUgraphNode n, CUgraph child)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&sim_lock);
+    CUgraphNode c = live_has(e) && e->magic == SIM_MAGIC_EXEC ? exec_node(e, n) : NULL;
+    CUgraphNode err, from;
+    CUgraph copy = NULL;
+    if (!c || c->d.type != CU_GRAPH_NODE_TYPE_GRAPH || !graph_valid(child) ||
+        shape_check(child, c->d.child, true, &err, &from) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if (!(copy = graph_clone(child))) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        copy->embedded = true;
+        sim_graph_free(c->d.child);
+        c->d.child = copy;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraph child)
+{
+    return exec_set_child(e, n, child);
 }
 
 /* Runs one node on stream st (no lock held). */

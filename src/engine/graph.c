@@ -32,6 +32,8 @@
 
 typedef struct node_ids {
     CUgraphNode node;       /* the kernel node, as the program names it */
+    CUgraphNode owner;      /* the graph's child graph node it was read through
+                               (at any depth below it); NULL: a node of the graph */
     int n;
     uint32_t *ids;          /* n sorted ids, malloc'd, owned by the entry */
 } node_ids;
@@ -155,16 +157,17 @@ static bool entry_grow(exec_entry *e)
 }
 
 /* Sets node `node`'s chunks in e to ids[0..n) (malloc'd, taken over by e;
- * n 0: ids NULL), adding the node when new; false when out of memory (ids
- * freed, the node's chunks then as before). One probe of the node index:
- * updating every node of a large graph costs linear time in all. */
-static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n)
+ * n 0: ids NULL), adding the node when new (read through child graph node
+ * `owner`, or NULL); false when out of memory (ids freed, the node's chunks
+ * then as before). One probe of the node index: updating every node of a
+ * large graph costs linear time in all. */
+static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n, CUgraphNode owner)
 {
     int slot = e->capindex ? index_slot(e, node) : -1;
     if (slot >= 0 && e->index[slot]) {
         node_ids *x = &e->nodes[e->index[slot] - 1];
         free(x->ids);
-        *x = (node_ids){node, n, ids};
+        *x = (node_ids){node, x->owner, n, ids};   /* an update keeps where it was read */
         e->stale = true;
         return true;
     }
@@ -174,11 +177,31 @@ static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n
         free(ids);
         return false;
     }
-    e->nodes[e->nnodes] = (node_ids){node, n, ids};
+    e->nodes[e->nnodes] = (node_ids){node, owner, n, ids};
     slot = index_slot(e, node);
     e->index[slot] = ++e->nnodes;
     e->stale = true;
     return true;
+}
+
+/* Drops from e every node read through child graph node `owner` (their
+ * ids freed) and indexes the rest again: linear in e's nodes. */
+static void entry_drop_owner(exec_entry *e, CUgraphNode owner)
+{
+    int k = 0;
+    for (int i = 0; i < e->nnodes; i++) {
+        if (e->nodes[i].owner == owner)
+            free(e->nodes[i].ids);
+        else
+            e->nodes[k++] = e->nodes[i];
+    }
+    if (k == e->nnodes)
+        return;
+    e->nnodes = k;
+    memset(e->index, 0, (size_t)e->capindex * sizeof *e->index);
+    for (int i = 0; i < k; i++)
+        e->index[index_slot(e, e->nodes[i].node)] = i + 1;
+    e->stale = true;
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -248,9 +271,10 @@ static atomic_bool mem_nodes_seen;
 
 /* Reads graph's kernel nodes into *found (their chunks, when `scan`),
  * and those of its child graphs to `depth` levels, and notes allocation
- * nodes (and a child graph not looked into); false when the nodes could
- * not be read (out of memory). */
-static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth)
+ * nodes (and a child graph not looked into); a node read through a child
+ * graph node of the top graph is owned by it (`owner`: NULL at the top).
+ * False when the nodes could not be read (out of memory). */
+static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, CUgraphNode owner)
 {
     size_t count = 0;
     if (lms_drv.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
@@ -271,7 +295,7 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth)
             if (t == CU_GRAPH_NODE_TYPE_GRAPH) {
                 if (depth > 0 && lms_drv.cuGraphChildGraphNodeGetGraph &&
                     lms_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
-                    ok = read_graph(child, scan, found, depth - 1);
+                    ok = read_graph(child, scan, found, depth - 1, owner ? owner : nodes[i]);
                 else
                     atomic_store(&mem_nodes_seen, true);   /* not looked into: it may allocate */
                 continue;
@@ -285,7 +309,7 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth)
             int n;
             bool oom = false;
             uint32_t *ids = node_chunks(f, p.kernelParams, p.extra, &n, &oom);
-            ok = !oom && entry_set_node(found, nodes[i], ids, n);
+            ok = !oom && entry_set_node(found, nodes[i], ids, n, owner);
         }
     }
     free(nodes);
@@ -328,7 +352,7 @@ void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
     if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
         return;   /* nothing more to learn */
     exec_entry found = {.exec = exec};
-    if (!read_graph(graph, scan, &found, CHILD_DEPTH))
+    if (!read_graph(graph, scan, &found, CHILD_DEPTH, NULL))
         atomic_store(&mem_nodes_seen, true);   /* not all read: it may allocate */
     /* Out of memory part way: what was read is kept, the rest is read
      * over the link. */
@@ -357,11 +381,43 @@ void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void *
         /* Its new chunks unknown: the old ones stay, fetched for nothing
          * at worst, and the new ones are read over the link. */
     } else if (e) {
-        entry_set_node(e, node, ids, n);
+        entry_set_node(e, node, ids, n, NULL);
         ids = NULL;
     }
     pthread_mutex_unlock(&lock);
     free(ids);
+}
+
+void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph)
+{
+    if (!exec || !child_node || !graph || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType)
+        return;
+    bool scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
+    if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
+        return;   /* nothing more to learn */
+    /* Read as at instantiation, one level down, outside the lock. */
+    exec_entry found = {0};
+    bool whole = read_graph(graph, scan, &found, CHILD_DEPTH - 1, child_node);
+    if (!whole)
+        atomic_store(&mem_nodes_seen, true);   /* not all read: it may allocate */
+    pthread_mutex_lock(&lock);
+    exec_entry *e = slot_of(exec, false);
+    if (!e && found.nnodes > 0 && (e = slot_of(exec, true)) != NULL) {
+        tombs -= e->exec == TOMB;
+        *e = (exec_entry){.exec = exec};   /* none of its nodes had chunks before */
+    }
+    if (e) {
+        entry_drop_owner(e, child_node);
+        /* Out of memory part way: the nodes set so far are kept, the rest
+         * is read over the link. */
+        for (int i = 0; i < found.nnodes; i++) {
+            node_ids *x = &found.nodes[i];
+            entry_set_node(e, x->node, x->ids, x->n, child_node);
+            x->ids = NULL;   /* taken over, or freed on failure */
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    entry_free(&found);
 }
 
 void lms_graph_forget(CUgraphExec exec)

@@ -20,6 +20,10 @@ void lms_graph_updated(CUgraphExec exec, CUgraph graph);
 /* Kernel node `node` of exec now runs f with these parameters (an update
  * of one node): its chunks replace the node's in exec's set. */
 void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void **params, void **extra);
+/* Child graph node `child_node` of exec now runs `graph` (an update of
+ * the child graph, cuGraphExecChildGraphNodeSetParams): the chunks of the
+ * kernel nodes read through that node are replaced by graph's. */
+void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph);
 /* The executable graph goes away. */
 void lms_graph_forget(CUgraphExec exec);
 /* The chunks of `exec`: returns how many and sets *ids to a malloc'd copy

@@ -422,6 +422,64 @@ static void child_graph(void)
     free_fresh(dev, c, 4);
 }
 
+/* A middle graph for child_graph_update: a bump node over x[0], then a
+ * child graph node embedding a one-node graph over x[1]. */
+static CUgraph mid_graph(const CUdeviceptr x[2])
+{
+    CUgraphNode mid_node, inner_node, grandchild;
+    CUgraph inner = chain_graph(&x[1], 1, &inner_node);
+    CUgraph mid = chain_graph(&x[0], 1, &mid_node);
+    OK(cuGraphAddChildGraphNode(&grandchild, mid, &mid_node, 1, inner));
+    OK(cuGraphDestroy(inner));
+    return mid;
+}
+
+/* A child graph node's graph replaced in the executable graph
+ * (cuGraphExecChildGraphNodeSetParams, and the generic
+ * cuGraphExecNodeSetParams), as XLA updates its nested command buffers:
+ * each launch after it runs the new graph's kernels, two levels deep, on
+ * chunks lmshim made resident first (a policy that fetches: nothing over
+ * the link), while the top graph's own kernel keeps its chunk; a graph of
+ * another shape is refused and changes nothing. With the hooks off,
+ * 128 MiB went over the link per launch after each replacement. */
+static void child_graph_update(void)
+{
+    CUdeviceptr dev[2], c[7];
+    CUstream s = setup_fresh(dev, c, 7);
+    CUgraphNode top_node, child_node;
+    CUgraph top = chain_graph(&c[0], 1, &top_node);
+    CUgraph mid = mid_graph(&c[1]);   /* c[1], then c[2] nested */
+    OK(cuGraphAddChildGraphNode(&child_node, top, &top_node, 1, mid));
+    OK(cuGraphDestroy(mid));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, top, 0));
+    launch_fetched(e, s, 3);
+    CUgraph second = mid_graph(&c[3]);   /* c[3], c[4] */
+    OK(cuGraphExecChildGraphNodeSetParams(e, child_node, second));
+    OK(cuGraphDestroy(second));   /* the executable graph keeps its own copy */
+    launch_fetched(e, s, 3);
+    launch_fetched(e, s, 3);
+    CUgraph third = mid_graph(&c[5]);   /* c[5], c[6] */
+    CUgraphNodeParams gp = {.type = CU_GRAPH_NODE_TYPE_GRAPH};
+    gp.graph.graph = third;
+    OK(cuGraphExecNodeSetParams(e, child_node, &gp));
+    launch_fetched(e, s, 3);
+    /* Another shape (no nested child graph): refused, nothing changes. */
+    CUgraphNode flat_nodes[2];
+    CUgraph flat = chain_graph(&c[1], 2, flat_nodes);
+    CHECK_IS(cuGraphExecChildGraphNodeSetParams(e, child_node, flat), CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(cuGraphExecChildGraphNodeSetParams(e, top_node, third), CUDA_ERROR_INVALID_VALUE);
+    launch_fetched(e, s, 3);
+    static const uint64_t expect[7] = {5, 1, 1, 2, 2, 2, 2};
+    for (int i = 0; i < 7; i++)
+        CHECK_EQ_U(counter(c[i]), expect[i]);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(top));
+    OK(cuGraphDestroy(third));
+    OK(cuGraphDestroy(flat));
+    free_fresh(dev, c, 7);
+}
+
 /* Thousands of executable graphs made and destroyed, a few alive at once
  * (handles come back, removed entries pile up in lmshim's table and are
  * swept): every launch still finds its chunks on the device. */
@@ -516,6 +574,7 @@ static const test_case cases[] = {
     {"child_graph", child_graph},
     {"many_execs", many_execs},
     {"update_cost_flat", update_cost_flat},
+    {"child_graph_update", child_graph_update},
 };
 
 TEST_MAIN(cases)
