@@ -5,7 +5,8 @@
  * and keeps them pinned until the graph's work on that stream is done.
  * Updates of an executable graph (a kernel node's parameters, a child
  * graph node's graph, or the whole graph's) replace the chunks of what
- * changed.
+ * changed. A conditional node's bodies, handed out only when it is made,
+ * are kept so that instantiation reads into them.
  * Graph memory (allocation nodes) lives in the driver's graph pool: what it
  * reserves is charged after each launch and after cuDeviceGraphMemTrim.
  */
@@ -111,6 +112,21 @@ LMS_HOOK_THEN(cuGraphExecUpdate_v2, (CUgraphExec e, CUgraph g, CUgraphExecUpdate
 LMS_HOOK_THEN(cuGraphExecUpdate,
               (CUgraphExec e, CUgraph g, CUgraphNode *err, CUgraphExecUpdateResult *result),
               (e, g, err, result), lms_graph_updated(e, g))
+
+/* A conditional node's bodies are handed out once, when it is made: kept,
+ * so that instantiation reads into them (XLA's while and if commands are
+ * conditional nodes whose bodies hold the loop's kernels). */
+LMS_HOOK_THEN(cuGraphAddNode_v2,
+              (CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n,
+               CUgraphNodeParams *p),
+              (out, g, deps, edges, n, p),
+              if (out && p && p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+                  lms_graph_conditional_added(*out, p->conditional.phGraph_out, (int)p->conditional.size))
+LMS_HOOK_THEN(cuGraphAddNode,
+              (CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, CUgraphNodeParams *p),
+              (out, g, deps, n, p),
+              if (out && p && p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+                  lms_graph_conditional_added(*out, p->conditional.phGraph_out, (int)p->conditional.size))
 
 /* The pool gives back what no graph allocation holds: its charge goes too. */
 LMS_HOOK_THEN(cuDeviceGraphMemTrim, (CUdevice dev), (dev), lms_graph_mem_sync(dev, true))

@@ -104,6 +104,16 @@ static inline int simgpu_get_counters(int device, simgpu_counters *out)
     return f ? f(device, out) : 999;
 }
 
+/* What cudaGraphSetConditional does on the device, for a kernel body:
+ * the conditional handle (CUgraphConditionalHandle) holds `value` from now
+ * on; 0, or a CUresult for a handle never made. */
+static inline int simgpu_set_conditional(unsigned long long handle, unsigned value)
+{
+    int (*f)(unsigned long long, unsigned) =
+        (int (*)(unsigned long long, unsigned))simgpu_symbol("simgpuSetConditional");
+    return f ? f(handle, value) : 999;
+}
+
 /* Zeroes the counters (peak restarts from the bytes in use now). */
 static inline int simgpu_reset_counters(void)
 {

@@ -1,6 +1,7 @@
 /*
  * graph.c — CUDA graphs: creation, kernel nodes (captured or added),
- * child graph nodes, queries, instantiation, updates of an executable graph (a kernel node's
+ * child graph nodes, conditional nodes (IF, WHILE, SWITCH; their handles'
+ * values: conditional.c), queries, instantiation, updates of an executable graph (a kernel node's
  * parameters, or every node's from a graph of the same shape), upload,
  * launch and destruction.
  *
@@ -120,11 +121,13 @@ struct CUgraph_st {
 struct CUgraphExec_st {
     uint32_t magic;
     CUgraph copy;                       /* owned copy of the instantiated graph */
-    CUgraphNode *origin;                /* the instantiated graph's nodes, by index (owned
-                                           array; handles only, never dereferenced): how
-                                           updates name the copy's nodes */
+    CUgraphNode *origin;                /* the instantiated graph's nodes at every depth
+                                           (flat_fill's order; owned array; handles only,
+                                           never dereferenced): how updates name nodes */
+    CUgraphNode *copies;                /* the copy's node at each origin's index (owned array) */
+    size_t norigin;
     size_t *oindex;                     /* open addressing over origin: index + 1, 0 empty
-                                           (ocap slots, a power of two >= 2 n; owned) */
+                                           (ocap slots, a power of two >= 2 norigin; owned) */
     size_t ocap;
     unsigned long long flags;
 };
@@ -150,6 +153,11 @@ static void node_free(CUgraphNode n)
     n->magic = 0;
     if (n->d.type == CU_GRAPH_NODE_TYPE_GRAPH)
         sim_graph_free(n->d.child);
+    if (n->d.type == CU_GRAPH_NODE_TYPE_CONDITIONAL && n->d.bodies) {
+        for (unsigned i = 0; i < n->d.nbodies; i++)
+            sim_graph_free(n->d.bodies[i]);
+        free(n->d.bodies);
+    }
     free(n->deps);
     free(n->buf);
     free(n);
@@ -200,7 +208,8 @@ static CUresult copy_params(CUgraphNode n)
 static CUgraph graph_clone(CUgraph g);
 
 /* Adds a node after `deps` (nodes of g); *out gets it. A child graph node
- * embeds its own clone of d->child. */
+ * embeds its own clone of d->child; a conditional node gets bodies of its
+ * own (clones of d->bodies, or empty graphs when NULL). */
 CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
                        const sim_node_desc *d, CUgraphNode *out)
 {
@@ -227,6 +236,8 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
     *n = (struct CUgraphNode_st){.magic = SIM_MAGIC_NODE, .graph = g, .d = *d};
     if (d->type == CU_GRAPH_NODE_TYPE_GRAPH)
         n->d.child = NULL;   /* until its clone is made (node_free then frees nothing) */
+    if (d->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+        n->d.bodies = NULL;  /* until its own are made */
     if (ndeps) {
         n->deps = malloc(ndeps * sizeof *n->deps);
         if (!n->deps) {
@@ -242,6 +253,23 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
         n->d.child->embedded = true;
+    }
+    if (d->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+        /* Bodies of its own: empty ones for a new node, clones of
+         * d->bodies for a copy. */
+        if (!(n->d.bodies = calloc(d->nbodies, sizeof *n->d.bodies))) {
+            node_free(n);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        for (unsigned i = 0; i < d->nbodies; i++) {
+            CUgraph b = d->bodies ? graph_clone(d->bodies[i]) : sim_graph_new();
+            if (!b) {
+                node_free(n);
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
+            b->embedded = true;
+            n->d.bodies[i] = b;
+        }
     }
     if (d->type == CU_GRAPH_NODE_TYPE_KERNEL) {
         CUresult r = copy_params(n);
@@ -266,6 +294,11 @@ static bool graph_valid(CUgraph g)
 bool sim_graph_takes_memory_nodes(CUgraph g)
 {
     return graph_valid(g) && !g->embedded;
+}
+
+bool sim_graph_valid(CUgraph g)
+{
+    return graph_valid(g);
 }
 
 /* True when n is a live node (under sim_lock). */
@@ -506,6 +539,75 @@ SIM_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const 
     return r;
 }
 
+/* A conditional node (CUgraphNodeParams.conditional): its handle, type
+ * and body count checked as CUDA documents them; the bodies are made
+ * empty, owned by the node, and handed out in p->phGraph_out (valid while
+ * the node lives). */
+static CUresult add_conditional(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
+                                CUDA_CONDITIONAL_NODE_PARAMS *p)
+{
+    bool sized = (p->type == CU_GRAPH_COND_TYPE_IF && (p->size == 1 || p->size == 2)) ||
+                 (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size == 1) ||
+                 (p->type == CU_GRAPH_COND_TYPE_SWITCH && p->size >= 1);
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (sized && graph_valid(g) && sim_cond_valid(p->handle) && (!p->ctx || sim_ctx_valid(p->ctx))) {
+        sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL, .nbodies = p->size,
+                           .cond_type = p->type, .cond = p->handle};
+        r = sim_graph_add(g, deps, nd, &d, out);
+        if (r == CUDA_SUCCESS)
+            p->phGraph_out = (*out)->d.bodies;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* Shared body of both cuGraphAddNode ABIs: kernel, child graph, empty and
+ * conditional nodes (the other types: CUDA_ERROR_NOT_SUPPORTED, not
+ * modeled). Edge data other than the default is not modeled either. */
+static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                         size_t nd, CUgraphNodeParams *p)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!out || !p || (nd && !deps))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; edges && i < nd; i++)
+        if (edges[i].from_port || edges[i].to_port || edges[i].type)
+            return CUDA_ERROR_NOT_SUPPORTED;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        return add_kernel(out, g, deps, nd, (const CUDA_KERNEL_NODE_PARAMS_v1 *)&p->kernel, p->kernel.kern,
+                          p->kernel.ctx);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        return cuGraphAddChildGraphNode(out, g, deps, nd, p->graph.graph);
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        return add_conditional(out, g, deps, nd, &p->conditional);
+    case CU_GRAPH_NODE_TYPE_EMPTY: {
+        sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_EMPTY};
+        pthread_mutex_lock(&sim_lock);
+        r = graph_valid(g) ? sim_graph_add(g, deps, nd, &d, out) : CUDA_ERROR_INVALID_VALUE;
+        pthread_mutex_unlock(&sim_lock);
+        return r;
+    }
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+SIM_EXPORT CUresult cuGraphAddNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
+                                   CUgraphNodeParams *p)
+{
+    return add_node(out, g, deps, NULL, nd, p);
+}
+
+SIM_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                      const CUgraphEdgeData *edges, size_t nd, CUgraphNodeParams *p)
+{
+    return add_node(out, g, deps, edges, nd, p);
+}
+
 /* The graph a child graph node embeds (owned by the node). */
 SIM_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode n, CUgraph *out)
 {
@@ -539,6 +641,36 @@ SIM_EXPORT CUresult cuGraphDestroy(CUgraph g)
 
 /* ---- executable graphs ------------------------------------------------- */
 
+/* Nodes of g at every depth: its own, and those of its child graphs and
+ * conditional bodies (under sim_lock). */
+static size_t flat_count(CUgraph g)
+{
+    size_t n = g->n;
+    for (size_t i = 0; i < g->n; i++) {
+        const sim_node_desc *d = &g->nodes[i]->d;
+        if (d->type == CU_GRAPH_NODE_TYPE_GRAPH)
+            n += flat_count(d->child);
+        for (unsigned b = 0; d->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && b < d->nbodies; b++)
+            n += flat_count(d->bodies[b]);
+    }
+    return n;
+}
+
+/* Writes g's nodes at every depth to out from *k on: each node, then the
+ * nodes of its child graph or bodies (a node's nested nodes follow it
+ * together; a graph and its clone list theirs in the same order). */
+static void flat_fill(CUgraph g, CUgraphNode *out, size_t *k)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const sim_node_desc *d = &g->nodes[i]->d;
+        out[(*k)++] = g->nodes[i];
+        if (d->type == CU_GRAPH_NODE_TYPE_GRAPH)
+            flat_fill(d->child, out, k);
+        for (unsigned b = 0; d->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && b < d->nbodies; b++)
+            flat_fill(d->bodies[b], out, k);
+    }
+}
+
 /* Slots of an executable graph's origin index for n nodes: a power of
  * two, at least 2 n. */
 static size_t origin_slots(size_t n)
@@ -560,6 +692,14 @@ static size_t origin_slot(CUgraphExec e, CUgraphNode n)
     return i;
 }
 
+/* Indexes e's origin handles anew (under sim_lock). */
+static void origin_index(CUgraphExec e)
+{
+    memset(e->oindex, 0, e->ocap * sizeof *e->oindex);
+    for (size_t i = 0; i < e->norigin; i++)
+        e->oindex[origin_slot(e, e->origin[i])] = i + 1;
+}
+
 /* Shared body of every instantiation entry point. */
 static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags)
 {
@@ -576,21 +716,25 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
         r = CUDA_ERROR_INVALID_VALUE;
     else if (!(e->copy = graph_clone(g)))
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    else if (g->n && (!(e->origin = malloc(g->n * sizeof *e->origin)) ||
-                      !(e->oindex = calloc(e->ocap = origin_slots(g->n), sizeof *e->oindex))))
+    else if ((e->norigin = flat_count(g)) &&
+             (!(e->origin = malloc(e->norigin * sizeof *e->origin)) ||
+              !(e->copies = malloc(e->norigin * sizeof *e->copies)) ||
+              !(e->oindex = calloc(e->ocap = origin_slots(e->norigin), sizeof *e->oindex))))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     else if (!live_add(e))
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (r == CUDA_SUCCESS && g->n) {
-        memcpy(e->origin, g->nodes, g->n * sizeof *e->origin);
-        for (size_t i = 0; i < g->n; i++)
-            e->oindex[origin_slot(e, g->nodes[i])] = i + 1;
+    if (r == CUDA_SUCCESS && e->norigin) {
+        size_t k = 0, j = 0;
+        flat_fill(g, e->origin, &k);
+        flat_fill(e->copy, e->copies, &j);
+        origin_index(e);
     }
     if (r != CUDA_SUCCESS && e->copy)
         sim_graph_free(e->copy);
     pthread_mutex_unlock(&sim_lock);
     if (r != CUDA_SUCCESS) {
         free(e->origin);
+        free(e->copies);
         free(e->oindex);
         free(e);
         return r;
@@ -679,6 +823,7 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
     pthread_mutex_unlock(&sim_lock);
     e->magic = 0;
     free(e->origin);
+    free(e->copies);
     free(e->oindex);
     free(e);
     return CUDA_SUCCESS;
@@ -686,14 +831,22 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
 
 /* ---- updates of executable graphs ------------------------------------ */
 
+/* The index of handle n among e's origin, or SIZE_MAX (one probe, not a
+ * walk of every node). */
+static size_t origin_pos(CUgraphExec e, CUgraphNode n)
+{
+    if (!n || !e->ocap)
+        return SIZE_MAX;
+    size_t k = e->oindex[origin_slot(e, n)];
+    return k ? k - 1 : SIZE_MAX;
+}
+
 /* The node of e's copy that `n` (a node of the instantiated graph) names,
  * or NULL (under sim_lock). */
 static CUgraphNode exec_node(CUgraphExec e, CUgraphNode n)
 {
-    if (!n || !e->ocap)
-        return NULL;
-    size_t k = e->oindex[origin_slot(e, n)];   /* one probe, not a walk of every node */
-    return k ? e->copy->nodes[k - 1] : NULL;
+    size_t k = origin_pos(e, n);
+    return k < e->norigin ? e->copies[k] : NULL;
 }
 
 /* Gives node c (a kernel node of an executable graph's copy) the kernel,
@@ -807,14 +960,22 @@ static CUgraphExecUpdateResult shape_check(CUgraph g, CUgraph c, bool nested, CU
                 *err_from = a->deps[k];   /* the mismatched dependency */
                 return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
             }
+        bool holds = a->d.type == CU_GRAPH_NODE_TYPE_GRAPH || a->d.type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
         if (a->d.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || a->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
-            (a->d.type == CU_GRAPH_NODE_TYPE_GRAPH && !nested))
+            (holds && !nested))
             return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
-        if (a->d.type == CU_GRAPH_NODE_TYPE_GRAPH) {
+        if (a->d.type == CU_GRAPH_NODE_TYPE_CONDITIONAL &&
+            (a->d.cond_type != b->d.cond_type || a->d.nbodies != b->d.nbodies))
+            return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        unsigned inner = a->d.type == CU_GRAPH_NODE_TYPE_GRAPH ? 1 : holds ? a->d.nbodies : 0;
+        for (unsigned k = 0; k < inner; k++) {
             CUgraphNode in_err, in_from;
-            CUgraphExecUpdateResult r = shape_check(a->d.child, b->d.child, true, &in_err, &in_from);
+            CUgraphExecUpdateResult r =
+                a->d.type == CU_GRAPH_NODE_TYPE_GRAPH
+                    ? shape_check(a->d.child, b->d.child, true, &in_err, &in_from)
+                    : shape_check(a->d.bodies[k], b->d.bodies[k], true, &in_err, &in_from);
             if (r != CU_GRAPH_EXEC_UPDATE_SUCCESS)
-                return r;   /* *err names the child graph node */
+                return r;   /* *err names the node holding the graph */
         }
     }
     *err = NULL;
@@ -848,6 +1009,8 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err, CUgraphN
     } else {
         sim_graph_free(e->copy);
         e->copy = copy;
+        size_t k = 0;
+        flat_fill(copy, e->copies, &k);   /* the same count: nested graphs are not updated */
     }
     pthread_mutex_unlock(&sim_lock);
     return r;
@@ -898,9 +1061,15 @@ static CUresult exec_set_child(CUgraphExec e, CUgraphNode n, CUgraph child)
     } else if (!(copy = graph_clone(child))) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
+        /* The nested nodes are named by the new graph's handles from now
+         * on; the same shape lists as many, in the same places. */
         copy->embedded = true;
         sim_graph_free(c->d.child);
         c->d.child = copy;
+        size_t k = origin_pos(e, n) + 1, j = k;
+        flat_fill(child, e->origin, &k);
+        flat_fill(copy, e->copies, &j);
+        origin_index(e);
     }
     pthread_mutex_unlock(&sim_lock);
     return r;
@@ -910,6 +1079,9 @@ SIM_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNod
 {
     return exec_set_child(e, n, child);
 }
+
+static CUresult run_graph(CUgraph g, CUstream st);
+static CUresult run_conditional(const sim_node_desc *d, CUstream st);
 
 /* Runs one node on stream st (no lock held). */
 static CUresult run_node(CUgraphNode n, CUstream st)
@@ -930,14 +1102,65 @@ static CUresult run_node(CUgraphNode n, CUstream st)
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return sim_graphmem_run(d);
-    case CU_GRAPH_NODE_TYPE_GRAPH: {
-        CUresult r = CUDA_SUCCESS;
-        for (size_t i = 0; i < d->child->n && r == CUDA_SUCCESS; i++)
-            r = run_node(d->child->nodes[i], st);
-        return r;
-    }
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        return run_graph(d->child, st);
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        return run_conditional(d, st);
     default:
         return CUDA_SUCCESS;
+    }
+}
+
+/* Runs g's nodes in order on st (no lock held). */
+static CUresult run_graph(CUgraph g, CUstream st)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (size_t i = 0; i < g->n && r == CUDA_SUCCESS; i++)
+        r = run_node(g->nodes[i], st);
+    return r;
+}
+
+#define WHILE_MAX (1u << 24)   /* a WHILE body run this often without clearing its value fails */
+
+/* A conditional node: its handle's value picks the body run (IF: the
+ * first when non-zero, the second, if any, when zero; SWITCH: the body of
+ * that index, none past the last) or how often (WHILE: as long as it is
+ * non-zero, read again after each run of the body). No lock held. */
+static CUresult run_conditional(const sim_node_desc *d, CUstream st)
+{
+    unsigned v = sim_cond_value(d->cond);
+    switch (d->cond_type) {
+    case CU_GRAPH_COND_TYPE_IF:
+        return v ? run_graph(d->bodies[0], st) : d->nbodies == 2 ? run_graph(d->bodies[1], st) : CUDA_SUCCESS;
+    case CU_GRAPH_COND_TYPE_SWITCH:
+        return v < d->nbodies ? run_graph(d->bodies[v], st) : CUDA_SUCCESS;
+    case CU_GRAPH_COND_TYPE_WHILE:
+        for (unsigned k = 0; sim_cond_value(d->cond); k++) {
+            if (k == WHILE_MAX)
+                return CUDA_ERROR_LAUNCH_TIMEOUT;   /* a GPU would hang */
+            CUresult r = run_graph(d->bodies[0], st);
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_SUCCESS;
+    }
+}
+
+/* Assigns the default of every conditional handle g uses (at any depth)
+ * that was made so, as a launch begins. */
+static void conditions_begin(CUgraph g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const sim_node_desc *d = &g->nodes[i]->d;
+        if (d->type == CU_GRAPH_NODE_TYPE_GRAPH)
+            conditions_begin(d->child);
+        if (d->type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
+            continue;
+        sim_cond_launch_begins(d->cond);
+        for (unsigned b = 0; b < d->nbodies; b++)
+            conditions_begin(d->bodies[b]);
     }
 }
 
@@ -955,9 +1178,8 @@ static CUresult launch(CUgraphExec e, CUstream s, bool ptds, bool upload)
     r = sim_capture_gate(st, false, &record);
     if (r != CUDA_SUCCESS || upload)
         return r;
-    for (size_t i = 0; i < e->copy->n && r == CUDA_SUCCESS; i++)
-        r = run_node(e->copy->nodes[i], st);
-    return r;
+    conditions_begin(e->copy);
+    return run_graph(e->copy, st);
 }
 
 SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { return launch(e, s, false, false); }

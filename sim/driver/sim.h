@@ -254,7 +254,8 @@ int sim_driver_version(void);   /* SIMGPU_DRIVER_VERSION, default SIM_DRIVER_VER
 
 /* One node to add to a graph; the graph copies what it needs. */
 typedef struct sim_node_desc {
-    CUgraphNodeType type;      /* KERNEL, MEMCPY, MEMSET, HOST, MEM_ALLOC, MEM_FREE or EMPTY */
+    CUgraphNodeType type;      /* KERNEL, MEMCPY, MEMSET, HOST, MEM_ALLOC, MEM_FREE, EMPTY,
+                                  GRAPH or CONDITIONAL */
     CUfunction func;           /* kernel: a CUfunction, or a CUkernel cast to one */
     bool by_kernel;            /* kernel: func is a CUkernel; the node reports it as kern */
     CUcontext ctx;             /* kernel by CUkernel: the context it runs in (NULL: unknown) */
@@ -268,6 +269,11 @@ typedef struct sim_node_desc {
     CUhostFn fn;               /* host */
     void *user;
     CUgraph child;             /* child graph: the embedded graph (a node owns its own clone) */
+    CUgraph *bodies;           /* conditional: its nbodies body graphs (a node owns its own
+                                  array and graphs; NULL in a new node's description) */
+    unsigned nbodies;
+    CUgraphConditionalNodeType cond_type;
+    CUgraphConditionalHandle cond;   /* conditional: the handle whose value it reads */
 } sim_node_desc;
 
 /* Gate of every stream-ordered operation on st (takes sim_lock): success
@@ -310,6 +316,14 @@ void sim_graph_free(CUgraph g);
  * z <= 64, 1024 threads in all). */
 bool sim_launch_dims_ok(const unsigned grid[3], const unsigned block[3]);
 bool sim_graph_takes_memory_nodes(CUgraph g);          /* a live graph not embedded in a child node */
+bool sim_graph_valid(CUgraph g);                       /* a live graph (under sim_lock) */
+
+/* Conditional handles (conditional.c): whether h was made (under
+ * sim_lock), the value it holds, and the start of a launch that uses it
+ * (its default assigned again, when made so). */
+bool sim_cond_valid(CUgraphConditionalHandle h);
+unsigned sim_cond_value(CUgraphConditionalHandle h);
+void sim_cond_launch_begins(CUgraphConditionalHandle h);
 
 /* Graph memory (graphmem.c): an allocation or free node run by a graph
  * launch (takes sim_lock); whether p is a graph allocation (under sim_lock). */

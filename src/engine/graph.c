@@ -67,6 +67,18 @@ static atomic_flag polling = ATOMIC_FLAG_INIT;   /* a poll runs: others skip the
 
 static int tombs;   /* removed slots in execs (under lock) */
 
+/* The bodies of the conditional nodes made through the hooks
+ * (cuGraphAddNode hands them out once, at creation; the driver API has no
+ * reader for them). Open addressing on the node handle, grown by doubling;
+ * a handle made again replaces its entry. Under lock. */
+typedef struct cond_entry {
+    CUgraphNode node;       /* NULL: free slot */
+    int n;
+    CUgraph *bodies;        /* n body graphs, malloc'd, owned */
+} cond_entry;
+static cond_entry *conds;
+static size_t ncond, capcond;
+
 /* The first slot exec's probe looks at (10 bits: EXECS slots). */
 static size_t exec_hash(CUgraphExec exec)
 {
@@ -110,6 +122,73 @@ static exec_entry *slot_of(CUgraphExec exec, bool insert)
             return insert ? (tomb ? tomb : e) : NULL;
     }
     return insert ? tomb : NULL;
+}
+
+/* The slot of node in conds (its own, or the empty one where it would
+ * go); capcond > 0 (under lock). */
+static size_t cond_slot(CUgraphNode node)
+{
+    size_t i = (size_t)(((uintptr_t)node >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (capcond - 1);
+    while (conds[i].node && conds[i].node != node)
+        i = (i + 1) & (capcond - 1);
+    return i;
+}
+
+/* Room in conds for one more entry (under lock); false when out of memory. */
+static bool cond_grow(void)
+{
+    if ((ncond + 1) * 2 <= capcond)
+        return true;
+    size_t ncap = capcond ? capcond * 2 : 64;
+    cond_entry *old = conds, *fresh = calloc(ncap, sizeof *fresh);
+    if (!fresh)
+        return false;
+    size_t ocap = capcond;
+    conds = fresh;
+    capcond = ncap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].node)
+            conds[cond_slot(old[i].node)] = old[i];
+    free(old);
+    return true;
+}
+
+void lms_graph_conditional_added(CUgraphNode node, const CUgraph *bodies, int n)
+{
+    if (!node || !bodies || n <= 0)
+        return;
+    CUgraph *copy = malloc((size_t)n * sizeof *copy);
+    if (!copy)
+        return;   /* its bodies are read over the link */
+    memcpy(copy, bodies, (size_t)n * sizeof *copy);
+    pthread_mutex_lock(&lock);
+    if (cond_grow()) {
+        cond_entry *c = &conds[cond_slot(node)];
+        if (c->node)
+            free(c->bodies);   /* the handle came back: a new node */
+        else
+            ncond++;
+        *c = (cond_entry){node, n, copy};
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    free(copy);
+}
+
+/* A malloc'd copy of the bodies of conditional node `node` (*n of them),
+ * or NULL when lmshim did not see it made. */
+static CUgraph *cond_bodies(CUgraphNode node, int *n)
+{
+    CUgraph *copy = NULL;
+    *n = 0;
+    pthread_mutex_lock(&lock);
+    cond_entry *c = capcond ? &conds[cond_slot(node)] : NULL;
+    if (c && c->node && (copy = malloc((size_t)c->n * sizeof *copy)) != NULL) {
+        memcpy(copy, c->bodies, (size_t)c->n * sizeof *copy);
+        *n = c->n;
+    }
+    pthread_mutex_unlock(&lock);
+    return copy;
 }
 
 /* Frees what entry e owns (not the entry). */
@@ -298,6 +377,16 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, C
                     ok = read_graph(child, scan, found, depth - 1, owner ? owner : nodes[i]);
                 else
                     atomic_store(&mem_nodes_seen, true);   /* not looked into: it may allocate */
+                continue;
+            }
+            if (t == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+                /* Its bodies, as made (they hold no allocation nodes);
+                 * every body's chunks join, whichever the launch runs. */
+                int nb = 0;
+                CUgraph *bodies = depth > 0 ? cond_bodies(nodes[i], &nb) : NULL;
+                for (int b = 0; b < nb && ok; b++)
+                    ok = read_graph(bodies[b], scan, found, depth - 1, owner ? owner : nodes[i]);
+                free(bodies);
                 continue;
             }
             if (!scan || t != CU_GRAPH_NODE_TYPE_KERNEL ||

@@ -24,6 +24,9 @@ void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void *
  * the child graph, cuGraphExecChildGraphNodeSetParams): the chunks of the
  * kernel nodes read through that node are replaced by graph's. */
 void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph);
+/* Conditional node `node` was made with these n body graphs (what
+ * cuGraphAddNode hands out): a graph holding it is read into its bodies. */
+void lms_graph_conditional_added(CUgraphNode node, const CUgraph *bodies, int n);
 /* The executable graph goes away. */
 void lms_graph_forget(CUgraphExec exec);
 /* The chunks of `exec`: returns how many and sets *ids to a malloc'd copy

@@ -480,6 +480,100 @@ static void child_graph_update(void)
     free_fresh(dev, c, 7);
 }
 
+/* loop_ctl(count, handle, limit): count[0] += 1 (a 64-bit word in device
+ * memory); the conditional handle holds count < limit afterwards (what
+ * cudaGraphSetConditional does on a GPU). */
+static void loop_ctl(simgpu_launch *l, void **p)
+{
+    CUdeviceptr c = *(CUdeviceptr *)p[0];
+    l->access(l, c, 8, SIMGPU_READ_WRITE);
+    uint64_t n = ++*(uint64_t *)(uintptr_t)c;
+    OK(simgpu_set_conditional(*(unsigned long long *)p[1], n < *(uint64_t *)p[2]));
+}
+
+/* A bump node over x (an out parameter's block, kept by the node) in body
+ * graph g after dep (or first). */
+static CUgraphNode body_bump(CUgraph g, CUgraphNode dep, CUdeviceptr x)
+{
+    size_t bytes = CHUNK;
+    void *args[] = {&x, &bytes};
+    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+    CUgraphNode n;
+    OK(cuGraphAddKernelNode(&n, g, dep ? &dep : NULL, dep ? 1 : 0, &p));
+    return n;
+}
+
+/* A graph as XLA builds a while loop and an if in a command buffer
+ * (conditional nodes made with cuGraphAddNode, their bodies filled after):
+ * a WHILE node whose body bumps c[0] and c[1] and then runs the loop's
+ * control kernel (three turns), and an IF node after it whose body bumps
+ * c[2] when the handle's default (1) holds. Each launch finds every chunk
+ * of the bodies on the device (a policy that fetches: nothing over the
+ * link), and a body's kernel node updated in the executable graph
+ * (cuGraphExecKernelNodeSetParams naming the body's node, as XLA's nested
+ * command buffers update theirs) moves to its new chunk. With the hook of
+ * cuGraphAddNode off, 448 MiB went over the link per launch. */
+static void conditional_body(void)
+{
+    CUdeviceptr dev[2], c[4];
+    CUstream s = setup_fresh(dev, c, 4);
+    CUfunction f_ctl = sim_function(&(simgpu_kernel){"loop_ctl", loop_ctl, 3, {8, 8, 8}});
+    CUgraph g;
+    OK(cuGraphCreate(&g, 0));
+    CUgraphConditionalHandle loop, branch;
+    OK(cuGraphConditionalHandleCreate(&loop, g, NULL, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+    OK(cuGraphConditionalHandleCreate(&branch, g, NULL, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+    CUgraphNodeParams wp = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL};
+    wp.conditional.handle = loop;
+    wp.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+    wp.conditional.size = 1;
+    CUgraphNode wn, in;
+    OK(cuGraphAddNode(&wn, g, NULL, NULL, 0, &wp));
+    CUgraph body = wp.conditional.phGraph_out[0];
+    CUgraphNode b0 = body_bump(body, NULL, c[0]);
+    CUgraphNode b1 = body_bump(body, b0, c[1]);
+    uint64_t limit = 3;
+    CUdeviceptr count = dev[1];
+    OK(cuMemsetD8(count, 0, 8));
+    void *cargs[] = {&count, &loop, &limit};
+    CUDA_KERNEL_NODE_PARAMS cp = {.func = f_ctl, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                  .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1, .kernelParams = cargs};
+    CUgraphNode ctl;
+    OK(cuGraphAddKernelNode(&ctl, body, &b1, 1, &cp));
+    CUgraphNodeParams ip = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL};
+    ip.conditional.handle = branch;
+    ip.conditional.type = CU_GRAPH_COND_TYPE_IF;
+    ip.conditional.size = 1;
+    OK(cuGraphAddNode(&in, g, &wn, NULL, 1, &ip));
+    body_bump(ip.conditional.phGraph_out[0], NULL, c[2]);
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    launch_fetched(e, s, 3 * 3 + 1);
+    CHECK_EQ_U(counter(count), 3);
+    CHECK_EQ_U(counter(c[0]), 3);
+    CHECK_EQ_U(counter(c[2]), 1);
+    /* The loop again (its default assigned at the launch): the count
+     * starts where it stopped, so one turn. */
+    launch_fetched(e, s, 3 + 1);
+    CHECK_EQ_U(counter(c[1]), 4);
+    /* The body's first node to c[3]. */
+    OK(cuMemsetD8(count, 0, 8));
+    size_t bytes = CHUNK;
+    CUdeviceptr x = c[3];
+    void *args[] = {&x, &bytes};
+    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+    OK(cuGraphExecKernelNodeSetParams(e, b0, &p));
+    launch_fetched(e, s, 3 * 3 + 1);
+    CHECK_EQ_U(counter(c[3]), 3);
+    CHECK_EQ_U(counter(c[0]), 4);
+    CHECK_EQ_U(counter(c[1]), 7);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    free_fresh(dev, c, 4);
+}
+
 /* Thousands of executable graphs made and destroyed, a few alive at once
  * (handles come back, removed entries pile up in lmshim's table and are
  * swept): every launch still finds its chunks on the device. */
@@ -575,6 +669,7 @@ static const test_case cases[] = {
     {"many_execs", many_execs},
     {"update_cost_flat", update_cost_flat},
     {"child_graph_update", child_graph_update},
+    {"conditional_body", conditional_body},
 };
 
 TEST_MAIN(cases)

@@ -560,11 +560,129 @@ static void child_graph_sim(void)
     OK(cuGraphDestroy(child));
 }
 
+/* setc(handle, value): the conditional handle holds value (as
+ * cudaGraphSetConditional on a GPU). */
+static void setc(simgpu_launch *l, void **p)
+{
+    (void)l;
+    OK(simgpu_set_conditional(*(unsigned long long *)p[0], (unsigned)*(uint64_t *)p[1]));
+}
+
+/* A conditional node of `type` with `size` bodies on handle h in g after
+ * dep (or first): *bodies gets the bodies (the node's own array). */
+static CUresult add_cond(CUgraphNode *out, CUgraph g, CUgraphNode dep, CUgraphConditionalHandle h,
+                         CUgraphConditionalNodeType type, unsigned size, CUgraph **bodies)
+{
+    CUgraphNodeParams p = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL};
+    p.conditional.handle = h;
+    p.conditional.type = type;
+    p.conditional.size = size;
+    CUresult r = cuGraphAddNode(out, g, dep ? &dep : NULL, NULL, dep ? 1 : 0, &p);
+    if (bodies)
+        *bodies = p.conditional.phGraph_out;
+    return r;
+}
+
+/* The simulator alone: conditional nodes as CUDA documents them. An IF of
+ * two bodies runs the first when its handle is non-zero, else the second;
+ * a SWITCH runs the body of the value's index, none past the last; a
+ * handle made with CU_GRAPH_COND_ASSIGN_DEFAULT takes its default at each
+ * launch, one made without keeps what a kernel set; a body belongs to its
+ * node (cuGraphDestroy refused); wrong sizes, unknown handles and flags
+ * are refused; a kernel node inside a body is updated through the
+ * executable graph by its handle. */
+static void conditional_sim(void)
+{
+    setup();
+    CUfunction f_setc;
+    OK(simgpu_register_kernel(&(simgpu_kernel){"setc", setc, 2, {8, 8}}));
+    CUmodule m;
+    OK(cuModuleLoadData(&m, "x"));
+    OK(cuModuleGetFunction(&f_setc, m, "setc"));
+    CUdeviceptr ctr[6];
+    for (int i = 0; i < 6; i++) {
+        OK(cuMemAlloc(&ctr[i], 64));
+        OK(cuMemsetD8(ctr[i], 0, 64));
+    }
+    CUgraph g;
+    OK(cuGraphCreate(&g, 0));
+    CUgraphConditionalHandle h_if, h_sw, h_keep;
+    CHECK_IS(cuGraphConditionalHandleCreate(&h_if, g, NULL, 0, 2), CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(cuGraphConditionalHandleCreate(&h_if, NULL, NULL, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cuGraphConditionalHandleCreate(&h_if, g, NULL, 0, CU_GRAPH_COND_ASSIGN_DEFAULT));
+    OK(cuGraphConditionalHandleCreate(&h_sw, g, NULL, 2, CU_GRAPH_COND_ASSIGN_DEFAULT));
+    OK(cuGraphConditionalHandleCreate(&h_keep, g, NULL, 0, 0));
+    CUgraphNode n, setter, if_node, sw_node, keep_node;
+    CUgraph *bodies;
+    CHECK_IS(add_cond(&n, g, NULL, h_if, CU_GRAPH_COND_TYPE_WHILE, 2, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(add_cond(&n, g, NULL, h_if, CU_GRAPH_COND_TYPE_IF, 3, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(add_cond(&n, g, NULL, 12345, CU_GRAPH_COND_TYPE_IF, 1, NULL), CUDA_ERROR_INVALID_VALUE);
+    /* setter: h_if and h_keep take `v` (changed through the executable graph) */
+    uint64_t v = 0;
+    void *sargs[] = {&h_if, &v};
+    CUDA_KERNEL_NODE_PARAMS sp = {.func = f_setc, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                  .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1, .kernelParams = sargs};
+    OK(cuGraphAddKernelNode(&setter, g, NULL, 0, &sp));
+    OK(add_cond(&if_node, g, setter, h_if, CU_GRAPH_COND_TYPE_IF, 2, &bodies));
+    CHECK(bodies != NULL);
+    CHECK_IS(cuGraphDestroy(bodies[0]), CUDA_ERROR_INVALID_VALUE);
+    size_t bytes = 8;
+    CUgraphNode in_body[2];
+    for (int b = 0; b < 2; b++) {
+        void *args[] = {&ctr[b], &bytes};
+        CUDA_KERNEL_NODE_PARAMS p = idle_node(args, 1, 1, 32, 1);
+        OK(cuGraphAddKernelNode(&in_body[b], bodies[b], NULL, 0, &p));
+    }
+    OK(add_cond(&sw_node, g, if_node, h_sw, CU_GRAPH_COND_TYPE_SWITCH, 3, &bodies));
+    for (int b = 0; b < 3; b++) {
+        void *args[] = {b == 2 ? &ctr[2] : &ctr[5], &bytes};   /* only body 2 runs */
+        CUDA_KERNEL_NODE_PARAMS p = idle_node(args, 1, 1, 32, 1);
+        OK(cuGraphAddKernelNode(&n, bodies[b], NULL, 0, &p));
+    }
+    OK(add_cond(&keep_node, g, sw_node, h_keep, CU_GRAPH_COND_TYPE_IF, 1, &bodies));
+    void *kargs[] = {&ctr[3], &bytes};
+    CUDA_KERNEL_NODE_PARAMS kp = idle_node(kargs, 1, 1, 32, 1);
+    OK(cuGraphAddKernelNode(&n, bodies[0], NULL, 0, &kp));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    OK(cuGraphLaunch(e, NULL));   /* v 0: the IF's second body; h_keep 0 */
+    CHECK_EQ_U(counter(ctr[0]), 0);
+    CHECK_EQ_U(counter(ctr[1]), 1);
+    CHECK_EQ_U(counter(ctr[2]), 1);
+    CHECK_EQ_U(counter(ctr[3]), 0);
+    v = 1;
+    OK(cuGraphExecKernelNodeSetParams(e, setter, &sp));
+    OK(cuGraphLaunch(e, NULL));   /* the first body */
+    CHECK_EQ_U(counter(ctr[0]), 1);
+    CHECK_EQ_U(counter(ctr[1]), 1);
+    OK(simgpu_set_conditional(h_sw, 7));   /* assigned its default again at the launch */
+    OK(simgpu_set_conditional(h_keep, 1)); /* kept */
+    /* A node inside a body, named by its handle: its counter moves. */
+    void *args4[] = {&ctr[4], &bytes};
+    CUDA_KERNEL_NODE_PARAMS p4 = idle_node(args4, 1, 1, 32, 1);
+    OK(cuGraphExecKernelNodeSetParams(e, in_body[0], &p4));
+    OK(cuGraphLaunch(e, NULL));
+    CHECK_EQ_U(counter(ctr[0]), 1);
+    CHECK_EQ_U(counter(ctr[4]), 1);
+    CHECK_EQ_U(counter(ctr[2]), 3);
+    CHECK_EQ_U(counter(ctr[3]), 1);
+    CHECK_EQ_U(counter(ctr[5]), 0);
+    /* A whole update does not reach into conditional nodes. */
+    CUgraphExecUpdateResultInfo info;
+    CHECK_IS(cuGraphExecUpdate(e, g, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK(info.result == CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    for (int i = 0; i < 6; i++)
+        OK(cuMemFree(ctr[i]));
+}
+
 static const test_case cases[] = {
     {"graph_mem_sim", graph_mem_sim},
     {"graph_mem", graph_mem},
     {"graph_threads_sim", graph_threads_sim},
     {"child_graph_sim", child_graph_sim},
+    {"conditional_sim", conditional_sim},
     {"kern_nodes_sim", kern_nodes_sim},
     {"kern_graph", kern_graph},
     {"stream_reuse_sim", stream_reuse_sim},
