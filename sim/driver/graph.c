@@ -933,6 +933,40 @@ static size_t node_index(CUgraph g, CUgraphNode d)
     return j;
 }
 
+static int cmp_size(const void *x, const void *y)
+{
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Whether node a of g and node b of c (as many dependencies) depend on the
+ * nodes of the same places, in any order (edges are a set); else
+ * TOPOLOGY_CHANGED with a dependency of a that b lacks in *err_from
+ * (under sim_lock). */
+static CUgraphExecUpdateResult deps_match(CUgraph g, CUgraphNode a, CUgraph c, CUgraphNode b,
+                                          CUgraphNode *err_from)
+{
+    size_t n = a->ndeps;
+    if (n == 0)
+        return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    size_t *ia = malloc(2 * n * sizeof *ia), *ib = ia + n;
+    if (!ia)
+        return CU_GRAPH_EXEC_UPDATE_ERROR;
+    for (size_t k = 0; k < n; k++) {
+        ia[k] = node_index(g, a->deps[k]);
+        ib[k] = node_index(c, b->deps[k]);
+    }
+    qsort(ib, n, sizeof *ib, cmp_size);
+    CUgraphExecUpdateResult r = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    for (size_t k = 0; k < n && r == CU_GRAPH_EXEC_UPDATE_SUCCESS; k++)
+        if (!bsearch(&ia[k], ib, n, sizeof *ib, cmp_size)) {
+            *err_from = a->deps[k];   /* the mismatched dependency */
+            r = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        }
+    free(ia);
+    return r;
+}
+
 /* Why g cannot take the place of c, a graph of an executable graph
  * (CU_GRAPH_EXEC_UPDATE_SUCCESS when it can), with the node of g at fault
  * in *err and, for a dependency that does not match, that dependency in
@@ -955,11 +989,9 @@ static CUgraphExecUpdateResult shape_check(CUgraph g, CUgraph c, bool nested, CU
             return CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE;   /* context changed */
         if (a->ndeps != b->ndeps)
             return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-        for (size_t k = 0; k < a->ndeps; k++)
-            if (node_index(g, a->deps[k]) != node_index(c, b->deps[k])) {
-                *err_from = a->deps[k];   /* the mismatched dependency */
-                return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-            }
+        CUgraphExecUpdateResult dr = deps_match(g, a, c, b, err_from);
+        if (dr != CU_GRAPH_EXEC_UPDATE_SUCCESS)
+            return dr;
         bool holds = a->d.type == CU_GRAPH_NODE_TYPE_GRAPH || a->d.type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
         if (a->d.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || a->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
             (holds && !nested))

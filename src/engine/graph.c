@@ -201,15 +201,41 @@ static void entry_free(exec_entry *e)
     free(e->ids);
 }
 
-/* The index slot of `node` in e (its own, or the empty one where it
- * would go); e->capindex > 0. */
-static int index_slot(const exec_entry *e, CUgraphNode node)
+/* A node's owner for a lookup that takes a record read through any. */
+#define ANY_OWNER ((CUgraphNode)(uintptr_t)1)
+
+/* The first slot of node's probe in e's index (e->capindex > 0). One
+ * handle may have several records, one per owner: a graph given to two
+ * child graph nodes, or a handle freed with its graph and made again in
+ * another (they follow one another along the probe). */
+static unsigned index_home(const exec_entry *e, CUgraphNode node)
+{
+    return (unsigned)(((uintptr_t)node >> 4) * 0x9e3779b97f4a7c15ull >> 32) & ((unsigned)e->capindex - 1);
+}
+
+/* Walks node's probe from slot *i: the position in e->nodes of the next
+ * record of node read through `owner` (ANY_OWNER: any), *i moved past
+ * it; -1 at the probe's end, *i then at its empty slot. */
+static int index_next(const exec_entry *e, CUgraphNode node, CUgraphNode owner, unsigned *i)
 {
     unsigned mask = (unsigned)e->capindex - 1;
-    unsigned i = (unsigned)(((uintptr_t)node >> 4) * 0x9e3779b97f4a7c15ull >> 32) & mask;
-    while (e->index[i] && e->nodes[e->index[i] - 1].node != node)
-        i = (i + 1) & mask;
-    return (int)i;
+    for (; e->index[*i]; *i = (*i + 1) & mask) {
+        int pos = e->index[*i] - 1;
+        if (e->nodes[pos].node == node && (owner == ANY_OWNER || e->nodes[pos].owner == owner)) {
+            *i = (*i + 1) & mask;
+            return pos;
+        }
+    }
+    return -1;
+}
+
+/* Indexes record `pos` of e at the first empty slot of its probe. */
+static void index_put(exec_entry *e, int pos)
+{
+    unsigned i = index_home(e, e->nodes[pos].node);
+    while (e->index[i])
+        i = (i + 1) & ((unsigned)e->capindex - 1);
+    e->index[i] = pos + 1;
 }
 
 /* Room in e for one more node (nodes and their index grown together);
@@ -231,34 +257,49 @@ static bool entry_grow(exec_entry *e)
     e->capindex = ncap * 2;
     e->capnodes = ncap;
     for (int k = 0; k < e->nnodes; k++)
-        e->index[index_slot(e, e->nodes[k].node)] = k + 1;
+        index_put(e, k);
     return true;
 }
 
-/* Sets node `node`'s chunks in e to ids[0..n) (malloc'd, taken over by e;
- * n 0: ids NULL), adding the node when new (read through child graph node
- * `owner`, or NULL); false when out of memory (ids freed, the node's chunks
- * then as before). One probe of the node index: updating every node of a
- * large graph costs linear time in all. */
+/* Sets the chunks of node `node` read through child graph node `owner`
+ * (NULL: a node of the graph itself) to ids[0..n) (malloc'd, taken over
+ * by e; n 0: ids NULL), adding the record when new. With owner ANY_OWNER
+ * (an update naming the node by its handle alone) every record of the
+ * handle takes them, or a new one of the graph itself. False when out of
+ * memory (ids freed; a record not set keeps its chunks). One walk of the
+ * handle's probe: updating every node of a large graph costs linear time
+ * in all. */
 static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n, CUgraphNode owner)
 {
-    int slot = e->capindex ? index_slot(e, node) : -1;
-    if (slot >= 0 && e->index[slot]) {
-        node_ids *x = &e->nodes[e->index[slot] - 1];
-        free(x->ids);
-        *x = (node_ids){node, x->owner, n, ids};   /* an update keeps where it was read */
+    unsigned i = e->capindex ? index_home(e, node) : 0;
+    int pos, set = 0;
+    bool ok = true;
+    while (e->capindex && (pos = index_next(e, node, owner, &i)) >= 0) {
+        uint32_t *mine = ids;
+        if (set && n && (mine = malloc((size_t)n * sizeof *mine)) != NULL)
+            memcpy(mine, ids, (size_t)n * sizeof *mine);   /* a second record of the handle */
+        if (set && n && !mine) {
+            ok = false;
+            continue;
+        }
+        free(e->nodes[pos].ids);
+        e->nodes[pos].n = n;
+        e->nodes[pos].ids = mine;
         e->stale = true;
-        return true;
+        set++;
+        if (owner != ANY_OWNER)
+            break;   /* one record per (handle, owner) */
     }
+    if (set)
+        return ok;
     if (n == 0)
         return true;
     if (!entry_grow(e)) {
         free(ids);
         return false;
     }
-    e->nodes[e->nnodes] = (node_ids){node, owner, n, ids};
-    slot = index_slot(e, node);
-    e->index[slot] = ++e->nnodes;
+    e->nodes[e->nnodes] = (node_ids){node, owner == ANY_OWNER ? NULL : owner, n, ids};
+    index_put(e, e->nnodes++);
     e->stale = true;
     return true;
 }
@@ -279,7 +320,7 @@ static void entry_drop_owner(exec_entry *e, CUgraphNode owner)
     e->nnodes = k;
     memset(e->index, 0, (size_t)e->capindex * sizeof *e->index);
     for (int i = 0; i < k; i++)
-        e->index[index_slot(e, e->nodes[i].node)] = i + 1;
+        index_put(e, i);
     e->stale = true;
 }
 
@@ -470,7 +511,7 @@ void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void *
         /* Its new chunks unknown: the old ones stay, fetched for nothing
          * at worst, and the new ones are read over the link. */
     } else if (e) {
-        entry_set_node(e, node, ids, n, NULL);
+        entry_set_node(e, node, ids, n, ANY_OWNER);
         ids = NULL;
     }
     pthread_mutex_unlock(&lock);
@@ -584,6 +625,14 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
 
 /* Bytes of each device's graph memory pool charged to its account. */
 static _Atomic uint64_t pool_charged[LMS_MAX_DEVICES];
+/* Held around a reading of the pool and its exchange into pool_charged:
+ * readings are taken in the order they are read, so the last exchanged is
+ * the newest. Unheld, a reading of 0 taken as a context ended was
+ * exchanged after another thread's launch had grown the pool again and
+ * read it (equal to the charge not yet released, it changed nothing):
+ * the pool's 128 MiB went uncharged until the next reading (an outside
+ * helper's program, threads held in a debugger). */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
 bool lms_graph_mem_any(void)
 {
@@ -595,18 +644,20 @@ void lms_graph_mem_sync(int device, bool always)
     cuuint64_t reserved = 0;
     if (!always && !atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
         return;   /* no graph memory can exist: no driver call */
-    if (device < 0 || device >= LMS_MAX_DEVICES || !lms_drv.cuDeviceGetGraphMemAttribute ||
-        lms_drv.cuDeviceGetGraphMemAttribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
-                                             &reserved) != CUDA_SUCCESS)
-        return;
-    if (reserved == atomic_load_explicit(&pool_charged[device], memory_order_relaxed))
-        return;   /* the common case: one driver call, nothing changed */
-    lms_account *a = lms_account_of(device);
-    if (!a)
+    lms_account *a = device >= 0 && device < LMS_MAX_DEVICES ? lms_account_of(device) : NULL;
+    if (!a || !lms_drv.cuDeviceGetGraphMemAttribute)
         return;
     /* Concurrent readings each move the charge by their own difference, so
-     * it ends at the last value exchanged. */
-    uint64_t old = atomic_exchange(&pool_charged[device], (uint64_t)reserved);
+     * it ends at the last value exchanged: the newest, under the lock. */
+    pthread_mutex_lock(&pool_lock);
+    uint64_t old = 0;
+    bool read = lms_drv.cuDeviceGetGraphMemAttribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
+                                                     &reserved) == CUDA_SUCCESS;
+    if (read)
+        old = atomic_exchange(&pool_charged[device], (uint64_t)reserved);
+    pthread_mutex_unlock(&pool_lock);
+    if (!read || reserved == old)
+        return;   /* the common case: one driver call, nothing changed */
     if (reserved > old) {
         /* Room first, as for a device request, kept for the pool (another
          * thread's fetch could take it before a second charge). */
@@ -637,6 +688,7 @@ void lms_graph_fork_parent(void) { pthread_mutex_unlock(&lock); }
 void lms_graph_fork_child(void)
 {
     pthread_mutex_init(&lock, NULL);
+    pthread_mutex_init(&pool_lock, NULL);   /* a reading of another thread does not go on in the child */
     atomic_flag_clear(&polling);   /* a poll of another thread does not go on in the child */
 }
 

@@ -422,6 +422,63 @@ static void child_graph(void)
     free_fresh(dev, c, 4);
 }
 
+/* Two child graph nodes A and B of one executable graph replaced in turn
+ * by graphs destroyed right after each call (CUDA clones them; the second
+ * graph's node then has the first one's freed handle), then one graph
+ * given to both, A moved on and the graph's chunk pushed off the device:
+ * each launch finds every chunk of both nodes on the device. On 0a3541a a
+ * handle met again through the other node took over the first record, and
+ * the next replacement of A dropped B's chunk: 64 MiB over the link per
+ * launch (an outside helper's programs). */
+static void child_graph_update_two(void)
+{
+    CUdeviceptr dev[2], c[12];
+    CUstream s = setup_fresh(dev, c, 12);
+    CUgraphNode a, b, node;
+    CUgraph top;
+    OK(cuGraphCreate(&top, 0));
+    CUgraph ga = chain_graph(&c[0], 1, &node), gb = chain_graph(&c[1], 1, &node);
+    OK(cuGraphAddChildGraphNode(&a, top, NULL, 0, ga));
+    OK(cuGraphAddChildGraphNode(&b, top, &a, 1, gb));
+    OK(cuGraphDestroy(ga));
+    OK(cuGraphDestroy(gb));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, top, 0));
+    launch_fetched(e, s, 2);
+    for (int step = 0; step < 2; step++) {
+        CUgraph t = chain_graph(&c[2 + 2 * step], 1, &node);
+        OK(cuGraphExecChildGraphNodeSetParams(e, a, t));
+        OK(cuGraphDestroy(t));
+        t = chain_graph(&c[3 + 2 * step], 1, &node);
+        OK(cuGraphExecChildGraphNodeSetParams(e, b, t));
+        OK(cuGraphDestroy(t));
+        launch_fetched(e, s, 2);
+    }
+    CUgraph shared = chain_graph(&c[6], 1, &node);
+    OK(cuGraphExecChildGraphNodeSetParams(e, a, shared));
+    OK(cuGraphExecChildGraphNodeSetParams(e, b, shared));
+    launch_fetched(e, s, 2);
+    /* The room (384 MiB) filled by six other chunks: c[6] leaves. */
+    CUdeviceptr flood_chunks[6] = {c[7], c[8], c[9], c[10], c[11], c[0]};
+    CUgraphNode fl[6];
+    CUgraph flood = chain_graph(flood_chunks, 6, fl);
+    CUgraphExec fe;
+    OK(cuGraphInstantiate(&fe, flood, 0));
+    launch_fetched(fe, s, 6);
+    CUgraph other = chain_graph(&c[2], 1, &node);
+    OK(cuGraphExecChildGraphNodeSetParams(e, a, other));   /* B still runs the shared graph */
+    launch_fetched(e, s, 2);
+    CHECK_EQ_U(counter(c[6]), 3);
+    CHECK_EQ_U(counter(c[5]), 1);
+    OK(cuGraphExecDestroy(fe));
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(flood));
+    OK(cuGraphDestroy(shared));
+    OK(cuGraphDestroy(other));
+    OK(cuGraphDestroy(top));
+    free_fresh(dev, c, 12);
+}
+
 /* A middle graph for child_graph_update: a bump node over x[0], then a
  * child graph node embedding a one-node graph over x[1]. */
 static CUgraph mid_graph(const CUdeviceptr x[2])
@@ -669,6 +726,7 @@ static const test_case cases[] = {
     {"many_execs", many_execs},
     {"update_cost_flat", update_cost_flat},
     {"child_graph_update", child_graph_update},
+    {"child_graph_update_two", child_graph_update_two},
     {"conditional_body", conditional_body},
 };
 

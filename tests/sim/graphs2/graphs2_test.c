@@ -505,7 +505,8 @@ static CUDA_KERNEL_NODE_PARAMS idle_node(void **args, unsigned gx, unsigned gy, 
 /* The simulator alone, against cuda.h: a child graph node's embedded
  * graph belongs to the node (cuGraphDestroy of it refused; allocation
  * nodes refused in it); a join node of 100 dependencies is copied whole
- * (an update from the graph instantiated from succeeds); duplicate
+ * (an update from the graph instantiated from succeeds, and from one
+ * listing the same edges in reverse order); duplicate
  * dependencies are refused; kernel dimensions beyond the device's limits
  * are refused in a node as in a launch. */
 static void child_graph_sim(void)
@@ -545,6 +546,18 @@ static void child_graph_sim(void)
     CUgraphExecUpdateResultInfo info;
     OK(cuGraphExecUpdate(e, wide, &info));
     CHECK(info.result == CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    /* The same edges listed in another order: the same topology. */
+    CUgraph again;
+    CUgraphNode fan2[100], rev[100];
+    OK(cuGraphCreate(&again, 0));
+    for (int i = 0; i < 100; i++)
+        OK(cuGraphAddKernelNode(&fan2[i], again, NULL, 0, &p));
+    for (int i = 0; i < 100; i++)
+        rev[i] = fan2[99 - i];
+    OK(cuGraphAddKernelNode(&join, again, rev, 100, &p));
+    OK(cuGraphExecUpdate(e, again, &info));
+    CHECK(info.result == CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    OK(cuGraphDestroy(again));
     OK(cuGraphExecDestroy(e));
     OK(cuGraphDestroy(wide));
     /* Dimensions: block z 65, a block product that would wrap, grid y
