@@ -32,6 +32,18 @@ static inline CUcontext new_context(int dev)
     return ctx;
 }
 
+/* The parameters of a graph allocation node of `bytes` on device `dev`
+ * (pinned, from the device's graph pool). */
+static inline CUDA_MEM_ALLOC_NODE_PARAMS graph_alloc_params(size_t bytes, int dev)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.poolProps.location.id = dev;
+    ap.bytesize = bytes;
+    return ap;
+}
+
 /* A 3D array descriptor: w x h x d elements of format f with ch channels. */
 static inline CUDA_ARRAY3D_DESCRIPTOR array3d_desc(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch,
                                                    unsigned flags)

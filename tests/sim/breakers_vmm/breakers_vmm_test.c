@@ -646,11 +646,7 @@ static void *fg_grapher(void *arg)
     for (int i = 0; i < 300; i++) {
         CUgraph g;
         OK(cuGraphCreate(&g, 0));
-        CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
-        ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-        ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        ap.poolProps.location.id = 0;
-        ap.bytesize = bytes;
+        CUDA_MEM_ALLOC_NODE_PARAMS ap = graph_alloc_params(bytes, 0);
         CUgraphNode an, kn, fn;
         OK(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap));
         where = ap.dptr;
