@@ -42,8 +42,9 @@ SIM_EXPORT CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *out
         return r;
     if (!out || (flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT))
         return CUDA_ERROR_INVALID_VALUE;
+    bool ctx_ok = !ctx || sim_ctx_valid(ctx);   /* takes sim_lock itself */
     pthread_mutex_lock(&sim_lock);
-    if (!sim_graph_valid(g) || (ctx && !sim_ctx_valid(ctx))) {
+    if (!sim_graph_valid(g) || !ctx_ok) {
         r = CUDA_ERROR_INVALID_VALUE;
     } else if (!conds && !(conds = calloc(COND_MAX, sizeof *conds))) {
         r = CUDA_ERROR_OUT_OF_MEMORY;   /* allocated whole once: records never move */

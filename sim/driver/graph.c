@@ -512,8 +512,7 @@ SIM_EXPORT CUresult cuGraphNodeGetType(CUgraphNode n, CUgraphNodeType *type)
 }
 
 /* A child graph node runs a clone of `child`, made here; a child with
- * graph memory nodes is refused (CUDA refuses allocation, free and
- * conditional nodes in a child added this way). */
+ * allocation, free or conditional nodes is refused, as CUDA documents. */
 SIM_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
                                              size_t nd, CUgraph child)
 {
@@ -528,7 +527,8 @@ SIM_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const 
     } else {
         for (size_t i = 0; i < child->n && r == CUDA_SUCCESS; i++)
             if (child->nodes[i]->d.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
-                child->nodes[i]->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+                child->nodes[i]->d.type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
+                child->nodes[i]->d.type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
                 r = CUDA_ERROR_INVALID_VALUE;
         if (r == CUDA_SUCCESS) {
             sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_GRAPH, .child = child};
@@ -549,9 +549,10 @@ static CUresult add_conditional(CUgraphNode *out, CUgraph g, const CUgraphNode *
     bool sized = (p->type == CU_GRAPH_COND_TYPE_IF && (p->size == 1 || p->size == 2)) ||
                  (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size == 1) ||
                  (p->type == CU_GRAPH_COND_TYPE_SWITCH && p->size >= 1);
+    bool ctx_ok = !p->ctx || sim_ctx_valid(p->ctx);   /* takes sim_lock itself */
     pthread_mutex_lock(&sim_lock);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    if (sized && graph_valid(g) && sim_cond_valid(p->handle) && (!p->ctx || sim_ctx_valid(p->ctx))) {
+    if (sized && ctx_ok && graph_valid(g) && sim_cond_valid(p->handle)) {
         sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL, .nbodies = p->size,
                            .cond_type = p->type, .cond = p->handle};
         r = sim_graph_add(g, deps, nd, &d, out);
@@ -681,23 +682,39 @@ static size_t origin_slots(size_t n)
     return c;
 }
 
-/* The slot of e's origin index holding node handle n, or the empty one
- * where it would go (the handle is hashed, never dereferenced). */
-static size_t origin_slot(CUgraphExec e, CUgraphNode n)
+/* The first slot of handle n's probe in e's origin index (the handle is
+ * hashed, never dereferenced). A handle may name several nodes (one graph
+ * given to two child graph nodes): they follow one another along it. */
+static size_t origin_home(CUgraphExec e, CUgraphNode n)
 {
-    size_t mask = e->ocap - 1;
-    size_t i = (size_t)(((uintptr_t)n >> 4) * 0x9e3779b97f4a7c15ull >> 20) & mask;
-    while (e->oindex[i] && e->origin[e->oindex[i] - 1] != n)
-        i = (i + 1) & mask;
-    return i;
+    return (size_t)(((uintptr_t)n >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (e->ocap - 1);
 }
 
-/* Indexes e's origin handles anew (under sim_lock). */
+/* Walks handle n's probe from slot *i: the next index of n among e's
+ * origin, *i moved past it; SIZE_MAX at the probe's end. */
+static size_t origin_next(CUgraphExec e, CUgraphNode n, size_t *i)
+{
+    for (; e->oindex[*i]; *i = (*i + 1) & (e->ocap - 1)) {
+        size_t k = e->oindex[*i] - 1;
+        if (e->origin[k] == n) {
+            *i = (*i + 1) & (e->ocap - 1);
+            return k;
+        }
+    }
+    return SIZE_MAX;
+}
+
+/* Indexes e's origin handles anew, each at the first empty slot of its
+ * probe (under sim_lock). */
 static void origin_index(CUgraphExec e)
 {
     memset(e->oindex, 0, e->ocap * sizeof *e->oindex);
-    for (size_t i = 0; i < e->norigin; i++)
-        e->oindex[origin_slot(e, e->origin[i])] = i + 1;
+    for (size_t k = 0; k < e->norigin; k++) {
+        size_t i = origin_home(e, e->origin[k]);
+        while (e->oindex[i])
+            i = (i + 1) & (e->ocap - 1);
+        e->oindex[i] = k + 1;
+    }
 }
 
 /* Shared body of every instantiation entry point. */
@@ -837,8 +854,8 @@ static size_t origin_pos(CUgraphExec e, CUgraphNode n)
 {
     if (!n || !e->ocap)
         return SIZE_MAX;
-    size_t k = e->oindex[origin_slot(e, n)];
-    return k ? k - 1 : SIZE_MAX;
+    size_t i = origin_home(e, n);
+    return origin_next(e, n, &i);
 }
 
 /* The node of e's copy that `n` (a node of the instantiated graph) names,
@@ -884,13 +901,26 @@ static CUresult exec_set_kernel(CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_
     if ((r = kernel_desc(p, kern, ctx, &d)) != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);
-    CUgraphNode c = live_has(e) && e->magic == SIM_MAGIC_EXEC ? exec_node(e, n) : NULL;
-    if (!c || c->d.type != CU_GRAPH_NODE_TYPE_KERNEL)
+    bool live = live_has(e) && e->magic == SIM_MAGIC_EXEC && n && e->ocap;
+    size_t i = live ? origin_home(e, n) : 0, k;
+    int named = 0;
+    r = CUDA_SUCCESS;
+    /* Every node the handle names (one graph given to two child graph
+     * nodes names two), checked first, then set. */
+    for (int pass = 0; live && pass < 2 && r == CUDA_SUCCESS; pass++) {
+        i = origin_home(e, n);
+        while (r == CUDA_SUCCESS && (k = origin_next(e, n, &i)) != SIZE_MAX) {
+            CUgraphNode c = e->copies[k];
+            named++;
+            if (pass == 1)
+                r = node_set_kernel(c, &d);
+            else if (c->d.type != CU_GRAPH_NODE_TYPE_KERNEL ||
+                     (c->d.by_kernel && d.by_kernel && c->d.ctx && d.ctx && c->d.ctx != d.ctx))
+                r = CUDA_ERROR_INVALID_VALUE;   /* not a kernel node; the owning context cannot change */
+        }
+    }
+    if (r == CUDA_SUCCESS && !named)
         r = CUDA_ERROR_INVALID_VALUE;
-    else if (c->d.by_kernel && d.by_kernel && c->d.ctx && d.ctx && c->d.ctx != d.ctx)
-        r = CUDA_ERROR_INVALID_VALUE;   /* the owning context cannot change */
-    else
-        r = node_set_kernel(c, &d);
     pthread_mutex_unlock(&sim_lock);
     return r;
 }

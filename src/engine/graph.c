@@ -32,11 +32,19 @@
 
 typedef struct node_ids {
     CUgraphNode node;       /* the kernel node, as the program names it */
-    CUgraphNode owner;      /* the graph's child graph node it was read through
-                               (at any depth below it); NULL: a node of the graph */
+    CUgraphNode owner;      /* the nest (child graph or conditional node) whose
+                               graph holds it; NULL: a node of the graph itself */
     int n;
     uint32_t *ids;          /* n sorted ids, malloc'd, owned by the entry */
 } node_ids;
+
+/* A child graph or conditional node whose graphs were read into an
+ * executable graph's entry. */
+typedef struct nest {
+    CUgraphNode node;
+    CUgraphNode parent;     /* the nest it was read through; NULL: a node of the graph */
+    int left;               /* levels of nesting still read below it */
+} nest;
 
 typedef struct exec_entry {
     CUgraphExec exec;       /* NULL: free slot; TOMB: removed */
@@ -47,6 +55,8 @@ typedef struct exec_entry {
     int *index;             /* open addressing over nodes: position + 1, 0 empty
                                (capindex slots, a power of two >= 2 capnodes; owned) */
     int capindex;
+    nest *nests;            /* nests read (nnests, capnests; malloc'd, owned) */
+    int nnests, capnests;
     bool stale;             /* a node changed since ids was made */
 } exec_entry;
 
@@ -199,6 +209,24 @@ static void entry_free(exec_entry *e)
     free(e->nodes);
     free(e->index);
     free(e->ids);
+    free(e->nests);
+}
+
+/* Notes that node's graphs were read into e through nest `parent` (NULL:
+ * a node of the graph), `left` levels still read below it; false when out
+ * of memory. */
+static bool entry_add_nest(exec_entry *e, CUgraphNode node, CUgraphNode parent, int left)
+{
+    if (e->nnests == e->capnests) {
+        int ncap = e->capnests ? e->capnests * 2 : 8;
+        nest *nn = realloc(e->nests, (size_t)ncap * sizeof *nn);
+        if (!nn)
+            return false;
+        e->nests = nn;
+        e->capnests = ncap;
+    }
+    e->nests[e->nnests++] = (nest){node, parent, left};
+    return true;
 }
 
 /* A node's owner for a lookup that takes a record read through any. */
@@ -304,24 +332,66 @@ static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n
     return true;
 }
 
-/* Drops from e every node read through child graph node `owner` (their
- * ids freed) and indexes the rest again: linear in e's nodes. */
-static void entry_drop_owner(exec_entry *e, CUgraphNode owner)
+static int cmp_node(const void *a, const void *b)
 {
+    uintptr_t x = (uintptr_t)*(const CUgraphNode *)a, y = (uintptr_t)*(const CUgraphNode *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether node is among the n sorted handles of set. */
+static bool in_set(const CUgraphNode *set, int n, CUgraphNode node)
+{
+    return bsearch(&node, set, (size_t)n, sizeof *set, cmp_node) != NULL;
+}
+
+/* Drops from e the nodes held by nest c's graphs at any depth (their ids
+ * freed) and the nests below c (c's own stays), and indexes the rest
+ * again: linear in e's nodes, and in its nests times the nests below c.
+ * False when out of memory (nothing dropped). */
+static bool entry_drop_nest(exec_entry *e, CUgraphNode c)
+{
+    CUgraphNode *below = malloc(((size_t)e->nnests + 1) * sizeof *below);
+    if (!below)
+        return false;
+    int nb = 0;
+    below[nb++] = c;
+    for (int grew = 1; grew;) {   /* nests whose parent is below c, until none is added */
+        grew = 0;
+        for (int i = 0; i < e->nnests; i++) {
+            bool parent_below = false, known = false;
+            for (int k = 0; k < nb && !known; k++) {
+                parent_below = parent_below || e->nests[i].parent == below[k];
+                known = e->nests[i].node == below[k];
+            }
+            if (parent_below && !known) {
+                below[nb++] = e->nests[i].node;
+                grew = 1;
+            }
+        }
+    }
+    qsort(below, (size_t)nb, sizeof *below, cmp_node);
     int k = 0;
     for (int i = 0; i < e->nnodes; i++) {
-        if (e->nodes[i].owner == owner)
+        if (in_set(below, nb, e->nodes[i].owner))
             free(e->nodes[i].ids);
         else
             e->nodes[k++] = e->nodes[i];
     }
-    if (k == e->nnodes)
-        return;
+    bool dropped = k != e->nnodes;
     e->nnodes = k;
-    memset(e->index, 0, (size_t)e->capindex * sizeof *e->index);
-    for (int i = 0; i < k; i++)
-        index_put(e, i);
-    e->stale = true;
+    k = 0;
+    for (int i = 0; i < e->nnests; i++)
+        if (e->nests[i].node == c || !in_set(below, nb, e->nests[i].node))
+            e->nests[k++] = e->nests[i];
+    e->nnests = k;
+    free(below);
+    if (dropped) {
+        memset(e->index, 0, (size_t)e->capindex * sizeof *e->index);
+        for (int i = 0; i < e->nnodes; i++)
+            index_put(e, i);
+        e->stale = true;
+    }
+    return true;
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -390,10 +460,11 @@ static atomic_bool mem_nodes_seen;
 #define CHILD_DEPTH 8   /* child graphs looked into, nested at most this deep */
 
 /* Reads graph's kernel nodes into *found (their chunks, when `scan`),
- * and those of its child graphs to `depth` levels, and notes allocation
- * nodes (and a child graph not looked into); a node read through a child
- * graph node of the top graph is owned by it (`owner`: NULL at the top).
- * False when the nodes could not be read (out of memory). */
+ * and those of its child graphs and conditional bodies to `depth` levels
+ * (each such node noted as a nest), and notes allocation nodes (and a
+ * child graph not looked into); graph's own nodes are owned by `owner`,
+ * the nest whose graph it is (NULL at the top). False when the nodes
+ * could not be read (out of memory). */
 static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, CUgraphNode owner)
 {
     size_t count = 0;
@@ -415,7 +486,8 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, C
             if (t == CU_GRAPH_NODE_TYPE_GRAPH) {
                 if (depth > 0 && lms_drv.cuGraphChildGraphNodeGetGraph &&
                     lms_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
-                    ok = read_graph(child, scan, found, depth - 1, owner ? owner : nodes[i]);
+                    ok = entry_add_nest(found, nodes[i], owner, depth - 1) &&
+                         read_graph(child, scan, found, depth - 1, nodes[i]);
                 else
                     atomic_store(&mem_nodes_seen, true);   /* not looked into: it may allocate */
                 continue;
@@ -425,8 +497,10 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, C
                  * every body's chunks join, whichever the launch runs. */
                 int nb = 0;
                 CUgraph *bodies = depth > 0 ? cond_bodies(nodes[i], &nb) : NULL;
+                if (nb)
+                    ok = entry_add_nest(found, nodes[i], owner, depth - 1);
                 for (int b = 0; b < nb && ok; b++)
-                    ok = read_graph(bodies[b], scan, found, depth - 1, owner ? owner : nodes[i]);
+                    ok = read_graph(bodies[b], scan, found, depth - 1, nodes[i]);
                 free(bodies);
                 continue;
             }
@@ -525,26 +599,36 @@ void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph
     bool scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
     if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
         return;   /* nothing more to learn */
-    /* Read as at instantiation, one level down, outside the lock. */
+    /* As deep as at instantiation: the levels left below the nest (one
+     * below the top when unknown). */
+    int left = CHILD_DEPTH - 1;
+    pthread_mutex_lock(&lock);
+    exec_entry *e = slot_of(exec, false);
+    for (int i = 0; e && i < e->nnests; i++)
+        if (e->nests[i].node == child_node)
+            left = e->nests[i].left;
+    pthread_mutex_unlock(&lock);
+    /* Read as at instantiation, outside the lock. */
     exec_entry found = {0};
-    bool whole = read_graph(graph, scan, &found, CHILD_DEPTH - 1, child_node);
+    bool whole = read_graph(graph, scan, &found, left, child_node);
     if (!whole)
         atomic_store(&mem_nodes_seen, true);   /* not all read: it may allocate */
     pthread_mutex_lock(&lock);
-    exec_entry *e = slot_of(exec, false);
+    e = slot_of(exec, false);
     if (!e && found.nnodes > 0 && (e = slot_of(exec, true)) != NULL) {
         tombs -= e->exec == TOMB;
         *e = (exec_entry){.exec = exec};   /* none of its nodes had chunks before */
     }
-    if (e) {
-        entry_drop_owner(e, child_node);
+    if (e && entry_drop_nest(e, child_node)) {
         /* Out of memory part way: the nodes set so far are kept, the rest
          * is read over the link. */
         for (int i = 0; i < found.nnodes; i++) {
             node_ids *x = &found.nodes[i];
-            entry_set_node(e, x->node, x->ids, x->n, child_node);
+            entry_set_node(e, x->node, x->ids, x->n, x->owner);
             x->ids = NULL;   /* taken over, or freed on failure */
         }
+        for (int i = 0; i < found.nnests; i++)
+            entry_add_nest(e, found.nests[i].node, found.nests[i].parent, found.nests[i].left);
     }
     pthread_mutex_unlock(&lock);
     entry_free(&found);

@@ -479,6 +479,60 @@ static void child_graph_update_two(void)
     free_fresh(dev, c, 12);
 }
 
+/* A child graph node below the top of the executable graph replaced: in
+ * a conditional body (`in_body`), or inside another child graph (named
+ * through cuGraphChildGraphNodeGetGraph). Its graph of five kernels over
+ * c[0..4] becomes one over c[5..9]; every launch after it finds the new
+ * chunks on the device. On 1ed10c5 the old five stayed in the graph's
+ * set (they were owned by the top-level node), the ten passed the room,
+ * and 256 MiB went over the link per launch (an outside helper's
+ * program). */
+static void nested_child_case(bool in_body)
+{
+    CUdeviceptr dev[2], c[10];
+    CUstream s = setup_fresh(dev, c, 10);
+    CUgraphNode nodes[5], inner = NULL, holder;
+    CUgraph old_child = chain_graph(&c[0], 5, nodes), g;
+    OK(cuGraphCreate(&g, 0));
+    if (in_body) {
+        CUgraphConditionalHandle h;
+        OK(cuGraphConditionalHandleCreate(&h, g, NULL, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+        CUgraphNodeParams ip = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL};
+        ip.conditional.handle = h;
+        ip.conditional.type = CU_GRAPH_COND_TYPE_IF;
+        ip.conditional.size = 1;
+        OK(cuGraphAddNode(&holder, g, NULL, NULL, 0, &ip));
+        OK(cuGraphAddChildGraphNode(&inner, ip.conditional.phGraph_out[0], NULL, 0, old_child));
+    } else {
+        CUgraph mid;
+        OK(cuGraphCreate(&mid, 0));
+        OK(cuGraphAddChildGraphNode(&inner, mid, NULL, 0, old_child));
+        OK(cuGraphAddChildGraphNode(&holder, g, NULL, 0, mid));
+        OK(cuGraphDestroy(mid));
+        CUgraph embedded;
+        size_t n = 1;
+        OK(cuGraphChildGraphNodeGetGraph(holder, &embedded));
+        OK(cuGraphGetNodes(embedded, &inner, &n));   /* the node as the embedded graph names it */
+    }
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, g, 0));
+    launch_fetched(e, s, 5);
+    CUgraph new_child = chain_graph(&c[5], 5, nodes);
+    OK(cuGraphExecChildGraphNodeSetParams(e, inner, new_child));
+    for (int rep = 0; rep < 2; rep++)
+        launch_fetched(e, s, 5);
+    CHECK_EQ_U(counter(c[0]), 1);
+    CHECK_EQ_U(counter(c[9]), 2);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(g));
+    OK(cuGraphDestroy(old_child));
+    OK(cuGraphDestroy(new_child));
+    free_fresh(dev, c, 10);
+}
+
+static void nested_child_in_body(void) { nested_child_case(true); }
+static void nested_child_in_child(void) { nested_child_case(false); }
+
 /* A middle graph for child_graph_update: a bump node over x[0], then a
  * child graph node embedding a one-node graph over x[1]. */
 static CUgraph mid_graph(const CUdeviceptr x[2])
@@ -727,6 +781,8 @@ static const test_case cases[] = {
     {"update_cost_flat", update_cost_flat},
     {"child_graph_update", child_graph_update},
     {"child_graph_update_two", child_graph_update_two},
+    {"nested_child_in_body", nested_child_in_body},
+    {"nested_child_in_child", nested_child_in_child},
     {"conditional_body", conditional_body},
 };
 
