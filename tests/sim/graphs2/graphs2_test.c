@@ -502,7 +502,8 @@ static CUDA_KERNEL_NODE_PARAMS idle_node(void **args, unsigned gx, unsigned gy, 
  * graph belongs to the node (cuGraphDestroy of it refused; allocation
  * nodes refused in it); a join node of 100 dependencies is copied whole
  * (an update from the graph instantiated from succeeds, and from one
- * listing the same edges in reverse order); duplicate
+ * listing the same edges in reverse order); one graph given to two child
+ * graph nodes is updated in both through its node's handle; duplicate
  * dependencies are refused; kernel dimensions beyond the device's limits
  * are refused in a node as in a launch. */
 static void child_graph_sim(void)
@@ -556,6 +557,34 @@ static void child_graph_sim(void)
     OK(cuGraphDestroy(again));
     OK(cuGraphExecDestroy(e));
     OK(cuGraphDestroy(wide));
+    /* One graph given to two child graph nodes: an update naming its
+     * kernel node reaches both. */
+    CUdeviceptr ctr[3];
+    for (int i = 0; i < 3; i++) {
+        OK(cuMemAlloc(&ctr[i], 64));
+        OK(cuMemsetD8(ctr[i], 0, 64));
+    }
+    CUgraph two, shared;
+    CUgraphNode c1, c2, sk;
+    OK(cuGraphCreate(&two, 0));
+    OK(cuGraphAddChildGraphNode(&c1, two, NULL, 0, child));
+    OK(cuGraphAddChildGraphNode(&c2, two, &c1, 1, child));
+    OK(cuGraphInstantiate(&e, two, 0));
+    a = ctr[0];
+    OK(cuGraphCreate(&shared, 0));
+    OK(cuGraphAddKernelNode(&sk, shared, NULL, 0, &p));
+    OK(cuGraphExecChildGraphNodeSetParams(e, c1, shared));
+    OK(cuGraphExecChildGraphNodeSetParams(e, c2, shared));
+    a = ctr[1];
+    OK(cuGraphExecKernelNodeSetParams(e, sk, &p));
+    OK(cuGraphLaunch(e, NULL));
+    CHECK_EQ_U(counter(ctr[0]), 0);
+    CHECK_EQ_U(counter(ctr[1]), 2);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(two));
+    OK(cuGraphDestroy(shared));
+    for (int i = 0; i < 3; i++)
+        OK(cuMemFree(ctr[i]));
     /* Dimensions: block z 65, a block product that would wrap, grid y
      * 65536, grid x 2^31. */
     unsigned bad[][4] = {{1, 1, 1, 65}, {1, 1, 1u << 22, 1}, {1, 65536, 1, 1}, {1u << 31, 1, 1, 1}};
@@ -599,7 +628,9 @@ static CUresult add_cond(CUgraphNode *out, CUgraph g, CUgraphNode dep, CUgraphCo
  * launch, one made without keeps what a kernel set; a body belongs to its
  * node (cuGraphDestroy refused); wrong sizes, unknown handles and flags
  * are refused; a kernel node inside a body is updated through the
- * executable graph by its handle. */
+ * executable graph by its handle; a graph holding a conditional node is
+ * refused as a child graph; a created context is checked without a
+ * hang. */
 static void conditional_sim(void)
 {
     setup();
@@ -676,10 +707,30 @@ static void conditional_sim(void)
     CHECK_EQ_U(counter(ctr[2]), 3);
     CHECK_EQ_U(counter(ctr[3]), 1);
     CHECK_EQ_U(counter(ctr[5]), 0);
-    /* A whole update does not reach into conditional nodes. */
+    /* A whole update does not reach into conditional nodes, and a graph
+     * holding one cannot become a child graph. */
     CUgraphExecUpdateResultInfo info;
     CHECK_IS(cuGraphExecUpdate(e, g, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
     CHECK(info.result == CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED);
+    CUgraph outer;
+    OK(cuGraphCreate(&outer, 0));
+    CHECK_IS(cuGraphAddChildGraphNode(&n, outer, NULL, 0, g), CUDA_ERROR_INVALID_VALUE);
+    /* A handle and a node made with a created context (checked, no hang). */
+    CUdevice d0;
+    CUcontext mine;
+    OK(cuDeviceGet(&d0, 0));
+    OK(cuCtxCreate(&mine, NULL, 0, d0));
+    CUgraphConditionalHandle h_mine;
+    OK(cuGraphConditionalHandleCreate(&h_mine, outer, mine, 0, 0));
+    CUgraphNodeParams mp = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL};
+    mp.conditional.handle = h_mine;
+    mp.conditional.type = CU_GRAPH_COND_TYPE_IF;
+    mp.conditional.size = 1;
+    mp.conditional.ctx = mine;
+    OK(cuGraphAddNode(&n, outer, NULL, NULL, 0, &mp));
+    OK(cuCtxDestroy(mine));
+    primary_context(0);
+    OK(cuGraphDestroy(outer));
     OK(cuGraphExecDestroy(e));
     OK(cuGraphDestroy(g));
     for (int i = 0; i < 6; i++)
