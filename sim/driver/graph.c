@@ -848,24 +848,6 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
 
 /* ---- updates of executable graphs ------------------------------------ */
 
-/* The index of handle n among e's origin, or SIZE_MAX (one probe, not a
- * walk of every node). */
-static size_t origin_pos(CUgraphExec e, CUgraphNode n)
-{
-    if (!n || !e->ocap)
-        return SIZE_MAX;
-    size_t i = origin_home(e, n);
-    return origin_next(e, n, &i);
-}
-
-/* The node of e's copy that `n` (a node of the instantiated graph) names,
- * or NULL (under sim_lock). */
-static CUgraphNode exec_node(CUgraphExec e, CUgraphNode n)
-{
-    size_t k = origin_pos(e, n);
-    return k < e->norigin ? e->copies[k] : NULL;
-}
-
 /* Gives node c (a kernel node of an executable graph's copy) the kernel,
  * dimensions and parameter values of d (under sim_lock); on failure c is
  * as it was. */
@@ -1103,36 +1085,59 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUp
 }
 
 /* Shared body of cuGraphExecChildGraphNodeSetParams and the generic form:
- * child graph node n of e (named by the graph e was instantiated from)
- * runs a clone of `child` from now on, when child has the shape of the
- * graph it runs now (nodes paired by order of creation, child graph
- * nodes inside matched the same way); else CUDA_ERROR_INVALID_VALUE and
- * e unchanged. */
+ * each child graph node of e that handle n names runs a clone of `child`
+ * from now on, when child has the shape of the graph it runs now (nodes
+ * paired by order of creation, child graph nodes inside matched the same
+ * way); else CUDA_ERROR_INVALID_VALUE and e unchanged. */
 static CUresult exec_set_child(CUgraphExec e, CUgraphNode n, CUgraph child)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&sim_lock);
-    CUgraphNode c = live_has(e) && e->magic == SIM_MAGIC_EXEC ? exec_node(e, n) : NULL;
-    CUgraphNode err, from;
-    CUgraph copy = NULL;
-    if (!c || c->d.type != CU_GRAPH_NODE_TYPE_GRAPH || !graph_valid(child) ||
-        shape_check(child, c->d.child, true, &err, &from) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+    /* Every node the handle names (one graph given to two child graph
+     * nodes names two), checked, then each given a clone of its own. */
+    size_t nplaces = 0, i, k, *pos = NULL;
+    CUgraph *copies = NULL;
+    bool live = live_has(e) && e->magic == SIM_MAGIC_EXEC && n && e->ocap && graph_valid(child);
+    for (i = live ? origin_home(e, n) : 0; live && origin_next(e, n, &i) != SIZE_MAX;)
+        nplaces++;
+    if (!nplaces) {
         r = CUDA_ERROR_INVALID_VALUE;
-    } else if (!(copy = graph_clone(child))) {
+    } else if (!(pos = malloc(nplaces * sizeof *pos)) || !(copies = calloc(nplaces, sizeof *copies))) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
+        size_t m = 0;
+        for (i = origin_home(e, n); (k = origin_next(e, n, &i)) != SIZE_MAX;)
+            pos[m++] = k;
+        for (m = 0; m < nplaces && r == CUDA_SUCCESS; m++) {
+            CUgraphNode c = e->copies[pos[m]], err, from;
+            if (c->d.type != CU_GRAPH_NODE_TYPE_GRAPH ||
+                shape_check(child, c->d.child, true, &err, &from) != CU_GRAPH_EXEC_UPDATE_SUCCESS)
+                r = CUDA_ERROR_INVALID_VALUE;
+            else if (!(copies[m] = graph_clone(child)))
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    for (size_t m = 0; r == CUDA_SUCCESS && m < nplaces; m++) {
         /* The nested nodes are named by the new graph's handles from now
          * on; the same shape lists as many, in the same places. */
-        copy->embedded = true;
+        CUgraphNode c = e->copies[pos[m]];
+        copies[m]->embedded = true;
         sim_graph_free(c->d.child);
-        c->d.child = copy;
-        size_t k = origin_pos(e, n) + 1, j = k;
-        flat_fill(child, e->origin, &k);
-        flat_fill(copy, e->copies, &j);
-        origin_index(e);
+        c->d.child = copies[m];
+        copies[m] = NULL;
+        size_t a = pos[m] + 1, b = a;
+        flat_fill(child, e->origin, &a);
+        flat_fill(c->d.child, e->copies, &b);
     }
+    if (r == CUDA_SUCCESS)
+        origin_index(e);
+    for (size_t m = 0; copies && m < nplaces; m++)
+        if (copies[m])
+            sim_graph_free(copies[m]);   /* refused: the clones made go */
+    free(copies);
+    free(pos);
     pthread_mutex_unlock(&sim_lock);
     return r;
 }

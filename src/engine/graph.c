@@ -32,18 +32,21 @@
 
 typedef struct node_ids {
     CUgraphNode node;       /* the kernel node, as the program names it */
-    CUgraphNode owner;      /* the nest (child graph or conditional node) whose
-                               graph holds it; NULL: a node of the graph itself */
+    uint32_t owner;         /* the id of the nest whose graph holds it; 0: the graph's own */
     int n;
-    uint32_t *ids;          /* n sorted ids, malloc'd, owned by the entry */
+    uint32_t *ids;          /* n sorted ids, malloc'd, owned by the entry (a nested
+                               node is kept with none, so that it keeps its place) */
 } node_ids;
 
-/* A child graph or conditional node whose graphs were read into an
- * executable graph's entry. */
+/* A place in an executable graph where a child graph or conditional
+ * node's graphs were read: one graph given to two child graph nodes
+ * makes two places for each node inside it, named by the same handles. */
 typedef struct nest {
-    CUgraphNode node;
-    CUgraphNode parent;     /* the nest it was read through; NULL: a node of the graph */
+    uint32_t id;            /* unique in its entry; the array is sorted by id */
+    uint32_t parent;        /* the nest whose graph holds the node; 0: the graph's own */
+    CUgraphNode node;       /* the child graph or conditional node */
     int left;               /* levels of nesting still read below it */
+    bool mark;              /* scratch of entry_drop_place */
 } nest;
 
 typedef struct exec_entry {
@@ -55,8 +58,10 @@ typedef struct exec_entry {
     int *index;             /* open addressing over nodes: position + 1, 0 empty
                                (capindex slots, a power of two >= 2 capnodes; owned) */
     int capindex;
-    nest *nests;            /* nests read (nnests, capnests; malloc'd, owned) */
+    nest *nests;            /* nests read (nnests, capnests; malloc'd, owned), each
+                               after the nest that holds it */
     int nnests, capnests;
+    uint32_t next_nest;     /* the id of the next nest (ids start at 1) */
     bool stale;             /* a node changed since ids was made */
 } exec_entry;
 
@@ -212,10 +217,10 @@ static void entry_free(exec_entry *e)
     free(e->nests);
 }
 
-/* Notes that node's graphs were read into e through nest `parent` (NULL:
- * a node of the graph), `left` levels still read below it; false when out
- * of memory. */
-static bool entry_add_nest(exec_entry *e, CUgraphNode node, CUgraphNode parent, int left)
+/* Notes a nest of id `id` (above every id in e) for node, held by nest
+ * `parent` (0: the graph's own), `left` levels still read below it; false
+ * when out of memory. */
+static bool entry_add_nest(exec_entry *e, uint32_t id, uint32_t parent, CUgraphNode node, int left)
 {
     if (e->nnests == e->capnests) {
         int ncap = e->capnests ? e->capnests * 2 : 8;
@@ -225,12 +230,31 @@ static bool entry_add_nest(exec_entry *e, CUgraphNode node, CUgraphNode parent, 
         e->nests = nn;
         e->capnests = ncap;
     }
-    e->nests[e->nnests++] = (nest){node, parent, left};
+    e->nests[e->nnests++] = (nest){id, parent, node, left, false};
+    if (id >= e->next_nest)
+        e->next_nest = id + 1;
     return true;
 }
 
-/* A node's owner for a lookup that takes a record read through any. */
-#define ANY_OWNER ((CUgraphNode)(uintptr_t)1)
+/* The nest of id `id` in e, or NULL (a binary search: the array is sorted
+ * by id). */
+static nest *nest_of(exec_entry *e, uint32_t id)
+{
+    int lo = 0, hi = e->nnests - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (e->nests[mid].id == id)
+            return &e->nests[mid];
+        if (e->nests[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+/* A node's owner for a lookup that takes a record of any place. */
+#define ANY_OWNER UINT32_MAX
 
 /* The first slot of node's probe in e's index (e->capindex > 0). One
  * handle may have several records, one per owner: a graph given to two
@@ -244,7 +268,7 @@ static unsigned index_home(const exec_entry *e, CUgraphNode node)
 /* Walks node's probe from slot *i: the position in e->nodes of the next
  * record of node read through `owner` (ANY_OWNER: any), *i moved past
  * it; -1 at the probe's end, *i then at its empty slot. */
-static int index_next(const exec_entry *e, CUgraphNode node, CUgraphNode owner, unsigned *i)
+static int index_next(const exec_entry *e, CUgraphNode node, uint32_t owner, unsigned *i)
 {
     unsigned mask = (unsigned)e->capindex - 1;
     for (; e->index[*i]; *i = (*i + 1) & mask) {
@@ -289,15 +313,15 @@ static bool entry_grow(exec_entry *e)
     return true;
 }
 
-/* Sets the chunks of node `node` read through child graph node `owner`
- * (NULL: a node of the graph itself) to ids[0..n) (malloc'd, taken over
- * by e; n 0: ids NULL), adding the record when new. With owner ANY_OWNER
- * (an update naming the node by its handle alone) every record of the
- * handle takes them, or a new one of the graph itself. False when out of
- * memory (ids freed; a record not set keeps its chunks). One walk of the
- * handle's probe: updating every node of a large graph costs linear time
- * in all. */
-static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n, CUgraphNode owner)
+/* Sets the chunks of node `node` in the graph of nest `owner` (0: the
+ * graph's own) to ids[0..n) (malloc'd, taken over by e; n 0: ids NULL),
+ * adding the record when new (a nested node's even with no chunk: its
+ * place is known for a later update). With owner ANY_OWNER (an update
+ * naming the node by its handle alone) every record of the handle takes
+ * them, or a new one of the graph's own. False when out of memory (ids
+ * freed; a record not set keeps its chunks). One walk of the handle's
+ * probe: updating every node of a large graph costs linear time in all. */
+static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n, uint32_t owner)
 {
     unsigned i = e->capindex ? index_home(e, node) : 0;
     int pos, set = 0;
@@ -320,59 +344,36 @@ static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n
     }
     if (set)
         return ok;
-    if (n == 0)
+    if (n == 0 && (owner == 0 || owner == ANY_OWNER))
         return true;
     if (!entry_grow(e)) {
         free(ids);
         return false;
     }
-    e->nodes[e->nnodes] = (node_ids){node, owner == ANY_OWNER ? NULL : owner, n, ids};
+    e->nodes[e->nnodes] = (node_ids){node, owner == ANY_OWNER ? 0 : owner, n, ids};
     index_put(e, e->nnodes++);
     e->stale = true;
     return true;
 }
 
-static int cmp_node(const void *a, const void *b)
+/* Drops from e what the graphs of nest `place` hold at any depth: the
+ * kernel nodes (their ids freed) and the nests below it (its own stays),
+ * and indexes the rest again. A nest comes after the nest holding it, so
+ * one pass in order marks every nest below; linear in e's nodes and nests
+ * (times the log of its nests). */
+static void entry_drop_place(exec_entry *e, nest *place)
 {
-    uintptr_t x = (uintptr_t)*(const CUgraphNode *)a, y = (uintptr_t)*(const CUgraphNode *)b;
-    return (x > y) - (x < y);
-}
-
-/* Whether node is among the n sorted handles of set. */
-static bool in_set(const CUgraphNode *set, int n, CUgraphNode node)
-{
-    return bsearch(&node, set, (size_t)n, sizeof *set, cmp_node) != NULL;
-}
-
-/* Drops from e the nodes held by nest c's graphs at any depth (their ids
- * freed) and the nests below c (c's own stays), and indexes the rest
- * again: linear in e's nodes, and in its nests times the nests below c.
- * False when out of memory (nothing dropped). */
-static bool entry_drop_nest(exec_entry *e, CUgraphNode c)
-{
-    CUgraphNode *below = malloc(((size_t)e->nnests + 1) * sizeof *below);
-    if (!below)
-        return false;
-    int nb = 0;
-    below[nb++] = c;
-    for (int grew = 1; grew;) {   /* nests whose parent is below c, until none is added */
-        grew = 0;
-        for (int i = 0; i < e->nnests; i++) {
-            bool parent_below = false, known = false;
-            for (int k = 0; k < nb && !known; k++) {
-                parent_below = parent_below || e->nests[i].parent == below[k];
-                known = e->nests[i].node == below[k];
-            }
-            if (parent_below && !known) {
-                below[nb++] = e->nests[i].node;
-                grew = 1;
-            }
-        }
+    uint32_t keep = place->id;
+    place->mark = true;
+    for (int i = 0; i < e->nnests; i++) {
+        nest *parent = e->nests[i].parent ? nest_of(e, e->nests[i].parent) : NULL;
+        if (parent && parent->mark)
+            e->nests[i].mark = true;
     }
-    qsort(below, (size_t)nb, sizeof *below, cmp_node);
     int k = 0;
     for (int i = 0; i < e->nnodes; i++) {
-        if (in_set(below, nb, e->nodes[i].owner))
+        nest *owner = e->nodes[i].owner ? nest_of(e, e->nodes[i].owner) : NULL;
+        if (owner && owner->mark)
             free(e->nodes[i].ids);
         else
             e->nodes[k++] = e->nodes[i];
@@ -381,17 +382,44 @@ static bool entry_drop_nest(exec_entry *e, CUgraphNode c)
     e->nnodes = k;
     k = 0;
     for (int i = 0; i < e->nnests; i++)
-        if (e->nests[i].node == c || !in_set(below, nb, e->nests[i].node))
-            e->nests[k++] = e->nests[i];
+        if (!e->nests[i].mark || e->nests[i].id == keep) {
+            e->nests[k] = e->nests[i];
+            e->nests[k++].mark = false;
+        }
     e->nnests = k;
-    free(below);
     if (dropped) {
         memset(e->index, 0, (size_t)e->capindex * sizeof *e->index);
         for (int i = 0; i < e->nnodes; i++)
             index_put(e, i);
         e->stale = true;
     }
-    return true;
+}
+
+/* Merges what was read of a graph into `found` (its nests numbered from
+ * 1, its own nodes owned by 0) into e below nest `place`: found's nests
+ * take ids above e's, its own nodes become the place's. The ids are moved
+ * out of found (`last`) or copied (another place named by the same
+ * handle). Out of memory part way: what was merged stays, the rest is
+ * read over the link. */
+static void entry_merge(exec_entry *e, uint32_t place, exec_entry *found, bool last)
+{
+    uint32_t base = e->next_nest ? e->next_nest - 1 : 0;
+    for (int i = 0; i < found->nnests; i++) {
+        const nest *x = &found->nests[i];
+        if (!entry_add_nest(e, base + x->id, x->parent ? base + x->parent : place, x->node, x->left))
+            return;
+    }
+    for (int i = 0; i < found->nnodes; i++) {
+        node_ids *x = &found->nodes[i];
+        uint32_t *ids = x->ids;
+        if (!last && x->n && (ids = malloc((size_t)x->n * sizeof *ids)) != NULL)
+            memcpy(ids, x->ids, (size_t)x->n * sizeof *ids);
+        if (!last && x->n && !ids)
+            return;
+        entry_set_node(e, x->node, ids, x->n, x->owner ? base + x->owner : place);
+        if (last)
+            x->ids = NULL;   /* taken over, or freed on failure */
+    }
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -461,11 +489,11 @@ static atomic_bool mem_nodes_seen;
 
 /* Reads graph's kernel nodes into *found (their chunks, when `scan`),
  * and those of its child graphs and conditional bodies to `depth` levels
- * (each such node noted as a nest), and notes allocation nodes (and a
- * child graph not looked into); graph's own nodes are owned by `owner`,
- * the nest whose graph it is (NULL at the top). False when the nodes
- * could not be read (out of memory). */
-static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, CUgraphNode owner)
+ * (each such node noted as a nest, when `scan`), and notes allocation
+ * nodes (and a child graph not looked into); graph's own nodes are owned
+ * by nest `owner` (0 at the top). False when the nodes could not be read
+ * (out of memory). */
+static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, uint32_t owner)
 {
     size_t count = 0;
     if (lms_drv.cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
@@ -485,10 +513,11 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, C
                 atomic_store(&mem_nodes_seen, true);
             if (t == CU_GRAPH_NODE_TYPE_GRAPH) {
                 if (depth > 0 && lms_drv.cuGraphChildGraphNodeGetGraph &&
-                    lms_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
-                    ok = entry_add_nest(found, nodes[i], owner, depth - 1) &&
-                         read_graph(child, scan, found, depth - 1, nodes[i]);
-                else
+                    lms_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS) {
+                    uint32_t id = scan ? (found->next_nest ? found->next_nest : 1) : 0;
+                    ok = (!scan || entry_add_nest(found, id, owner, nodes[i], depth - 1)) &&
+                         read_graph(child, scan, found, depth - 1, id);
+                } else
                     atomic_store(&mem_nodes_seen, true);   /* not looked into: it may allocate */
                 continue;
             }
@@ -496,11 +525,12 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, C
                 /* Its bodies, as made (they hold no allocation nodes);
                  * every body's chunks join, whichever the launch runs. */
                 int nb = 0;
-                CUgraph *bodies = depth > 0 ? cond_bodies(nodes[i], &nb) : NULL;
+                CUgraph *bodies = depth > 0 && scan ? cond_bodies(nodes[i], &nb) : NULL;
+                uint32_t id = found->next_nest ? found->next_nest : 1;
                 if (nb)
-                    ok = entry_add_nest(found, nodes[i], owner, depth - 1);
+                    ok = entry_add_nest(found, id, owner, nodes[i], depth - 1);
                 for (int b = 0; b < nb && ok; b++)
-                    ok = read_graph(bodies[b], scan, found, depth - 1, nodes[i]);
+                    ok = read_graph(bodies[b], scan, found, depth - 1, id);
                 free(bodies);
                 continue;
             }
@@ -524,7 +554,9 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, C
  * an empty one only removes. Takes over what found owns. */
 static void store(CUgraphExec exec, exec_entry *found)
 {
-    bool keep = entry_union(found) && found->n > 0;
+    /* Kept with chunks, or with nests (their nodes' places, for updates
+     * that may bring chunks later). */
+    bool keep = entry_union(found) && (found->n > 0 || found->nnests > 0);
     exec_entry old = {0};
     bool full = false;
     pthread_mutex_lock(&lock);
@@ -556,7 +588,7 @@ void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
     if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
         return;   /* nothing more to learn */
     exec_entry found = {.exec = exec};
-    if (!read_graph(graph, scan, &found, CHILD_DEPTH, NULL))
+    if (!read_graph(graph, scan, &found, CHILD_DEPTH, 0))
         atomic_store(&mem_nodes_seen, true);   /* not all read: it may allocate */
     /* Out of memory part way: what was read is kept, the rest is read
      * over the link. */
@@ -599,38 +631,55 @@ void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph
     bool scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
     if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
         return;   /* nothing more to learn */
-    /* As deep as at instantiation: the levels left below the nest (one
-     * below the top when unknown). */
-    int left = CHILD_DEPTH - 1;
+    /* As deep as at instantiation: the levels left below the node's places.
+     * In a graph read into before where the node has no place, it lies
+     * deeper than the read went: not followed (read over the link). In one
+     * never read into, it is taken as a node of the graph's own. */
+    int left = -1;
     pthread_mutex_lock(&lock);
     exec_entry *e = slot_of(exec, false);
     for (int i = 0; e && i < e->nnests; i++)
-        if (e->nests[i].node == child_node)
+        if (e->nests[i].node == child_node && e->nests[i].left > left)
             left = e->nests[i].left;
+    if (left < 0 && !(e && e->nnests))
+        left = CHILD_DEPTH - 1;
     pthread_mutex_unlock(&lock);
-    /* Read as at instantiation, outside the lock. */
+    if (left < 0)
+        return;
     exec_entry found = {0};
-    bool whole = read_graph(graph, scan, &found, left, child_node);
-    if (!whole)
+    if (!read_graph(graph, scan, &found, left, 0))
         atomic_store(&mem_nodes_seen, true);   /* not all read: it may allocate */
     pthread_mutex_lock(&lock);
     e = slot_of(exec, false);
-    if (!e && found.nnodes > 0 && (e = slot_of(exec, true)) != NULL) {
+    if (!e && (found.nnodes > 0 || found.nnests > 0) && (e = slot_of(exec, true)) != NULL) {
         tombs -= e->exec == TOMB;
         *e = (exec_entry){.exec = exec};   /* none of its nodes had chunks before */
     }
-    if (e && entry_drop_nest(e, child_node)) {
-        /* Out of memory part way: the nodes set so far are kept, the rest
-         * is read over the link. */
-        for (int i = 0; i < found.nnodes; i++) {
-            node_ids *x = &found.nodes[i];
-            entry_set_node(e, x->node, x->ids, x->n, x->owner);
-            x->ids = NULL;   /* taken over, or freed on failure */
-        }
-        for (int i = 0; i < found.nnests; i++)
-            entry_add_nest(e, found.nests[i].node, found.nests[i].parent, found.nests[i].left);
+    /* Every place the handle names (one graph given to two child graph
+     * nodes names two), ids taken first: the merges add nests. */
+    int nplaces = 0;
+    for (int i = 0; e && i < e->nnests; i++)
+        nplaces += e->nests[i].node == child_node;
+    uint32_t *places = e ? malloc(((size_t)nplaces + 1) * sizeof *places) : NULL;
+    if (places && nplaces) {
+        int k = 0;
+        for (int i = 0; i < e->nnests; i++)
+            if (e->nests[i].node == child_node)
+                places[k++] = e->nests[i].id;
+    } else if (places) {
+        uint32_t id = e->next_nest ? e->next_nest : 1;   /* a node of the graph's own */
+        nplaces = entry_add_nest(e, id, 0, child_node, CHILD_DEPTH - 1) ? 1 : 0;
+        places[0] = id;
+    }
+    for (int k = 0; k < nplaces; k++) {
+        nest *place = nest_of(e, places[k]);
+        if (!place)
+            continue;   /* below another place of the handle, dropped with it */
+        entry_drop_place(e, place);
+        entry_merge(e, places[k], &found, k == nplaces - 1);
     }
     pthread_mutex_unlock(&lock);
+    free(places);
     entry_free(&found);
 }
 

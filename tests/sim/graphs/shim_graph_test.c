@@ -533,6 +533,89 @@ static void nested_child_case(bool in_body)
 static void nested_child_in_body(void) { nested_child_case(true); }
 static void nested_child_in_child(void) { nested_child_case(false); }
 
+/* A graph holding one child graph node whose graph bumps x: two levels. */
+static CUgraph two_level(CUdeviceptr x)
+{
+    CUgraphNode node, holder;
+    CUgraph inner = chain_graph(&x, 1, &node), g;
+    OK(cuGraphCreate(&g, 0));
+    OK(cuGraphAddChildGraphNode(&holder, g, NULL, 0, inner));
+    OK(cuGraphDestroy(inner));
+    return g;
+}
+
+/* Places below the top, as helper-101 found them lost on 1338094 (where a
+ * kernel node's owner was the handle of the innermost child graph node):
+ * (1) one graph holding a child graph node given to two child graph nodes
+ * A and B, then A given another: B's kernel keeps its chunk (64 MiB over
+ * the link per launch before); (2) a nested kernel node with no managed
+ * chunk at instantiation pointed at c[1] by an update, then its child
+ * graph node replaced: c[1] leaves the graph's set (seven chunks for a
+ * room of six before: 64 MiB over the link per launch). */
+static void nested_places(void)
+{
+    CUdeviceptr dev[2], c[12];
+    CUstream s = setup_fresh(dev, c, 12);
+    CUgraphNode a, b;
+    CUgraph top, g0 = two_level(c[0]);
+    OK(cuGraphCreate(&top, 0));
+    OK(cuGraphAddChildGraphNode(&a, top, NULL, 0, g0));
+    OK(cuGraphAddChildGraphNode(&b, top, &a, 1, g0));
+    CUgraphExec e;
+    OK(cuGraphInstantiate(&e, top, 0));
+    launch_fetched(e, s, 2);
+    CUgraph shared = two_level(c[2]), moved = two_level(c[3]);
+    OK(cuGraphExecChildGraphNodeSetParams(e, a, shared));
+    OK(cuGraphExecChildGraphNodeSetParams(e, b, shared));
+    launch_fetched(e, s, 2);
+    OK(cuGraphExecChildGraphNodeSetParams(e, a, moved));
+    CUdeviceptr flood_chunks[6] = {c[6], c[7], c[8], c[9], c[10], c[11]};
+    CUgraphNode fl[6];
+    CUgraph flood = chain_graph(flood_chunks, 6, fl);
+    CUgraphExec fe;
+    OK(cuGraphInstantiate(&fe, flood, 0));
+    launch_fetched(fe, s, 6);
+    launch_fetched(e, s, 2);   /* B still on c[2] */
+    CHECK_EQ_U(counter(c[2]), 3);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphDestroy(top));
+    /* (2) */
+    CUdeviceptr small[5] = {dev[0], dev[0], dev[0], dev[0], dev[0]};
+    CUgraphNode inner[5], child_node, top_node;
+    CUgraph plain = chain_graph(small, 5, inner);
+    top = chain_graph(&c[0], 1, &top_node);
+    OK(cuGraphAddChildGraphNode(&child_node, top, &top_node, 1, plain));
+    OK(cuGraphInstantiate(&e, top, 0));
+    launch_fetched(e, s, 6);
+    CUgraph embedded;
+    size_t n = 5;
+    OK(cuGraphChildGraphNodeGetGraph(child_node, &embedded));
+    OK(cuGraphGetNodes(embedded, inner, &n));
+    size_t bytes = CHUNK;
+    CUdeviceptr x = c[1];
+    void *args[] = {&x, &bytes};
+    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+    OK(cuGraphExecKernelNodeSetParams(e, inner[0], &p));
+    launch_fetched(e, s, 6);
+    CHECK_EQ_U(counter(c[1]), 1);
+    CUgraph wide = chain_graph(&c[2], 5, inner);   /* c[2..6] */
+    OK(cuGraphExecChildGraphNodeSetParams(e, child_node, wide));
+    launch_fetched(e, s, 6);
+    launch_fetched(e, s, 6);
+    CHECK_EQ_U(counter(c[1]), 1);
+    OK(cuGraphExecDestroy(e));
+    OK(cuGraphExecDestroy(fe));
+    OK(cuGraphDestroy(top));
+    OK(cuGraphDestroy(wide));
+    OK(cuGraphDestroy(plain));
+    OK(cuGraphDestroy(flood));
+    OK(cuGraphDestroy(g0));
+    OK(cuGraphDestroy(shared));
+    OK(cuGraphDestroy(moved));
+    free_fresh(dev, c, 12);
+}
+
 /* A middle graph for child_graph_update: a bump node over x[0], then a
  * child graph node embedding a one-node graph over x[1]. */
 static CUgraph mid_graph(const CUdeviceptr x[2])
@@ -783,6 +866,7 @@ static const test_case cases[] = {
     {"child_graph_update_two", child_graph_update_two},
     {"nested_child_in_body", nested_child_in_body},
     {"nested_child_in_child", nested_child_in_child},
+    {"nested_places", nested_places},
     {"conditional_body", conditional_body},
 };
 
