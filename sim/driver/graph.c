@@ -113,7 +113,9 @@ struct CUgraphNode_st {
 
 struct CUgraph_st {
     uint32_t magic;
-    bool embedded;                      /* a child graph node's own graph: the node owns it */
+    bool embedded;                      /* a child graph node's own graph, or a conditional
+                                           node's body: the node owns it */
+    bool body;                          /* embedded as a conditional node's body */
     CUgraphNode *nodes;                 /* owned, in insertion order */
     size_t n, cap;
 };
@@ -268,6 +270,7 @@ CUresult sim_graph_add(CUgraph g, const CUgraphNode *deps, size_t ndeps,
                 return CUDA_ERROR_OUT_OF_MEMORY;
             }
             b->embedded = true;
+            b->body = true;
             n->d.bodies[i] = b;
         }
     }
@@ -552,7 +555,9 @@ static CUresult add_conditional(CUgraphNode *out, CUgraph g, const CUgraphNode *
     bool ctx_ok = !p->ctx || sim_ctx_valid(p->ctx);   /* takes sim_lock itself */
     pthread_mutex_lock(&sim_lock);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    if (sized && ctx_ok && graph_valid(g) && sim_cond_valid(p->handle)) {
+    /* A child graph node's graph holds no conditional node (CUDA refuses
+     * such a graph as a child); a body may. */
+    if (sized && ctx_ok && graph_valid(g) && (!g->embedded || g->body) && sim_cond_valid(p->handle)) {
         sim_node_desc d = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL, .nbodies = p->size,
                            .cond_type = p->type, .cond = p->handle};
         r = sim_graph_add(g, deps, nd, &d, out);

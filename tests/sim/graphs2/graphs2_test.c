@@ -629,8 +629,8 @@ static CUresult add_cond(CUgraphNode *out, CUgraph g, CUgraphNode dep, CUgraphCo
  * node (cuGraphDestroy refused); wrong sizes, unknown handles and flags
  * are refused; a kernel node inside a body is updated through the
  * executable graph by its handle; a graph holding a conditional node is
- * refused as a child graph; a created context is checked without a
- * hang. */
+ * refused as a child graph, and a conditional node in a child graph
+ * node's graph; a created context is checked without a hang. */
 static void conditional_sim(void)
 {
     setup();
@@ -715,6 +715,13 @@ static void conditional_sim(void)
     CUgraph outer;
     OK(cuGraphCreate(&outer, 0));
     CHECK_IS(cuGraphAddChildGraphNode(&n, outer, NULL, 0, g), CUDA_ERROR_INVALID_VALUE);
+    CUgraph leaf, embedded;
+    CUgraphNode holder;
+    OK(cuGraphCreate(&leaf, 0));
+    OK(cuGraphAddChildGraphNode(&holder, outer, NULL, 0, leaf));
+    OK(cuGraphChildGraphNodeGetGraph(holder, &embedded));
+    CHECK_IS(add_cond(&n, embedded, NULL, h_keep, CU_GRAPH_COND_TYPE_IF, 1, NULL), CUDA_ERROR_INVALID_VALUE);
+    OK(cuGraphDestroy(leaf));
     /* A handle and a node made with a created context (checked, no hang). */
     CUdevice d0;
     CUcontext mine;
