@@ -13,6 +13,8 @@
  * launch for the residency engine over the union of those chunks; after it
  * is issued the chunks stay pinned until an event recorded behind it has
  * completed, so no eviction is decided while the graph may still use them.
+ * The graph memory pool's charge is graph_pool.c's; the bodies of
+ * conditional nodes, kept as they are made, graph_conditional.c's.
  */
 #include "graph.h"
 
@@ -21,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "account.h"
 #include "launch.h"
 #include "log.h"
 #include "place.h"
@@ -82,18 +83,6 @@ static atomic_flag polling = ATOMIC_FLAG_INIT;   /* a poll runs: others skip the
 
 static int tombs;   /* removed slots in execs (under lock) */
 
-/* The bodies of the conditional nodes made through the hooks
- * (cuGraphAddNode hands them out once, at creation; the driver API has no
- * reader for them). Open addressing on the node handle, grown by doubling;
- * a handle made again replaces its entry. Under lock. */
-typedef struct cond_entry {
-    CUgraphNode node;       /* NULL: free slot */
-    int n;
-    CUgraph *bodies;        /* n body graphs, malloc'd, owned */
-} cond_entry;
-static cond_entry *conds;
-static size_t ncond, capcond;
-
 /* The first slot exec's probe looks at (10 bits: EXECS slots). */
 static size_t exec_hash(CUgraphExec exec)
 {
@@ -137,73 +126,6 @@ static exec_entry *slot_of(CUgraphExec exec, bool insert)
             return insert ? (tomb ? tomb : e) : NULL;
     }
     return insert ? tomb : NULL;
-}
-
-/* The slot of node in conds (its own, or the empty one where it would
- * go); capcond > 0 (under lock). */
-static size_t cond_slot(CUgraphNode node)
-{
-    size_t i = (size_t)(((uintptr_t)node >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (capcond - 1);
-    while (conds[i].node && conds[i].node != node)
-        i = (i + 1) & (capcond - 1);
-    return i;
-}
-
-/* Room in conds for one more entry (under lock); false when out of memory. */
-static bool cond_grow(void)
-{
-    if ((ncond + 1) * 2 <= capcond)
-        return true;
-    size_t ncap = capcond ? capcond * 2 : 64;
-    cond_entry *old = conds, *fresh = calloc(ncap, sizeof *fresh);
-    if (!fresh)
-        return false;
-    size_t ocap = capcond;
-    conds = fresh;
-    capcond = ncap;
-    for (size_t i = 0; i < ocap; i++)
-        if (old[i].node)
-            conds[cond_slot(old[i].node)] = old[i];
-    free(old);
-    return true;
-}
-
-void lms_graph_conditional_added(CUgraphNode node, const CUgraph *bodies, int n)
-{
-    if (!node || !bodies || n <= 0)
-        return;
-    CUgraph *copy = malloc((size_t)n * sizeof *copy);
-    if (!copy)
-        return;   /* its bodies are read over the link */
-    memcpy(copy, bodies, (size_t)n * sizeof *copy);
-    pthread_mutex_lock(&lock);
-    if (cond_grow()) {
-        cond_entry *c = &conds[cond_slot(node)];
-        if (c->node)
-            free(c->bodies);   /* the handle came back: a new node */
-        else
-            ncond++;
-        *c = (cond_entry){node, n, copy};
-        copy = NULL;
-    }
-    pthread_mutex_unlock(&lock);
-    free(copy);
-}
-
-/* A malloc'd copy of the bodies of conditional node `node` (*n of them),
- * or NULL when lmshim did not see it made. */
-static CUgraph *cond_bodies(CUgraphNode node, int *n)
-{
-    CUgraph *copy = NULL;
-    *n = 0;
-    pthread_mutex_lock(&lock);
-    cond_entry *c = capcond ? &conds[cond_slot(node)] : NULL;
-    if (c && c->node && (copy = malloc((size_t)c->n * sizeof *copy)) != NULL) {
-        memcpy(copy, c->bodies, (size_t)c->n * sizeof *copy);
-        *n = c->n;
-    }
-    pthread_mutex_unlock(&lock);
-    return copy;
 }
 
 /* Frees what entry e owns (not the entry). */
@@ -525,7 +447,7 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, u
                 /* Its bodies, as made (they hold no allocation nodes);
                  * every body's chunks join, whichever the launch runs. */
                 int nb = 0;
-                CUgraph *bodies = depth > 0 && scan ? cond_bodies(nodes[i], &nb) : NULL;
+                CUgraph *bodies = depth > 0 && scan ? lms_graph_conditional_bodies(nodes[i], &nb) : NULL;
                 uint32_t id = found->next_nest ? found->next_nest : 1;
                 if (nb)
                     ok = entry_add_nest(found, id, owner, nodes[i], depth - 1);
@@ -756,64 +678,9 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
     }
 }
 
-/* Bytes of each device's graph memory pool charged to its account. */
-static _Atomic uint64_t pool_charged[LMS_MAX_DEVICES];
-/* Held around a reading of the pool and its exchange into pool_charged:
- * readings are taken in the order they are read, so the last exchanged is
- * the newest. Unheld, a reading of 0 taken as a context ended was
- * exchanged after another thread's launch had grown the pool again and
- * read it (equal to the charge not yet released, it changed nothing):
- * the pool's 128 MiB went uncharged until the next reading (an outside
- * helper's program, threads held in a debugger). */
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-
 bool lms_graph_mem_any(void)
 {
     return atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed);
-}
-
-void lms_graph_mem_sync(int device, bool always)
-{
-    cuuint64_t reserved = 0;
-    if (!always && !atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
-        return;   /* no graph memory can exist: no driver call */
-    lms_account *a = device >= 0 && device < LMS_MAX_DEVICES ? lms_account_of(device) : NULL;
-    if (!a || !lms_drv.cuDeviceGetGraphMemAttribute)
-        return;
-    /* Concurrent readings each move the charge by their own difference, so
-     * it ends at the last value exchanged: the newest, under the lock. */
-    pthread_mutex_lock(&pool_lock);
-    uint64_t old = 0;
-    bool read = lms_drv.cuDeviceGetGraphMemAttribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
-                                                     &reserved) == CUDA_SUCCESS;
-    if (read)
-        old = atomic_exchange(&pool_charged[device], (uint64_t)reserved);
-    pthread_mutex_unlock(&pool_lock);
-    if (!read || reserved == old)
-        return;   /* the common case: one driver call, nothing changed */
-    if (reserved > old) {
-        /* Room first, as for a device request, kept for the pool (another
-         * thread's fetch could take it before a second charge). */
-        lms_place_shared_begin();   /* reclaiming evicts: no context ends meanwhile */
-        bool held = lms_residency_reserve(device, reserved - old);
-        lms_place_shared_end();
-        if (!held)
-            lms_account_force(a, reserved - old);
-    } else if (reserved < old) {
-        lms_account_release(a, old - reserved);
-    }
-}
-
-/* A context ended: the pools whose memory lmshim charges are read again,
- * since the driver may have given a pool back with the context (a reset of
- * the primary context empties the device's pool). One driver call per
- * device with a charge; called with no lmshim lock held (growth makes
- * room, which takes the context lock). */
-void lms_graph_mem_context_gone(void)
-{
-    for (int d = 0; d < LMS_MAX_DEVICES; d++)
-        if (atomic_load_explicit(&pool_charged[d], memory_order_relaxed))
-            lms_graph_mem_sync(d, true);
 }
 
 void lms_graph_fork_prepare(void) { pthread_mutex_lock(&lock); }
@@ -821,7 +688,8 @@ void lms_graph_fork_parent(void) { pthread_mutex_unlock(&lock); }
 void lms_graph_fork_child(void)
 {
     pthread_mutex_init(&lock, NULL);
-    pthread_mutex_init(&pool_lock, NULL);   /* a reading of another thread does not go on in the child */
+    lms_graph_pool_fork_child();
+    lms_graph_conditional_fork_child();
     atomic_flag_clear(&polling);   /* a poll of another thread does not go on in the child */
 }
 

@@ -27,6 +27,9 @@ void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph
 /* Conditional node `node` was made with these n body graphs (what
  * cuGraphAddNode hands out): a graph holding it is read into its bodies. */
 void lms_graph_conditional_added(CUgraphNode node, const CUgraph *bodies, int n);
+/* A malloc'd copy of the bodies of conditional node `node` (*n of them),
+ * or NULL when lmshim did not see it made (graph_conditional.c). */
+CUgraph *lms_graph_conditional_bodies(CUgraphNode node, int *n);
 /* The executable graph goes away. */
 void lms_graph_forget(CUgraphExec exec);
 /* The chunks of `exec`: returns how many and sets *ids to a malloc'd copy
@@ -59,7 +62,10 @@ void lms_graph_mem_context_gone(void);
  * not looked into) was instantiated. */
 bool lms_graph_mem_any(void);
 
-/* fork: the tables' lock is held across fork; the child gets a fresh one. */
+/* fork: the tables' lock is held across fork; the child gets a fresh one
+ * (and fresh locks of the pool's readings and the conditional bodies). */
+void lms_graph_pool_fork_child(void);
+void lms_graph_conditional_fork_child(void);
 void lms_graph_fork_prepare(void);
 void lms_graph_fork_parent(void);
 void lms_graph_fork_child(void);
