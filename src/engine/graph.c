@@ -128,6 +128,16 @@ static exec_entry *slot_of(CUgraphExec exec, bool insert)
     return insert ? tomb : NULL;
 }
 
+/* A malloc'd copy of ids[0..n) (the caller owns it), or NULL when n is
+ * 0 or out of memory. */
+static uint32_t *ids_copy(const uint32_t *ids, int n)
+{
+    uint32_t *copy = n > 0 ? malloc((size_t)n * sizeof *copy) : NULL;
+    if (copy)
+        memcpy(copy, ids, (size_t)n * sizeof *copy);
+    return copy;
+}
+
 /* Frees what entry e owns (not the entry). */
 static void entry_free(exec_entry *e)
 {
@@ -156,6 +166,12 @@ static bool entry_add_nest(exec_entry *e, uint32_t id, uint32_t parent, CUgraphN
     if (id >= e->next_nest)
         e->next_nest = id + 1;
     return true;
+}
+
+/* The id a new nest of e takes (ids start at 1). */
+static uint32_t fresh_nest(const exec_entry *e)
+{
+    return e->next_nest ? e->next_nest : 1;
 }
 
 /* The nest of id `id` in e, or NULL (a binary search: the array is sorted
@@ -249,9 +265,7 @@ static bool entry_set_node(exec_entry *e, CUgraphNode node, uint32_t *ids, int n
     int pos, set = 0;
     bool ok = true;
     while (e->capindex && (pos = index_next(e, node, owner, &i)) >= 0) {
-        uint32_t *mine = ids;
-        if (set && n && (mine = malloc((size_t)n * sizeof *mine)) != NULL)
-            memcpy(mine, ids, (size_t)n * sizeof *mine);   /* a second record of the handle */
+        uint32_t *mine = set ? ids_copy(ids, n) : ids;   /* a second record of the handle: a copy */
         if (set && n && !mine) {
             ok = false;
             continue;
@@ -325,7 +339,7 @@ static void entry_drop_place(exec_entry *e, nest *place)
  * read over the link. */
 static void entry_merge(exec_entry *e, uint32_t place, exec_entry *found, bool last)
 {
-    uint32_t base = e->next_nest ? e->next_nest - 1 : 0;
+    uint32_t base = fresh_nest(e) - 1;
     for (int i = 0; i < found->nnests; i++) {
         const nest *x = &found->nests[i];
         if (!entry_add_nest(e, base + x->id, x->parent ? base + x->parent : place, x->node, x->left))
@@ -333,9 +347,7 @@ static void entry_merge(exec_entry *e, uint32_t place, exec_entry *found, bool l
     }
     for (int i = 0; i < found->nnodes; i++) {
         node_ids *x = &found->nodes[i];
-        uint32_t *ids = x->ids;
-        if (!last && x->n && (ids = malloc((size_t)x->n * sizeof *ids)) != NULL)
-            memcpy(ids, x->ids, (size_t)x->n * sizeof *ids);
+        uint32_t *ids = last ? x->ids : ids_copy(x->ids, x->n);
         if (!last && x->n && !ids)
             return;
         entry_set_node(e, x->node, ids, x->n, x->owner ? base + x->owner : place);
@@ -392,13 +404,11 @@ static uint32_t *node_chunks(CUfunction f, void **params, void **extra, int *n, 
         *n = 0;
         return NULL;
     }
-    uint32_t *copy = malloc((size_t)*n * sizeof *copy);
+    uint32_t *copy = ids_copy(ids, *n);
     if (!copy) {
         *n = 0;
         *oom = true;
-        return NULL;
     }
-    memcpy(copy, ids, (size_t)*n * sizeof *copy);
     return copy;
 }
 
@@ -408,6 +418,15 @@ static uint32_t *node_chunks(CUfunction f, void **params, void **extra, int *n, 
 static atomic_bool mem_nodes_seen;
 
 #define CHILD_DEPTH 8   /* child graphs looked into, nested at most this deep */
+
+/* Whether reading a graph can teach anything: its kernels' chunks (*scan:
+ * some managed chunk exists), or whether it allocates graph memory (until
+ * one that may was seen). */
+static bool worth_reading(bool *scan)
+{
+    *scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
+    return *scan || !atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed);
+}
 
 /* Reads graph's kernel nodes into *found (their chunks, when `scan`),
  * and those of its child graphs and conditional bodies to `depth` levels
@@ -436,7 +455,7 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, u
             if (t == CU_GRAPH_NODE_TYPE_GRAPH) {
                 if (depth > 0 && lms_drv.cuGraphChildGraphNodeGetGraph &&
                     lms_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS) {
-                    uint32_t id = scan ? (found->next_nest ? found->next_nest : 1) : 0;
+                    uint32_t id = scan ? fresh_nest(found) : 0;
                     ok = (!scan || entry_add_nest(found, id, owner, nodes[i], depth - 1)) &&
                          read_graph(child, scan, found, depth - 1, id);
                 } else
@@ -448,7 +467,7 @@ static bool read_graph(CUgraph graph, bool scan, exec_entry *found, int depth, u
                  * every body's chunks join, whichever the launch runs. */
                 int nb = 0;
                 CUgraph *bodies = depth > 0 && scan ? lms_graph_conditional_bodies(nodes[i], &nb) : NULL;
-                uint32_t id = found->next_nest ? found->next_nest : 1;
+                uint32_t id = fresh_nest(found);
                 if (nb)
                     ok = entry_add_nest(found, id, owner, nodes[i], depth - 1);
                 for (int b = 0; b < nb && ok; b++)
@@ -506,9 +525,9 @@ void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
 {
     if (!exec || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType)
         return;
-    bool scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
-    if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
-        return;   /* nothing more to learn */
+    bool scan;
+    if (!worth_reading(&scan))
+        return;
     exec_entry found = {.exec = exec};
     if (!read_graph(graph, scan, &found, CHILD_DEPTH, 0))
         atomic_store(&mem_nodes_seen, true);   /* not all read: it may allocate */
@@ -550,9 +569,9 @@ void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph
 {
     if (!exec || !child_node || !graph || !lms_drv.cuGraphGetNodes || !lms_drv.cuGraphNodeGetType)
         return;
-    bool scan = lms_residency_any() && lms_drv.cuGraphKernelNodeGetParams;
-    if (!scan && atomic_load_explicit(&mem_nodes_seen, memory_order_relaxed))
-        return;   /* nothing more to learn */
+    bool scan;
+    if (!worth_reading(&scan))
+        return;
     /* As deep as at instantiation: the levels left below the node's places.
      * In a graph read into before where the node has no place, it lies
      * deeper than the read went: not followed (read over the link). In one
@@ -589,7 +608,7 @@ void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph
             if (e->nests[i].node == child_node)
                 places[k++] = e->nests[i].id;
     } else if (places) {
-        uint32_t id = e->next_nest ? e->next_nest : 1;   /* a node of the graph's own */
+        uint32_t id = fresh_nest(e);   /* a node of the graph's own */
         nplaces = entry_add_nest(e, id, 0, child_node, CHILD_DEPTH - 1) ? 1 : 0;
         places[0] = id;
     }
@@ -628,10 +647,8 @@ int lms_graph_chunks(CUgraphExec exec, uint32_t **ids)
     exec_entry *e = slot_of(exec, false);
     if (e)
         entry_union(e);   /* after a node's update; out of memory: the union before */
-    if (e && e->n > 0 && (*ids = malloc((size_t)e->n * sizeof **ids)) != NULL) {
+    if (e && (*ids = ids_copy(e->ids, e->n)) != NULL)
         n = e->n;
-        memcpy(*ids, e->ids, (size_t)n * sizeof **ids);
-    }
     pthread_mutex_unlock(&lock);
     return n;
 }
@@ -647,12 +664,11 @@ void lms_graph_launched(int device, const uint32_t *ids, int n, CUstream stream)
         lms_drv.cuEventDestroy(ev);
         return;
     }
-    uint32_t *copy = malloc((size_t)n * sizeof *copy);
+    uint32_t *copy = ids_copy(ids, n);
     if (!copy) {   /* this launch's chunks are not held */
         lms_drv.cuEventDestroy(ev);
         return;
     }
-    memcpy(copy, ids, (size_t)n * sizeof *copy);
     CUcontext ctx = NULL;
     if (!lms_drv.cuCtxGetCurrent || lms_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
         ctx = NULL;
