@@ -42,6 +42,14 @@ static void setup(void)
     f_bump = sim_function(&(simgpu_kernel){"bump", bump, 2, {8, 8}});
 }
 
+/* A graph kernel node's parameters: bump over the two values at args,
+ * one block of 32 threads. */
+static CUDA_KERNEL_NODE_PARAMS bump_params(void **args)
+{
+    return (CUDA_KERNEL_NODE_PARAMS){.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                     .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+}
+
 static CUresult launch_bump(CUdeviceptr p, CUstream s)
 {
     size_t bytes = CHUNK;
@@ -263,9 +271,7 @@ static void exec_node_update(void)
     size_t bytes = CHUNK;
     CUdeviceptr arg = c[0];
     void *args[] = {&arg, &bytes};
-    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
-                                 .kernelParams = args};
+    CUDA_KERNEL_NODE_PARAMS p = bump_params(args);
     CUgraph g;
     CUgraphNode node;
     OK(cuGraphCreate(&g, 0));
@@ -328,9 +334,7 @@ static CUgraph chain_graph(const CUdeviceptr *x, int n, CUgraphNode *nodes)
         size_t bytes = CHUNK;
         CUdeviceptr a = x[i];
         void *args[] = {&a, &bytes};
-        CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                     .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
-                                     .kernelParams = args};
+        CUDA_KERNEL_NODE_PARAMS p = bump_params(args);
         OK(cuGraphAddKernelNode(&nodes[i], g, i ? &nodes[i - 1] : NULL, i ? 1 : 0, &p));
     }
     return g;
@@ -367,8 +371,7 @@ static void exec_whole_update(void)
     size_t bytes = CHUNK;
     CUdeviceptr a = c[4];
     void *args[] = {&a, &bytes};
-    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+    CUDA_KERNEL_NODE_PARAMS p = bump_params(args);
     OK(cuGraphExecKernelNodeSetParams(e, n0[1], &p));
     launch_fetched(e, s, 2);
     CHECK_EQ_U(counter(c[2]), 3);
@@ -594,8 +597,7 @@ static void nested_places(void)
     size_t bytes = CHUNK;
     CUdeviceptr x = c[1];
     void *args[] = {&x, &bytes};
-    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+    CUDA_KERNEL_NODE_PARAMS p = bump_params(args);
     OK(cuGraphExecKernelNodeSetParams(e, inner[0], &p));
     launch_fetched(e, s, 6);
     CHECK_EQ_U(counter(c[1]), 1);
@@ -691,8 +693,7 @@ static CUgraphNode body_bump(CUgraph g, CUgraphNode dep, CUdeviceptr x)
 {
     size_t bytes = CHUNK;
     void *args[] = {&x, &bytes};
-    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+    CUDA_KERNEL_NODE_PARAMS p = bump_params(args);
     CUgraphNode n;
     OK(cuGraphAddKernelNode(&n, g, dep ? &dep : NULL, dep ? 1 : 0, &p));
     return n;
@@ -756,8 +757,7 @@ static void conditional_body(void)
     size_t bytes = CHUNK;
     CUdeviceptr x = c[3];
     void *args[] = {&x, &bytes};
-    CUDA_KERNEL_NODE_PARAMS p = {.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                 .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .kernelParams = args};
+    CUDA_KERNEL_NODE_PARAMS p = bump_params(args);
     OK(cuGraphExecKernelNodeSetParams(e, b0, &p));
     launch_fetched(e, s, 3 * 3 + 1);
     CHECK_EQ_U(counter(c[3]), 3);
@@ -815,9 +815,7 @@ static double update_ns(const CUdeviceptr c[2], int n)
     void *args[2][2] = {{&arg[0], &bytes}, {&arg[1], &bytes}};
     CUDA_KERNEL_NODE_PARAMS p[2];
     for (int k = 0; k < 2; k++)
-        p[k] = (CUDA_KERNEL_NODE_PARAMS){.func = f_bump, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                         .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1,
-                                         .kernelParams = args[k]};
+        p[k] = bump_params(args[k]);
     CUgraph g;
     CUgraphNode last = NULL;
     OK(cuGraphCreate(&g, 0));
