@@ -7,6 +7,8 @@
 B=128
 L2=0.08
 bad=0
+BAR=1.05   # the bar over the better of none and lru; a caller may set another between cells
+ratios=()  # every cell's ratio so far (best_cell), for a caller's bar on their mean
 
 # best_run FRAC POLICY [VAR=VALUE...] -- PROGRAM ARGS...: runs PROGRAM
 # under POLICY (`defaults`: none set) at LMS_FRAC=FRAC with LMS_THRESHOLD=1M
@@ -33,7 +35,8 @@ best_run() {
 
 # best_cell LABEL FRAC [VAR=VALUE...] -- PROGRAM ARGS...: runs the three
 # policies, prints one line, and sets bad=1 when the defaults take over
-# 1.05x the better of none and lru, a run failed, or a peak passed $B.
+# $BAR x the better of none and lru, a run failed, or a peak passed $B;
+# appends the cell's ratio to `ratios`.
 best_cell() {
     local label=$1 frac=$2 tn pn tl pl td pd verdict
     shift 2
@@ -44,13 +47,14 @@ best_cell() {
         bad=1
         return
     fi
-    verdict=$(awk -v n="$tn" -v l="$tl" -v d="$td" -v b="$B" -v pn="$pn" -v pl="$pl" -v pd="$pd" 'BEGIN {
+    verdict=$(awk -v n="$tn" -v l="$tl" -v d="$td" -v b="$B" -v bar="$BAR" -v pn="$pn" -v pl="$pl" -v pd="$pd" 'BEGIN {
         best = n < l ? n : l
         r = d / best
         msg = sprintf("%.3f", r)
-        if (r > 1.05) msg = msg " OVER"
+        if (r > bar) msg = msg " OVER"
         if (pn > b || pl > b || pd > b) msg = msg " PEAK"
         print msg }')
     printf '%s frac=%-7s none %8.2f lru %8.2f defaults %8.2f ms: %s\n' "$label" "$frac" "$tn" "$tl" "$td" "$verdict"
+    ratios+=("${verdict%% *}")
     case $verdict in *OVER* | *PEAK*) bad=1 ;; esac
 }

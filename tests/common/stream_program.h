@@ -97,6 +97,10 @@ static inline void sp_report(const simgpu_counters *c0, int measured)
     OK(simgpu_get_counters(0, &c1));
     printf("step_ms %.4f\npeak_mib %.1f\n", (c1.modeled_ns - c0->modeled_ns) / 1e6 / measured,
            (double)c1.peak_device_bytes / SP_MiB);
+    printf("moved_mib to_device %.1f to_host %.1f remote %.1f a step\n",
+           (double)(c1.bytes_to_device - c0->bytes_to_device) / SP_MiB / measured,
+           (double)(c1.bytes_to_host - c0->bytes_to_host) / SP_MiB / measured,
+           (double)(c1.remote_bytes - c0->remote_bytes) / SP_MiB / measured);
 }
 
 #endif

@@ -1,25 +1,41 @@
 #!/bin/bash
 # fitted_streams_test.sh PROGRAM — fitted_streams.c (48 functions that
-# the engine fits, launches round robin over 1, 3 or 8 streams, buffers in
-# a cycle: a step the engine learns) under lmshim over the simulated GPU,
-# at 1.5x and 3x a 128 MiB budget, kernels of different streams run one
-# at a time or side by side (SIMGPU_CONCURRENT), at the default LMS_FRAC
-# and at 0.5. The program's `random` kind is not held here
-# (docs/PERFORMANCE.md). Bars, as ratios: lmshim's defaults (no
-# LMS_POLICY) take at most 1.05x the step of the better of LMS_POLICY=none
-# and lru at the same settings; every run's buffers are right and its
+# the engine fits, launches round robin over 1, 3 or 8 streams) under
+# lmshim over the simulated GPU, at 1.5x and 3x a 128 MiB budget, kernels
+# of different streams run one at a time or side by side
+# (SIMGPU_CONCURRENT), at the default LMS_FRAC and at 0.5. Two kinds:
+# `cycle` (buffers in a cycle: a step the engine learns) and `random`
+# (buffer, function and compute drawn at random, seeds 0 and 1: nothing to
+# learn but the functions' prices, and reading in place is nearly free).
+# Bars, as ratios: lmshim's defaults (no LMS_POLICY) take at most 1.05x
+# the step of the better of LMS_POLICY=none and lru at the same settings;
+# `random`, what holds today, so that it cannot get worse unseen: at most
+# 1.35x in each cell and 1.07x on average over its 48 (1.318 and 1.062:
+# a read in place is priced from the shortest duration, so a launch of
+# heavier compute looks slowed by its reads, and a fit on few launches
+# decides; docs/PERFORMANCE.md "Thirteenth round" and "Fourteenth
+# round" say what was tried); every run's buffers are right and its
 # device peak is within the budget.
 set -u
 prog=$1
-. "$(dirname "$0")/../../common/best_of.sh"   # B=128 (MiB), L2, bad
-for conc in 0 1; do
-    for ns in 1 3 8; do
-        for ratio in 1.5 3; do
-            for frac in default 0.5; do
-                best_cell "$(printf 'cycle %-3s streams=%s concurrent=%s' "$ratio" "$ns" "$conc")" "$frac" \
-                    SIMGPU_CONCURRENT=$conc -- "$prog" "$ratio" "$B" cycle "$ns"
+. "$(dirname "$0")/../../common/best_of.sh"   # B=128 (MiB), L2, bad, BAR
+for kind in cycle random; do
+    seeds=0
+    [ $kind = random ] && seeds="0 1" && BAR=1.35 && ratios=()
+    for seed in $seeds; do
+        for conc in 0 1; do
+            for ns in 1 3 8; do
+                for ratio in 1.5 3; do
+                    for frac in default 0.5; do
+                        best_cell "$(printf '%s %-3s streams=%s concurrent=%s seed=%s' "$kind" "$ratio" "$ns" "$conc" "$seed")" \
+                            "$frac" SIMGPU_CONCURRENT=$conc -- "$prog" "$ratio" "$B" "$kind" "$ns" "$seed"
+                    done
+                done
             done
         done
     done
 done
+mean=$(printf '%s\n' "${ratios[@]}" | awk '{s += $1; n++} END {printf "%.4f", n ? s / n : 99}')
+echo "random: mean ratio ${mean} over ${#ratios[@]} cells (bar 1.07)"
+awk -v m="$mean" 'BEGIN {exit !(m <= 1.07)}' || bad=1
 [ $bad = 0 ] && echo PASS || { echo "FAIL: a bar above does not hold" >&2; exit 1; }
