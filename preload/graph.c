@@ -108,10 +108,10 @@ LMS_HOOK_THEN(cuGraphExecNodeSetParams, (CUgraphExec e, CUgraphNode n, CUgraphNo
 LMS_HOOK_THEN(cuGraphExecChildGraphNodeSetParams, (CUgraphExec e, CUgraphNode n, CUgraph child), (e, n, child),
               lms_graph_child_set(e, n, child))
 LMS_HOOK_THEN(cuGraphExecUpdate_v2, (CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info),
-              (e, g, info), lms_graph_updated(e, g))
+              (e, g, info), lms_graph_instantiated(e, g))
 LMS_HOOK_THEN(cuGraphExecUpdate,
               (CUgraphExec e, CUgraph g, CUgraphNode *err, CUgraphExecUpdateResult *result),
-              (e, g, err, result), lms_graph_updated(e, g))
+              (e, g, err, result), lms_graph_instantiated(e, g))
 
 /* A conditional node's bodies are handed out once, when it is made: kept,
  * so that instantiation reads into them (XLA's while and if commands are

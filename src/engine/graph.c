@@ -536,11 +536,6 @@ void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
     store(exec, &found);
 }
 
-void lms_graph_updated(CUgraphExec exec, CUgraph graph)
-{
-    lms_graph_instantiated(exec, graph);
-}
-
 void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void **params, void **extra)
 {
     if (!exec || !node || !lms_residency_any())

@@ -11,12 +11,10 @@
 
 #include "driver.h"
 
-/* A graph was instantiated as `exec`: remember the chunks its kernel nodes
- * pass as parameters (nothing when no managed chunk exists). */
+/* A graph was instantiated as `exec`, or cuGraphExecUpdate made exec's
+ * nodes those of `graph`: remember the chunks its kernel nodes pass as
+ * parameters, read from graph (nothing when no managed chunk exists). */
 void lms_graph_instantiated(CUgraphExec exec, CUgraph graph);
-/* cuGraphExecUpdate made exec's nodes those of `graph`: its chunks are
- * read again from graph. */
-void lms_graph_updated(CUgraphExec exec, CUgraph graph);
 /* Kernel node `node` of exec now runs f with these parameters (an update
  * of one node): its chunks replace the node's in exec's set. */
 void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void **params, void **extra);
