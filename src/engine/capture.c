@@ -252,12 +252,35 @@ void lms_capture_claim_end(uint64_t key, bool freed)
     pthread_mutex_unlock(&lock);
 }
 
+/* The host function lmshim asks the legacy stream for (legacy_refused):
+ * does nothing. */
+static void nothing(void *user)
+{
+    (void)user;
+}
+
+/* A stream-ordered free on the legacy stream (`stream`) while a blocking
+ * stream captures: the driver refuses the program's free so
+ * (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) and the refusal invalidates that
+ * capture. lmshim frees its own placement without the driver's free, so
+ * it asks the driver for the same kind of legacy-stream work, a host
+ * function that does nothing, whose refusal invalidates the capture as the
+ * program's free would have. Had the capture ended meanwhile, the function
+ * runs and does nothing. The program's answer stays the query's. */
+static void legacy_refused(CUstream stream)
+{
+    if (lms_drv.cuLaunchHostFunc)
+        (void)lms_drv.cuLaunchHostFunc(stream, nothing, NULL);
+}
+
 bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
 {
     if (!lms_drv.cuStreamIsCapturing)
         return false;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     *r = lms_drv.cuStreamIsCapturing(stream, &st);
+    if (*r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+        legacy_refused(stream);
     if (*r != CUDA_SUCCESS)
         return true;   /* e.g. the legacy stream tied to a capture: CUDA's error */
     if (st == CU_STREAM_CAPTURE_STATUS_NONE)

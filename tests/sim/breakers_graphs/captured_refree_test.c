@@ -478,6 +478,29 @@ static void program_managed_async_free(void)
     check_clean();
 }
 
+/* A stream-ordered free on the legacy stream while a blocking stream
+ * captures is refused (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) and the capture
+ * ends invalidated, as the driver answers for its own memory: lmshim frees
+ * its placement off the device without the driver's free, and asks the
+ * driver for legacy-stream work whose refusal does the same (before, the
+ * capture stayed valid). The chunk stays, and frees after the capture. */
+static void legacy_free_invalidates(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_DEFAULT));   /* blocking: the legacy stream waits for it */
+    CUdeviceptr c = chunk();
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK_IS(cuMemFreeAsync(c, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    CUgraph g = NULL;
+    CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CHECK(allocated(c));
+    OK(cuMemFree(c));
+    CHECK(!allocated(c));
+    OK(cuStreamDestroy(s));
+    check_clean();
+}
+
 /* A stream-ordered free waits for the work queued before it on its
  * stream, even while another thread's free of the same address (refused:
  * a synchronous free inside that thread's own capture) keeps taking the
@@ -553,6 +576,7 @@ static const test_case cases[] = {
     {"capture_races_own_free", capture_races_own_free},
     {"wrong_kind_races_free", wrong_kind_races_free},
     {"program_managed_async_free", program_managed_async_free},
+    {"legacy_free_invalidates", legacy_free_invalidates},
     {"async_free_waits_under_contention", async_free_waits_under_contention},
 };
 
