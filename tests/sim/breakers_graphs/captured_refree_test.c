@@ -458,6 +458,17 @@ static void wrong_kind_races_free(void)
  * invalidated, as the driver does for a free it cannot capture); before,
  * lmshim freed it as one of its own managed placements, and the
  * program's later cuMemFree was refused. */
+/* Ends the capture of s, which a refused free of p invalidated; p is
+ * still allocated, and a synchronous free then takes it. */
+static void ends_invalidated_keeping(CUstream s, CUdeviceptr p)
+{
+    CUgraph g = NULL;
+    CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CHECK(allocated(p));
+    OK(cuMemFree(p));
+    CHECK(!allocated(p));
+}
+
 static void program_managed_async_free(void)
 {
     setup();
@@ -470,11 +481,7 @@ static void program_managed_async_free(void)
     CHECK(allocated(m));
     OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     CHECK_IS(cuMemFreeAsync(m, s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    CUgraph g = NULL;
-    CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-    CHECK(allocated(m));
-    OK(cuMemFree(m));
-    CHECK(!allocated(m));
+    ends_invalidated_keeping(s, m);
     check_clean();
 }
 
@@ -492,11 +499,7 @@ static void legacy_free_invalidates(void)
     CUdeviceptr c = chunk();
     OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
     CHECK_IS(cuMemFreeAsync(c, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
-    CUgraph g = NULL;
-    CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-    CHECK(allocated(c));
-    OK(cuMemFree(c));
-    CHECK(!allocated(c));
+    ends_invalidated_keeping(s, c);
     OK(cuStreamDestroy(s));
     check_clean();
 }
