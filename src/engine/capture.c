@@ -265,12 +265,11 @@ static void nothing(void *user)
  * capture. lmshim frees its own placement without the driver's free, so
  * it asks the driver for the same kind of legacy-stream work, a host
  * function that does nothing, whose refusal invalidates the capture as the
- * program's free would have. Had the capture ended meanwhile, the function
- * runs and does nothing. The program's answer stays the query's. */
-static void legacy_refused(CUstream stream)
+ * program's free would have. True when the function ran instead: the
+ * capture ended meanwhile, and nothing refuses the free any more. */
+static bool legacy_ran(CUstream stream)
 {
-    if (lms_drv.cuLaunchHostFunc)
-        (void)lms_drv.cuLaunchHostFunc(stream, nothing, NULL);
+    return lms_drv.cuLaunchHostFunc && lms_drv.cuLaunchHostFunc(stream, nothing, NULL) == CUDA_SUCCESS;
 }
 
 bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
@@ -279,8 +278,8 @@ bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r)
         return false;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     *r = lms_drv.cuStreamIsCapturing(stream, &st);
-    if (*r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
-        legacy_refused(stream);
+    if (*r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT && legacy_ran(stream))
+        return false;
     if (*r != CUDA_SUCCESS)
         return true;   /* e.g. the legacy stream tied to a capture: CUDA's error */
     if (st == CU_STREAM_CAPTURE_STATUS_NONE)

@@ -50,7 +50,9 @@ void lms_capture_end_call(CUstream stream, bool was, CUresult r);
  * the answer: on a capturing stream the free becomes a host node of the
  * capture, and the memory is released once a launch of the graph has
  * passed that point, then lms_place_released(c) gives back its residency
- * entry and charge; on the legacy stream tied to a capture, CUDA's error. */
+ * entry and charge; on the legacy stream tied to a capture, CUDA's error
+ * (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT), that capture invalidated as the
+ * driver's refusal would (false when it ended meanwhile). */
 bool lms_capture_free_async(const lms_chunk *c, CUstream stream, CUresult *r);
 
 /* What lms_capture_claim found for an address not in the chunk map. */

@@ -401,11 +401,17 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
          * a launch of the graph passes the free, and so do its residency
          * entry (still fetched and evicted) and its charge:
          * lms_place_released finishes the free then. */
-        if (!lms_capture_free_async(&c, op->stream, &r))
-            r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;   /* the capture ended meanwhile */
-        if (r == CUDA_SUCCESS)
-            back = NULL;   /* listed */
-        goto settle;
+        if (lms_capture_free_async(&c, op->stream, &r)) {
+            if (r == CUDA_SUCCESS)
+                back = NULL;   /* listed */
+            goto settle;
+        }
+        /* The capture ended meanwhile: freed as outside one, after the
+         * stream's work (lms_place_free did not wait for a capturing
+         * stream), as the driver would free its own memory. Before, the
+         * program got CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, an answer
+         * the driver never gives a stream that does not capture. */
+        waited = false;
     }
     /* Not pool memory: a stream-ordered free waits for the stream before
      * anything is taken down; lms_place_free did, before the context lock,
