@@ -252,7 +252,7 @@ void lms_capture_claim_end(uint64_t key, bool freed)
     pthread_mutex_unlock(&lock);
 }
 
-/* The host function lmshim asks the legacy stream for (legacy_refused):
+/* The host function lmshim asks the legacy stream for (legacy_ran):
  * does nothing. */
 static void nothing(void *user)
 {
