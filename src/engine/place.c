@@ -389,8 +389,13 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
     *freed = false;
     /* CUDA frees pinned host memory only with cuMemFreeHost and device
      * memory only with a device free; lmshim's placement does not change
-     * what the program holds. */
-    if (op->host_free != (c.place == LMS_PLACE_PINNED)) {
+     * what the program holds. Where the driver holds the memory as the
+     * program asked for it (the program's own kinds, device placements),
+     * the driver answers a wrong free, a capture's refusal first; a wrong
+     * free of lmshim's own placement is answered here (the driver's free
+     * of it would succeed). */
+    if (op->host_free != (c.place == LMS_PLACE_PINNED) && c.place != LMS_PLACE_DEVICE &&
+        !(c.flags & LMS_CHUNK_PROGRAM)) {
         r = CUDA_ERROR_INVALID_VALUE;
         goto settle;
     }

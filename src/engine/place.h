@@ -41,7 +41,7 @@ typedef struct lms_free_op {
  * real free unchanged (CUDA answers). The free must be the one that matches
  * what the program allocated (cuMemFreeHost for its pinned memory, a device
  * free for the rest, wherever lmshim placed it); another one gets CUDA's
- * INVALID_VALUE. A failed free changes nothing: accounting, the chunk map
+ * INVALID_VALUE (from the driver, where it holds the memory as asked). A failed free changes nothing: accounting, the chunk map
  * and residency change only once the real free succeeded. */
 CUresult lms_place_free(CUdeviceptr p, const lms_free_op *op);
 

@@ -485,6 +485,47 @@ static void program_managed_async_free(void)
     check_clean();
 }
 
+/* The program's own pinned memory given to a device free, and a device
+ * chunk given to cuMemFreeHost: the driver answers, as it would without
+ * lmshim. Outside a capture that is CUDA_ERROR_INVALID_VALUE; during the
+ * thread's own capture the capture's refusal comes first
+ * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and ends the capture
+ * invalidated. Before, lmshim answered CUDA_ERROR_INVALID_VALUE itself
+ * and the capture stayed valid. The memory stays the program's. */
+static void program_pinned_device_free(void)
+{
+    setup();
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    void *h = NULL;
+    unsigned flags = 0;
+    OK(cuMemAllocHost(&h, 4 * MiB));
+    CUdeviceptr hp = (CUdeviceptr)(uintptr_t)h;
+    CHECK_IS(cuMemFreeAsync(hp, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_IS(cuMemFree(hp), CUDA_ERROR_INVALID_VALUE);
+    OK(cuStreamSynchronize(s));
+    OK(cuMemHostGetFlags(&flags, h));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CHECK_IS(cuMemFreeAsync(hp, s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph g = NULL;
+    CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CHECK_IS(cuMemFree(hp), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuMemHostGetFlags(&flags, h));
+    /* A small chunk lmshim keeps on the device, given to cuMemFreeHost. */
+    CUdeviceptr d;
+    OK(cuMemAlloc(&d, 2 * MiB));
+    CHECK_IS(cuMemFreeHost((void *)(uintptr_t)d), CUDA_ERROR_INVALID_VALUE);
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CHECK_IS(cuMemFreeHost((void *)(uintptr_t)d), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    ends_invalidated_keeping(s, d);
+    OK(cuMemFreeHost(h));
+    CHECK_IS(cuMemHostGetFlags(&flags, h), CUDA_ERROR_INVALID_VALUE);
+    OK(cuStreamDestroy(s));
+    check_clean();
+}
+
 /* A stream-ordered free on the legacy stream while a blocking stream
  * captures is refused (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) and the capture
  * ends invalidated, as the driver answers for its own memory: lmshim frees
@@ -649,6 +690,7 @@ static const test_case cases[] = {
     {"capture_races_own_free", capture_races_own_free},
     {"wrong_kind_races_free", wrong_kind_races_free},
     {"program_managed_async_free", program_managed_async_free},
+    {"program_pinned_device_free", program_pinned_device_free},
     {"legacy_free_invalidates", legacy_free_invalidates},
     {"legacy_free_races_end", legacy_free_races_end},
     {"async_free_waits_under_contention", async_free_waits_under_contention},
