@@ -15,6 +15,7 @@
 #include "capture.h"
 #include "chunks.h"
 #include "graph.h"
+#include "grow.h"
 #include "hooks.h"
 #include "log.h"
 #include "place.h"
@@ -33,15 +34,9 @@ static void collect(const lms_chunk *c, void *arg)
     key_list *k = arg;
     if (c->key & LMS_VMM_TAG)
         return;
-    if (k->n == k->cap) {
-        size_t ncap = k->cap ? k->cap * 2 : 256;
-        uint64_t *n = realloc(k->v, ncap * sizeof *n);
-        if (!n) {
-            k->incomplete = true;
-            return;
-        }
-        k->v = n;
-        k->cap = ncap;
+    if (!lms_grow((void **)&k->v, &k->cap, k->n + 1, sizeof *k->v, 256)) {
+        k->incomplete = true;
+        return;
     }
     k->v[k->n++] = c->key;
 }

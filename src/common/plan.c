@@ -11,6 +11,7 @@
  */
 #include "plan.h"
 #include "plan_steps.h"
+#include "grow.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -119,17 +120,7 @@ static void heap_remove(lms_plan_heap *h, const heap_kind *k, lms_plan_chunk *c)
 /* Grows a heap's array to hold `need` chunks. */
 static bool heap_reserve(lms_plan_heap *h, int need)
 {
-    if (need <= h->cap)
-        return true;
-    int ncap = h->cap ? h->cap * 2 : 64;
-    while (ncap < need)
-        ncap *= 2;
-    lms_plan_chunk **a = realloc(h->a, (size_t)ncap * sizeof *a);
-    if (!a)
-        return false;
-    h->a = a;
-    h->cap = ncap;
-    return true;
+    return lms_grow((void **)&h->a, &h->cap, (size_t)need, sizeof *h->a, 64);
 }
 
 /* ---- the resident set ----------------------------------------------------- */

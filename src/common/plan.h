@@ -14,6 +14,7 @@
 #define LMS_PLAN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "policy.h"
@@ -190,7 +191,8 @@ typedef struct lms_plan_blind {
 /* A growable array of chunk pointers used as an indexed heap. */
 typedef struct lms_plan_heap {
     lms_plan_chunk **a;
-    int n, cap;
+    int n;
+    size_t cap;
 } lms_plan_heap;
 
 typedef struct lms_plan {

@@ -22,6 +22,7 @@
 
 #include "account.h"
 #include "array_bytes.h"
+#include "grow.h"
 #include "log.h"
 #include "place.h"
 #include "residency.h"
@@ -131,15 +132,8 @@ static CUresult created(uintptr_t handle, bool mip, uint64_t bytes, lms_array_ro
     pthread_mutex_lock(&lock);
     size_t i = lower(handle, mip);
     bool ok = !at(i, handle, mip);
-    if (ok && nrecs == caprecs) {
-        size_t ncap = caprecs ? caprecs * 2 : 64;
-        array_rec *n = realloc(recs, ncap * sizeof *n);
-        ok = n != NULL;
-        if (ok) {
-            recs = n;
-            caprecs = ncap;
-        }
-    }
+    if (ok)
+        ok = lms_grow((void **)&recs, &caprecs, nrecs + 1, sizeof *recs, 64);
     if (ok) {
         memmove(&recs[i + 1], &recs[i], (nrecs - i) * sizeof *recs);
         recs[i] = (array_rec){.handle = handle, .mip = mip, .ctx = ctx, .charge = charge, .device = device};

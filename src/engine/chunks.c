@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 #define SHARDS 64
 #define EMPTY 0ull
 #define TOMB 1ull     /* a removed entry; keys 0 and 1 are never pointers */
@@ -141,15 +143,7 @@ static lms_take find_copy(uint64_t key, lms_chunk *out, bool take)
         t = LMS_TAKE_FOUND;
         *out = s->slots[i];
         if (take) {
-            if (s->ntaken == s->captaken) {
-                size_t ncap = s->captaken ? s->captaken * 2 : 8;
-                uint64_t *n = realloc(s->taken, ncap * sizeof *n);
-                if (n) {
-                    s->taken = n;
-                    s->captaken = ncap;
-                }
-            }
-            if (s->ntaken < s->captaken)
+            if (lms_grow((void **)&s->taken, &s->captaken, s->ntaken + 1, sizeof *s->taken, 8))
                 s->taken[s->ntaken++] = key;   /* else (no memory) taken unmarked, as a plain remove */
             s->slots[i].key = TOMB;
             s->live--;

@@ -9,6 +9,7 @@
 #include "account.h"
 #include "chunks.h"
 #include "driver.h"
+#include "grow.h"
 
 typedef struct range { uint64_t lo, hi; } range;
 
@@ -27,15 +28,9 @@ static void take(const lms_chunk *c, void *ctx)
         return;
     k->requested += c->size;
     k->reserved += c->charged;
-    if (k->n == k->cap) {
-        size_t ncap = k->cap ? k->cap * 2 : 256;
-        range *n = realloc(k->r, ncap * sizeof *n);
-        if (!n) {
-            k->oom = true;
-            return;
-        }
-        k->r = n;
-        k->cap = ncap;
+    if (!lms_grow((void **)&k->r, &k->cap, k->n + 1, sizeof *k->r, 256)) {
+        k->oom = true;
+        return;
     }
     k->r[k->n++] = (range){c->key, c->key + c->size};
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "log.h"
 #include "scratch.h"
 
@@ -97,7 +98,7 @@ static CUresult kernel_param(uintptr_t h, size_t i, size_t *off, size_t *size)
 static CUresult ask(param_fn get, uintptr_t h, layout *l)
 {
     *l = (layout){.h = h};
-    uint32_t cap = 0;
+    size_t cap = 0;
     for (size_t i = 0; i < MAX_PARAM_BYTES; i++) {
         size_t off = 0, size = 0;
         CUresult r = get(h, i, &off, &size);
@@ -113,16 +114,10 @@ static CUresult ask(param_fn get, uintptr_t h, layout *l)
             return CUDA_SUCCESS;             /* beyond what any launch passes */
         if (size < 8)
             continue;                        /* cannot hold a pointer */
-        if (l->n == cap) {
-            uint32_t ncap = cap ? cap * 2 : 8;
-            wide *n = realloc(l->p, ncap * sizeof *n);
-            if (!n) {
-                free(l->p);
-                *l = (layout){0};
-                return CUDA_ERROR_OUT_OF_MEMORY;
-            }
-            l->p = n;
-            cap = ncap;
+        if (!lms_grow((void **)&l->p, &cap, (size_t)l->n + 1, sizeof *l->p, 8)) {
+            free(l->p);
+            *l = (layout){0};
+            return CUDA_ERROR_OUT_OF_MEMORY;
         }
         l->p[l->n++] = (wide){(uint32_t)i, (uint32_t)size};
     }

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "grow.h"
 #include "options.h"
 
 typedef struct pool_rec {
@@ -41,14 +42,8 @@ static void put(CUmemoryPool pool, int device, bool exportable)
 {
     size_t i = find(pool);
     if (i == nrecs) {
-        if (nrecs == caprecs) {
-            size_t ncap = caprecs ? caprecs * 2 : 16;
-            pool_rec *n = realloc(recs, ncap * sizeof *n);
-            if (!n)
-                return;
-            recs = n;
-            caprecs = ncap;
-        }
+        if (!lms_grow((void **)&recs, &caprecs, nrecs + 1, sizeof *recs, 16))
+            return;
         nrecs++;
     } else if (recs[i].exportable) {
         atomic_fetch_sub(&nexportable, 1);

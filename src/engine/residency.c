@@ -42,6 +42,7 @@
 
 #include "account.h"
 #include "capture.h"
+#include "grow.h"
 #include "log.h"
 #include "place.h"
 #include "plan.h"
@@ -149,9 +150,11 @@ typedef struct live {
 static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
 static res_chunk **by_addr;          /* sorted by ptr */
 static uint64_t *bases;              /* bases[i] = by_addr[i]->ptr: the search stays in one array */
-static int naddr, capaddr, capbases;
+static int naddr;
+static size_t capaddr, capbases;
 static res_chunk **by_id;            /* index: id; NULL once freed */
-static uint32_t nids, capids;
+static uint32_t nids;
+static size_t capids;
 static res_device devices[LMS_MAX_DEVICES] = {
     [0 ... LMS_MAX_DEVICES - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
 
@@ -169,36 +172,11 @@ static int upper(uint64_t p)
     return lo;
 }
 
-/* Grows an array of pointers to hold at least `need` entries. */
-static bool reserve_ptrs(void ***arr, int *cap, int need)
+/* Room in by_addr and bases for `need` chunks (under map_lock, written). */
+static bool room_by_addr(size_t need)
 {
-    if (need <= *cap)
-        return true;
-    int ncap = *cap ? *cap * 2 : 64;
-    while (ncap < need)
-        ncap *= 2;
-    void **n = realloc(*arr, (size_t)ncap * sizeof *n);
-    if (!n)
-        return false;
-    *arr = n;
-    *cap = ncap;
-    return true;
-}
-
-/* Grows `bases` to hold at least `need` entries. */
-static bool reserve_bases(int need)
-{
-    if (need <= capbases)
-        return true;
-    int ncap = capbases ? capbases * 2 : 64;
-    while (ncap < need)
-        ncap *= 2;
-    uint64_t *n = realloc(bases, (size_t)ncap * sizeof *n);
-    if (!n)
-        return false;
-    bases = n;
-    capbases = ncap;
-    return true;
+    return lms_grow((void **)&by_addr, &capaddr, need, sizeof *by_addr, 64) &&
+           lms_grow((void **)&bases, &capbases, need, sizeof *bases, 64);
 }
 
 /* The piece size for a managed chunk of `size` on `device`, or 0 to manage
@@ -238,14 +216,12 @@ int64_t lms_residency_add(uint64_t ptr, uint64_t size, int device)
     }
     c->pieces = k;
     pthread_rwlock_wrlock(&map_lock);
-    int capids_i = (int)capids;
-    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + (int)k) || !reserve_bases(naddr + (int)k) ||
-        !reserve_ptrs((void ***)&by_id, &capids_i, (int)nids + (int)k)) {
+    if (!room_by_addr((size_t)naddr + k) ||
+        !lms_grow((void **)&by_id, &capids, (size_t)nids + k, sizeof *by_id, 64)) {
         pthread_rwlock_unlock(&map_lock);
         free(c);
         return -1;
     }
-    capids = (uint32_t)capids_i;
     if (nids + k > REMOTE_BIT) {   /* ids must stay below the token's flag */
         pthread_rwlock_unlock(&map_lock);
         free(c);
@@ -302,7 +278,7 @@ void lms_residency_put_back(lms_res_chunk *taken)
     int k = (int)c->pieces;
     pthread_rwlock_wrlock(&map_lock);
     /* Its id slots stayed reserved; by_addr may have been filled meanwhile. */
-    if (!reserve_ptrs((void ***)&by_addr, &capaddr, naddr + k) || !reserve_bases(naddr + k)) {
+    if (!room_by_addr((size_t)naddr + (size_t)k)) {
         pthread_rwlock_unlock(&map_lock);
         lms_residency_drop(taken);   /* out of memory: untracked, as if never added */
         return;

@@ -19,6 +19,7 @@
 
 #include "account.h"
 #include "chunks.h"
+#include "grow.h"
 #include "log.h"
 #include "place.h"
 #include "residency.h"
@@ -43,22 +44,6 @@ static vmm_rec **handles;     /* unreleased, sorted by handle */
 static size_t nhandles, caphandles;
 static vmm_map *maps;         /* live mappings, sorted by va */
 static size_t nmaps, capmaps;
-
-/* Grows an array of `elem`-byte entries to hold `need`; false if out of memory. */
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 64;
-    while (ncap < need)
-        ncap *= 2;
-    void *n = realloc(*arr, ncap * elem);
-    if (!n)
-        return false;
-    *arr = n;
-    *cap = ncap;
-    return true;
-}
 
 /* Index of the first record whose handle is >= h (under lock). */
 static size_t handle_lower(uint64_t h)
@@ -175,7 +160,7 @@ void lms_vmm_created(uint64_t handle, int device, uint64_t size)
     pthread_mutex_lock(&lock);
     size_t i = handle_lower(handle);
     bool ok = (i == nhandles || handles[i]->handle != handle) &&
-              grow((void **)&handles, &caphandles, nhandles + 1, sizeof *handles);
+              lms_grow((void **)&handles, &caphandles, nhandles + 1, sizeof *handles, 64);
     if (ok) {
         memmove(&handles[i + 1], &handles[i], (nhandles - i) * sizeof *handles);
         handles[i] = r;
@@ -228,7 +213,7 @@ CUresult lms_vmm_map(CUdeviceptr va, size_t size, size_t offset, uint64_t handle
     vmm_rec *r = i < nhandles && handles[i]->handle == handle ? handles[i] : NULL;
     /* Out of memory for the record: the mapping is made, not counted (its
      * charge may then go at the release, early, never late). */
-    if (r && !grow((void **)&maps, &capmaps, nmaps + 1, sizeof *maps))
+    if (r && !lms_grow((void **)&maps, &capmaps, nmaps + 1, sizeof *maps, 64))
         r = NULL;
     CUresult res = real(va, size, offset, handle, flags);
     if (res == CUDA_SUCCESS && r) {

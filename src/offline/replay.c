@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "addrmap.h"
+#include "grow.h"
 #include "json.h"
 #include "jsonl.h"
 #include "plan.h"
@@ -26,23 +27,9 @@ typedef struct live_alloc {
     int dev;
 } live_alloc;
 
-/* Makes room for one more element of an array of `elem` bytes. */
-static bool room_for_one(void **arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 1024;
-    void *p = realloc(*arr, ncap * elem);
-    if (!p)
-        return false;
-    *arr = p;
-    *cap = ncap;
-    return true;
-}
-
 static bool push_event(lms_trace_data *t, rp_event e)
 {
-    if (!room_for_one((void **)&t->events, &t->capevents, t->nevents, sizeof e))
+    if (!lms_grow((void **)&t->events, &t->capevents, t->nevents + 1, sizeof e, 1024))
         return false;
     t->events[t->nevents++] = e;
     return true;
@@ -50,7 +37,7 @@ static bool push_event(lms_trace_data *t, rp_event e)
 
 static bool push_id(lms_trace_data *t, uint32_t id)
 {
-    if (!room_for_one((void **)&t->ids, &t->capids, t->nids, sizeof id))
+    if (!lms_grow((void **)&t->ids, &t->capids, t->nids + 1, sizeof id, 1024))
         return false;
     t->ids[t->nids++] = id;
     return true;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "addrmap.h"
+#include "grow.h"
 #include "jsonl.h"
 #include "room.h"
 #include "symbolize.h"
@@ -112,20 +113,6 @@ struct lms_report {
 
 static const char *const place_names[5] = {"device", "managed", "host", "vmm", "pinned"};
 
-/* Appends an element to a growable array; false when out of memory. */
-static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 256;
-    void *p = realloc(*arr, ncap * elem);
-    if (!p)
-        return false;
-    *arr = p;
-    *cap = ncap;
-    return true;
-}
-
 lms_report *lms_report_new(void)
 {
     lms_report *r = calloc(1, sizeof(lms_report));
@@ -195,7 +182,7 @@ static site *site_of(file_state *f, int id, bool create)
     size_t *at = id >= 0 ? lms_addrmap_get(&f->site_index, (uint64_t)id + 1) : NULL;
     if (at)
         return &f->sites[*at];
-    if (!create || id < 0 || !grow((void **)&f->sites, &f->capsites, f->nsites, sizeof *f->sites) ||
+    if (!create || id < 0 || !lms_grow((void **)&f->sites, &f->capsites, f->nsites + 1, sizeof *f->sites, 256) ||
         !lms_addrmap_put(&f->site_index, (uint64_t)id + 1, &f->nsites))
         return NULL;
     site *s = &f->sites[f->nsites++];
@@ -215,7 +202,7 @@ static void track_interval(dev_state *d, uint64_t lo, uint64_t size, bool add)
             b = m;
     }
     if (add) {
-        if (!grow((void **)&d->live, &d->caplive, d->nlive, sizeof *d->live))
+        if (!lms_grow((void **)&d->live, &d->caplive, d->nlive + 1, sizeof *d->live, 256))
             return;
         memmove(&d->live[a + 1], &d->live[a], (d->nlive - a) * sizeof *d->live);
         d->live[a] = (interval){lo, size};
@@ -234,7 +221,7 @@ static void sample_now(dev_state *d, double t)
     uint64_t used = d->device + d->resident;
     if (used > d->peak)
         d->peak = used;
-    if (!grow((void **)&d->samples, &d->capsamples, d->nsamples, sizeof *d->samples))
+    if (!lms_grow((void **)&d->samples, &d->capsamples, d->nsamples + 1, sizeof *d->samples, 256))
         return;
     uint64_t span = d->nlive ? d->live[d->nlive - 1].lo + d->live[d->nlive - 1].size - d->live[0].lo : 0;
     d->samples[d->nsamples++] = (sample){t, d->device, d->resident, d->host,
@@ -577,7 +564,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
             d->evicted += (uint64_t)bytes;
         else
             d->prefetched += (uint64_t)bytes;
-        if (grow((void **)&d->moves, &d->capmoves, d->nmoves, sizeof *d->moves))
+        if (lms_grow((void **)&d->moves, &d->capmoves, d->nmoves + 1, sizeof *d->moves, 256))
             d->moves[d->nmoves++] = (move){t, evict, (uint64_t)bytes, (uint32_t)id};
         sample_now(d, t);
         return NULL;
@@ -587,7 +574,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
             d->oom++;
         else
             d->fallbacks++;
-        if (grow((void **)&d->marks, &d->capmarks, d->nmarks, sizeof *d->marks))
+        if (lms_grow((void **)&d->marks, &d->capmarks, d->nmarks + 1, sizeof *d->marks, 256))
             d->marks[d->nmarks++] = (mark){t, type[0]};
         return NULL;
     }
@@ -614,7 +601,7 @@ static const char *take(const lms_json *j, size_t lineno, void *ctx)
 
 int lms_report_add(lms_report *r, const char *path, FILE *errors)
 {
-    if (r->nfiles == INT32_MAX || !grow((void **)&r->files, &r->capfiles, (size_t)r->nfiles, sizeof *r->files))
+    if (r->nfiles == INT32_MAX || !lms_grow((void **)&r->files, &r->capfiles, (size_t)r->nfiles + 1, sizeof *r->files, 256))
         return -1;
     file_state *f = calloc(1, sizeof *f);
     if (!f)
@@ -641,7 +628,7 @@ int lms_report_add(lms_report *r, const char *path, FILE *errors)
 
 void lms_report_add_text(lms_report *r, const char *name, const char *text, size_t len, FILE *errors)
 {
-    if (r->nfiles == INT32_MAX || !grow((void **)&r->files, &r->capfiles, (size_t)r->nfiles, sizeof *r->files))
+    if (r->nfiles == INT32_MAX || !lms_grow((void **)&r->files, &r->capfiles, (size_t)r->nfiles + 1, sizeof *r->files, 256))
         return;
     file_state *f = calloc(1, sizeof *f);
     if (!f)
