@@ -19,16 +19,18 @@
 #include "graph.h"
 
 #include <pthread.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "launch.h"
 #include "log.h"
 #include "place.h"
 #include "residency.h"
 
-#define EXECS 1024          /* executable graphs remembered (open addressing) */
+#define EXECS_FIRST 1024    /* slots of the graph table at first; it doubles at three quarters full */
 #define IN_FLIGHT 256       /* graph launches pinned at once */
 
 typedef struct node_ids {
@@ -61,7 +63,8 @@ typedef struct exec_entry {
     int capindex;
     nest *nests;            /* nests read (nnests, capnests; malloc'd, owned), each
                                after the nest that holds it */
-    int nnests, capnests;
+    int nnests;
+    size_t capnests;
     uint32_t next_nest;     /* the id of the next nest (ids start at 1) */
     bool stale;             /* a node changed since ids was made */
 } exec_entry;
@@ -76,56 +79,107 @@ typedef struct flight {
 #define TOMB ((CUgraphExec)(uintptr_t)1)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static exec_entry execs[EXECS];      /* under lock */
+static exec_entry *execs;            /* capexecs slots (open addressing), calloc'd, under lock */
+static size_t capexecs;              /* a power of two, or 0 before the first graph */
+static size_t used;                  /* slots not empty: entries and removed ones (under lock) */
 static flight flights[IN_FLIGHT];    /* under lock */
 static atomic_int nflights;
 static atomic_flag polling = ATOMIC_FLAG_INIT;   /* a poll runs: others skip theirs */
 
-static int tombs;   /* removed slots in execs (under lock) */
+static size_t tombs;   /* removed slots in execs (under lock) */
 
-/* The first slot exec's probe looks at (10 bits: EXECS slots). */
+/* The first slot exec's probe looks at (the hash's top bits: capexecs
+ * slots, capexecs > 0). */
 static size_t exec_hash(CUgraphExec exec)
 {
-    return ((uintptr_t)exec >> 4) * 0x9e3779b97f4a7c15ull >> 54;
+    uint64_t h = ((uintptr_t)exec >> 4) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> (64 - __builtin_ctzll(capexecs)));
 }
 
-/* Rehashes execs in place when removed slots fill a quarter of the table:
- * a lookup of an absent handle stops at the first empty slot, and with
- * none left it scanned every slot (under lock). */
+/* Rebuilds the table with `cap` slots (a power of two), its removed
+ * slots left out; false when out of memory (the table stays as it was).
+ * Under lock. */
+static bool rehash(size_t cap)
+{
+    exec_entry *old = execs;
+    size_t oldcap = capexecs;
+    exec_entry *t = calloc(cap, sizeof *t);
+    if (!t)
+        return false;
+    execs = t;
+    capexecs = cap;
+    used = 0;
+    for (size_t i = 0; i < oldcap; i++) {
+        if (!old[i].exec || old[i].exec == TOMB)
+            continue;
+        size_t h = exec_hash(old[i].exec);
+        while (execs[h & (cap - 1)].exec)
+            h++;
+        execs[h & (cap - 1)] = old[i];
+        used++;
+    }
+    tombs = 0;
+    free(old);
+    return true;
+}
+
+/* Rehashes the table when removed slots fill a quarter of it: a lookup
+ * of an absent handle stops at the first empty slot, and with none left
+ * it scanned every slot (under lock). Out of memory, they stay. */
 static void sweep_tombs(void)
 {
-    if (tombs * 4 < EXECS)
-        return;
-    static exec_entry live[EXECS];   /* under lock */
-    int n = 0;
-    for (int i = 0; i < EXECS; i++)
-        if (execs[i].exec && execs[i].exec != TOMB)
-            live[n++] = execs[i];
-    memset(execs, 0, sizeof execs);
-    tombs = 0;
-    for (int k = 0; k < n; k++) {
-        size_t h = exec_hash(live[k].exec);
-        while (execs[h % EXECS].exec)
-            h++;
-        execs[h % EXECS] = live[k];
-    }
+    if (tombs * 4 >= capexecs)
+        rehash(capexecs);
 }
 
-/* The slot of exec, or (insert) a free one; NULL when full or absent. */
-static exec_entry *slot_of(CUgraphExec exec, bool insert)
+/* The slot of exec, NULL when absent (under lock). */
+static exec_entry *slot_of(CUgraphExec exec)
 {
+    if (!capexecs)
+        return NULL;
     size_t h = exec_hash(exec);
-    exec_entry *tomb = NULL;
-    for (size_t k = 0; k < EXECS; k++) {
-        exec_entry *e = &execs[(h + k) % EXECS];
+    for (size_t k = 0; k < capexecs; k++) {
+        exec_entry *e = &execs[(h + k) & (capexecs - 1)];
         if (e->exec == exec)
             return e;
-        if (e->exec == TOMB && !tomb)
-            tomb = e;
         if (!e->exec)
-            return insert ? (tomb ? tomb : e) : NULL;
+            return NULL;
     }
-    return insert ? tomb : NULL;
+    return NULL;
+}
+
+/* The slot of exec, made when absent (an entry naming exec and holding
+ * nothing): the table is made, or doubled, first when that would fill
+ * more than three quarters of it. NULL when out of memory (under lock). */
+static exec_entry *slot_made(CUgraphExec exec)
+{
+    exec_entry *e = slot_of(exec);
+    if (e)
+        return e;
+    if ((used + 1) * 4 > capexecs * 3 && !rehash(capexecs ? capexecs * 2 : EXECS_FIRST) &&
+        used + 1 >= capexecs)
+        return NULL;   /* out of memory and no empty slot left to end the probes */
+    size_t h = exec_hash(exec);
+    for (size_t k = 0; k < capexecs; k++) {
+        e = &execs[(h + k) & (capexecs - 1)];
+        if (e->exec == TOMB || !e->exec) {
+            if (e->exec == TOMB)
+                tombs--;
+            else
+                used++;
+            *e = (exec_entry){.exec = exec};
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/* Removes e's entry (what it owned is the caller's to free); under lock. */
+static void slot_remove(exec_entry *e)
+{
+    *e = (exec_entry){.exec = TOMB};
+    tombs++;
+    sweep_tombs();
 }
 
 /* A malloc'd copy of ids[0..n) (the caller owns it), or NULL when n is
@@ -154,14 +208,8 @@ static void entry_free(exec_entry *e)
  * when out of memory. */
 static bool entry_add_nest(exec_entry *e, uint32_t id, uint32_t parent, CUgraphNode node, int left)
 {
-    if (e->nnests == e->capnests) {
-        int ncap = e->capnests ? e->capnests * 2 : 8;
-        nest *nn = realloc(e->nests, (size_t)ncap * sizeof *nn);
-        if (!nn)
-            return false;
-        e->nests = nn;
-        e->capnests = ncap;
-    }
+    if (!lms_grow((void **)&e->nests, &e->capnests, (size_t)e->nnests + 1, sizeof *e->nests, 8))
+        return false;
     e->nests[e->nnests++] = (nest){id, parent, node, left, false};
     if (id >= e->next_nest)
         e->next_nest = id + 1;
@@ -234,18 +282,17 @@ static bool entry_grow(exec_entry *e)
 {
     if (e->nnodes < e->capnodes)
         return true;
-    int ncap = e->capnodes ? e->capnodes * 2 : 8;
-    node_ids *nn = realloc(e->nodes, (size_t)ncap * sizeof *nn);
-    if (!nn)
+    size_t ncap = (size_t)e->capnodes;
+    if (ncap > INT_MAX / 4 ||
+        !lms_grow((void **)&e->nodes, &ncap, (size_t)e->nnodes + 1, sizeof *e->nodes, 8))
         return false;
-    e->nodes = nn;
-    int *ni = calloc((size_t)ncap * 2, sizeof *ni);
+    int *ni = calloc(ncap * 2, sizeof *ni);
     if (!ni)
         return false;   /* nodes grown, capnodes not: tried again next time */
     free(e->index);
     e->index = ni;
-    e->capindex = ncap * 2;
-    e->capnodes = ncap;
+    e->capindex = (int)ncap * 2;
+    e->capnodes = (int)ncap;
     for (int k = 0; k < e->nnodes; k++)
         index_put(e, k);
     return true;
@@ -501,16 +548,14 @@ static void store(CUgraphExec exec, exec_entry *found)
     exec_entry old = {0};
     bool full = false;
     pthread_mutex_lock(&lock);
-    exec_entry *e = slot_of(exec, keep);
-    if (e && e->exec == exec)
-        old = *e;   /* instantiated again under the same handle, or updated */
+    exec_entry *e = keep ? slot_made(exec) : slot_of(exec);
+    if (e)
+        old = *e;   /* instantiated again under the same handle, or updated (a new one holds nothing) */
     if (e && keep) {
-        tombs -= e->exec == TOMB;
         *e = *found;
-    } else if (e && e->exec == exec) {
-        *e = (exec_entry){.exec = TOMB};
-        tombs++;
-        sweep_tombs();
+        e->exec = exec;
+    } else if (e) {
+        slot_remove(e);
     }
     full = keep && !e;
     pthread_mutex_unlock(&lock);
@@ -518,7 +563,7 @@ static void store(CUgraphExec exec, exec_entry *found)
     if (!keep || full)
         entry_free(found);
     if (full)
-        lms_log(LMS_LEVEL_INFO, "graph table full: a graph's chunks are read over the link");
+        lms_log(LMS_LEVEL_INFO, "graph table: out of memory: a graph's chunks are read over the link");
 }
 
 void lms_graph_instantiated(CUgraphExec exec, CUgraph graph)
@@ -544,11 +589,9 @@ void lms_graph_node_set(CUgraphExec exec, CUgraphNode node, CUfunction f, void *
     bool oom = false;
     uint32_t *ids = node_chunks(f, params, extra, &n, &oom);
     pthread_mutex_lock(&lock);
-    exec_entry *e = slot_of(exec, false);
-    if (!e && n > 0 && (e = slot_of(exec, true)) != NULL) {
-        tombs -= e->exec == TOMB;
-        *e = (exec_entry){.exec = exec};   /* none of its nodes had chunks before */
-    }
+    exec_entry *e = slot_of(exec);
+    if (!e && n > 0)
+        e = slot_made(exec);   /* none of its nodes had chunks before */
     if (e && oom) {
         /* Its new chunks unknown: the old ones stay, fetched for nothing
          * at worst, and the new ones are read over the link. */
@@ -573,7 +616,7 @@ void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph
      * never read into, it is taken as a node of the graph's own. */
     int left = -1;
     pthread_mutex_lock(&lock);
-    exec_entry *e = slot_of(exec, false);
+    exec_entry *e = slot_of(exec);
     for (int i = 0; e && i < e->nnests; i++)
         if (e->nests[i].node == child_node && e->nests[i].left > left)
             left = e->nests[i].left;
@@ -586,11 +629,9 @@ void lms_graph_child_set(CUgraphExec exec, CUgraphNode child_node, CUgraph graph
     if (!read_graph(graph, scan, &found, left, 0))
         atomic_store(&mem_nodes_seen, true);   /* not all read: it may allocate */
     pthread_mutex_lock(&lock);
-    e = slot_of(exec, false);
-    if (!e && (found.nnodes > 0 || found.nnests > 0) && (e = slot_of(exec, true)) != NULL) {
-        tombs -= e->exec == TOMB;
-        *e = (exec_entry){.exec = exec};   /* none of its nodes had chunks before */
-    }
+    e = slot_of(exec);
+    if (!e && (found.nnodes > 0 || found.nnests > 0))
+        e = slot_made(exec);   /* none of its nodes had chunks before */
     /* Every place the handle names (one graph given to two child graph
      * nodes names two), ids taken first: the merges add nests. */
     int nplaces = 0;
@@ -623,12 +664,10 @@ void lms_graph_forget(CUgraphExec exec)
 {
     exec_entry old = {0};
     pthread_mutex_lock(&lock);
-    exec_entry *e = slot_of(exec, false);
+    exec_entry *e = slot_of(exec);
     if (e) {
         old = *e;
-        *e = (exec_entry){.exec = TOMB};
-        tombs++;
-        sweep_tombs();
+        slot_remove(e);
     }
     pthread_mutex_unlock(&lock);
     entry_free(&old);
@@ -639,7 +678,7 @@ int lms_graph_chunks(CUgraphExec exec, uint32_t **ids)
     int n = 0;
     *ids = NULL;
     pthread_mutex_lock(&lock);
-    exec_entry *e = slot_of(exec, false);
+    exec_entry *e = slot_of(exec);
     if (e)
         entry_union(e);   /* after a node's update; out of memory: the union before */
     if (e && (*ids = ids_copy(e->ids, e->n)) != NULL)

@@ -796,6 +796,38 @@ static void many_execs(void)
     free_fresh(dev, c, 2);
 }
 
+/* 3,000 executable graphs alive at once, past the 1,024 slots lmshim's
+ * table starts with: the last one made, launched first (its chunks still
+ * off the device), finds them fetched, and so do the others; then all are
+ * destroyed (their removed entries swept from the grown table). Before,
+ * the table held 1,024 and the graphs past it were read over the link. */
+static void execs_past_table(void)
+{
+    CUdeviceptr dev[2], c[2];
+    CUstream s = setup_fresh(dev, c, 2);
+    CUgraphNode nodes[2];
+    CUgraph g = chain_graph(c, 2, nodes);
+    enum { ALIVE = 3000 };
+    CUgraphExec *e = calloc(ALIVE, sizeof *e);
+    CHECK(e != NULL);
+    for (int k = 0; k < ALIVE; k++)
+        OK(cuGraphInstantiate(&e[k], g, 0));
+    launch_fetched(e[ALIVE - 1], s, 2);
+    launch_fetched(e[0], s, 2);
+    launch_fetched(e[ALIVE / 2], s, 2);
+    for (int k = 0; k < ALIVE; k++)
+        OK(cuGraphExecDestroy(e[k]));
+    /* A graph made after the table emptied is followed as well. */
+    CUgraphExec again;
+    OK(cuGraphInstantiate(&again, g, 0));
+    launch_fetched(again, s, 2);
+    OK(cuGraphExecDestroy(again));
+    OK(cuGraphDestroy(g));
+    free(e);
+    CHECK_EQ_U(counter(c[0]), 4);
+    free_fresh(dev, c, 2);
+}
+
 /* CPU time of this thread, ns (time-slicing by other processes does not
  * count). */
 static double thread_ns(void)
@@ -859,6 +891,7 @@ static const test_case cases[] = {
     {"exec_whole_update", exec_whole_update},
     {"child_graph", child_graph},
     {"many_execs", many_execs},
+    {"execs_past_table", execs_past_table},
     {"update_cost_flat", update_cost_flat},
     {"child_graph_update", child_graph_update},
     {"child_graph_update_two", child_graph_update_two},
