@@ -741,18 +741,6 @@ void lms_graph_fork_child(void)
     lms_graph_pool_fork_child();
     lms_graph_conditional_fork_child();
     atomic_flag_clear(&polling);   /* a poll of another thread does not go on in the child */
-    /* The parent's graph launches in flight are not the child's work: their
-     * events may never complete here (a driver that lets a child use CUDA
-     * does not run the parent's streams in it). The residency engine's
-     * child handler let their chunks go (every pin); the flights are
-     * forgotten, their events (the parent's) not destroyed. */
-    for (int i = 0; i < IN_FLIGHT; i++) {
-        if (!flights[i].ev)
-            continue;   /* a free slot (its ids are another's, or freed) */
-        free(flights[i].ids);
-        flights[i] = (flight){0};
-    }
-    atomic_store(&nflights, 0);
 }
 
 static void graph_poll(void);

@@ -1633,18 +1633,8 @@ void lms_residency_fork_child(void)
     pthread_rwlock_init(&map_lock, NULL);
     for (int i = 0; i < LMS_MAX_DEVICES; i++)
         pthread_mutex_init(&devices[i].lock, NULL);
-    /* Launches of the parent's other threads never reach after() here,
-     * and neither the parent's graph launches in flight nor its other
-     * threads' launches under way hold their chunks in the child: every
-     * pin goes (held for good, they left the child's own launches no room
-     * to fetch into; graph.c drops its flights). */
-    for (int i = 0; i < naddr; i++) {
-        res_chunk *c = by_addr[i];
-        c->remote = 0;
-        if (c->device < 0 || c->device >= LMS_MAX_DEVICES || !devices[c->device].ready)
-            continue;
-        while (c->pc.pins > 0)
-            lms_plan_used(&devices[c->device].plan, &c->pc, 0);
-    }
+    /* Launches of the parent's other threads never reach after() here. */
+    for (int i = 0; i < naddr; i++)
+        by_addr[i]->remote = 0;
 }
 

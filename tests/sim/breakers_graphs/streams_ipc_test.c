@@ -266,82 +266,6 @@ static void fork_after_launches(void)
     check_invariants();
 }
 
-/* True under a policy that fetches (not LMS_POLICY=none). */
-static bool policy_fetches(void)
-{
-    const char *p = getenv("LMS_POLICY");
-    return !p || strcmp(p, "none") != 0;
-}
-
-/* Four threads are held inside launches (gate kernels) over four chunks,
- * the whole budget, when the main thread forks. In the child (the
- * simulator lets it use CUDA) those launches never end, so they must not
- * hold their chunks: the child's launch over a fifth chunk finds room to
- * fetch it (nothing read over the link), and its graph launch too. The
- * parent then opens the gate and goes on. Before, the parent's launches
- * under way (and its graph launches in flight) stayed pinned in the child
- * for good, and the child read its chunk over the link (an outside
- * helper's program: up to 30 of 30 children with four threads launching
- * graphs). */
-static void fork_with_launches_held(void)
-{
-    setup();
-    CUdeviceptr g[4], x = chunk(), y = chunk();
-    CUstream b, gs[4];
-    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
-    for (int i = 0; i < 4; i++) {
-        g[i] = chunk();
-        OK(cuStreamCreate(&gs[i], CU_STREAM_NON_BLOCKING));
-    }
-    CUgraphExec e = capture_bumps(b, &y, 1);
-    OK(cuCtxSynchronize());
-    atomic_store(&gate_entered, 0);
-    atomic_store(&gate_open, 0);
-    gate_job gj[4];
-    pthread_t gt[4];
-    for (int i = 0; i < 4; i++) {
-        gj[i] = (gate_job){.s = gs[i], .x = g[i], .f = f_gate};
-        CHECK(pthread_create(&gt[i], NULL, gate_work, &gj[i]) == 0);
-        while (atomic_load(&gate_entered) <= i)
-            sched_yield();
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        alarm(60);
-        simgpu_counters c0, c1;
-        if (simgpu_get_counters(0, &c0) != CUDA_SUCCESS || launch_bump(x, b) != CUDA_SUCCESS ||
-            cuGraphLaunch(e, b) != CUDA_SUCCESS || cuStreamSynchronize(b) != CUDA_SUCCESS ||
-            simgpu_get_counters(0, &c1) != CUDA_SUCCESS)
-            _exit(2);
-        if (counter(x) != 1 || counter(y) != 1)
-            _exit(3);
-        if (policy_fetches() && c1.remote_bytes != c0.remote_bytes) {
-            fprintf(stderr, "child: %llu bytes read over the link\n",
-                    (unsigned long long)(c1.remote_bytes - c0.remote_bytes));
-            _exit(4);
-        }
-        _exit(0);
-    }
-    int status = 0;
-    CHECK(waitpid(pid, &status, 0) == pid);
-    atomic_store(&gate_open, 1);
-    for (int i = 0; i < 4; i++) {
-        CHECK(pthread_join(gt[i], NULL) == 0);
-        OK(gj[i].r);
-    }
-    CHECK(WIFEXITED(status));
-    CHECK_EQ_U(WEXITSTATUS(status), 0);
-    OK(launch_bump(x, b));
-    OK(cuGraphLaunch(e, b));
-    OK(cuCtxSynchronize());
-    CHECK_EQ_U(counter(x), 1);
-    CHECK_EQ_U(counter(y), 1);
-    OK(cuGraphExecDestroy(e));
-    check_invariants();
-}
-
 /* ---- IPC and exportable pools ------------------------------------------------- */
 
 /* An exportable pool made the device's current pool: cuMemAllocAsync
@@ -494,7 +418,6 @@ static const test_case cases[] = {
     {"slot_taken_mid_launch", slot_taken_mid_launch},
     {"eight_threads", eight_threads},
     {"fork_after_launches", fork_after_launches},
-    {"fork_with_launches_held", fork_with_launches_held},
     {"ipc_current_pool", ipc_current_pool},
     {"ipc_odd_pointers", ipc_odd_pointers},
     {"ipc_advice_works", ipc_advice_works},
