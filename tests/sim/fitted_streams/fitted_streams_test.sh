@@ -13,7 +13,7 @@
 # 1.35x in each cell and 1.07x on average over its 48 (1.318 and 1.062:
 # a read in place is priced from the shortest duration, so a launch of
 # heavier compute looks slowed by its reads, and a fit on few launches
-# decides; docs/PERFORMANCE.md "Thirteenth round" and "Fourteenth
+# decides; docs/PERFORMANCE.md "Thirteenth round" to "Fifteenth
 # round" say what was tried); every run's buffers are right and its
 # device peak is within the budget. RANDOM_SEEDS="0 1 2 3" runs other
 # seeds of `random` (docs/PERFORMANCE.md's 96 cells).
