@@ -12,6 +12,7 @@
 #include "account.h"
 #include "addrmap.h"
 #include "chunks.h"
+#include "grow.h"
 #include "launch.h"
 #include "log.h"
 #include "options.h"
@@ -242,10 +243,34 @@ static void launch_shape(void)
     CHECK(lms_launch_shape(0xffffffffu, 1, 1) == lms_launch_shape(0xf0000000u, 1, 1));
 }
 
+/* lms_grow: the first room, doubling until the need is held, nothing
+ * done when it is, and a refusal that leaves the array as it was where
+ * the bytes would overflow. */
+static void grow_rule(void)
+{
+    uint64_t *a = NULL;
+    size_t cap = 0;
+    CHECK(lms_grow((void **)&a, &cap, 1, sizeof *a, 8) && a && cap == 8);
+    a[7] = 42;
+    CHECK(lms_grow((void **)&a, &cap, 8, sizeof *a, 8) && cap == 8);   /* held: unchanged */
+    CHECK(lms_grow((void **)&a, &cap, 9, sizeof *a, 8) && cap == 16 && a[7] == 42);
+    CHECK(lms_grow((void **)&a, &cap, 100, sizeof *a, 8) && cap == 128 && a[7] == 42);
+    uint64_t *was = a;
+    CHECK(!lms_grow((void **)&a, &cap, SIZE_MAX / 4, sizeof *a, 8));   /* the bytes overflow */
+    CHECK(!lms_grow((void **)&a, &cap, SIZE_MAX, 1, 8));               /* the count overflows */
+    CHECK(a == was && cap == 128 && a[7] == 42);
+    free(a);
+    char *b = NULL;
+    size_t bcap = 0;
+    CHECK(lms_grow((void **)&b, &bcap, 3, 1, 0) && bcap == 4);   /* no first room: from one */
+    free(b);
+}
+
 static const test_case cases[] = {
     {"address_map", address_map},
     {"launch_shape", launch_shape},
     {"sizes", sizes},
+    {"grow_rule", grow_rule},
     {"option_defaults", option_defaults},
     {"option_values", option_values},
     {"option_bad_values", option_bad_values},
