@@ -391,9 +391,10 @@ static CUresult free_chunk(CUdeviceptr p, lms_chunk c, const lms_free_op *op, bo
      * memory only with a device free; lmshim's placement does not change
      * what the program holds. Where the driver holds the memory as the
      * program asked for it (the program's own kinds, device placements),
-     * the driver answers a wrong free, a capture's refusal first; a wrong
-     * free of lmshim's own placement is answered here (the driver's free
-     * of it would succeed). */
+     * the driver answers a wrong free, a capture's refusal first. A wrong
+     * free of lmshim's own placement is answered here: the driver holds
+     * that memory as another kind than the program asked for (its
+     * cuMemFreeHost would free lmshim's pinned placement). */
     if (op->host_free != (c.place == LMS_PLACE_PINNED) && c.place != LMS_PLACE_DEVICE &&
         !(c.flags & LMS_CHUNK_PROGRAM)) {
         r = CUDA_ERROR_INVALID_VALUE;

@@ -1,7 +1,8 @@
 /*
  * engine_test.c — the engine's modules alone, no CUDA library involved:
- * sizes, option parsing and defaults, the chunk map under threads, budget
- * accounting, log path expansion, the classes of launch grids.
+ * sizes, growable arrays, option parsing and defaults, the chunk map under
+ * threads, budget accounting, log path expansion, the classes of launch
+ * grids.
  */
 #include <pthread.h>
 #include <stdint.h>

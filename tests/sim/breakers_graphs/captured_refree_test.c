@@ -513,6 +513,9 @@ static void program_pinned_device_free(void)
     CHECK_IS(cuMemFree(hp), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     CHECK_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     OK(cuMemHostGetFlags(&flags, h));
+    lms_device_stats st;
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.live_chunks[4], 1);   /* pinned: lmshim still tracks it */
     /* A small chunk lmshim keeps on the device, given to cuMemFreeHost. */
     CUdeviceptr d;
     OK(cuMemAlloc(&d, 2 * MiB));
@@ -520,8 +523,12 @@ static void program_pinned_device_free(void)
     OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     CHECK_IS(cuMemFreeHost((void *)(uintptr_t)d), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     ends_invalidated_keeping(s, d);
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.live_chunks[4], 1);
     OK(cuMemFreeHost(h));
     CHECK_IS(cuMemHostGetFlags(&flags, h), CUDA_ERROR_INVALID_VALUE);
+    CHECK(get_stats(0, &st) == 0);
+    CHECK_EQ_U(st.live_chunks[4], 0);
     OK(cuStreamDestroy(s));
     check_clean();
 }

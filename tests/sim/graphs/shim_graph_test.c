@@ -797,35 +797,40 @@ static void many_execs(void)
 }
 
 /* 3,000 executable graphs alive at once, past the 1,024 slots lmshim's
- * table starts with: the last one made, launched first (its chunks still
- * off the device), finds them fetched, and so do the others; then all are
- * destroyed (their removed entries swept from the grown table). Before,
- * the table held 1,024 and the graphs past it were read over the link. */
+ * table starts with, then all destroyed (their removed entries swept from
+ * the grown table) and one more made. Four launches are checked, each of
+ * a graph over a pair of chunks never touched before (off the device: only
+ * a graph lmshim follows finds them fetched): the last graph made, the
+ * first, one in the middle and the one made after. Before, the table held
+ * 1,024 and the graphs past it were read over the link. */
 static void execs_past_table(void)
 {
-    CUdeviceptr dev[2], c[2];
-    CUstream s = setup_fresh(dev, c, 2);
+    CUdeviceptr dev[2], c[8];
+    CUstream s = setup_fresh(dev, c, 8);
     CUgraphNode nodes[2];
-    CUgraph g = chain_graph(c, 2, nodes);
+    CUgraph g[4];
+    for (int k = 0; k < 4; k++)
+        g[k] = chain_graph(&c[2 * k], 2, nodes);
     enum { ALIVE = 3000 };
     CUgraphExec *e = calloc(ALIVE, sizeof *e);
     CHECK(e != NULL);
     for (int k = 0; k < ALIVE; k++)
-        OK(cuGraphInstantiate(&e[k], g, 0));
-    launch_fetched(e[ALIVE - 1], s, 2);
-    launch_fetched(e[0], s, 2);
-    launch_fetched(e[ALIVE / 2], s, 2);
+        OK(cuGraphInstantiate(&e[k], g[k == 0 ? 1 : k == ALIVE / 2 ? 2 : 0], 0));
+    launch_fetched(e[ALIVE - 1], s, 2);   /* pair 0 */
+    launch_fetched(e[0], s, 2);           /* pair 1 */
+    launch_fetched(e[ALIVE / 2], s, 2);   /* pair 2 */
     for (int k = 0; k < ALIVE; k++)
         OK(cuGraphExecDestroy(e[k]));
-    /* A graph made after the table emptied is followed as well. */
     CUgraphExec again;
-    OK(cuGraphInstantiate(&again, g, 0));
-    launch_fetched(again, s, 2);
+    OK(cuGraphInstantiate(&again, g[3], 0));
+    launch_fetched(again, s, 2);          /* pair 3 */
     OK(cuGraphExecDestroy(again));
-    OK(cuGraphDestroy(g));
+    for (int k = 0; k < 4; k++)
+        OK(cuGraphDestroy(g[k]));
     free(e);
-    CHECK_EQ_U(counter(c[0]), 4);
-    free_fresh(dev, c, 2);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ_U(counter(c[i]), 1);
+    free_fresh(dev, c, 8);
 }
 
 /* CPU time of this thread, ns (time-slicing by other processes does not
