@@ -38,5 +38,7 @@ for kind in cycle random; do
 done
 mean=$(printf '%s\n' "${ratios[@]}" | awk '{s += $1; n++} END {printf "%.4f", n ? s / n : 99}')
 echo "random: mean ratio ${mean} over ${#ratios[@]} cells (bar 1.07)"
+# What docs/PERFORMANCE.md counts: the cells over 1.05 and the worst.
+printf '%s\n' "${ratios[@]}" | awk '{if ($1 > 1.05) o++; if ($1 > w) w = $1} END {printf "random: %d cells over 1.05, the worst %.3f\n", o, w}'
 awk -v m="$mean" 'BEGIN {exit !(m <= 1.07)}' || bad=1
 [ $bad = 0 ] && echo PASS || { echo "FAIL: a bar above does not hold" >&2; exit 1; }
