@@ -66,6 +66,26 @@
  * act on drops the window under way (its time is not the ways'): the way
  * chosen stays, and trials under way end, the rules deciding (the next
  * launch with nothing to act on starts them again).
+ *
+ * Prices judged. The trials time the two ways of the chunks no price
+ * decides; a chunk with a price goes where its price says in both
+ * windows. A price near a fetch's cost decides on a small margin, and
+ * one that stands on launches whose compute varies from launch to
+ * launch is biased (a slowdown is measured from the shortest duration
+ * seen): kernels whose compute was drawn per launch priced one-pass
+ * reads at 1-2x a fetch, and fetching what they named lost to both
+ * simple ways (up to 1.32x the better of `none` and `lru`: tests/sim/
+ * fitted_streams `random`). So where one chunk in BW_AGAINST of those
+ * decided went against the way on such a margin (plan.c, blind_choice),
+ * the way they went against is judged for every chunk, prices aside
+ * (judge_way): at the end of the trials, or once BW_DECIDED_LATE chunks
+ * were decided after a choice that had too few to tell. One to BW_JUDGE
+ * windows against the trials' window of prices deciding with the way
+ * chosen (priced_rate); taken for every chunk where faster by BW_MARGIN
+ * and BW_SURE times the error of the two, ended after two parts where
+ * BW_JUDGE_ABORT times dearer. The same kernels mark phases of the pooled
+ * line by chance every 100-300 launches: trials cut by a phase BW_CUTS
+ * times in a row, the next run to their end (cut_by_phase).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -96,11 +116,18 @@
 #define BW_LONG 4         /* ... but for one after this many times the quiet time, ... */
 #define BW_CALM 16        /* ... or after gaps between phases this long on average: at once */
 #define BW_WAIT 512       /* launches a choice waits for its points before the trials start over */
+#define BW_DECIDED 32     /* missing chunks decided with prices deciding, at least, ... */
+#define BW_AGAINST 4      /* ... one in this many by prices against the way: one way judged for every chunk */
+#define BW_DECAY 1024     /* chunks decided before the counts halve */
+#define BW_CUTS 2         /* trials cut by phases in a row before the next run to their end */
+#define BW_DECIDED_LATE 128 /* chunks decided since a choice with prices deciding before it is judged */
+#define BW_JUDGE 3        /* windows of one way for every chunk, at most, ... */
+#define BW_JUDGE_ABORT 1.5 /* ... ended at once where this many times dearer per byte than prices deciding */
 
 /* What the current window is for. */
-enum { BW_OFF, BW_SETTLING, BW_FETCHING, BW_READING, BW_WAITING, BW_CHOSEN };
+enum { BW_OFF, BW_SETTLING, BW_FETCHING, BW_READING, BW_WAITING, BW_CHOSEN, BW_JUDGING };
 /* The windows ended (lms_plan_blind.pending) and the ways' sums. */
-enum { W_FETCH, W_INPLACE, W_LAST };
+enum { W_FETCH, W_INPLACE, W_LAST, W_JUDGE };
 
 /* Opens no window: the next launch records its first point. */
 static void no_window(lms_plan_blind *b)
@@ -118,7 +145,9 @@ static void try_ways(lms_plan_blind *b)
 {
     *b = (lms_plan_blind){.way = LMS_BWAY_FETCH, .stage = BW_SETTLING, .phase = b->phase,
                           .phase_at = b->phase_at, .launches = b->launches, .chose = b->chose, .retry = b->retry,
-                          .quiet = b->quiet, .gaps = b->gaps, .dearer = b->dearer, .fragile = b->fragile};
+                          .quiet = b->quiet, .gaps = b->gaps, .dearer = b->dearer, .fragile = b->fragile,
+                          .decided = b->decided, .fetched_against = b->fetched_against,
+                          .read_against = b->read_against, .cut = b->cut};
 }
 
 /* Whether the current part has run its course: settling (one part), once
@@ -179,6 +208,13 @@ static bool rate_of(const lms_plan_bsums *s, double *rate, double *var, double *
 static bool beyond(double d, double least, double var, double sure)
 {
     return d > least && d * d > sure * sure * var;
+}
+
+/* Whether rate a (squared error share av) is slower than rate b (bv) by
+ * more than BW_MARGIN and `sure` times the error of the two. */
+static bool slower(double a, double av, double b, double bv, double sure)
+{
+    return a > b && beyond(a / b - 1, BW_MARGIN, av + bv, sure);
 }
 
 /* The way of the faster of fetching (per byte `fetch`, squared error
@@ -250,6 +286,12 @@ static void window_ended(lms_plan_blind *b)
         b->pending[W_LAST] = b->cur;   /* one not yet held to the measure is passed over */
         b->windows++;
         break;
+    case BW_JUDGING:
+        b->pending[W_JUDGE] = b->cur;
+        b->stage = BW_WAITING;
+        b->waited = 0;
+        no_window(b);
+        return;
     }
     no_window(b);
     b->cur.pts[0] = last;
@@ -294,26 +336,33 @@ static void round_done(lms_plan_blind *b)
     b->tried++;
 }
 
-/* The trials chose `way`: fetching's measure (ns per byte `fetch`, its
- * squared error share `fv`, its parts' variance `fp`) and reading in
- * place's (`inplace`, `iv`, `ip`) set what it is held to; the next
- * periodic trial and the quiet time a phase needs double when it is the
- * way chosen before. */
-static void chosen(lms_plan_blind *b, int way, double fetch, double fv, double fp, double inplace, double iv,
-                   double ip)
+/* The trials chose `way` for the chunks no price decides, or for every
+ * chunk (`all`), by the measure `s` (NULL: none) of windows that ran so:
+ * what the way is held to (its ns per byte, the square of its error's
+ * share, its parts' variance, and for sudden() their time and the share
+ * of their bytes missing). `dearer`: reading in place's time per byte
+ * over fetching's, less one, where fetching is chosen. The next periodic
+ * trial and the quiet time a phase needs double when the choice is the
+ * one made before. */
+static void chosen(lms_plan_blind *b, int way, bool all, double dearer, const lms_plan_bsums *s)
 {
     b->way = way;
+    b->all = all && way != LMS_BWAY_RULES;
+    b->judged = LMS_BWAY_RULES;
+    b->cut = 0;
+    b->decided = b->fetched_against = b->read_against = 0;   /* counted again for judge_way */
     b->stage = BW_CHOSEN;
-    bool again = b->retry && way == b->chose;   /* the trials chose what they chose before */
+    int choice = way + (b->all ? 4 : 0);
+    bool again = b->retry && choice == b->chose;   /* the trials chose what they chose before */
     b->retry = again ? (b->retry < BW_RETRY_MAX / 2 ? 2 * b->retry : BW_RETRY_MAX) : BW_RETRY;
     b->quiet = again ? (b->quiet < BW_QUIET_MAX / 2 ? 2 * b->quiet : BW_QUIET_MAX) : BW_QUIET;
-    b->chose = way;
-    b->dearer = way == LMS_BWAY_FETCH ? inplace / fetch - 1 : 0;
-    if (way != LMS_BWAY_RULES) {
-        bool f = way == LMS_BWAY_FETCH;
-        b->ref = f ? fetch : inplace;
-        b->ref_var = f ? fv : iv;
-        b->part_var = f ? fp : ip;
+    b->chose = choice;
+    b->dearer = way == LMS_BWAY_FETCH ? dearer : 0;
+    double r = 0, v = 0, pv = 0;
+    if (way != LMS_BWAY_RULES && s && rate_of(s, &r, &v, &pv)) {
+        b->ref = r, b->ref_var = v, b->part_var = pv;
+        b->ref_part = s->t / s->parts;                      /* parts >= 2, */
+        b->ref_miss = (double)s->missing / (double)s->bytes;   /* bytes > 0 */
     }
     b->odd = 0;
     b->windows = 0;
@@ -354,7 +403,7 @@ static void reading_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
     if (!rate_of(&b->round[W_FETCH], &fetch, &fv, &fp))
         return;
     if (r > BW_ABORT * fetch)
-        chosen(b, LMS_BWAY_FETCH, fetch, fv, fp, r, 0, 0);
+        chosen(b, LMS_BWAY_FETCH, false, r / fetch - 1, &b->round[W_FETCH]);
 }
 
 /* Reading in place chosen, at the end of part k of the current window:
@@ -397,22 +446,128 @@ static void sudden(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
     }
 }
 
+/* The measure of prices deciding with `way` for the chunks no price
+ * decides: that way's windows of the trials (RULES: the faster of the
+ * two); false while unknown. */
+static bool priced_rate(const lms_plan_blind *b, int way, double *rate, double *var)
+{
+    double r[2] = {0, 0}, v[2] = {0, 0}, pv;
+    bool k[2] = {rate_of(&b->sums[W_FETCH], &r[0], &v[0], &pv), rate_of(&b->sums[W_INPLACE], &r[1], &v[1], &pv)};
+    int i = way == LMS_BWAY_FETCH ? 0 : way == LMS_BWAY_INPLACE ? 1 : !k[0] || (k[1] && r[1] < r[0]) ? 1 : 0;
+    *rate = r[i], *var = v[i];
+    return k[i];
+}
+
+/* The way judged for every chunk once the rounds chose `way` for the
+ * chunks no price decides, or RULES (none): where prices went against
+ * the way for one chunk in BW_AGAINST, the way they went against most
+ * (reading in place where they fetched); not a way the rounds timed
+ * slower by more than BW_ODD with prices deciding. Only prices within
+ * a factor of a fetch's cost are counted (plan.c, blind_choice): a price
+ * far from it decides on a wide margin (an operand re-read 8 times,
+ * priced at 7x a fetch, is not judged: bench/shapes `churn`). */
+static int judge_way(const lms_plan_blind *b, int way)
+{
+    uint32_t against = b->fetched_against + b->read_against;
+    if (b->decided < BW_DECIDED || (uint64_t)against * BW_AGAINST < b->decided)
+        return LMS_BWAY_RULES;
+    int x = b->fetched_against >= b->read_against ? LMS_BWAY_INPLACE : LMS_BWAY_FETCH;
+    double rx, vx, rw, vw;
+    if (way != LMS_BWAY_RULES && x != way && priced_rate(b, x, &rx, &vx) && priced_rate(b, way, &rw, &vw) &&
+        rx > rw * (1 + BW_ODD))
+        return LMS_BWAY_RULES;
+    return x;
+}
+
+/* Starts judging way x for every chunk against prices deciding with
+ * `after` for the chunks no price decides (the rounds' choice, taken
+ * unless x wins: judge). Once per trials. */
+static void start_judging(lms_plan_blind *b, int x, int after)
+{
+    b->judged = x;
+    b->judged_after = after;
+    b->judged_once = true;
+    b->judge = (lms_plan_bsums){0};
+    b->pending[W_LAST] = (lms_plan_bwindow){0};   /* a chosen way's window: not held to the next choice */
+    b->stage = BW_JUDGING;
+    b->way = x;
+    b->all = true;
+    no_window(b);
+}
+
+/* Judging b->judged for every chunk, its windows added up: taken where
+ * prices deciding (with the way the rounds chose, b->judged_after) was
+ * slower than it by more than BW_MARGIN and BW_SURE times the error of
+ * the two; another window while neither is sure, up to BW_JUDGE; else
+ * the rounds' choice. A price per chunk stands on launches whose compute
+ * may vary: kernels whose compute is drawn per launch price their reads
+ * far above what they cost, and fetching what the prices named lost to
+ * both ways (1.30x `none`'s step on 8 streams side by side: tests/sim/
+ * fitted_streams `random`). */
+static void judge(lms_plan_blind *b, double dearer)
+{
+    int after = b->judged_after;
+    double a = 0, av = 0, ap = 0, pr = 0, pv = 0;
+    bool ka = rate_of(&b->judge, &a, &av, &ap), kp = priced_rate(b, after, &pr, &pv);
+    const lms_plan_bsums *ps = after == LMS_BWAY_FETCH ? &b->sums[W_FETCH]
+                               : after == LMS_BWAY_INPLACE ? &b->sums[W_INPLACE]
+                                                           : NULL;
+    if (ka && kp && slower(pr, pv, a, av, BW_SURE)) {
+        chosen(b, b->judged, true, dearer, &b->judge);
+        return;
+    }
+    if (kp && (!ka || !slower(a, av, pr, pv, BW_SURE)) && b->judge.parts < BW_JUDGE * LMS_BWAY_PARTS) {
+        b->stage = BW_JUDGING;   /* another window */
+        b->way = b->judged;
+        b->all = true;
+        no_window(b);
+        return;
+    }
+    chosen(b, after, false, dearer, ps);
+}
+
+/* Judging, at the end of its part k (>= 2): its parts before the last
+ * (early_rate) more than BW_JUDGE_ABORT times dearer per byte than prices
+ * deciding end the judging at once, the rounds' choice taken (a window of
+ * every chunk read in place where prices fetched the dear ones cost 2.4x
+ * a window of prices deciding: bench/shapes `churn`). */
+static void judging_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
+{
+    double r = early_rate(b, ops, ctx), pr = 0, pv = 0;
+    if (r < 0 || !priced_rate(b, b->judged_after, &pr, &pv) || r <= BW_JUDGE_ABORT * pr)
+        return;
+    int after = b->judged_after;
+    double fetch = 0, inplace = 0, v, pp;
+    bool known = rate_of(&b->sums[W_FETCH], &fetch, &v, &pp) && rate_of(&b->sums[W_INPLACE], &inplace, &v, &pp);
+    chosen(b, after, false, known && inplace > fetch ? inplace / fetch - 1 : 0,
+           after == LMS_BWAY_FETCH ? &b->sums[W_FETCH] : &b->sums[W_INPLACE]);
+}
+
 /* Waiting for a round's points (the rules deciding): once both windows
  * are added up (round_done), the faster way when sure of it, else
  * another round (the last, BW_ROUNDS agreeing or BW_TRIED in all: when
  * sure by one error, else the rules); after BW_WAIT launches without
- * them, the trials start over. */
+ * them, the trials start over. Where prices went against the way often
+ * (judge_way), one way is then judged for every chunk (judge). */
 static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
-    if ((b->pending[W_FETCH].pts[0] && !add_up(&b->pending[W_FETCH], ops, ctx, &b->round[W_FETCH])) ||
-        (b->pending[W_INPLACE].pts[0] && !add_up(&b->pending[W_INPLACE], ops, ctx, &b->round[W_INPLACE]))) {
-        if (++b->waited >= BW_WAIT)
-            try_ways(b);
+    int w_last = b->judged != LMS_BWAY_RULES ? W_JUDGE : W_INPLACE;
+    for (int w = b->judged != LMS_BWAY_RULES ? W_JUDGE : W_FETCH; w <= w_last; w += w == W_INPLACE ? 2 : 1)
+        if (b->pending[w].pts[0] &&
+            !add_up(&b->pending[w], ops, ctx, w == W_JUDGE ? &b->judge : &b->round[w])) {
+            if (++b->waited >= BW_WAIT)
+                try_ways(b);
+            return;
+        }
+    double fetch = 0, fv = 0, fp = 0, inplace = 0, iv = 0, ip = 0;
+    bool known;
+    if (b->judged != LMS_BWAY_RULES) {
+        known = rate_of(&b->sums[W_FETCH], &fetch, &fv, &fp) && rate_of(&b->sums[W_INPLACE], &inplace, &iv, &ip);
+        judge(b, known && inplace > fetch ? inplace / fetch - 1 : 0);
         return;
     }
     round_done(b);
-    double fetch = 0, fv = 0, fp = 0, inplace = 0, iv = 0, ip = 0;
-    bool known = rate_of(&b->sums[W_FETCH], &fetch, &fv, &fp) && rate_of(&b->sums[W_INPLACE], &inplace, &iv, &ip);
+    known = rate_of(&b->sums[W_FETCH], &fetch, &fv, &fp) && rate_of(&b->sums[W_INPLACE], &inplace, &iv, &ip);
     bool last = b->rounds >= BW_ROUNDS || b->tried >= BW_TRIED;
     int way = known ? faster(fetch, fv, inplace, iv, last ? BW_SURE_LAST : BW_SURE, b->fragile) : LMS_BWAY_RULES;
     if (way == LMS_BWAY_RULES && !last) {
@@ -421,12 +576,42 @@ static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
         no_window(b);
         return;
     }
-    chosen(b, way, fetch, fv, fp, inplace, iv, ip);
-    if (way == LMS_BWAY_INPLACE) {
-        const lms_plan_bsums *s = &b->sums[W_INPLACE];
-        b->ref_part = s->t / s->parts;                    /* known: parts >= 2, */
-        b->ref_miss = (double)s->missing / (double)s->bytes;   /* bytes > 0 */
+    int x = known ? judge_way(b, way) : LMS_BWAY_RULES;
+    if (x != LMS_BWAY_RULES) {
+        start_judging(b, x, way);
+        return;
     }
+    chosen(b, way, false, way == LMS_BWAY_FETCH ? inplace / fetch - 1 : 0,
+           way == LMS_BWAY_FETCH ? &b->sums[W_FETCH] : &b->sums[W_INPLACE]);
+}
+
+/* A phase of the functions starts the trials (again); trials under way
+ * that it cuts are counted (after BW_CUTS of them in a row, the next run
+ * to their end whatever phases come: kernels whose compute is drawn per
+ * launch mark phases of the pooled line by chance every 100-300 launches,
+ * and trials cut each time never chose, their fetching windows
+ * costing 1.18x `lru`'s step: tests/sim/fitted_streams `random`). */
+static void cut_by_phase(lms_plan_blind *b)
+{
+    bool cut = b->stage != BW_CHOSEN && b->stage != BW_OFF;
+    b->held = false;
+    if (cut && b->cut >= BW_CUTS)
+        return;   /* these run to their end */
+    try_ways(b);
+    if (cut && b->cut < 255)
+        b->cut++;
+}
+
+void lms_plan_blind_decided(lms_plan *p, int against)
+{
+    lms_plan_blind *b = &p->blind;
+    if (b->all)
+        return;   /* the way decided every chunk */
+    b->decided++;
+    b->fetched_against += against == LMS_BWAY_FETCH;
+    b->read_against += against == LMS_BWAY_INPLACE;
+    if (b->decided >= BW_DECAY)
+        b->decided /= 2, b->fetched_against /= 2, b->read_against /= 2;
 }
 
 void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes,
@@ -444,7 +629,8 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
         else if (b->stage != BW_OFF)
             *b = (lms_plan_blind){.phase = b->phase, .phase_at = b->phase_at, .launches = b->launches,
                                   .chose = b->chose, .retry = b->retry, .quiet = b->quiet, .gaps = b->gaps,
-                                  .fragile = b->fragile};
+                                  .fragile = b->fragile, .decided = b->decided,
+                                  .fetched_against = b->fetched_against, .read_against = b->read_against};
         return;
     }
     if (b->stage == BW_OFF) {
@@ -466,13 +652,22 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
         b->phase = phase;
         b->phase_at = b->launches;
         if (gap >= quiet && at_once)
-            try_ways(b);   /* chosen, or trying: the trials (again) from now */
+            cut_by_phase(b);   /* chosen, or trying: the trials (again) from now */
     }
     if (b->held && b->launches - b->phase_at >= BW_HELD)
-        try_ways(b);
+        cut_by_phase(b);
     if (b->stage == BW_CHOSEN && b->launches - b->chosen_at >= (uint64_t)b->retry * LMS_BWAY_PARTS * BW_PART) {
         b->fragile = false;   /* a part slow by chance does not hold reading in place back for good */
         try_ways(b);
+    }
+    /* Chosen with prices deciding, and not judged in these trials: once
+     * BW_DECIDED_LATE missing chunks were decided since, prices that went
+     * against the way often start judging it (judge_way): the trials'
+     * own windows may have decided too few to tell. */
+    if (b->stage == BW_CHOSEN && !b->all && !b->judged_once && b->decided >= BW_DECIDED_LATE) {
+        int x = judge_way(b, b->way);
+        if (x != LMS_BWAY_RULES)
+            start_judging(b, x, b->way);
     }
     if (b->stage == BW_WAITING) {
         decide(b, ops, ctx);
@@ -515,6 +710,10 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
                 reading_part(b, ops, ctx);
                 if (b->stage != BW_READING)
                     return;   /* fetching chosen: the next launch opens its window */
+            } else if (b->stage == BW_JUDGING) {
+                judging_part(b, ops, ctx);
+                if (b->stage != BW_JUDGING)
+                    return;   /* the rounds' choice taken: the next launch opens its window */
             }
             if (b->stage == BW_SETTLING || b->part == LMS_BWAY_PARTS)
                 window_ended(b);

@@ -21,6 +21,7 @@
 #define IDLE_AFTER 3     /* launches after its last use when a victim passed over to is taken to be idle (pick_victim) */
 #define HIDDEN_SHARE 8   /* a function's fitted price under 1/this of a fetch's: its reads in place are hidden */
 #define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
+#define MARGINAL 2       /* a price within this factor of a fetch's decides on a margin (blind_choice) */
 #define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
 
 /* A chunk of the launch being planned and what reading it in place costs
@@ -806,6 +807,7 @@ typedef struct blind_prices {
     double prior_lo, prior_hi;
     uint32_t seen;   /* the function's launches taught (ops->fn_seen), asked while its fit asks for one in place */
     int way;         /* the way measured for chunks no price decides (LMS_BWAY_*, blindways.c) ... */
+    bool all;        /* ... or for every chunk (its trials; prices measured slower) ... */
     double dearer;   /* ... fetching: how much longer reading in place took per byte, less one */
 } blind_prices;
 
@@ -1016,11 +1018,20 @@ static int rules_way(const lms_plan_ops *ops, void *ctx, const blind_prices *bp,
  * at 1/5 and below). Those three are the rules (rules_way); once the two
  * ways were timed over windows of launches (blindways.c, `bp->way`),
  * the faster decides instead, and fetching chosen, an ask for a read in
- * place waits as it does after dear first prices. */
+ * place waits as it does after dear first prices. Where the way was
+ * judged faster for every chunk than prices deciding (bp->all), it
+ * decides every chunk. *against says whether a price decided c against
+ * the way (or the rules) on a margin, within MARGINAL of a fetch's cost
+ * (LMS_BWAY_FETCH: fetched where the way reads in place; _INPLACE: the
+ * other way round; else _RULES): blindways.c counts those, to judge the
+ * way for every chunk against prices deciding. */
 enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
 static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
-                        bool *explore)
+                        bool *explore, int *against)
 {
+    *against = LMS_BWAY_RULES;
+    if (bp->all && bp->way != LMS_BWAY_RULES)
+        return ops->reserve(ctx, c->charge) ? BLIND_FREE : bp->way == LMS_BWAY_FETCH ? BLIND_FETCH : BLIND_INPLACE;
     double fn_price = bp->fn_price;
     int learn = bp->learn;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
@@ -1039,8 +1050,15 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
         return BLIND_INPLACE;
     if (ops->reserve(ctx, c->charge))
         return BLIND_FREE;   /* its room is reserved: the caller fetches it there */
-    if (price >= 0)
-        return in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
+    if (price >= 0) {
+        int d = in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
+        if (price >= fetch / MARGINAL && price <= fetch * MARGINAL) {
+            int way = bp->way != LMS_BWAY_RULES ? bp->way : rules_way(ops, ctx, bp, fetch);
+            if ((d == BLIND_FETCH) != (way == LMS_BWAY_FETCH))
+                *against = d == BLIND_FETCH ? LMS_BWAY_FETCH : LMS_BWAY_INPLACE;
+        }
+        return d;
+    }
     bool dear = prior_dear(bp, fetch);
     double dearer = dear ? bp->prior_lo / fetch - 1 : 0;   /* reading in place over a fetch, less one */
     if (bp->way == LMS_BWAY_FETCH && bp->dearer > dearer)
@@ -1164,7 +1182,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         } else if (p->blind.stage) {
             lms_plan_blind_launch(p, ops, ctx, false, 0, 0);
         }
-        blind_prices bp = {.fn_price = -1, .way = p->blind.way, .dearer = p->blind.dearer};   /* the rest asked at the first missing chunk (unsure) */
+        blind_prices bp = {.fn_price = -1, .way = p->blind.way, .all = p->blind.all, .dearer = p->blind.dearer};   /* the rest asked at the first missing chunk (unsure) */
         int nb = 0;
         uint64_t free_now = 0;   /* bytes fetched into free room for this launch */
         uint64_t budget = ops->budget(ctx);
@@ -1195,7 +1213,9 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                                                                                            : UINT32_MAX;
                     }
                     asked = true;
-                    int d = blind_choice(ops, ctx, c, &bp, &p->explore);
+                    int against;
+                    int d = blind_choice(ops, ctx, c, &bp, &p->explore, &against);
+                    lms_plan_blind_decided(p, against);
                     if (d == BLIND_FETCH)
                         p->batch[nb++] = c;
                     else if (d == BLIND_FREE && fetch_into_room(p, ops, ctx, c, false))

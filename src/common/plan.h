@@ -140,7 +140,9 @@ enum { LMS_SUM_MOVED, LMS_SUM_HIDDEN, LMS_SUM_ASKED, LMS_SUM_KNOWN, LMS_SUMS }; 
 
 /* With nothing to act on, where the chunks that no price decides go
  * (blindways.c): as the rules say (plan.c, blind_choice), fetched, or
- * read in place, as measured over windows of launches. */
+ * read in place, as measured over windows of launches; and where prices
+ * were judged slower than that way for every chunk, every chunk goes
+ * that way (`all`). */
 enum { LMS_BWAY_RULES, LMS_BWAY_FETCH, LMS_BWAY_INPLACE };
 #define LMS_BWAY_PARTS 4   /* parts of a timed window, each timed */
 typedef struct lms_plan_bwindow {
@@ -163,8 +165,8 @@ typedef struct lms_plan_blind {
     int part;                 /* its parts done */
     uint32_t n;               /* launches in the current part */
     uint64_t moved_from;      /* the bytes fetches had carried (ops->moved) at its first point */
-    lms_plan_bwindow pending[3];   /* windows ended, not yet added up (no first point: none):
-                                    * fetching's, reading in place's, the chosen way's */
+    lms_plan_bwindow pending[4];   /* windows ended, not yet added up (no first point: none):
+                                    * fetching's, reading in place's, the chosen way's, one way's for every chunk */
     lms_plan_bsums round[2];  /* ... added up: fetching's and reading in place's in this round, */
     lms_plan_bsums sums[2];   /* ... and over the rounds before it that agree with one another */
     int rounds, tried;        /* those rounds; all rounds timed */
@@ -186,6 +188,15 @@ typedef struct lms_plan_blind {
     bool fragile;             /* reading in place chosen turned far dearer at once (until the next periodic trial) */
     double ref_part;          /* reading in place chosen: the device time of its measure's parts, on average, */
     double ref_miss;          /* ... and the share of their bytes not on the device */
+    bool all;                 /* the way is every chunk's, priced or not (judged faster than prices deciding) */
+    uint32_t decided;         /* missing chunks decided with prices deciding (halved now and then), ... */
+    uint32_t fetched_against; /* ... of which prices fetched where the way read in place, */
+    uint32_t read_against;    /* ... and read in place where it fetched */
+    uint8_t cut;              /* trials cut by a phase in a row (cut_by_phase) */
+    bool judged_once;         /* these trials judged a way for every chunk (start_judging) */
+    int judged;               /* the way every chunk tries (LMS_BWAY_*; RULES: none), against prices deciding, */
+    int judged_after;         /* ... the way the rounds chose, taken after (with prices deciding) unless it wins, */
+    lms_plan_bsums judge;     /* ... and its windows added up */
 } lms_plan_blind;
 
 /* A growable array of chunk pointers used as an indexed heap. */

@@ -30,4 +30,11 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
 void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool blind, uint64_t bytes,
                            uint64_t missing);
 
+/* A missing chunk of a launch with nothing to act on was decided (plan.c,
+ * blind_choice): `against` LMS_BWAY_FETCH when its price fetched it where
+ * the way read in place, LMS_BWAY_INPLACE for the other way round, else
+ * LMS_BWAY_RULES (blindways.c counts how often prices went against the
+ * way, to judge them against it). */
+void lms_plan_blind_decided(lms_plan *p, int against);
+
 #endif

@@ -529,7 +529,81 @@ static void untimed_rules(void)
     lms_plan_destroy(&plan);
 }
 
+/* Prices judged: every chunk priced at `share` of what a fetch holds a
+ * launch per byte (ops.price, ops.fetch_cost), so prices read them in
+ * place (share < 1), against the rules' fetching (the room holds a
+ * quarter of the chunks). */
+static double judged_share;
+static double c_price(void *ctx, lms_plan_chunk *c) { (void)ctx, (void)c; return judged_share; }
+static double c_fetch_cost(void *ctx) { (void)ctx; return 1; }
+
+/* A planner as setup()'s whose chunks all have a price of `share`. */
+static void setup_priced(clocked *c, lms_plan *plan, lms_plan_ops *ops, unsigned seed, double share, double hit,
+                         double fetch, double read)
+{
+    setup(c, plan, ops, seed, hit, fetch, read);
+    judged_share = share;
+    ops->price = c_price;
+    ops->fetch_cost = c_fetch_cost;
+}
+
+/* Prices near a fetch's cost read every chunk in place where fetching
+ * is 10x cheaper on the device (a price that stands on launches whose
+ * compute varies): the trials' windows both read in place (every chunk
+ * is priced), prices went against the way at every chunk, and fetching
+ * every chunk is judged against them and chosen. Before the judging,
+ * every chunk was read in place for good. */
+static void prices_judged_slower(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup_priced(&c, &plan, &ops, 21, 0.6, 1, 4, 40);
+    run(&plan, &ops, &c, 1200);
+    CHECK_EQ_U(plan.blind.all, 1);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    CHECK_EQ_U(run(&plan, &ops, &c, 100), 0);   /* every chunk fetched, priced to read in place or not */
+    lms_plan_destroy(&plan);
+}
+
+/* The same prices where reading in place is the cheaper way (reading 2,
+ * a fetch 40): fetching every chunk is judged, ended after two of its
+ * parts (BW_JUDGE_ABORT: a whole window would have fetched about 48),
+ * and prices keep deciding. */
+static void prices_judged_faster(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup_priced(&c, &plan, &ops, 22, 0.6, 1, 40, 2);
+    run(&plan, &ops, &c, 1200);
+    CHECK_EQ_U(plan.blind.all, 0);
+    CHECK(plan.blind.judged_once);
+    CHECK(c.f.fetches < 48);   /* the judging cut short (the fetches before it: none, every chunk priced) */
+    uint64_t fetches = c.f.fetches;
+    CHECK(run(&plan, &ops, &c, 100) > 60);   /* read in place, as prices say */
+    CHECK_EQ_U(c.f.fetches, fetches);
+    lms_plan_destroy(&plan);
+}
+
+/* Prices far from a fetch's cost (a fifth of it) are not judged: they
+ * go against the rules at every chunk, but on no margin. */
+static void prices_far_not_judged(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup_priced(&c, &plan, &ops, 23, 0.2, 1, 4, 40);
+    run(&plan, &ops, &c, 1200);
+    CHECK_EQ_U(plan.blind.all, 0);
+    CHECK_EQ_U(plan.blind.judged_once, 0);
+    lms_plan_destroy(&plan);
+}
+
 static const test_case cases[] = {
+    {"prices_judged_slower", prices_judged_slower},
+    {"prices_judged_faster", prices_judged_faster},
+    {"prices_far_not_judged", prices_far_not_judged},
     {"inplace_faster", inplace_faster},
     {"fetch_faster", fetch_faster},
     {"tie_rules", tie_rules},
