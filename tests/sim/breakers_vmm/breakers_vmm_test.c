@@ -220,6 +220,7 @@ static atomic_ullong mix_created;
 
 enum { MIX_THREADS = 6, MIX_SLOTS = 6, MIX_ROUNDS = 2000 };
 static pthread_barrier_t mix_start;   /* the threads start together */
+static pthread_barrier_t mix_full;    /* ... and hold their slots full together half way */
 #define MIX_HANDLE (64 * MiB)
 
 typedef struct mix_slot {
@@ -254,9 +255,30 @@ static void mix_empty(mix_slot *s, CUdeviceptr va, uint64_t x)
     s->kind = 0;
 }
 
+/* Creates a handle for slot s; false when answered out-of-memory (counted
+ * as refused), a failure on any other error. */
+static bool mix_create(mix_slot *s)
+{
+    CUresult r = create(&s->h, MIX_HANDLE);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {   /* the budget (fail), or the device itself */
+        atomic_fetch_add(&mix_refused, 1);
+        return false;
+    }
+    OK(r);
+    atomic_fetch_add(&mix_created, 1);
+    s->kind = 1;
+    s->mapped = false;
+    return true;
+}
+
 /* One thread: MIX_ROUNDS random steps over MIX_SLOTS slots, each slot a
  * VMM handle (mapped or not), a cuMemAlloc, a cudaMalloc or managed
- * memory; out-of-memory is an answer, any other error a failure. */
+ * memory; out-of-memory is an answer, any other error a failure. Half
+ * way, every thread fills its empty slots with handles and waits for the
+ * others there: together they ask for more than the budget whatever the
+ * scheduling (a thread alone holds at most 384 MiB of the 512, and on a
+ * busy machine the threads once ran one after the other: nothing was
+ * refused). */
 static void *mix_thread(void *arg)
 {
     uint64_t x = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
@@ -266,6 +288,12 @@ static void *mix_thread(void *arg)
     mix_slot slots[MIX_SLOTS] = {0};
     pthread_barrier_wait(&mix_start);
     for (int round = 0; round < MIX_ROUNDS; round++) {
+        if (round == MIX_ROUNDS / 2) {
+            for (int j = 0; j < MIX_SLOTS; j++)
+                if (!slots[j].kind)
+                    mix_create(&slots[j]);
+            pthread_barrier_wait(&mix_full);
+        }
         int i = (int)(xorshift(&x) % MIX_SLOTS);
         mix_slot *s = &slots[i];
         CUdeviceptr at = va + (CUdeviceptr)i * MIX_HANDLE;
@@ -284,14 +312,8 @@ static void *mix_thread(void *arg)
         size_t big = (xorshift(&x) & 1) ? 32 * MiB : 2 * MiB;
         switch (kind) {
         case 1:
-            r = create(&s->h, MIX_HANDLE);
-            if (r == CUDA_ERROR_OUT_OF_MEMORY) {   /* the budget (fail), or the device itself */
-                atomic_fetch_add(&mix_refused, 1);
+            if (!mix_create(s))
                 continue;
-            }
-            OK(r);
-            atomic_fetch_add(&mix_created, 1);
-            s->mapped = false;
             break;
         case 2:
             r = cuMemAlloc(&s->p, big);
@@ -350,6 +372,7 @@ static void threads_mix(void)
     mix_fail = getenv("LMS_ON_OOM") && strcmp(getenv("LMS_ON_OOM"), "fail") == 0;
     pthread_t t[MIX_THREADS], w;
     pthread_barrier_init(&mix_start, NULL, MIX_THREADS);
+    pthread_barrier_init(&mix_full, NULL, MIX_THREADS);
     CHECK(pthread_create(&w, NULL, mix_watch, NULL) == 0);
     for (int i = 0; i < MIX_THREADS; i++)
         CHECK(pthread_create(&t[i], NULL, mix_thread, (void *)(uintptr_t)(i + 1)) == 0);
