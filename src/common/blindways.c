@@ -446,6 +446,21 @@ static void sudden(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
     }
 }
 
+/* The trials' sums of `way`'s windows (RULES: NULL). */
+static const lms_plan_bsums *sums_of(const lms_plan_blind *b, int way)
+{
+    return way == LMS_BWAY_FETCH ? &b->sums[W_FETCH] : way == LMS_BWAY_INPLACE ? &b->sums[W_INPLACE] : NULL;
+}
+
+/* Reading in place's time per byte over fetching's in the trials, less
+ * one, where both are known and reading in place is the dearer; else 0. */
+static double dearer_now(const lms_plan_blind *b)
+{
+    double fetch = 0, inplace = 0, v, pv;
+    bool known = rate_of(&b->sums[W_FETCH], &fetch, &v, &pv) && rate_of(&b->sums[W_INPLACE], &inplace, &v, &pv);
+    return known && inplace > fetch ? inplace / fetch - 1 : 0;
+}
+
 /* The measure of prices deciding with `way` for the chunks no price
  * decides: that way's windows of the trials (RULES: the faster of the
  * two); false while unknown. */
@@ -504,16 +519,12 @@ static void start_judging(lms_plan_blind *b, int x, int after)
  * far above what they cost, and fetching what the prices named lost to
  * both ways (1.30x `none`'s step on 8 streams side by side: tests/sim/
  * fitted_streams `random`). */
-static void judge(lms_plan_blind *b, double dearer)
+static void judge(lms_plan_blind *b)
 {
-    int after = b->judged_after;
     double a = 0, av = 0, ap = 0, pr = 0, pv = 0;
-    bool ka = rate_of(&b->judge, &a, &av, &ap), kp = priced_rate(b, after, &pr, &pv);
-    const lms_plan_bsums *ps = after == LMS_BWAY_FETCH ? &b->sums[W_FETCH]
-                               : after == LMS_BWAY_INPLACE ? &b->sums[W_INPLACE]
-                                                           : NULL;
+    bool ka = rate_of(&b->judge, &a, &av, &ap), kp = priced_rate(b, b->judged_after, &pr, &pv);
     if (ka && kp && slower(pr, pv, a, av, BW_SURE)) {
-        chosen(b, b->judged, true, dearer, &b->judge);
+        chosen(b, b->judged, true, dearer_now(b), &b->judge);
         return;
     }
     if (kp && (!ka || !slower(a, av, pr, pv, BW_SURE)) && b->judge.parts < BW_JUDGE * LMS_BWAY_PARTS) {
@@ -523,7 +534,7 @@ static void judge(lms_plan_blind *b, double dearer)
         no_window(b);
         return;
     }
-    chosen(b, after, false, dearer, ps);
+    chosen(b, b->judged_after, false, dearer_now(b), sums_of(b, b->judged_after));
 }
 
 /* Judging, at the end of its part k (>= 2): its parts before the last
@@ -534,13 +545,20 @@ static void judge(lms_plan_blind *b, double dearer)
 static void judging_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
     double r = early_rate(b, ops, ctx), pr = 0, pv = 0;
-    if (r < 0 || !priced_rate(b, b->judged_after, &pr, &pv) || r <= BW_JUDGE_ABORT * pr)
-        return;
-    int after = b->judged_after;
-    double fetch = 0, inplace = 0, v, pp;
-    bool known = rate_of(&b->sums[W_FETCH], &fetch, &v, &pp) && rate_of(&b->sums[W_INPLACE], &inplace, &v, &pp);
-    chosen(b, after, false, known && inplace > fetch ? inplace / fetch - 1 : 0,
-           after == LMS_BWAY_FETCH ? &b->sums[W_FETCH] : &b->sums[W_INPLACE]);
+    if (r >= 0 && priced_rate(b, b->judged_after, &pr, &pv) && r > BW_JUDGE_ABORT * pr)
+        chosen(b, b->judged_after, false, dearer_now(b), sums_of(b, b->judged_after));
+}
+
+/* Whether window pending[w] is added up into s (or none is pending);
+ * false while its points have not completed, and after BW_WAIT launches
+ * of that the trials start over. */
+static bool added(lms_plan_blind *b, int w, lms_plan_bsums *s, const lms_plan_ops *ops, void *ctx)
+{
+    if (!b->pending[w].pts[0] || add_up(&b->pending[w], ops, ctx, s))
+        return true;
+    if (++b->waited >= BW_WAIT)
+        try_ways(b);
+    return false;
 }
 
 /* Waiting for a round's points (the rules deciding): once both windows
@@ -551,23 +569,16 @@ static void judging_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
  * (judge_way), one way is then judged for every chunk (judge). */
 static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
-    int w_last = b->judged != LMS_BWAY_RULES ? W_JUDGE : W_INPLACE;
-    for (int w = b->judged != LMS_BWAY_RULES ? W_JUDGE : W_FETCH; w <= w_last; w += w == W_INPLACE ? 2 : 1)
-        if (b->pending[w].pts[0] &&
-            !add_up(&b->pending[w], ops, ctx, w == W_JUDGE ? &b->judge : &b->round[w])) {
-            if (++b->waited >= BW_WAIT)
-                try_ways(b);
-            return;
-        }
-    double fetch = 0, fv = 0, fp = 0, inplace = 0, iv = 0, ip = 0;
-    bool known;
     if (b->judged != LMS_BWAY_RULES) {
-        known = rate_of(&b->sums[W_FETCH], &fetch, &fv, &fp) && rate_of(&b->sums[W_INPLACE], &inplace, &iv, &ip);
-        judge(b, known && inplace > fetch ? inplace / fetch - 1 : 0);
+        if (added(b, W_JUDGE, &b->judge, ops, ctx))
+            judge(b);
         return;
     }
+    if (!added(b, W_FETCH, &b->round[W_FETCH], ops, ctx) || !added(b, W_INPLACE, &b->round[W_INPLACE], ops, ctx))
+        return;
     round_done(b);
-    known = rate_of(&b->sums[W_FETCH], &fetch, &fv, &fp) && rate_of(&b->sums[W_INPLACE], &inplace, &iv, &ip);
+    double fetch = 0, fv = 0, fp = 0, inplace = 0, iv = 0, ip = 0;
+    bool known = rate_of(&b->sums[W_FETCH], &fetch, &fv, &fp) && rate_of(&b->sums[W_INPLACE], &inplace, &iv, &ip);
     bool last = b->rounds >= BW_ROUNDS || b->tried >= BW_TRIED;
     int way = known ? faster(fetch, fv, inplace, iv, last ? BW_SURE_LAST : BW_SURE, b->fragile) : LMS_BWAY_RULES;
     if (way == LMS_BWAY_RULES && !last) {
@@ -581,8 +592,7 @@ static void decide(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
         start_judging(b, x, way);
         return;
     }
-    chosen(b, way, false, way == LMS_BWAY_FETCH ? inplace / fetch - 1 : 0,
-           way == LMS_BWAY_FETCH ? &b->sums[W_FETCH] : &b->sums[W_INPLACE]);
+    chosen(b, way, false, dearer_now(b), sums_of(b, way));
 }
 
 /* A phase of the functions starts the trials (again); trials under way
