@@ -83,7 +83,10 @@
  * windows against the trials' window of prices deciding with the way
  * chosen (priced_rate); taken for every chunk where faster by BW_MARGIN
  * and BW_SURE times the error of the two, ended after two parts where
- * BW_JUDGE_ABORT times dearer. The same kernels mark phases of the pooled
+ * BW_JUDGE_ABORT times dearer. Where it lost, the other way is judged
+ * next, once (judged_lost): prices on a margin split the chunks between
+ * the ways by chance, and the mix can be slower than either. The same
+ * kernels mark phases of the pooled
  * line by chance every 100-300 launches: trials cut by a phase BW_CUTS
  * times in a row, the next run to their end (cut_by_phase).
  */
@@ -473,6 +476,15 @@ static bool priced_rate(const lms_plan_blind *b, int way, double *rate, double *
     return k[i];
 }
 
+/* Whether the rounds timed way x slower than `way` (a way they chose;
+ * RULES: never) by more than BW_ODD, prices deciding in both. */
+static bool timed_slower(const lms_plan_blind *b, int x, int way)
+{
+    double rx, vx, rw, vw;
+    return way != LMS_BWAY_RULES && x != way && priced_rate(b, x, &rx, &vx) && priced_rate(b, way, &rw, &vw) &&
+           rx > rw * (1 + BW_ODD);
+}
+
 /* The way judged for every chunk once the rounds chose `way` for the
  * chunks no price decides, or RULES (none): where prices went against
  * the way for one chunk in BW_AGAINST, the way they went against most
@@ -487,11 +499,7 @@ static int judge_way(const lms_plan_blind *b, int way)
     if (b->decided < BW_DECIDED || (uint64_t)against * BW_AGAINST < b->decided)
         return LMS_BWAY_RULES;
     int x = b->fetched_against >= b->read_against ? LMS_BWAY_INPLACE : LMS_BWAY_FETCH;
-    double rx, vx, rw, vw;
-    if (way != LMS_BWAY_RULES && x != way && priced_rate(b, x, &rx, &vx) && priced_rate(b, way, &rw, &vw) &&
-        rx > rw * (1 + BW_ODD))
-        return LMS_BWAY_RULES;
-    return x;
+    return timed_slower(b, x, way) ? LMS_BWAY_RULES : x;
 }
 
 /* Starts judging way x for every chunk against prices deciding with
@@ -508,6 +516,26 @@ static void start_judging(lms_plan_blind *b, int x, int after)
     b->way = x;
     b->all = true;
     no_window(b);
+}
+
+/* The judged way lost (judge, judging_part): the other way is judged
+ * next, once per trials, where the rounds did not time it slower by more
+ * than BW_ODD with prices deciding (judge_way's test); else the rounds'
+ * choice is taken. Prices that decide on a margin split the chunks
+ * between the two ways by chance, and such a mix can be slower than
+ * either way for every chunk: an outside helper's kernels of one pass
+ * with compute drawn per launch, in bursts with kernels of eight, ran
+ * 1.26x `lru`'s step with the prices fetching what reading every chunk
+ * in place had not beaten (fetching every chunk: 1.05x). */
+static void judged_lost(lms_plan_blind *b)
+{
+    int other = b->judged == LMS_BWAY_FETCH ? LMS_BWAY_INPLACE : LMS_BWAY_FETCH, after = b->judged_after;
+    if (!b->judged_both && !timed_slower(b, other, after)) {
+        start_judging(b, other, after);
+        b->judged_both = true;
+        return;
+    }
+    chosen(b, after, false, dearer_now(b), sums_of(b, after));
 }
 
 /* Judging b->judged for every chunk, its windows added up: taken where
@@ -534,7 +562,7 @@ static void judge(lms_plan_blind *b)
         no_window(b);
         return;
     }
-    chosen(b, b->judged_after, false, dearer_now(b), sums_of(b, b->judged_after));
+    judged_lost(b);
 }
 
 /* Judging, at the end of its part k (>= 2): its parts before the last
@@ -546,7 +574,7 @@ static void judging_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
     double r = early_rate(b, ops, ctx), pr = 0, pv = 0;
     if (r >= 0 && priced_rate(b, b->judged_after, &pr, &pv) && r > BW_JUDGE_ABORT * pr)
-        chosen(b, b->judged_after, false, dearer_now(b), sums_of(b, b->judged_after));
+        judged_lost(b);
 }
 
 /* Whether window pending[w] is added up into s (or none is pending);

@@ -194,6 +194,7 @@ typedef struct lms_plan_blind {
     uint32_t read_against;    /* ... and read in place where it fetched */
     uint8_t cut;              /* trials cut by a phase in a row (cut_by_phase) */
     bool judged_once;         /* these trials judged a way for every chunk (start_judging) */
+    bool judged_both;         /* ... and the other way after it lost (judged_lost) */
     int judged;               /* the way every chunk tries (LMS_BWAY_*; RULES: none), against prices deciding, */
     int judged_after;         /* ... the way the rounds chose, taken after (with prices deciding) unless it wins, */
     lms_plan_bsums judge;     /* ... and its windows added up */

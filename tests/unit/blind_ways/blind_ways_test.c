@@ -600,8 +600,44 @@ static void prices_far_not_judged(void)
     lms_plan_destroy(&plan);
 }
 
+/* ops.price for split_prices: every fourth chunk priced to read in place
+ * (0.6 of a fetch), the rest to fetch (1.5): all near a fetch's cost. */
+static double c_split_price(void *ctx, lms_plan_chunk *c)
+{
+    return (c - ((clocked *)ctx)->f.chunks) % 4 == 0 ? 0.6 : 1.5;
+}
+
+/* ops.managed for split_prices: twice the chunks' units, so that the
+ * room holds under a quarter of them and the rules read in place. */
+static uint64_t c_managed_twice(void *ctx) { return 2 * fake_room_managed(ctx); }
+
+/* Prices near a fetch's cost that split the chunks (a quarter read in
+ * place, the rest fetched: every fetched one is against the rules'
+ * reading in place) make a mix slower than fetching every chunk (reading
+ * costs 8 a launch, a fetch 4, a hit 1: about 4.25 a launch against
+ * 3.25). Reading every chunk in place is judged first (the way the
+ * prices went against most) and loses; fetching every chunk is judged
+ * next and chosen. Before, the first judging lost left the mix. */
+static void other_way_judged(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup(&c, &plan, &ops, 24, 1, 4, 8);
+    ops.price = c_split_price;
+    ops.fetch_cost = c_fetch_cost;
+    ops.managed = c_managed_twice;
+    run(&plan, &ops, &c, 1500);
+    CHECK_EQ_U(plan.blind.all, 1);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    CHECK(plan.blind.judged_both);
+    CHECK_EQ_U(run(&plan, &ops, &c, 100), 0);   /* every chunk fetched, the quarter priced to read in place too */
+    lms_plan_destroy(&plan);
+}
+
 static const test_case cases[] = {
     {"prices_judged_slower", prices_judged_slower},
+    {"other_way_judged", other_way_judged},
     {"prices_judged_faster", prices_judged_faster},
     {"prices_far_not_judged", prices_far_not_judged},
     {"inplace_faster", inplace_faster},
