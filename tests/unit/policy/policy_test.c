@@ -191,6 +191,46 @@ static void never_repeats(void)
     p->destroy(st);
 }
 
+/* A program that alternates parts of 1,200 launches: a cycle over 24
+ * chunks (function k % 48 on chunk k % 24), then 1,200 launches of a
+ * function and a chunk drawn at random, five times. The policy acts
+ * through each cycle but its first launches, and says it has nothing to
+ * act on after the first launches of each random part, the fifth too
+ * (the wait is the period learned: 64 launches). Before, the doubt
+ * had to outlast half the launches before it, and from the second
+ * random part on it never did (the part is shorter). */
+static void alternating_parts(void)
+{
+    const lms_policy *p = lms_policy_find("lookahead");
+    void *st = p->create();
+    CHECK(st != NULL);
+    lms_policy_memo memo[24] = {0};
+    uint32_t x = 11;
+    uint64_t seq = 0;
+    for (int part = 0; part < 10; part++) {
+        bool random = part % 2 == 1;
+        int guessed = 0;
+        for (int i = 0; i < 1200; i++) {
+            seq++;
+            uint32_t id = (uint32_t)(seq % 24), fn = (uint32_t)(seq % 48);
+            if (random) {
+                x = x * 1103515245u + 12345u;
+                id = (x >> 16) % 24;
+                x = x * 1103515245u + 12345u;
+                fn = (x >> 16) % 48;
+            }
+            lms_policy_memo *mm[1] = {&memo[id]};
+            p->observe(st, seq, 100 + fn, &id, mm, 1);
+            guessed += p->guessing(st);
+        }
+        if (part >= 2 && random)
+            CHECK(guessed < 300);   /* nothing to act on after the first launches of the part (about 90) */
+        if (part >= 2 && !random)
+            CHECK(guessed > 1100);  /* acting again within 100 launches (about 14) */
+    }
+    p->destroy(st);
+}
+
 /* A shuffled copy of 0..n-1 (order, n <= 64) from the generator x. */
 static void shuffle(uint32_t *order, uint32_t n, uint32_t *x)
 {
@@ -441,6 +481,7 @@ static void new_order_named_next_step(void)
 
 static const test_case cases[] = {
     {"never_repeats", never_repeats},
+    {"alternating_parts", alternating_parts},
     {"shaken_names_nothing", shaken_names_nothing},
     {"random_between_named_past", random_between_named_past},
     {"new_order_named_next_step", new_order_named_next_step},
