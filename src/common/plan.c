@@ -21,7 +21,8 @@
 #define IDLE_AFTER 3     /* launches after its last use when a victim passed over to is taken to be idle (pick_victim) */
 #define HIDDEN_SHARE 8   /* a function's fitted price under 1/this of a fetch's: its reads in place are hidden */
 #define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
-#define MARGINAL 2       /* a price within this factor of a fetch's decides on a margin (blind_choice) */
+#define MARGINAL 2       /* a price within this factor of a fetch's decides on a margin (blind_choice), ... */
+#define MARGINAL_READ 4  /* ... or, reading in place, down to this factor under it */
 #define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
 
 /* A chunk of the launch being planned and what reading it in place costs
@@ -1024,7 +1025,14 @@ static int rules_way(const lms_plan_ops *ops, void *ctx, const blind_prices *bp,
  * the way (or the rules) on a margin, within MARGINAL of a fetch's cost
  * (LMS_BWAY_FETCH: fetched where the way reads in place; _INPLACE: the
  * other way round; else _RULES): blindways.c counts those, to judge the
- * way for every chunk against prices deciding. */
+ * way for every chunk against prices deciding. A price that reads in
+ * place counts down to MARGINAL_READ under a fetch's cost: with kernels
+ * of several streams one at a time, a fetch overlaps the others'
+ * compute while a read in place holds them all, so the prices' margin
+ * over what a demand fetch holds its own launch overstates reading in
+ * place (an outside helper's buffers of 2-32 MiB on 8 streams, priced at
+ * a quarter to a half of a fetch: 1.57x `lru`'s step, fetching every
+ * chunk never judged; 1.16x now). */
 enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
 static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
                         bool *explore, int *against)
@@ -1052,7 +1060,7 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
         return BLIND_FREE;   /* its room is reserved: the caller fetches it there */
     if (price >= 0) {
         int d = in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
-        if (price >= fetch / MARGINAL && price <= fetch * MARGINAL) {
+        if (price >= fetch / (d == BLIND_INPLACE ? MARGINAL_READ : MARGINAL) && price <= fetch * MARGINAL) {
             int way = bp->way != LMS_BWAY_RULES ? bp->way : rules_way(ops, ctx, bp, fetch);
             if ((d == BLIND_FETCH) != (way == LMS_BWAY_FETCH))
                 *against = d == BLIND_FETCH ? LMS_BWAY_FETCH : LMS_BWAY_INPLACE;

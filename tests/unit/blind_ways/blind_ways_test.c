@@ -586,6 +586,24 @@ static void prices_judged_faster(void)
     lms_plan_destroy(&plan);
 }
 
+/* Prices reading in place at 0.3 of a fetch's cost, where fetching is
+ * 10x cheaper on the device: within MARGINAL_READ under a fetch's cost,
+ * they are judged, and fetching every chunk is chosen. Before, only
+ * prices down to half of a fetch's cost counted, and every chunk was
+ * read in place for good. */
+static void low_prices_judged(void)
+{
+    clocked c;
+    lms_plan plan;
+    lms_plan_ops ops;
+    setup_priced(&c, &plan, &ops, 25, 0.3, 1, 4, 40);
+    run(&plan, &ops, &c, 1200);
+    CHECK_EQ_U(plan.blind.all, 1);
+    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    CHECK_EQ_U(run(&plan, &ops, &c, 100), 0);
+    lms_plan_destroy(&plan);
+}
+
 /* Prices far from a fetch's cost (a fifth of it) are not judged: they
  * go against the rules at every chunk, but on no margin. */
 static void prices_far_not_judged(void)
@@ -638,6 +656,7 @@ static void other_way_judged(void)
 static const test_case cases[] = {
     {"prices_judged_slower", prices_judged_slower},
     {"other_way_judged", other_way_judged},
+    {"low_prices_judged", low_prices_judged},
     {"prices_judged_faster", prices_judged_faster},
     {"prices_far_not_judged", prices_far_not_judged},
     {"inplace_faster", inplace_faster},

@@ -1,0 +1,117 @@
+/*
+ * mixed_parts.c — two shapes the engine lost on by 1.5x, launched round
+ * robin over several streams, each launch reading and writing the first
+ * half or more of one buffer and computing for 0.13x to 1.45x the time
+ * the link takes to carry that buffer:
+ *
+ *   `sizes`: 40 buffers of 15 sizes, from 1 to 16 shares of the working
+ *   set (at least 2 MiB), 48 functions of which a third read their buffer
+ *   once, a third twice and a third three times; buffer and function
+ *   drawn at random. Fetch batches of very different sizes queue behind
+ *   each other on the link.
+ *   `alt`: 24 buffers of one size; parts of 1,200 launches take turns: a
+ *   cycle (buffer k mod 24, function k mod 48, compute by function: a
+ *   step the engine learns) then buffer, function and compute drawn at
+ *   random (nothing to learn).
+ *
+ * usage: mixed_parts RATIO BUDGET_MIB sizes|alt STREAMS [SEED]
+ *   the buffers total RATIO x BUDGET_MIB; SEED (default 0) draws other
+ *   sizes of reads, compute and the random launches.
+ * Prints `step_ms X` (modeled ms a step of 240 launches over the last 30
+ * of 60 steps: three turns of `alt`'s parts) and `peak_mib Y`, and checks
+ * every buffer's count.
+ */
+#include <cuda.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/check.h"
+#include "../../common/context.h"
+#include "../../common/stream_program.h"
+
+#define MAXBUF 40
+#define NFN 48
+#define MAXSTREAM 64
+#define STEP 240
+#define STEPS 60
+#define MEASURED 30
+#define PART 1200
+
+/* rw(p, bytes, passes, compute_ns): reads and writes [p, p + bytes)
+ * `passes` times, adds 1 to the 32-bit word at p. */
+static void rw(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    unsigned passes = *(unsigned *)p[2];
+    l->access_passes(l, a, *(size_t *)p[1], SIMGPU_READ_WRITE, passes);
+    __atomic_fetch_add((uint32_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+    l->compute(l, *(double *)p[3]);
+}
+
+int main(int argc, char **argv)
+{
+    int nstream = argc >= 5 ? atoi(argv[4]) : 0;
+    if (argc < 5 || argc > 6 || (strcmp(argv[3], "sizes") && strcmp(argv[3], "alt")) || nstream < 1 ||
+        nstream > MAXSTREAM) {
+        fprintf(stderr, "usage: mixed_parts RATIO BUDGET_MIB sizes|alt STREAMS (1-%d) [SEED]\n", MAXSTREAM);
+        return 2;
+    }
+    double ratio = atof(argv[1]);
+    uint64_t budget = strtoull(argv[2], NULL, 10) * SP_MiB;
+    bool sizes = !strcmp(argv[3], "sizes");
+    sp_rng rng = sp_seeded(0x9e3779b97f4a7c15ull, argc == 6 ? strtoull(argv[5], NULL, 10) : 0);
+    primary_context(0);
+
+    static char names[NFN][16];
+    CUfunction fns[NFN];
+    sp_functions((simgpu_kernel){.fn = rw, .num_params = 4, .param_sizes = {8, 8, 4, 8}}, "rw", NFN, names, 1, fns);
+    CUstream streams[MAXSTREAM];
+    sp_streams(streams, nstream);
+    CUdeviceptr buf[MAXBUF];
+    size_t sz[MAXBUF];
+    int nbuf = sizes ? MAXBUF : 24;
+    if (sizes) {
+        double shares = 0;
+        for (int b = 0; b < nbuf; b++)
+            shares += 1 + (b * 7) % 16;
+        for (int b = 0; b < nbuf; b++) {
+            sz[b] = (size_t)((double)budget * ratio * (1 + (b * 7) % 16) / shares) & ~(2 * SP_MiB - 1);
+            if (sz[b] < 2 * SP_MiB)
+                sz[b] = 2 * SP_MiB;
+            OK(cuMemAlloc(&buf[b], sz[b]));
+            OK(cuMemsetD8(buf[b], 0, sz[b]));
+        }
+    } else {
+        size_t size = sp_buffers(buf, nbuf, budget, ratio);
+        for (int b = 0; b < nbuf; b++)
+            sz[b] = size;
+    }
+    uint32_t want[MAXBUF] = {0};
+
+    simgpu_counters c0 = {0};
+    uint64_t k = 0;
+    for (int step = 0; step < STEPS; step++) {
+        for (int i = 0; i < STEP; i++, k++) {
+            bool cycle = !sizes && (k / PART) % 2 == 0;
+            int b = cycle ? (int)(k % (uint64_t)nbuf) : (int)sp_draw(&rng, (uint64_t)nbuf);
+            int f = cycle ? (int)(k % NFN) : (int)sp_draw(&rng, NFN);
+            unsigned passes = sizes ? 1 + (unsigned)(f % 3) : 1;
+            double share = cycle ? 0.2 + 0.02 * f : 0.13 + (double)sp_draw(&rng, 1000) * 1.32e-3;
+            size_t bytes = (sz[b] / 2 + (size_t)sp_draw(&rng, sz[b] / 2)) & ~(size_t)4095;
+            double ns = share * (double)sz[b] / SP_LINK;
+            void *args[] = {&buf[b], &bytes, &passes, &ns};
+            OK(cuLaunchKernel(fns[f], 1, 1, 1, 32, 1, 1, 0, streams[k % (uint64_t)nstream], args, NULL));
+            want[b]++;
+        }
+        sp_step_end(step, STEPS, MEASURED, &c0);
+    }
+    sp_report(&c0, MEASURED);
+    for (int b = 0; b < nbuf; b++) {
+        uint32_t v = 0;
+        OK(cuMemcpyDtoH(&v, buf[b], sizeof v));
+        CHECK_EQ_U(v, want[b]);
+    }
+    return 0;
+}
