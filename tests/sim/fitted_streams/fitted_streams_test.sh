@@ -10,11 +10,12 @@
 # Bars, as ratios: lmshim's defaults (no LMS_POLICY) take at most 1.05x
 # the step of the better of LMS_POLICY=none and lru at the same settings;
 # `random`, what holds today, so that it cannot get worse unseen: at most
-# 1.22x in each cell and 1.04x on average over its 48 (1.174 and 1.0265;
-# 1.318 and 1.062 before prices were judged against the way: a read in
-# place is priced from the shortest duration, so a launch of heavier
-# compute looks slowed by its reads; docs/PERFORMANCE.md "Thirteenth
-# round" to "Sixteenth round" say what was tried); every run's buffers
+# 1.20x in each cell and 1.025x on average over its 48 (1.162 and
+# 1.0064; 1.174 and 1.0265 before the "Seventeenth round", 1.318 and
+# 1.062 before prices were judged against the way: a read in place is
+# priced from the shortest duration, so a launch of heavier compute
+# looks slowed by its reads; docs/PERFORMANCE.md "Thirteenth round" to
+# "Seventeenth round" say what was tried); every run's buffers
 # are right and its device peak is within the budget. RANDOM_SEEDS="0 1 2 3" runs other
 # seeds of `random` (docs/PERFORMANCE.md's 96 cells).
 set -u
@@ -22,7 +23,7 @@ prog=$1
 . "$(dirname "$0")/../../common/best_of.sh"   # B=128 (MiB), L2, bad, BAR
 for kind in cycle random; do
     seeds=0
-    [ $kind = random ] && seeds=${RANDOM_SEEDS:-0 1} && BAR=1.22 && ratios=()
+    [ $kind = random ] && seeds=${RANDOM_SEEDS:-0 1} && BAR=1.20 && ratios=()
     for seed in $seeds; do
         for conc in 0 1; do
             for ns in 1 3 8; do
@@ -37,8 +38,8 @@ for kind in cycle random; do
     done
 done
 mean=$(printf '%s\n' "${ratios[@]}" | awk '{s += $1; n++} END {printf "%.4f", n ? s / n : 99}')
-echo "random: mean ratio ${mean} over ${#ratios[@]} cells (bar 1.04)"
+echo "random: mean ratio ${mean} over ${#ratios[@]} cells (bar 1.025)"
 # What docs/PERFORMANCE.md counts: the cells over 1.05 and the worst.
 printf '%s\n' "${ratios[@]}" | awk '{if ($1 > 1.05) o++; if ($1 > w) w = $1} END {printf "random: %d cells over 1.05, the worst %.3f\n", o, w}'
-awk -v m="$mean" 'BEGIN {exit !(m <= 1.04)}' || bad=1
+awk -v m="$mean" 'BEGIN {exit !(m <= 1.025)}' || bad=1
 [ $bad = 0 ] && echo PASS || { echo "FAIL: a bar above does not hold" >&2; exit 1; }
