@@ -394,27 +394,14 @@ static int bring(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk
     return done;
 }
 
-/* Grows the scratch arrays to hold n entries. */
+/* Grows the scratch arrays (memos, batch, priced: the planner's) to hold
+ * n entries each; false when out of memory (each keeps what it held). */
 static bool scratch(lms_plan *p, int n)
 {
-    if (n <= p->capscratch)
-        return true;
-    int ncap = p->capscratch ? p->capscratch : 64;
-    while (ncap < n)
-        ncap *= 2;
-    lms_policy_memo **m = realloc(p->memos, (size_t)ncap * sizeof *m);
-    if (m)
-        p->memos = m;
-    lms_plan_chunk **b = realloc(p->batch, (size_t)ncap * sizeof *b);
-    if (b)
-        p->batch = b;
-    struct lms_plan_priced *pr = realloc(p->priced, (size_t)ncap * sizeof *pr);
-    if (pr)
-        p->priced = pr;
-    if (!m || !b || !pr)
-        return false;
-    p->capscratch = ncap;
-    return true;
+    size_t need = n > 0 ? (size_t)n : 0;
+    return lms_grow((void **)&p->memos, &p->capmemos, need, sizeof *p->memos, 64) &&
+           lms_grow((void **)&p->batch, &p->capbatch, need, sizeof *p->batch, 64) &&
+           lms_grow((void **)&p->priced, &p->cappriced, need, sizeof *p->priced, 64);
 }
 
 /* The step's length the planner works with, in launches: the one the

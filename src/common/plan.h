@@ -216,11 +216,11 @@ typedef struct lms_plan {
     uint64_t victim_bytes;           /* bytes: the charges of those in `victims` (unpinned) */
     uint64_t now;                    /* seq of the latest launch observed */
     uint64_t epoch;                  /* the policy's epoch() last seen */
-    lms_policy_memo **memos;         /* scratch for observe() */
-    lms_plan_chunk **batch;          /* scratch for a batch of fetches */
-    int capscratch;
+    lms_policy_memo **memos;         /* scratch for observe() (capmemos) */
+    lms_plan_chunk **batch;          /* scratch for a batch of fetches (capbatch) */
+    size_t capmemos, capbatch, cappriced;
     uint32_t *ahead;                 /* scratch for ahead(): ids, distances, batch distances */
-    struct lms_plan_priced *priced;  /* scratch: a launch's chunks with their prices */
+    struct lms_plan_priced *priced;  /* scratch: a launch's chunks with their prices (cappriced) */
     /* The mode chosen by timing a learned step of each (trials.c, "Timed
      * steps"): LMS_PLAN_ACT, _DEEP, _DEMAND or _INPLACE. */
     int mode;
