@@ -58,8 +58,7 @@ typedef struct dev_timing {
     pair pairs[PAIRS];
     uint64_t head, tail;      /* pairs [head, tail) are in flight, in launch order */
     uint64_t batches;         /* demand fetch batches seen */
-    double fetch_ns;          /* what a demand fetch holds its launch per byte (ns; 0: unknown): ... */
-    double fetch_t, fetch_b;  /* ... the decayed sums of timed batches' durations (ns) and bytes, over each other */
+    double fetch_t, fetch_b;  /* timed demand fetch batches: decayed sums of durations (ns) and bytes (lms_timing_fetch_cost) */
     lms_price price;
     lms_fnprice fits;         /* each function's price, fitted (fnprice.h) */
     lms_fnprice classes;      /* ... and each function's in each class of its grid */
@@ -205,9 +204,10 @@ void lms_timing_fetch_end(int device, int h, CUstream stream, uint64_t bytes)
 
 double lms_timing_fetch_cost(int device)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok || timing[device].fetch_ns <= 0)
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok || !(timing[device].fetch_t > 0) ||
+        !(timing[device].fetch_b > 0))
         return -1;
-    return timing[device].fetch_ns;
+    return timing[device].fetch_t / timing[device].fetch_b;
 }
 
 void lms_timing_end(int device, int h, CUstream stream)
@@ -245,13 +245,13 @@ void lms_timing_poll(int device)
         if (!pr->bad && pr->fetch && pr->bytes > 0) {
             /* Bytes weigh: a mean of each batch's time per byte made a
              * small batch queued behind a large transfer count as much as
-             * the transfer (an outside helper's buffers of 2-32 MiB on 8
-             * streams: a fetch measured at 23x the link's time per byte,
-             * 10x weighed by bytes; nearly every read in place was priced
-             * under the first, 1.57x `lru`'s step, 1.07x now). */
+             * the transfer (buffers of 2-32 MiB on 8 streams one at a
+             * time: a fetch measured at 23x the link's time per byte, 10x
+             * weighed by bytes, and nearly every read in place priced
+             * under the first; tests/sim/mixed_parts `sizes` at 3x,
+             * LMS_FRAC=0.5, seed 0: 1.56x `lru`'s step, 1.31x weighed). */
             t->fetch_t = t->fetch_t * 3 / 4 + (double)ms * 1e6;
             t->fetch_b = t->fetch_b * 3 / 4 + (double)pr->bytes;
-            t->fetch_ns = t->fetch_t / t->fetch_b;
         } else if (!pr->bad) {
             lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6, pr->role);
             lms_fnprice_learn(&t->fits, pr->fn, pr->local, pr->bytes, (double)ms * 1e6);
