@@ -58,3 +58,35 @@ best_cell() {
     ratios+=("${verdict%% *}")
     case $verdict in *OVER* | *PEAK*) bad=1 ;; esac
 }
+
+# best_grid KIND SEEDS STREAMS PROGRAM: best_cell over the grid of the
+# stream programs (tests/common/stream_program.h): for each seed in SEEDS,
+# kernels of different streams one at a time and side by side
+# (SIMGPU_CONCURRENT 0, 1), each count of streams in STREAMS, 1.5x and 3x
+# the budget, the default LMS_FRAC and 0.5; PROGRAM takes
+# RATIO BUDGET_MIB KIND STREAMS SEED.
+best_grid() {
+    local kind=$1 seeds=$2 streams=$3 prog=$4 seed conc ns ratio frac
+    for seed in $seeds; do
+        for conc in 0 1; do
+            for ns in $streams; do
+                for ratio in 1.5 3; do
+                    for frac in default 0.5; do
+                        best_cell "$(printf '%s %-3s streams=%s concurrent=%s seed=%s' "$kind" "$ratio" "$ns" "$conc" "$seed")" \
+                            "$frac" SIMGPU_CONCURRENT=$conc -- "$prog" "$ratio" "$B" "$kind" "$ns" "$seed"
+                    done
+                done
+            done
+        done
+    done
+}
+
+# best_mean LABEL BAR: prints the mean of `ratios`, its cells over 1.05 and
+# the worst, and sets bad=1 when the mean is over BAR.
+best_mean() {
+    local label=$1 bar=$2 mean
+    mean=$(printf '%s\n' "${ratios[@]}" | awk '{s += $1; n++} END {printf "%.4f", n ? s / n : 99}')
+    echo "$label: mean ratio ${mean} over ${#ratios[@]} cells (bar $bar)"
+    printf '%s\n' "${ratios[@]}" | awk -v k="$label" '{if ($1 > 1.05) o++; if ($1 > w) w = $1} END {printf "%s: %d cells over 1.05, the worst %.3f\n", k, o, w}'
+    awk -v m="$mean" -v b="$bar" 'BEGIN {exit !(m <= b)}' || bad=1
+}

@@ -40,6 +40,20 @@ static inline uint64_t sp_draw(sp_rng *r, uint64_t n)
     return r->s % n;
 }
 
+/* The body of a kernel of four parameters (p, bytes, passes, compute_ns):
+ * reads and writes [p, p + bytes) `passes` times and adds 1 to the
+ * 32-bit word at p, which the program checks at its end. */
+static inline void sp_rw_passes(simgpu_launch *l, void **p)
+{
+    CUdeviceptr a = *(CUdeviceptr *)p[0];
+    l->access_passes(l, a, *(size_t *)p[1], SIMGPU_READ_WRITE, *(unsigned *)p[2]);
+    __atomic_fetch_add((uint32_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
+    l->compute(l, *(double *)p[3]);
+}
+
+/* sp_rw_passes's parameters. */
+#define SP_RW_PASSES_PARAMS .num_params = 4, .param_sizes = {8, 8, 4, 8}
+
 /* Registers `n` kernels named PREFIX0.. PREFIX(n-1) with body `fn` and
  * parameters `k` (its name is set here), and gets each from `modules`
  * modules loaded in turn into fns[m * n + i]. names (n x 16 chars) is

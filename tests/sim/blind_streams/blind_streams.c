@@ -34,18 +34,6 @@
 #define STEPS 18
 #define MEASURED 6
 
-/* gemm(w, bytes, passes, compute_ns): reads w `passes` times, bumps its
- * first byte. */
-static void gemm(simgpu_launch *l, void **p)
-{
-    CUdeviceptr w = *(CUdeviceptr *)p[0];
-    size_t bytes = *(size_t *)p[1];
-    unsigned passes = *(unsigned *)p[2];
-    l->access_passes(l, w, bytes, SIMGPU_READ_WRITE, passes);
-    __atomic_fetch_add((uint8_t *)(uintptr_t)w, 1, __ATOMIC_RELAXED);
-    l->compute(l, *(double *)p[3]);
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 4 || argc > 5 || (strcmp(argv[3], "dear") && strcmp(argv[3], "mixed") && strcmp(argv[3], "deepen"))) {
@@ -60,7 +48,7 @@ int main(int argc, char **argv)
 
     static char names[NAMES][16];
     static CUfunction fns[NAMES * MODULES];
-    sp_functions((simgpu_kernel){.fn = gemm, .num_params = 4, .param_sizes = {8, 8, 4, 8}}, "g", NAMES, names,
+    sp_functions((simgpu_kernel){.fn = sp_rw_passes, SP_RW_PASSES_PARAMS}, "g", NAMES, names,
                  MODULES, fns);
     CUstream streams[NSTREAM];
     sp_streams(streams, NSTREAM);
@@ -85,9 +73,9 @@ int main(int argc, char **argv)
     }
     sp_report(&c0, MEASURED);
     for (int b = 0; b < NBUF; b++) {
-        uint8_t v = 0;
-        OK(cuMemcpyDtoH(&v, buf[b], 1));
-        CHECK_EQ_U(v, want[b] & 0xff);
+        uint32_t v = 0;
+        OK(cuMemcpyDtoH(&v, buf[b], sizeof v));
+        CHECK_EQ_U(v, want[b]);
     }
     return 0;
 }

@@ -39,17 +39,6 @@
 #define MEASURED 30
 #define PART 1200
 
-/* rw(p, bytes, passes, compute_ns): reads and writes [p, p + bytes)
- * `passes` times, adds 1 to the 32-bit word at p. */
-static void rw(simgpu_launch *l, void **p)
-{
-    CUdeviceptr a = *(CUdeviceptr *)p[0];
-    unsigned passes = *(unsigned *)p[2];
-    l->access_passes(l, a, *(size_t *)p[1], SIMGPU_READ_WRITE, passes);
-    __atomic_fetch_add((uint32_t *)(uintptr_t)a, 1, __ATOMIC_RELAXED);
-    l->compute(l, *(double *)p[3]);
-}
-
 int main(int argc, char **argv)
 {
     int nstream = argc >= 5 ? atoi(argv[4]) : 0;
@@ -66,7 +55,7 @@ int main(int argc, char **argv)
 
     static char names[NFN][16];
     CUfunction fns[NFN];
-    sp_functions((simgpu_kernel){.fn = rw, .num_params = 4, .param_sizes = {8, 8, 4, 8}}, "rw", NFN, names, 1, fns);
+    sp_functions((simgpu_kernel){.fn = sp_rw_passes, SP_RW_PASSES_PARAMS}, "rw", NFN, names, 1, fns);
     CUstream streams[MAXSTREAM];
     sp_streams(streams, nstream);
     CUdeviceptr buf[MAXBUF];

@@ -547,6 +547,15 @@ static void setup_priced(clocked *c, lms_plan *plan, lms_plan_ops *ops, unsigned
     ops->fetch_cost = c_fetch_cost;
 }
 
+/* Checks that fetching every chunk was judged faster and chosen: the
+ * next 100 launches read nothing in place, whatever their prices say. */
+static void fetching_every_chunk(lms_plan *plan, const lms_plan_ops *ops, clocked *c)
+{
+    CHECK_EQ_U(plan->blind.all, 1);
+    CHECK_EQ_U(plan->blind.way, LMS_BWAY_FETCH);
+    CHECK_EQ_U(run(plan, ops, c, 100), 0);
+}
+
 /* Prices near a fetch's cost read every chunk in place where fetching
  * is 10x cheaper on the device (a price that stands on launches whose
  * compute varies): the trials' windows both read in place (every chunk
@@ -560,9 +569,7 @@ static void prices_judged_slower(void)
     lms_plan_ops ops;
     setup_priced(&c, &plan, &ops, 21, 0.6, 1, 4, 40);
     run(&plan, &ops, &c, 1200);
-    CHECK_EQ_U(plan.blind.all, 1);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
-    CHECK_EQ_U(run(&plan, &ops, &c, 100), 0);   /* every chunk fetched, priced to read in place or not */
+    fetching_every_chunk(&plan, &ops, &c);
     lms_plan_destroy(&plan);
 }
 
@@ -598,9 +605,7 @@ static void low_prices_judged(void)
     lms_plan_ops ops;
     setup_priced(&c, &plan, &ops, 25, 0.3, 1, 4, 40);
     run(&plan, &ops, &c, 1200);
-    CHECK_EQ_U(plan.blind.all, 1);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
-    CHECK_EQ_U(run(&plan, &ops, &c, 100), 0);
+    fetching_every_chunk(&plan, &ops, &c);
     lms_plan_destroy(&plan);
 }
 
@@ -646,10 +651,8 @@ static void other_way_judged(void)
     ops.fetch_cost = c_fetch_cost;
     ops.managed = c_managed_twice;
     run(&plan, &ops, &c, 1500);
-    CHECK_EQ_U(plan.blind.all, 1);
-    CHECK_EQ_U(plan.blind.way, LMS_BWAY_FETCH);
+    fetching_every_chunk(&plan, &ops, &c);
     CHECK(plan.blind.judged_both);
-    CHECK_EQ_U(run(&plan, &ops, &c, 100), 0);   /* every chunk fetched, the quarter priced to read in place too */
     lms_plan_destroy(&plan);
 }
 
