@@ -1017,9 +1017,10 @@ static int rules_way(const lms_plan_ops *ops, void *ctx, const blind_prices *bp,
  * of several streams one at a time, a fetch overlaps the others'
  * compute while a read in place holds them all, so the prices' margin
  * over what a demand fetch holds its own launch overstates reading in
- * place (an outside helper's buffers of 2-32 MiB on 8 streams, priced at
- * a quarter to a half of a fetch: 1.57x `lru`'s step, fetching every
- * chunk never judged; 1.16x now). */
+ * place (tests/sim/mixed_parts `sizes` at 3x on 8 streams one at a time,
+ * LMS_FRAC=0.5: prices at a quarter to a half of a fetch, and fetching
+ * every chunk never judged: seed 1 1.57x `lru`'s step, 1.16x now; seed 0
+ * 1.31x, 1.02x now). */
 enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
 static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
                         bool *explore, int *against)
