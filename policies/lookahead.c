@@ -33,9 +33,10 @@
  * for the whole step, so a part of a step in a random order is told apart
  * by each position's miss level (launch.misses): ahead() does not name a
  * launch whose position missed step after step.
- * Doubt held longer than a period (and than half the launches before it)
- * tells the planner there is nothing to act on (guessing()): it then reads
- * in place when fetching would rarely hit (src/common/plan.c).
+ * Doubt held longer than a period, or through DOUBT_MISSED launches that
+ * missed a prediction made for them, tells the planner there is nothing
+ * to act on (guessing()): it then reads in place when fetching would
+ * rarely hit (src/common/plan.c).
  *
  * Cost: every launch's ids go to a pool where each entry learns, when its
  * chunk is used again, how many launches later that was. A chunk's memo
@@ -60,6 +61,8 @@
 #define SHAKEN (65536u * 7 / 10) /* a score under this after a miss: nothing named ahead until a hit */
 #define MISSES_MAX 3             /* a position's miss level at most (launch.misses) */
 #define MISSES_SKIP 2            /* ... from which ahead() does not name the launch */
+#define DOUBT_MISSED 64         /* launches in doubt that missed a prediction made for them: nothing to act on (guessing()) */
+#define PERIOD_FLOOR 16          /* a period taken back to a shorter one: not under this (observe(); the planner's TRIAL_MIN) */
 #define BLANK_FOR 64             /* launches with nothing learned before they count as misses (score) */
 #define NAMED_MAX (1u << 22)     /* ids ahead() names once each at most (more: repeats stay in) */
 /* Memo words: 1 + pool index of the chunk's latest entry, the seq of that
@@ -91,6 +94,7 @@ typedef struct state {
     uint32_t score;           /* recent predictions that came true, in 1/65536 (an average over ~16) */
     uint64_t doubt_since;     /* the launch confidence was last lost at, ... */
     uint64_t doubt_wait;      /* ... and the launches of doubt after it that still guess (guessing()) */
+    uint32_t doubt_missed;    /* launches since that missed a prediction made for them (guessing()) */
     bool confident;           /* the score says the learned future is worth acting on */
     bool missed;              /* the latest launch scored was a miss (ahead(): SHAKEN) */
     uint64_t confidences;     /* times confidence was regained: the epoch */
@@ -105,6 +109,8 @@ typedef struct state {
     uint64_t match;           /* its seq */
     uint64_t period;          /* seq - match of the latest match (0: none yet) */
     uint64_t rep, rep_run;    /* a candidate step length; launches in a row that repeated the one rep earlier */
+    uint64_t cand, cand_left; /* a shorter period the current one is a multiple of (0: none), launches left to judge it */
+    uint64_t cand_hits, per_hits;   /* ... launches so far that repeated the one that far back, and one period back */
     uint64_t *named;          /* ahead()'s set of ids named in one call: (call << 32 | id) words */
     uint32_t named_cap, named_call;
 } state;
@@ -290,8 +296,12 @@ static bool score(state *s, uint64_t sig, int chunks_came)
         s->confident = false;
         s->doubt_since = s->seq + 1;
         s->doubt_wait = s->period > 64 ? s->period : 64;
+        s->doubt_missed = 0;
     }
-    return !hit && (s->predicted || chunks_came == 0);
+    bool miss = !hit && (s->predicted || chunks_came == 0);
+    if (!s->confident && miss && s->predicted && s->doubt_missed < UINT32_MAX)
+        s->doubt_missed++;
+    return miss;
 }
 
 /* Whether the uses the launch's chunks had predicted came about when
@@ -318,6 +328,30 @@ static int chunks_came(lms_policy_memo *const *memos, int n, uint64_t seq)
         came += seq + dist / 8 >= p && seq <= p + dist / 2;
     }
     return predicted == 0 ? -1 : 2 * came > predicted;
+}
+
+/* Judges the candidate shorter period (s->cand) at launch seq of
+ * signature sig: over as many launches as it is long, it takes the
+ * period's place when as many of them repeated the launch that far back
+ * as repeated the launch one period back. A period of 18 steps, set by a
+ * chance match in a step's random launches, held through every step
+ * after (the step's own repeats as well), and the trials timed windows of
+ * 18 steps; a repeat inside the step (22 launches of a 242-launch step,
+ * tests/unit/breakers_ctx `overflow_step`) repeats for a few launches
+ * only, and is dropped. O(1). */
+static void shorter_check(state *s, uint64_t seq, uint64_t sig)
+{
+    if (!s->cand)
+        return;
+    const launch *a = seq > s->cand ? launch_of(s, seq - s->cand) : NULL;
+    const launch *b = s->period && seq > s->period ? launch_of(s, seq - s->period) : NULL;
+    s->cand_hits += a && a->sig == sig;
+    s->per_hits += b && b->sig == sig;
+    if (--s->cand_left > 0)
+        return;
+    if (s->period && s->period % s->cand == 0 && s->cand_hits + s->cand / 8 >= s->per_hits)
+        s->period = s->cand;
+    s->cand = 0;
 }
 
 /* Learns launch seq: appends its ids to the pool, teaches each chunk's
@@ -428,9 +462,16 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     uint64_t prev = 0;
     bool sets_period = true;
     const launch *l = NULL;
-    if (s->period && seq > s->period && (l = launch_of(s, seq - s->period)) && l->sig == sig)
+    shorter_check(s, seq, sig);
+    if (s->period && seq > s->period && (l = launch_of(s, seq - s->period)) && l->sig == sig) {
         prev = seq - s->period;
-    else if (prev_ctx)
+        /* A period that is a multiple of the step repeats too: a chance
+         * match (a launch of a random part) set it there and nothing took
+         * it back. The context's latest launch nearer, at a distance the
+         * period is a multiple of, is a candidate (shorter_check()). */
+        if (!s->cand && prev_ctx > prev && seq - prev_ctx >= PERIOD_FLOOR && s->period % (seq - prev_ctx) == 0)
+            s->cand = seq - prev_ctx, s->cand_left = s->cand, s->cand_hits = s->per_hits = 0;
+    } else if (prev_ctx)
         prev = prev_ctx;
     else
         prev = prev_sig, sets_period = false;
@@ -625,11 +666,18 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max, uint32_t l
  * a program that alternates learnable parts with random ones guessing
  * through every random part after the first (tests/sim/mixed_parts
  * `alt`, 1,200 launches of each, at 3x on 8 streams side by side, seed
- * 1: 1.53x `none`'s step, 1.08x now). */
+ * 1: 1.53x `none`'s step, 1.08x then). Nor once DOUBT_MISSED launches of
+ * the doubt missed a prediction made for them: launches that are new
+ * make none, launches in a random order that repeat by chance make
+ * wrong ones, and the period learned when the doubt began is a chance
+ * distance too, often thousands of launches (the random part's first
+ * launches set it), so that `alt`'s random parts were fetched on demand
+ * from the third on (at 1.5x at the defaults, 8 streams side by side:
+ * 1.32x `none`'s step over the last 30 of 240 steps, 1.03x now). */
 static bool guessing(void *p)
 {
     const state *s = p;
-    return s->confident || s->seq - s->doubt_since < s->doubt_wait;
+    return s->confident || (s->seq - s->doubt_since < s->doubt_wait && s->doubt_missed < DOUBT_MISSED);
 }
 
 /* The learned period while confident, else 0. */

@@ -245,6 +245,10 @@ typedef struct lms_plan {
     int trial_stopped;                                   /* a mode stopped early, acting to the end of its
                                                           * window (LMS_PLAN_ACT, never stopped: none) */
     bool trial_paused;                                   /* chosen, but the policy lost its period */
+    double trial_ns[LMS_PLAN_MODES];                     /* each mode's timed step, once read (trials.c, step_time) */
+    int trial_held;                                      /* 1 + the mode a disturbance held (0: none; trials.c) */
+    uint64_t upset_at, upset_gap;                        /* the latest disturbance's first launch, launches since the one before */
+    bool in_upset;                                       /* ... under way */
     int trial_best;                                      /* the mode chosen (when decided) */
     int trial_first;                                     /* the trials' first point: all on its stream */
     bool trial_once;      /* acting deep's trial held a chunk used once a step back (read it in

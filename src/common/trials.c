@@ -40,7 +40,8 @@
  * did (trial_stop). The fastest over
  * the whole step is kept for TRIAL_RETRY steps, then all are tried again; a
  * period that changes by more than 2x (the policy found the real step)
- * starts the trials over. The points are read without waiting: a choice
+ * starts the trials over. Confidence lost or the period drifting holds
+ * them, the modes timed kept ("trials through an upset"). The points are read without waiting: a choice
  * waits for its measurements to complete, acting meanwhile. */
 
 #define TRIAL_POINTS LMS_TRIAL_POINTS
@@ -73,6 +74,18 @@ static double trial_span(const lms_plan *p, const lms_plan_ops *ops, void *ctx, 
 static double trial_time(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int k)
 {
     return trial_span(p, ops, ctx, m, 0, k);
+}
+
+/* Mode m's timed step (its whole window), once its window is done and
+ * its last point completed; negative before. Kept the first time it is
+ * read: points are a ring (ops->mark), and trials held through upsets
+ * record more of them, so a mode timed early may find its points
+ * recorded over by the choice (trial_decide waited for ever). */
+static double step_time(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m)
+{
+    if (p->trial_ns[m] < 0 && p->trial_done[m])
+        p->trial_ns[m] = trial_time(p, ops, ctx, m, TRIAL_POINTS - 1);
+    return p->trial_done[m] ? p->trial_ns[m] : -1;
 }
 
 /* ---- acting lean ---------------------------------------------------------------
@@ -129,9 +142,9 @@ static void sums_now(const lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
  * as a graph's, hides nothing by that sum) and kept the link busy for at
  * least LEAN_LINK of the step's device time. Then a fetch that waits for its victim's kernel waits for the
  * link anyway, and each byte not moved shortens the step. */
-static bool saturated(const lms_plan *p, const lms_plan_ops *ops, void *ctx)
+static bool saturated(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
-    double t = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+    double t = step_time(p, ops, ctx, LMS_PLAN_ACT);
     double per = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
     const uint64_t *sum = p->trial_sums[LMS_PLAN_ACT];
     uint64_t bytes = sum[LMS_SUM_MOVED], hidden = sum[LMS_SUM_HIDDEN];
@@ -161,7 +174,7 @@ static void lean_check(lms_plan *p, const lms_plan_ops *ops, void *ctx)
             return;
     }
     double lean = ops->between(ctx, p->lean_marks[1], p->lean_marks[2]);
-    double act = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+    double act = step_time(p, ops, ctx, LMS_PLAN_ACT);
     if (lean < 0 || act < 0)
         return;   /* not completed yet */
     p->lean_checked = true;
@@ -180,7 +193,7 @@ static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     for (int m = 0; m < LMS_PLAN_MODES; m++) {
         if (!p->trial_done[m])
             continue;   /* stopped early, or never ran */
-        double t = trial_time(p, ops, ctx, m, TRIAL_POINTS - 1);
+        double t = step_time(p, ops, ctx, m);
         if (t < 0)
             return;   /* not completed yet: act meanwhile */
         if (best_ns < 0 || t < best_ns)
@@ -188,8 +201,8 @@ static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     }
     if (p->deep_again) {   /* acting deep's step against acting's, complete now (trial_next) */
         p->deep_again = false;
-        double b = trial_time(p, ops, ctx, LMS_PLAN_DEEP, TRIAL_POINTS - 1);
-        double a = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+        double b = step_time(p, ops, ctx, LMS_PLAN_DEEP);
+        double a = step_time(p, ops, ctx, LMS_PLAN_ACT);
         if (!p->deep_all && p->trial_done[LMS_PLAN_DEEP] && a >= 0 && b > TRIAL_AGAIN * a) {
             p->deep_all = true;
             p->deep_retry = true;   /* tried from the next step's boundary (trial_launch) */
@@ -232,9 +245,9 @@ static void window_from(lms_plan *p, uint64_t seq)
  * in place took 2.3x acting's first eighth (0.73 against 0.32 ms) and was
  * stopped there, where its whole step was half of acting's (an outside
  * helper's `skew`, 1.86x the engine before's step). */
-static bool behind(const lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int from, int k, double factor)
+static bool behind(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, int from, int k, double factor)
 {
-    double step = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+    double step = step_time(p, ops, ctx, LMS_PLAN_ACT);
     for (int j = k; j > from && m != LMS_PLAN_ACT && p->trial_done[LMS_PLAN_ACT]; j--) {
         double b = trial_span(p, ops, ctx, m, from, j);
         if (b < 0)
@@ -272,7 +285,7 @@ static int trial_next(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, in
     if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once)
         return next;
     if (!stopped) {
-        double b = trial_time(p, ops, ctx, m, k), a = trial_time(p, ops, ctx, LMS_PLAN_ACT, TRIAL_POINTS - 1);
+        double b = trial_time(p, ops, ctx, m, k), a = step_time(p, ops, ctx, LMS_PLAN_ACT);
         if (b < 0 || a < 0) {
             p->deep_again = true;   /* not complete yet (the device runs behind): judged with the choice */
             return next;
@@ -380,6 +393,59 @@ static uint64_t trial_length(lms_plan *p, uint64_t seq, bool *confirmed, uint64_
     return len;
 }
 
+/* ---- trials through an upset ---------------------------------------------------
+ *
+ * A learned step may hold a few launches in an order of their own (data
+ * decides them: an upset): the policy's confidence falls there and its
+ * period jumps to chance distances and back. Trials cut at each such
+ * launch and started over from acting never reached reading in place
+ * where a step of 240 launches had 40 random ones every third step
+ * (tests/sim/mixed_parts `upset`, 1.58x the better of `none` and `lru` at
+ * the defaults, the step run acting and fetching every chunk). So a trial
+ * a disturbance cuts is held (trial_held: the mode under way), the modes
+ * timed before it kept; once the period the trials time is back, the held
+ * mode starts a new window there (settling first, as every mode's), or,
+ * when another period came, the trials start over. A mode stopped early
+ * (behind) was held while acting ran its window's rest: the mode after it
+ * runs then. A disturbance that comes back once a step (within an eighth
+ * of the trials' period of the one before) is part of the step: every
+ * window holds one, so the trials, and the choice after them, go on
+ * through it (an upset in every step held the trials for ever). */
+
+/* Whether a disturbance (confidence lost, or the period drifting) at seq
+ * comes a step after the one before: records its first launch. */
+static bool upset_in_step(lms_plan *p, uint64_t seq)
+{
+    if (!p->in_upset) {
+        p->upset_gap = seq - p->upset_at;
+        p->upset_at = seq;
+        p->in_upset = true;
+    }
+    uint64_t P = p->trial_period, g = p->upset_gap;
+    return g + P / 8 >= P && g <= P + P / 8;
+}
+
+/* Once no disturbance holds the trials (at a launch whose period is
+ * `period`): starts the held mode's window again (true), or, under
+ * another period, stops the trials so that they start over. */
+static bool trial_resume(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq, uint64_t period)
+{
+    int m = p->trial_held - 1;
+    p->trial_held = 0;
+    if (p->trial != TRIAL_RUNNING)
+        return false;
+    if (period != p->trial_period) {
+        p->trial = TRIAL_OFF;
+        return false;
+    }
+    if (p->trial_stopped != LMS_PLAN_ACT) {   /* held while acting ran a stopped mode's window out */
+        m = trial_next(p, ops, ctx, p->trial_stopped, p->trial_n[p->trial_stopped] - 1, true);
+        p->trial_stopped = LMS_PLAN_ACT;
+    }
+    trial_start(p, ops, ctx, m, seq, 0);
+    return true;
+}
+
 /* At each launch: runs the trials' stages at their points. O(1) but for
  * a switch into or out of the LRU order; one point recorded per eighth of
  * a step while trying, none otherwise. */
@@ -407,11 +473,23 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         p->held_since = p->held_period ? seq : 0;
         p->held_period = period;
     }
-    bool drifting = !confirmed && p->held_since && seq - p->held_since < period &&
+    /* The period back to the one the trials time is not a drift: a few
+     * launches in a random order (upset) set it to a chance distance
+     * and back, and each return held the trials off for a whole period. */
+    bool back = p->trial != TRIAL_OFF && period == p->trial_period;
+    bool drifting = !confirmed && p->held_since && seq - p->held_since < period && !back &&
                     !(p->trial != TRIAL_OFF && p->trial_confirmed);   /* trials on a confirmed step hold */
-    if (period < TRIAL_MIN || drifting) {   /* nothing learned, confidence lost, or drifting: the policy's own rules */
-        if (p->trial == TRIAL_RUNNING)
-            p->trial = TRIAL_OFF;   /* a trial cut short is started again */
+    bool lost = period < TRIAL_MIN || drifting;
+    if (!lost) {
+        p->in_upset = false;
+    } else if (p->trial != TRIAL_OFF && p->trial_period && upset_in_step(p, seq)) {
+        period = p->trial_period;   /* part of the step: the trials and the choice go on through it */
+        confirmed = p->trial_confirmed;
+        lost = false;
+    }
+    if (lost) {   /* nothing learned, confidence lost, or drifting: the policy's own rules */
+        if (p->trial == TRIAL_RUNNING && !p->trial_held)
+            p->trial_held = 1 + (p->trial_stopped != LMS_PLAN_ACT ? p->trial_stopped : p->mode);   /* "trials through an upset" */
         if (p->mode != LMS_PLAN_ACT)
             lms_plan_set_mode(p, LMS_PLAN_ACT);
         p->lean = false;   /* the policy's own rules (a choice of acting lean comes back with the choice) */
@@ -461,7 +539,10 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
     differs |= timed_short != p->trial_short;
     if (p->trial != TRIAL_OFF && differs)
         p->trial = TRIAL_OFF;
+    if (p->trial_held && trial_resume(p, ops, ctx, seq, period))
+        return;
     if (p->trial == TRIAL_OFF) {
+        p->trial_held = 0;
         p->trial_longer = lengthens;
         p->longer_period = 0;
         p->trial_period = period;
@@ -505,6 +586,8 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         trial_choose(p, seq);
         return;
     }
+    for (int d = 0; d < LMS_PLAN_MODES; d++)
+        step_time(p, ops, ctx, d);   /* kept while their points are (step_time) */
     int k = p->trial_n[m] - 1;
     if (p->trial_stopped != LMS_PLAN_ACT) {   /* the stopped mode's window ended, acting */
         trial_start(p, ops, ctx, trial_next(p, ops, ctx, m, k, true), seq, p->trial_marks[m][k]);
@@ -535,6 +618,7 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         sums_now(p, ops, ctx, p->sums_from);
     } else if (p->trial_n[m] == TRIAL_POINTS) {
         p->trial_done[m] = true;
+        p->trial_ns[m] = -1;   /* read once its last point completed (step_time) */
         uint64_t now[LMS_SUMS];
         sums_now(p, ops, ctx, now);
         for (int i = 0; i < LMS_SUMS; i++)

@@ -13,13 +13,25 @@
  *   cycle (buffer k mod 24, function k mod 48, compute by function: a
  *   step the engine learns) then buffer, function and compute drawn at
  *   random (nothing to learn).
+ *   `upset3`, `upset1`: 24 buffers of one size; a step of 240 launches in
+ *   a fixed order (buffer and function by position, each position's own)
+ *   but for 40 launches in its middle drawn at random (an upset: which
+ *   launches run there, the data decides), in every third step
+ *   (`upset3`) or in every step (`upset1`).
+ *   `phase`: 24 buffers of one size; 960 launches in a cycle of 96, then
+ *   2,000 in a cycle of 1,000 (buffer and function by position in the
+ *   cycle), in turn: an order whose period changes (2,960 launches in
+ *   all), which the tests do not hold (docs/PERFORMANCE.md, "Eighteenth
+ *   round": over 60 steps the trials of its whole period are still
+ *   under way).
  *
- * usage: mixed_parts RATIO BUDGET_MIB sizes|alt STREAMS [SEED]
+ * usage: mixed_parts RATIO BUDGET_MIB sizes|alt|upset3|upset1|phase STREAMS [SEED [STEPS]]
  *   the buffers total RATIO x BUDGET_MIB; SEED (default 0) draws other
- *   sizes of reads, compute and the random launches.
+ *   sizes of reads, compute and the random launches; STEPS (default 60,
+ *   at least 31) steps of 240 launches are run.
  * Prints `step_ms X` (modeled ms a step of 240 launches over the last 30
- * of 60 steps: three turns of `alt`'s parts) and `peak_mib Y`, and checks
- * every buffer's count.
+ * steps: three turns of `alt`'s parts, ten upsets of `upset3` over the
+ * default 60) and `peak_mib Y`, and checks every buffer's count.
  */
 #include <cuda.h>
 #include <stdbool.h>
@@ -38,19 +50,29 @@
 #define STEPS 60
 #define MEASURED 30
 #define PART 1200
+#define UPSET_AT 100   /* an upset's first position in the step */
+#define UPSET 40       /* ... its launches */
+#define PHASE_A 960    /* `phase`: launches in a cycle of 96, ... */
+#define PHASE_B 2000   /* ... then in a cycle of 1,000 */
 
 int main(int argc, char **argv)
 {
     int nstream = argc >= 5 ? atoi(argv[4]) : 0;
-    if (argc < 5 || argc > 6 || (strcmp(argv[3], "sizes") && strcmp(argv[3], "alt")) || nstream < 1 ||
-        nstream > MAXSTREAM) {
-        fprintf(stderr, "usage: mixed_parts RATIO BUDGET_MIB sizes|alt STREAMS (1-%d) [SEED]\n", MAXSTREAM);
+    const char *kind = argc >= 5 ? argv[3] : "";
+    int every = !strcmp(kind, "upset3") ? 3 : !strcmp(kind, "upset1") ? 1 : 0;   /* steps between upsets */
+    bool phase = !strcmp(kind, "phase");
+    int steps = argc == 7 ? atoi(argv[6]) : STEPS;
+    if (argc < 5 || argc > 7 || (strcmp(kind, "sizes") && strcmp(kind, "alt") && !every && !phase) || nstream < 1 ||
+        nstream > MAXSTREAM || steps <= MEASURED) {
+        fprintf(stderr,
+                "usage: mixed_parts RATIO BUDGET_MIB sizes|alt|upset3|upset1|phase STREAMS (1-%d) [SEED [STEPS (%d+)]]\n",
+                MAXSTREAM, MEASURED + 1);
         return 2;
     }
     double ratio = atof(argv[1]);
     uint64_t budget = strtoull(argv[2], NULL, 10) * SP_MiB;
     bool sizes = !strcmp(argv[3], "sizes");
-    sp_rng rng = sp_seeded(0x9e3779b97f4a7c15ull, argc == 6 ? strtoull(argv[5], NULL, 10) : 0);
+    sp_rng rng = sp_seeded(0x9e3779b97f4a7c15ull, argc >= 6 ? strtoull(argv[5], NULL, 10) : 0);
     primary_context(0);
 
     static char names[NFN][16];
@@ -81,11 +103,21 @@ int main(int argc, char **argv)
 
     simgpu_counters c0 = {0};
     uint64_t k = 0;
-    for (int step = 0; step < STEPS; step++) {
+    for (int step = 0; step < steps; step++) {
         for (int i = 0; i < STEP; i++, k++) {
-            bool cycle = !sizes && (k / PART) % 2 == 0;
-            int b = cycle ? (int)(k % (uint64_t)nbuf) : (int)sp_draw(&rng, (uint64_t)nbuf);
-            int f = cycle ? (int)(k % NFN) : (int)sp_draw(&rng, NFN);
+            bool cycle = phase || (!sizes && (k / PART) % 2 == 0);
+            uint64_t j = k;   /* the position whose buffer and function a learnable launch takes */
+            if (phase) {
+                j = k % (PHASE_A + PHASE_B);
+                j = j < PHASE_A ? j % 96 : (j - PHASE_A) % 1000;
+            }
+            if (every) {
+                uint64_t at = k % STEP;
+                cycle = !((k / STEP) % (uint64_t)every == (uint64_t)every - 1 && at >= UPSET_AT && at < UPSET_AT + UPSET);
+                j = at * 0x9e3779b97f4a7c15ull >> 20;   /* an order of the step's own */
+            }
+            int b = cycle ? (int)(j % (uint64_t)nbuf) : (int)sp_draw(&rng, (uint64_t)nbuf);
+            int f = cycle ? (int)(j % NFN) : (int)sp_draw(&rng, NFN);
             unsigned passes = sizes ? 1 + (unsigned)(f % 3) : 1;
             double share = cycle ? 0.2 + 0.02 * f : 0.13 + (double)sp_draw(&rng, 1000) * 1.32e-3;
             size_t bytes = (sz[b] / 2 + (size_t)sp_draw(&rng, sz[b] / 2)) & ~(size_t)4095;
@@ -94,7 +126,7 @@ int main(int argc, char **argv)
             OK(cuLaunchKernel(fns[f], 1, 1, 1, 32, 1, 1, 0, streams[k % (uint64_t)nstream], args, NULL));
             want[b]++;
         }
-        sp_step_end(step, STEPS, MEASURED, &c0);
+        sp_step_end(step, steps, MEASURED, &c0);
     }
     sp_report(&c0, MEASURED);
     for (int b = 0; b < nbuf; b++) {
