@@ -41,8 +41,9 @@
  * the whole step is kept for TRIAL_RETRY steps, then all are tried again; a
  * period that changes by more than 2x (the policy found the real step)
  * starts the trials over. Confidence lost or the period drifting holds
- * them, the modes timed kept ("trials through an upset"). The points are read without waiting: a choice
- * waits for its measurements to complete, acting meanwhile. */
+ * them, the modes timed kept ("trials through an upset"). The points are
+ * read without waiting: a choice waits for its measurements to complete,
+ * acting meanwhile. */
 
 #define TRIAL_POINTS LMS_TRIAL_POINTS
 #define TRIAL_RETRY 256   /* steps between trials */
@@ -400,8 +401,8 @@ static uint64_t trial_length(lms_plan *p, uint64_t seq, bool *confirmed, uint64_
  * period jumps to chance distances and back. Trials cut at each such
  * launch and started over from acting never reached reading in place
  * where a step of 240 launches had 40 random ones every third step
- * (tests/sim/mixed_parts `upset`, 1.58x the better of `none` and `lru` at
- * the defaults, the step run acting and fetching every chunk). So a trial
+ * (tests/sim/mixed_parts `upset3`, 1.59x the better of `none` and `lru`
+ * at the defaults, the step run acting and fetching every chunk). So a trial
  * a disturbance cuts is held (trial_held: the mode under way), the modes
  * timed before it kept; once the period the trials time is back, the held
  * mode starts a new window there (settling first, as every mode's), or,
