@@ -408,22 +408,28 @@ static uint64_t trial_length(lms_plan *p, uint64_t seq, bool *confirmed, uint64_
  * mode starts a new window there (settling first, as every mode's), or,
  * when another period came, the trials start over. A mode stopped early
  * (behind) was held while acting ran its window's rest: the mode after it
- * runs then. A disturbance that comes back once a step (within an eighth
- * of the trials' period of the one before) is part of the step: every
- * window holds one, so the trials, and the choice after them, go on
- * through it (an upset in every step held the trials for ever). */
+ * runs then. A disturbance that comes back a whole number of steps after
+ * the one before (within an eighth of the trials' period) is part of
+ * the work: the trials, and the choice after them, go on through it. An
+ * upset in every step held the trials for ever; one every sixth step of
+ * 40 identical launches (a layer repeated) held them to windows clear of
+ * it, and the choice, paused to acting at each upset and back, ran
+ * 1.21x the step of the engine that never chose (an outside helper's
+ * `layers6_u1`). */
 
 /* Whether a disturbance (confidence lost, or the period drifting) at seq
- * comes a step after the one before: records its first launch. */
+ * came a whole number of steps after the one before (within an eighth of
+ * a step) and is younger than a step (a period that keeps drifting is
+ * no upset): records its first launch. */
 static bool upset_in_step(lms_plan *p, uint64_t seq)
 {
     if (!p->in_upset) {
-        p->upset_gap = seq - p->upset_at;
+        p->upset_gap = p->upset_at ? seq - p->upset_at : 0;
         p->upset_at = seq;
         p->in_upset = true;
     }
-    uint64_t P = p->trial_period, g = p->upset_gap;
-    return g + P / 8 >= P && g <= P + P / 8;
+    uint64_t P = p->trial_period, g = p->upset_gap, r = P ? g % P : 0;
+    return P && g && g + P / 8 >= P && (r <= P / 8 || P - r <= P / 8) && seq - p->upset_at < P;
 }
 
 /* Once no disturbance holds the trials (at a launch whose period is
