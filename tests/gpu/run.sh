@@ -262,6 +262,13 @@ elif in_time torch-ipc 140; then
 fi
 
 echo "== convnet (cuDNN): batch 4 x 3 x 1200 x 1200 under half its footprint"
+# A machine whose loader cannot find libcudnn.so.9 may still hold it in
+# Python's nvidia-cudnn package (PyTorch's wheels bring it): use that.
+if [ -x "$build/bench/convnet" ] && ldd "$build/bench/convnet" 2>/dev/null | grep -q 'libcudnn.*not found'; then
+    cudnn_dir=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+    [ -n "$cudnn_dir" ] && [ -d "$cudnn_dir" ] && export LD_LIBRARY_PATH=$cudnn_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "libcudnn.so.9 from ${cudnn_dir:-nowhere}"
+fi
 if [ ! -x "$build/bench/convnet" ]; then
     row convnet "skipped (no cuDNN build)" - - -
 elif in_time convnet 70; then
