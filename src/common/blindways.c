@@ -126,11 +126,16 @@
 #define BW_DECIDED_LATE 128 /* chunks decided since a choice with prices deciding before it is judged */
 #define BW_JUDGE 3        /* windows of one way for every chunk, at most, ... */
 #define BW_JUDGE_ABORT 1.5 /* ... ended at once where this many times dearer per byte than prices deciding */
+#define BW_LATE 32        /* chosen windows a judged way faster on average waits for prices deciding to lose */
 
 /* What the current window is for. */
 enum { BW_OFF, BW_SETTLING, BW_FETCHING, BW_READING, BW_WAITING, BW_CHOSEN, BW_JUDGING };
 /* The windows ended (lms_plan_blind.pending) and the ways' sums. */
 enum { W_FETCH, W_INPLACE, W_LAST, W_JUDGE };
+
+static void add_sums(lms_plan_bsums *a, const lms_plan_bsums *b);
+static void chosen(lms_plan_blind *b, int way, bool all, double dearer, const lms_plan_bsums *s);
+static double dearer_now(const lms_plan_blind *b);
 
 /* Opens no window: the next launch records its first point. */
 static void no_window(lms_plan_blind *b)
@@ -233,6 +238,44 @@ static int faster(double fetch, double fv, double inplace, double iv, double sur
     return LMS_BWAY_RULES;
 }
 
+/* A judged way that neither won nor lost (judge: faster on average than
+ * prices deciding, by less than the error of two measures that stand on
+ * a few windows) is held as b->late_way while prices decide: each chosen
+ * window of prices deciding, ended and added up in s, joins their
+ * measure (`since`, from the trials' windows of the way chosen), and
+ * where that measure is slower than the judged way's by more than
+ * BW_MARGIN and BW_SURE times the error of the two, the judged way is
+ * taken for every chunk; where it is faster so, or after BW_LATE
+ * windows, the judged way is dropped. Windows of kernels whose sizes and
+ * passes vary spread their parts' rates by 40% (tests/sim/mixed_parts
+ * `sizes`: buffers of 2-32 MiB read 1-3 times), where the ways differ by
+ * 10-25%: three windows of judging could not tell, and prices read over
+ * 1.3 GB a step in place at 1.26x `lru`'s step, while the chosen windows
+ * that followed told within three. True when the judged way was taken. */
+static bool late_evidence(lms_plan_blind *b, const lms_plan_bsums *s)
+{
+    if (b->all) {
+        b->late_way = LMS_BWAY_RULES;
+        return false;
+    }
+    add_sums(&b->since, s);
+    b->late_windows++;
+    double sr = 0, sv = 0, sp = 0, lr = 0, lv = 0, lp = 0;
+    if (rate_of(&b->since, &sr, &sv, &sp) && rate_of(&b->late, &lr, &lv, &lp)) {
+        if (slower(sr, sv, lr, lv, BW_SURE)) {
+            int way = b->late_way;
+            b->late_way = LMS_BWAY_RULES;
+            chosen(b, way, true, dearer_now(b), &b->late);
+            return true;
+        }
+        if (slower(lr, lv, sr, sv, BW_SURE))
+            b->late_way = LMS_BWAY_RULES;
+    }
+    if (b->late_windows >= BW_LATE)
+        b->late_way = LMS_BWAY_RULES;
+    return false;
+}
+
 /* Chosen, at each part's end: the latest window ended, once its points
  * completed, is held to the chosen way's measure (the rules chosen: the
  * second window after the choice sets it, the first may still be
@@ -252,6 +295,8 @@ static void watch(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
     double r = 0, v = 0, pv = 0;
     if (!b->pending[W_LAST].pts[0] || !add_up(&b->pending[W_LAST], ops, ctx, &s) || !rate_of(&s, &r, &v, &pv))
         return;
+    if (b->late_way != LMS_BWAY_RULES && late_evidence(b, &s))
+        return;   /* the judged way taken */
     if (b->ref <= 0) {
         if (b->windows >= 2)
             b->ref = r, b->ref_var = v, b->part_var = pv;
@@ -464,16 +509,22 @@ static double dearer_now(const lms_plan_blind *b)
     return known && inplace > fetch ? inplace / fetch - 1 : 0;
 }
 
-/* The measure of prices deciding with `way` for the chunks no price
- * decides: that way's windows of the trials (RULES: the faster of the
- * two); false while unknown. */
+/* The windows of the trials that measure prices deciding with `way` for
+ * the chunks no price decides: that way's (RULES: the faster of the two). */
+static const lms_plan_bsums *priced_sums(const lms_plan_blind *b, int way)
+{
+    double r[2] = {0, 0}, v, pv;
+    bool k[2] = {rate_of(&b->sums[W_FETCH], &r[0], &v, &pv), rate_of(&b->sums[W_INPLACE], &r[1], &v, &pv)};
+    int i = way == LMS_BWAY_FETCH ? 0 : way == LMS_BWAY_INPLACE ? 1 : !k[0] || (k[1] && r[1] < r[0]) ? 1 : 0;
+    return &b->sums[i == 0 ? W_FETCH : W_INPLACE];
+}
+
+/* Their device time per byte and the square of its error's share (as
+ * rate_of); false while unknown. */
 static bool priced_rate(const lms_plan_blind *b, int way, double *rate, double *var)
 {
-    double r[2] = {0, 0}, v[2] = {0, 0}, pv;
-    bool k[2] = {rate_of(&b->sums[W_FETCH], &r[0], &v[0], &pv), rate_of(&b->sums[W_INPLACE], &r[1], &v[1], &pv)};
-    int i = way == LMS_BWAY_FETCH ? 0 : way == LMS_BWAY_INPLACE ? 1 : !k[0] || (k[1] && r[1] < r[0]) ? 1 : 0;
-    *rate = r[i], *var = v[i];
-    return k[i];
+    double pv;
+    return rate_of(priced_sums(b, way), rate, var, &pv);
 }
 
 /* Whether the rounds timed way x slower than `way` (a way they chose;
@@ -545,7 +596,8 @@ static void judged_lost(lms_plan_blind *b)
  * prices deciding (with the way the rounds chose, b->judged_after) was
  * slower than it by more than BW_MARGIN and BW_SURE times the error of
  * the two; another window while neither is sure, up to BW_JUDGE; else
- * the rounds' choice. A price per chunk stands on launches whose compute
+ * the rounds' choice (a judged way faster on average is held for the
+ * chosen windows to tell: late_evidence). A price per chunk stands on launches whose compute
  * may vary: kernels whose compute is drawn per launch price their reads
  * far above what they cost, and fetching what the prices named lost to
  * both ways (1.30x `none`'s step on 8 streams side by side: tests/sim/
@@ -564,6 +616,12 @@ static void judge(lms_plan_blind *b)
         b->all = true;
         no_window(b);
         return;
+    }
+    if (ka && kp && a < pr && b->late_way == LMS_BWAY_RULES) {
+        b->late_way = b->judged;   /* neither won: the chosen windows tell (late_evidence) */
+        b->late = b->judge;
+        b->since = *priced_sums(b, b->judged_after);
+        b->late_windows = 0;
     }
     judged_lost(b);
 }

@@ -198,6 +198,10 @@ typedef struct lms_plan_blind {
     int judged;               /* the way every chunk tries (LMS_BWAY_*; RULES: none), against prices deciding, */
     int judged_after;         /* ... the way the rounds chose, taken after (with prices deciding) unless it wins, */
     lms_plan_bsums judge;     /* ... and its windows added up */
+    int late_way;             /* a judged way neither won nor lost, faster on average (RULES: none), ... */
+    lms_plan_bsums late;      /* ... its windows added up, */
+    lms_plan_bsums since;     /* ... and prices deciding's: the trials' windows and the chosen ones' since */
+    uint32_t late_windows;    /* ... chosen windows added to `since` */
 } lms_plan_blind;
 
 /* A growable array of chunk pointers used as an indexed heap. */
