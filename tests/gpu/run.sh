@@ -90,6 +90,13 @@ if command -v nm >/dev/null; then
 else
     echo "(no nm: the export check is skipped)"
 fi
+# A library the build links that this machine lacks (a build carried from
+# another machine: libunwind.so.8, libdw.so.1) would make the loader skip
+# the preload with a warning, and every case would run without lmshim.
+if command -v ldd >/dev/null; then
+    absent=$(ldd "$lib" "$lmshim" 2>/dev/null | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')
+    [ -z "$absent" ] || { echo "run.sh: not found here: $absent(put them on LD_LIBRARY_PATH)"; exit 2; }
+fi
 "$lmshim" --help >/dev/null || { echo "run.sh: $lmshim does not run"; exit 2; }
 
 # ---- helpers -------------------------------------------------------------
