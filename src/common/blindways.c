@@ -85,10 +85,12 @@
  * and BW_SURE times the error of the two, ended after two parts where
  * BW_JUDGE_ABORT times dearer. Where it lost, the other way is judged
  * next, once (judged_lost): prices on a margin split the chunks between
- * the ways by chance, and the mix can be slower than either. The same
- * kernels mark phases of the pooled
- * line by chance every 100-300 launches: trials cut by a phase BW_CUTS
- * times in a row, the next run to their end (cut_by_phase).
+ * the ways by chance, and the mix can be slower than either. A judging
+ * that neither won nor lost is decided later by the chosen windows of
+ * prices deciding, which are timed anyway (late_evidence). The same
+ * kernels mark phases of the pooled line by chance every 100-300
+ * launches: trials cut by a phase BW_CUTS times in a row, the next run
+ * to their end (cut_by_phase).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -249,9 +251,10 @@ static int faster(double fetch, double fv, double inplace, double iv, double sur
  * windows, the judged way is dropped. Windows of kernels whose sizes and
  * passes vary spread their parts' rates by 40% (tests/sim/mixed_parts
  * `sizes`: buffers of 2-32 MiB read 1-3 times), where the ways differ by
- * 10-25%: three windows of judging could not tell, and prices read over
- * 1.3 GB a step in place at 1.26x `lru`'s step, while the chosen windows
- * that followed told within three. True when the judged way was taken. */
+ * 10-25%: three windows of judging could not tell, and prices read
+ * 1,356 MiB a step in place at 1.26x `lru`'s step, while the chosen
+ * windows that followed told within two (1.08x). True when the judged
+ * way was taken. */
 static bool late_evidence(lms_plan_blind *b, const lms_plan_bsums *s)
 {
     if (b->all) {
@@ -597,11 +600,11 @@ static void judged_lost(lms_plan_blind *b)
  * slower than it by more than BW_MARGIN and BW_SURE times the error of
  * the two; another window while neither is sure, up to BW_JUDGE; else
  * the rounds' choice (a judged way faster on average is held for the
- * chosen windows to tell: late_evidence). A price per chunk stands on launches whose compute
- * may vary: kernels whose compute is drawn per launch price their reads
- * far above what they cost, and fetching what the prices named lost to
- * both ways (1.30x `none`'s step on 8 streams side by side: tests/sim/
- * fitted_streams `random`). */
+ * chosen windows to tell: late_evidence). A price per chunk stands on
+ * launches whose compute may vary: kernels whose compute is drawn per
+ * launch price their reads far above what they cost, and fetching what
+ * the prices named lost to both ways (1.30x `none`'s step on 8 streams
+ * side by side: tests/sim/fitted_streams `random`). */
 static void judge(lms_plan_blind *b)
 {
     double a = 0, av = 0, ap = 0, pr = 0, pv = 0;
