@@ -138,7 +138,6 @@ enum { W_FETCH, W_INPLACE, W_LAST, W_JUDGE };
 static void add_sums(lms_plan_bsums *a, const lms_plan_bsums *b);
 static void chosen(lms_plan_blind *b, int way, bool all, double dearer, const lms_plan_bsums *s);
 static double dearer_now(const lms_plan_blind *b);
-static void start_judging(lms_plan_blind *b, int x, int after);
 
 /* Opens no window: the next launch records its first point. */
 static void no_window(lms_plan_blind *b)
@@ -245,20 +244,24 @@ static int faster(double fetch, double fv, double inplace, double iv, double sur
  * prices deciding, by less than the error of two measures that stand on
  * a few windows) is held as b->late_way while prices decide: each chosen
  * window of prices deciding, ended and added up in s, joins their
- * measure (`since`, from the trials' windows of the way chosen). Where
- * that measure is slower than the judged way's by more than BW_MARGIN
- * and BW_SURE times the error of the two, the judged way is judged again
- * (`confirming`), against `since`: the judged way's measure is older
- * than the windows that told, and a change of the kernels between them
- * (their compute up by a fifth: an outside helper's program) passed for
- * prices losing and took reading every chunk in place at 1.145x the step
- * before. Where `since` is faster so, or after BW_LATE windows, the
- * judged way is dropped. Windows of kernels whose sizes and passes vary
- * spread their parts' rates by 40% (tests/sim/mixed_parts `sizes`:
- * buffers of 2-32 MiB read 1-3 times), where the ways differ by 10-25%:
- * three windows of judging could not tell, and prices read 1,356 MiB a
- * step in place at 1.26x `lru`'s step, while the chosen windows that
- * followed told within two. True when the judging began. */
+ * measure (`since`, from the trials' windows of the way chosen), and
+ * where that measure is slower than the judged way's by more than
+ * BW_MARGIN and BW_SURE times the error of the two, the judged way is
+ * taken for every chunk; where it is faster so, or after BW_LATE
+ * windows, the judged way is dropped. Windows of kernels whose sizes and
+ * passes vary spread their parts' rates by 40% (tests/sim/mixed_parts
+ * `sizes`: buffers of 2-32 MiB read 1-3 times), where the ways differ by
+ * 10-25%: three windows of judging could not tell, and prices read
+ * 1,356 MiB a step in place at 1.26x `lru`'s step, while the chosen
+ * windows that followed told within two (1.08x). The judged way's
+ * measure is older than the windows that tell, so a change of the
+ * kernels between them can pass for prices losing (compute up by a fifth
+ * in an outside helper's program: reading every chunk in place taken at
+ * 1.145x the step before); judging it again against those windows before
+ * taking it was tried, and lost more than it saved (4 cells over 5%
+ * slower than before where this has 1, of the helper's 159; 10 of 36
+ * such changes where this has 4: docs/PERFORMANCE.md, "Nineteenth
+ * round"). True when the judged way was taken. */
 static bool late_evidence(lms_plan_blind *b, const lms_plan_bsums *s)
 {
     if (b->all) {
@@ -272,8 +275,7 @@ static bool late_evidence(lms_plan_blind *b, const lms_plan_bsums *s)
         if (slower(sr, sv, lr, lv, BW_SURE)) {
             int way = b->late_way;
             b->late_way = LMS_BWAY_RULES;
-            start_judging(b, way, b->way);
-            b->confirming = true;
+            chosen(b, way, true, dearer_now(b), &b->late);
             return true;
         }
         if (slower(lr, lv, sr, sv, BW_SURE))
@@ -304,7 +306,7 @@ static void watch(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
     if (!b->pending[W_LAST].pts[0] || !add_up(&b->pending[W_LAST], ops, ctx, &s) || !rate_of(&s, &r, &v, &pv))
         return;
     if (b->late_way != LMS_BWAY_RULES && late_evidence(b, &s))
-        return;   /* judging the judged way again */
+        return;   /* the judged way taken */
     if (b->ref <= 0) {
         if (b->windows >= 2)
             b->ref = r, b->ref_var = v, b->part_var = pv;
@@ -405,7 +407,6 @@ static void chosen(lms_plan_blind *b, int way, bool all, double dearer, const lm
     b->way = way;
     b->all = all && way != LMS_BWAY_RULES;
     b->judged = LMS_BWAY_RULES;
-    b->confirming = false;
     b->cut = 0;
     b->decided = b->fetched_against = b->read_against = 0;   /* counted again for judge_way */
     b->stage = BW_CHOSEN;
@@ -536,15 +537,6 @@ static bool priced_rate(const lms_plan_blind *b, int way, double *rate, double *
     return rate_of(priced_sums(b, way), rate, var, &pv);
 }
 
-/* What a judging is held to: prices deciding with the way the rounds
- * chose (priced_rate), or, judging again (`confirming`), the chosen
- * windows of prices deciding that told (late_evidence). */
-static bool judge_ref(const lms_plan_blind *b, double *rate, double *var)
-{
-    double pv;
-    return b->confirming ? rate_of(&b->since, rate, var, &pv) : priced_rate(b, b->judged_after, rate, var);
-}
-
 /* Whether the rounds timed way x slower than `way` (a way they chose;
  * RULES: never) by more than BW_ODD, prices deciding in both. */
 static bool timed_slower(const lms_plan_blind *b, int x, int way)
@@ -602,7 +594,7 @@ static void start_judging(lms_plan_blind *b, int x, int after)
 static void judged_lost(lms_plan_blind *b)
 {
     int other = b->judged == LMS_BWAY_FETCH ? LMS_BWAY_INPLACE : LMS_BWAY_FETCH, after = b->judged_after;
-    if (!b->judged_both && !b->confirming && !timed_slower(b, other, after)) {
+    if (!b->judged_both && !timed_slower(b, other, after)) {
         start_judging(b, other, after);
         b->judged_both = true;
         return;
@@ -623,7 +615,7 @@ static void judged_lost(lms_plan_blind *b)
 static void judge(lms_plan_blind *b)
 {
     double a = 0, av = 0, ap = 0, pr = 0, pv = 0;
-    bool ka = rate_of(&b->judge, &a, &av, &ap), kp = judge_ref(b, &pr, &pv);
+    bool ka = rate_of(&b->judge, &a, &av, &ap), kp = priced_rate(b, b->judged_after, &pr, &pv);
     if (ka && kp && slower(pr, pv, a, av, BW_SURE)) {
         chosen(b, b->judged, true, dearer_now(b), &b->judge);
         return;
@@ -635,7 +627,7 @@ static void judge(lms_plan_blind *b)
         no_window(b);
         return;
     }
-    if (ka && kp && a < pr && b->late_way == LMS_BWAY_RULES && !b->confirming) {
+    if (ka && kp && a < pr && b->late_way == LMS_BWAY_RULES) {
         b->late_way = b->judged;   /* neither won: the chosen windows tell (late_evidence) */
         b->late = b->judge;
         b->since = *priced_sums(b, b->judged_after);
@@ -652,7 +644,7 @@ static void judge(lms_plan_blind *b)
 static void judging_part(lms_plan_blind *b, const lms_plan_ops *ops, void *ctx)
 {
     double r = early_rate(b, ops, ctx), pr = 0, pv = 0;
-    if (r >= 0 && judge_ref(b, &pr, &pv) && r > BW_JUDGE_ABORT * pr)
+    if (r >= 0 && priced_rate(b, b->judged_after, &pr, &pv) && r > BW_JUDGE_ABORT * pr)
         judged_lost(b);
 }
 

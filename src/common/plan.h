@@ -201,8 +201,7 @@ typedef struct lms_plan_blind {
     int late_way;             /* a judged way neither won nor lost, faster on average (RULES: none), ... */
     lms_plan_bsums late;      /* ... its windows added up, */
     lms_plan_bsums since;     /* ... and prices deciding's: the trials' windows and the chosen ones' since */
-    uint32_t late_windows;    /* ... chosen windows added to `since`; */
-    bool confirming;          /* ... the judged way judged again against `since`, once they told */
+    uint32_t late_windows;    /* ... chosen windows added to `since` */
 } lms_plan_blind;
 
 /* A growable array of chunk pointers used as an indexed heap. */

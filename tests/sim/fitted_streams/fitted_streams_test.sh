@@ -10,8 +10,8 @@
 # Bars, as ratios: lmshim's defaults (no LMS_POLICY) take at most 1.05x
 # the step of the better of LMS_POLICY=none and lru at the same settings;
 # `random`, what holds today, so that it cannot get worse unseen: at most
-# 1.20x in each cell and 1.025x on average over its 48 (1.167 and
-# 0.9932; 1.174 and 1.0265 before the "Seventeenth round", 1.318 and
+# 1.20x in each cell and 1.025x on average over its 48 (1.157 and
+# 0.9919; 1.174 and 1.0265 before the "Seventeenth round", 1.318 and
 # 1.062 before prices were judged against the way: a read in place is
 # priced from the shortest duration, so a launch of heavier compute
 # looks slowed by its reads; docs/PERFORMANCE.md "Thirteenth round" to

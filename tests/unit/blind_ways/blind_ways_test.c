@@ -37,7 +37,6 @@ typedef struct clocked {
     uint32_t phase;           /* the functions' phases (ops.fn_phase) */
     int lo, span;             /* launches draw chunks lo .. lo + span - 1 (span 0: all) */
     int burst;                /* a launch costs this many times its cost one time in this many, else nothing (0: off) */
-    double scale;             /* every cost times this (0: 1): the kernels changed */
 } clocked;
 
 /* ops.fn_phase: the phases the test marked. */
@@ -127,8 +126,6 @@ static void launch(lms_plan *plan, const lms_plan_ops *ops, clocked *c)
     double cost = was ? c->hit : mine[0]->resident ? c->fetch : c->read;
     if (c->burst > 0)
         cost *= rand() % c->burst == 0 ? c->burst : 0;
-    if (c->scale > 0)
-        cost *= c->scale;
     c->now += cost;
     c->reads += !mine[0]->resident;
 }
@@ -671,9 +668,9 @@ static void other_way_judged(void)
  * from the judging on, launches cost what they cost. The judging of
  * fetching every chunk ends neither won nor lost (faster on average, by
  * less than the error of the two measures) and prices decide; the
- * chosen windows that follow add to their measure until it is sure,
- * fetching every chunk is judged again against them, and taken
- * (late_evidence). Before, prices kept reading every chunk in place. */
+ * chosen windows that follow add to their measure until it is sure, and
+ * fetching every chunk is taken (late_evidence). Before, prices kept
+ * reading every chunk in place. */
 #define JUDGED_LATE_BURST 8
 static void judged_late(void)
 {
@@ -694,40 +691,8 @@ static void judged_late(void)
     lms_plan_destroy(&plan);
 }
 
-/* judged_late's launches where fetching every chunk is no faster (a
- * launch read in place 4, a fetch 4: a quarter hit either way): the
- * judging ends neither won nor lost by chance; then the kernels change
- * (every cost 1.3x) while prices decide, and their chosen windows tell
- * that prices lose against the judging's older measure. Judged again
- * against those windows, fetching every chunk does not win, and prices
- * keep deciding. Taken at once (the rule's first form), it was taken on
- * the change alone. */
-static void judged_late_changed(void)
-{
-    clocked c;
-    lms_plan plan;
-    lms_plan_ops ops;
-    setup_priced(&c, &plan, &ops, 29, 0.6, 1, 4, 4.0);
-    c.burst = JUDGED_LATE_BURST;
-    bool held = false, confirming = false;
-    for (int i = 0; i < 3000; i++) {
-        if (plan.blind.judged_once)
-            c.burst = 0;
-        if (held)
-            c.scale = 1.3;
-        run(&plan, &ops, &c, 1);
-        held |= plan.blind.late_way != LMS_BWAY_RULES;
-        confirming |= plan.blind.confirming;
-    }
-    CHECK(held);         /* the judging told neither */
-    CHECK(confirming);   /* the chosen windows told, and the judged way was judged again */
-    CHECK_EQ_U(plan.blind.all, 0);
-    lms_plan_destroy(&plan);
-}
-
 static const test_case cases[] = {
     {"judged_late", judged_late},
-    {"judged_late_changed", judged_late_changed},
     {"prices_judged_slower", prices_judged_slower},
     {"other_way_judged", other_way_judged},
     {"low_prices_judged", low_prices_judged},
