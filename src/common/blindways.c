@@ -523,10 +523,11 @@ static double dearer_now(const lms_plan_blind *b)
  * the chunks no price decides: that way's (RULES: the faster of the two). */
 static const lms_plan_bsums *priced_sums(const lms_plan_blind *b, int way)
 {
-    double r[2] = {0, 0}, v, pv;
-    bool k[2] = {rate_of(&b->sums[W_FETCH], &r[0], &v, &pv), rate_of(&b->sums[W_INPLACE], &r[1], &v, &pv)};
-    int i = way == LMS_BWAY_FETCH ? 0 : way == LMS_BWAY_INPLACE ? 1 : !k[0] || (k[1] && r[1] < r[0]) ? 1 : 0;
-    return &b->sums[i == 0 ? W_FETCH : W_INPLACE];
+    if (way != LMS_BWAY_RULES)
+        return sums_of(b, way);
+    double fetch = 0, inplace = 0, v, pv;
+    bool kf = rate_of(&b->sums[W_FETCH], &fetch, &v, &pv), ki = rate_of(&b->sums[W_INPLACE], &inplace, &v, &pv);
+    return !kf || (ki && inplace < fetch) ? &b->sums[W_INPLACE] : &b->sums[W_FETCH];
 }
 
 /* Their device time per byte and the square of its error's share (as
