@@ -202,7 +202,6 @@ static bool listed(const char *list, const char *name)
     return false;
 }
 
-#define MAX_ROWS 128
 #define MAX_RATIOS 8
 
 typedef struct row {
@@ -340,7 +339,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "shapes: bad --ratios\n");
         return 2;
     }
-    static row rows[MAX_ROWS];
+    /* One row per listed shape, seed and ratio, all kept for the summary
+     * (owned here, freed at the end). */
+    size_t want = 0;
+    for (int s = 0; s < wl_nshapes; s++)
+        if (listed(o.shapes, wl_shapes[s].name))
+            want += (size_t)(wl_shapes[s].seeded ? o.seeds : 1) * (size_t)nr;
+    row *rows = calloc(want ? want : 1, sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "shapes: no memory for %zu rows\n", want);
+        return 1;
+    }
     int nrows = 0;
     printf("shapes: budget %zu MiB (fixed-size shapes: their size / ratio), %d steps (the first %d a warm-up), "
            "compute = %g x link time of the working set%s%s%s\n",
@@ -356,7 +365,7 @@ int main(int argc, char **argv)
         if (!listed(o.shapes, sh->name))
             continue;
         for (int seed = 1; seed <= (sh->seeded ? o.seeds : 1); seed++)
-            for (int i = 0; i < nr && nrows < MAX_ROWS; i++) {
+            for (int i = 0; i < nr; i++) {
                 row *w = &rows[nrows++];
                 if (sh->seeded)
                     snprintf(w->label, sizeof w->label, "%s/%d", sh->name, seed);
@@ -389,5 +398,6 @@ int main(int argc, char **argv)
     summary(rows, nrows);
     if (o.trace_dir)
         traces(rows, nrows, o.trace_dir);
+    free(rows);
     return 0;
 }
