@@ -24,6 +24,9 @@
 #define MARGINAL 2       /* a price within this factor of a fetch's decides on a margin (blind_choice), ... */
 #define MARGINAL_READ 4  /* ... or, reading in place, down to this factor under it */
 #define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
+#define CHURN_MIN 8      /* fetches of chunks freed since, at least, ... */
+#define CHURN_USES 1.5   /* ... that served fewer uses than this each: fetching into free room is not free (churning) */
+#define CHURN_KEPT 256   /* fetches counted before the counts halve */
 
 /* A chunk of the launch being planned and what reading it in place costs
  * that launch (negative: unknown). */
@@ -226,6 +229,32 @@ void lms_plan_forget(lms_plan *p, lms_plan_chunk *c)
     c->resident = false;
 }
 
+void lms_plan_dropped(lms_plan *p, const lms_plan_chunk *c)
+{
+    if (!c->fetched_n)
+        return;   /* never fetched: it tells nothing of what a fetch serves */
+    p->life_fetches += c->fetched_n;
+    p->life_uses += c->used_n;
+    if (p->life_fetches > CHURN_KEPT)
+        p->life_fetches /= 2, p->life_uses /= 2;
+}
+
+/* Whether fetching into free room is not free: the room is not crowded
+ * (every managed chunk fits), yet the chunks freed lately served fewer
+ * than CHURN_USES uses per fetch (a program that allocates its buffers
+ * afresh every step and uses each once). Such a fetch carries the link
+ * once for one use, as reading in place would, but holds its launch
+ * while a read in place may hide behind the kernel's compute: bench/
+ * shapes `ragged` and `churn` at 1x with an L2 that holds a buffer's
+ * re-reads (`--l2-mib 64`) fetched 518 MiB a step into free room, 1.49x
+ * and 1.45x `none`'s step, read in place where the function's price
+ * says so: 1.01x and 1.02x. Crowded, free room is rare and comes from
+ * evictions, and the ways are timed (blindways.c). */
+static bool churning(const lms_plan *p)
+{
+    return !p->crowded && p->life_fetches >= CHURN_MIN && p->life_uses < CHURN_USES * p->life_fetches;
+}
+
 void lms_plan_pin(lms_plan *p, lms_plan_chunk *c)
 {
     if (c->pins++ == 0)
@@ -359,6 +388,8 @@ static bool fetch_into_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms
         ops->evict(ctx, c);   /* cannot track it resident: send it back */
         return false;
     }
+    if (c->fetched_n < UINT32_MAX)
+        c->fetched_n++;
     c->gave_to = 0;   /* back on the device: no room of its own elsewhere (give_room) */
     c->losses = 0;
     return true;
@@ -797,6 +828,7 @@ typedef struct blind_prices {
     int way;         /* the way measured for chunks no price decides (LMS_BWAY_*, blindways.c) ... */
     bool all;        /* ... or for every chunk (its trials; prices measured slower) ... */
     double dearer;   /* ... fetching: how much longer reading in place took per byte, less one */
+    bool churn;      /* fetching into free room is not free (churning) */
 } blind_prices;
 
 /* Chunk c's price for the launch being planned: with nothing to act on
@@ -979,7 +1011,12 @@ static int rules_way(const lms_plan_ops *ops, void *ctx, const blind_prices *bp,
  * their own; an own zero may not count: chunk_price). A chunk whose reads in place are
  * hidden (price under 1/HIDDEN_SHARE of what a demand fetch holds a
  * launch per byte) is read in place. Else one that fits in free room is
- * fetched there: the link once, and every later use finds it. Else a
+ * fetched there: the link once, and every later use finds it (unless
+ * the chunks freed lately had about one use per fetch, `bp->churn`
+ * (churning), and this is c's first use: then it is decided as below,
+ * its room left free; a chunk used before is fetched, so that one kept
+ * for many uses beside chunks made afresh pays one read in place at
+ * most). Else a
  * fetch costs the link once and evicts a chunk as likely to be needed as
  * c, while reading in place costs the launch what it was measured to,
  * once per pass the kernel makes: the price against the fetch's. With no
@@ -1044,7 +1081,7 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
     }
     if (hidden(price, fetch))
         return BLIND_INPLACE;
-    if (ops->reserve(ctx, c->charge))
+    if (!(bp->churn && c->used_n <= 1) && ops->reserve(ctx, c->charge))
         return BLIND_FREE;   /* its room is reserved: the caller fetches it there */
     if (price >= 0) {
         int d = in_place(&(struct lms_plan_priced){.c = c, .price = price}, fetch) ? BLIND_INPLACE : BLIND_FETCH;
@@ -1178,12 +1215,15 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         } else if (p->blind.stage) {
             lms_plan_blind_launch(p, ops, ctx, false, 0, 0);
         }
-        blind_prices bp = {.fn_price = -1, .way = p->blind.way, .all = p->blind.all, .dearer = p->blind.dearer};   /* the rest asked at the first missing chunk (unsure) */
+        blind_prices bp = {.fn_price = -1, .way = p->blind.way, .all = p->blind.all, .dearer = p->blind.dearer,
+                           .churn = unsure && churning(p)};   /* the rest asked at the first missing chunk (unsure) */
         int nb = 0;
         uint64_t free_now = 0;   /* bytes fetched into free room for this launch */
         uint64_t budget = ops->budget(ctx);
         for (int i = 0; i < m; i++) {
             lms_plan_chunk *c = mine[i];
+            if (c->used_n < UINT32_MAX)
+                c->used_n++;   /* what its fetches served (lms_plan_dropped) */
             if (c->resident) {
                 if (ops->wait_ready)
                     ops->wait_ready(ctx, c);

@@ -38,6 +38,8 @@ typedef struct lms_plan_chunk {
     uint64_t no_take_until; /* ... a take whose fetch failed: no other before this launch */
     uint32_t took;        /* ... 1 + the acting-deep round in which it took another's room (0: none):
                            * none other in that round unless a device request evicted it */
+    uint32_t fetched_n;   /* its fetches, ... */
+    uint32_t used_n;      /* ... and the launches that used it, since it was made (lms_plan_dropped) */
 } lms_plan_chunk;
 
 /* The mechanics, supplied by the caller. */
@@ -219,6 +221,8 @@ typedef struct lms_plan {
     int nresident;                   /* resident chunks, pinned or not */
     uint64_t victim_bytes;           /* bytes: the charges of those in `victims` (unpinned) */
     uint64_t now;                    /* seq of the latest launch observed */
+    double life_fetches, life_uses;  /* chunks freed after a fetch: their fetches and uses, halved past
+                                      * CHURN_KEPT fetches (lms_plan_dropped; plan.c, churning) */
     uint64_t epoch;                  /* the policy's epoch() last seen */
     lms_policy_memo **memos;         /* scratch for observe() (capmemos) */
     lms_plan_chunk **batch;          /* scratch for a batch of fetches (capbatch) */
@@ -322,5 +326,9 @@ bool lms_plan_pointing(const lms_plan *p);
 /* A chunk is gone (freed): drop it from the resident set. The caller
  * returns its charge. */
 void lms_plan_forget(lms_plan *p, lms_plan_chunk *c);
+
+/* Chunk c is being freed (before lms_plan_forget): the uses its fetches
+ * served are counted, to tell whether fetching into free room pays. */
+void lms_plan_dropped(lms_plan *p, const lms_plan_chunk *c);
 
 #endif

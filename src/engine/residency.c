@@ -311,6 +311,7 @@ void lms_residency_drop(lms_res_chunk *taken)
     pthread_mutex_lock(&d->lock);
     lms_account *a = lms_account_of(c->device);
     for (uint32_t j = 0; j < c->pieces; j++) {
+        lms_plan_dropped(&d->plan, &c[j].pc);
         if (c[j].pc.resident) {
             lms_plan_forget(&d->plan, &c[j].pc);
             if (a)

@@ -347,6 +347,75 @@ static void bounded_table(void)
     lms_price_destroy(&p);
 }
 
+/* With nothing to act on (a policy always guessing) and room for every
+ * chunk: chunk 0 is made afresh, used `uses` times and freed, `rounds`
+ * times over, each time priced at 1 per byte in place against a demand
+ * fetch's 2 (cheaper in place, not hidden). Returns how many of the
+ * rounds fetched it. */
+static bool never_sure(void *s) { (void)s; return false; }
+static const lms_policy guessing_like = {.name = "guessing-like", .on_demand = true, .guessing = never_sure};
+
+static uint64_t made_afresh(int rounds, int uses, bool *kept_fetched)
+{
+    fake f = make(1, 1, 1);
+    f.fetch_cost = 2;
+    fake_room_init(&f.dev, 8, 3);   /* room for all: not crowded */
+    lms_plan_ops ops = fake_room_ops();
+    ops.room = fake_room_budget;
+    ops.managed = fake_room_managed;
+    ops.price = f_price;
+    ops.fetch_cost = f_fetch_cost;
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &guessing_like));
+    uint64_t seq = 0, fetched = 0;
+    uint32_t id = 0;
+    for (int r = 0; r < rounds; r++) {
+        lms_plan_chunk *c = &f.dev.chunks[0];
+        *c = (lms_plan_chunk){.id = 0, .charge = 1};   /* allocated afresh */
+        uint64_t before = f.dev.fetches;
+        for (int u = 0; u < uses; u++) {
+            lms_plan_pin(&plan, c);
+            lms_plan_launch(&plan, &ops, &f, ++seq, FN, &id, 1, &c, 1);
+            lms_plan_used(&plan, c, seq);
+        }
+        fetched += f.dev.fetches > before;
+        lms_plan_dropped(&plan, c);   /* freed */
+        if (c->resident) {
+            lms_plan_forget(&plan, c);
+            f.dev.used -= c->charge;
+        }
+    }
+    /* Then chunk 1, kept: its first use as any new chunk's, its second
+     * fetched into free room (*kept_fetched: resident after the second
+     * and not after the first). */
+    lms_plan_chunk *k = &f.dev.chunks[1];
+    uint32_t kid = 1;
+    bool after[2];
+    for (int u = 0; u < 2; u++) {
+        lms_plan_pin(&plan, k);
+        lms_plan_launch(&plan, &ops, &f, ++seq, FN, &kid, 1, &k, 1);
+        lms_plan_used(&plan, k, seq);
+        after[u] = k->resident;
+    }
+    *kept_fetched = !after[0] && after[1];
+    lms_plan_destroy(&plan);
+    return fetched;
+}
+
+/* Chunks made afresh and used once each, a fetch into free room serves
+ * one use: after CHURN_MIN (8) of them, one priced cheaper in place than
+ * a fetch is read in place though it fits, on its first use; a chunk
+ * used again is fetched into the free room. Used twice each, a fetch
+ * serves two: every one is fetched into the free room at once. */
+static void churn_reads_in_place(void)
+{
+    bool kept;
+    CHECK_EQ_U(made_afresh(20, 1, &kept), 8);
+    CHECK(kept);
+    CHECK_EQ_U(made_afresh(20, 2, &kept), 20);
+    CHECK(!kept);   /* not churning: fetched at its first use */
+}
+
 static const test_case cases[] = {
     {"learn_slowdown", learn_slowdown},
     {"roles_apart", roles_apart},
@@ -362,6 +431,7 @@ static const test_case cases[] = {
     {"hidden_reads_stay", hidden_reads_stay},
     {"cheap_reads_stay_in_place", cheap_reads_stay_in_place},
     {"bounded_table", bounded_table},
+    {"churn_reads_in_place", churn_reads_in_place},
 };
 
 TEST_MAIN(cases)
