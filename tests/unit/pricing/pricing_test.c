@@ -347,14 +347,15 @@ static void bounded_table(void)
     lms_price_destroy(&p);
 }
 
+/* A policy that never names a future: nothing to act on. */
+static bool never_sure(void *s) { (void)s; return false; }
+static const lms_policy guessing_like = {.name = "guessing-like", .on_demand = true, .guessing = never_sure};
+
 /* With nothing to act on (a policy always guessing) and room for every
  * chunk: chunk 0 is made afresh, used `uses` times and freed, `rounds`
  * times over, each time priced at 1 per byte in place against a demand
  * fetch's 2 (cheaper in place, not hidden). Returns how many of the
  * rounds fetched it. */
-static bool never_sure(void *s) { (void)s; return false; }
-static const lms_policy guessing_like = {.name = "guessing-like", .on_demand = true, .guessing = never_sure};
-
 static uint64_t made_afresh(int rounds, int uses, bool *kept_fetched)
 {
     fake f = make(1, 1, 1);
