@@ -1,0 +1,58 @@
+#!/bin/bash
+# other_settings_test.sh SHAPES — the residency engine against the simple
+# choices on bench/shapes --quick at settings other than the bench's own,
+# kept as ratios (never times): with an L2 of 64 MiB (a buffer's re-reads
+# stay on the device, so a read in place crosses the link once), with
+# compute twice and four times the link time of the working set, and with
+# a budget of 1.5 GiB. For each shape and ratio, lmshim-lookahead
+# (LMS_FRAC=0.5) over the better of lmshim-none and lmshim-lru at
+# LMS_FRAC=0.5, and lmshim at its defaults over the better of none and lru
+# at the defaults, is at most 1.02, but for the rows below: those where
+# 1.02 is not reached at these settings, kept at what they print today
+# plus 0.01 (the summary's rounding), so that they cannot get worse
+# unseen (docs/PERFORMANCE.md, "Twentieth round" and "Twenty-first
+# round": what each of them costs, and what was tried).
+set -u
+shapes=$1
+bad=0
+for setting in "--l2-mib 64" "--compute-scale 2" "--compute-scale 4" "--budget-mib 1536"; do
+    out=$(mktemp)
+    # shellcheck disable=SC2086  # the setting is two words
+    "$shapes" --quick $setting >"$out" || { cat "$out"; echo "other_settings_test: bench failed ($setting)" >&2; rm -f "$out"; exit 1; }
+    echo "== bench/shapes --quick $setting"
+    sed -n '/^summary:/,$p' "$out"
+    awk -v setting="$setting" '
+    function fail(msg) { print "other_settings_test: " setting ": " msg > "/dev/stderr"; bad = 1 }
+    BEGIN {
+        # setting | shape ratio mode -> bar over the best of none and lru, where not 1.02
+        bar["--l2-mib 64|ragged 1.5 look"] = 1.18       # reads in place cross once: fetching into free room loses
+        bar["--l2-mib 64|ragged 2 look"] = 1.16
+        bar["--l2-mib 64|ragged 3 look"] = 1.14
+        bar["--l2-mib 64|ragged 3 dflt"] = 1.08
+        bar["--compute-scale 2|growing 3 look"] = 1.04  # the trials cost inside the 18 steps
+        bar["--compute-scale 2|experts/1 1.5 look"] = 1.07
+        bar["--compute-scale 2|experts/1 2 look"] = 1.09
+        bar["--compute-scale 2|experts/1 2 dflt"] = 1.09
+        bar["--compute-scale 2|experts/1 3 look"] = 1.11
+        bar["--compute-scale 2|experts/1 3 dflt"] = 1.04
+        bar["--compute-scale 4|data-dependent 3 dflt"] = 1.11
+        bar["--compute-scale 4|ragged 1.5 look"] = 1.05
+        bar["--budget-mib 1536|growing 1 dflt"] = 1.07
+    }
+    /^summary:/ { insum = 1; next }
+    insum && NF == 20 && $3 ~ /^[0-9.]+$/ {
+        key = $1 " " $2
+        b = (setting "|" key " look") in bar ? bar[setting "|" key " look"] : 1.02
+        if (!($14 <= b)) fail(key "x: lookahead " $14 " x the best of none and lru (bar " b ")")
+        b = (setting "|" key " dflt") in bar ? bar[setting "|" key " dflt"] : 1.02
+        if (!($15 <= b)) fail(key "x: defaults " $15 " x the best of none and lru (bar " b ")")
+        rows++
+    }
+    END {
+        if (rows != 16 * 5)
+            fail(rows " summary rows (16 shapes x 5 ratios expected)")
+        exit bad
+    }' "$out" || bad=1
+    rm -f "$out"
+done
+[ $bad = 0 ] && echo PASS || { echo "FAIL: a bar above does not hold" >&2; exit 1; }
