@@ -7,11 +7,13 @@
 # build is used as it is; without, build-gpu/ is configured (release) and
 # built with meson. The build must hold liblmshim.so exporting every hook of
 # preload/hooks.def, the lmshim command, the simulated GPU and the demo; the
-# CUDA programs (tests/gpu/oversub, bench/convnet) are built by meson when
+# CUDA programs (tests/gpu/oversub, tests/gpu/prefetch_fresh, bench/convnet) are built by meson when
 # nvcc (and cuDNN) are there.
 #
-# Cases, each under its own timeout, each with and without lmshim:
+# Cases, each under its own timeout, each with and without lmshim (but one):
 #   static-cudart  oversub.cu (nvcc's static cudart), 8 x 512 MiB under LMS_LIMIT=2G, checked on the CPU
+#   fresh-prefetch prefetch_fresh.cu, no lmshim: the first prefetch of 2 GiB of managed memory nobody
+#                  touched (the table's "with" column) and of 2 GiB the host wrote ("without"), in s
 #   torch-step     torch_step.py, ~6 GiB under LMS_LIMIT=3G, losses equal to the run without lmshim
 #   torch-graph    torch_graph.py, the step captured in a CUDA graph and replayed with managed chunks alive
 #   jax-step       jax_step.py under `lmshim run`, losses equal
@@ -178,7 +180,8 @@ if [ $dry -eq 1 ]; then
     for f in torch_step torch_graph jax_step cupy_pool torch_ipc compare; do
         [ -f "$here/$f.py" ] || { echo "missing: tests/gpu/$f.py"; st=FAIL; }
     done
-    [ -f "$here/oversub.cu" ] && [ -f "$root/bench/convnet.cu" ] || { echo "missing: a .cu source"; st=FAIL; }
+    [ -f "$here/oversub.cu" ] && [ -f "$here/prefetch_fresh.cu" ] && [ -f "$root/bench/convnet.cu" ] ||
+        { echo "missing: a .cu source"; st=FAIL; }
     cmp_py selftest >"$out/selftest.out" 2>&1 || { cat "$out/selftest.out"; st=FAIL; }
     row "python-scripts" $st - - -
     echo "== dry: the static-cudart flow over the simulated GPU (oversub_demo, 8 x 64 MiB under LMS_LIMIT=256M)"
@@ -189,7 +192,7 @@ if [ $dry -eq 1 ]; then
     grep -q '^ok: ' "$out/sim-with.out" || st=FAIL
     grep -q '^  managed  *[1-9]' "$out/sim-with.err" || { echo "nothing left the device under a 256M budget"; st=FAIL; }
     row "sim-oversub (model ms)" $st "$(places sim-with)" "$(seconds_of sim-with time)" "$(seconds_of sim-without time)"
-    for c in static-cudart torch-step torch-graph jax-step cupy-pool torch-ipc convnet; do
+    for c in static-cudart fresh-prefetch torch-step torch-graph jax-step cupy-pool torch-ipc convnet; do
         row "$c" "skipped (dry)" - - -
     done
     print_table
@@ -197,17 +200,20 @@ if [ $dry -eq 1 ]; then
 fi
 
 # ---- on the GPU ----------------------------------------------------------
-gpu_oversub=$build/tests/gpu/oversub
-if [ ! -x "$gpu_oversub" ]; then
-    NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-    [ -x "$NVCC" ] || NVCC=$(command -v nvcc || true)
-    if [ -n "$NVCC" ]; then
-        gpu_oversub=$out/oversub
-        "$NVCC" -O2 -arch=sm_90 -o "$gpu_oversub" "$here/oversub.cu" >"$out/nvcc.log" 2>&1 || gpu_oversub=
-    else
-        gpu_oversub=
+# A program of tests/gpu built by meson, else here with nvcc, else empty.
+gpu_program() {
+    local name=$1
+    if [ -x "$build/tests/gpu/$name" ]; then
+        echo "$build/tests/gpu/$name"
+        return
     fi
-fi
+    local nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+    [ -x "$nvcc" ] || nvcc=$(command -v nvcc || true)
+    [ -n "$nvcc" ] && "$nvcc" -O2 -arch=sm_90 -o "$out/$name" "$here/$name.cu" >"$out/nvcc-$name.log" 2>&1 &&
+        echo "$out/$name"
+}
+
+gpu_oversub=$(gpu_program oversub)
 
 echo "== static-cudart: 8 x 512 MiB under LMS_LIMIT=2G"
 if [ -z "$gpu_oversub" ]; then
@@ -221,6 +227,16 @@ elif in_time static-cudart 140; then
     [ $st = FAIL ] && { show_fail static-cudart-without; show_fail static-cudart-with; }
     row static-cudart $st "$(places static-cudart-with)" "$(seconds_of static-cudart-with ok)" \
         "$(seconds_of static-cudart-without ok)"
+fi
+
+echo "== fresh-prefetch: 2 GiB of managed memory nobody touched, and 2 GiB the host wrote (no lmshim)"
+prefetch_fresh=$(gpu_program prefetch_fresh)
+if [ -z "$prefetch_fresh" ]; then
+    row fresh-prefetch "skipped (no nvcc)" - - -
+elif in_time fresh-prefetch 60; then
+    st=measured
+    run_case fresh-prefetch 60 "$prefetch_fresh" 2048 || { st=FAIL; show_fail fresh-prefetch; }
+    row fresh-prefetch $st - "$(seconds_of fresh-prefetch fresh_s)" "$(seconds_of fresh-prefetch touched_s)"
 fi
 
 torch_ok=0
