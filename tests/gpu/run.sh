@@ -12,8 +12,9 @@
 #
 # Cases, each under its own timeout, each with and without lmshim (but one):
 #   static-cudart  oversub.cu (nvcc's static cudart), 8 x 512 MiB under LMS_LIMIT=2G, checked on the CPU
-#   fresh-prefetch prefetch_fresh.cu, no lmshim: the first prefetch of 2 GiB of managed memory nobody
-#                  touched (the table's "with" column) and of 2 GiB the host wrote ("without"), in s
+#   fresh-prefetch prefetch_fresh.cu, no lmshim: the first prefetches of 2 x 2 GiB of managed memory
+#                  nobody touched (the table's "with" column) and of 2 x 2 GiB the host wrote
+#                  ("without"), in s; its ratio is fresh over touched
 #   torch-step     torch_step.py, ~6 GiB under LMS_LIMIT=3G, losses equal to the run without lmshim
 #   torch-graph    torch_graph.py, the step captured in a CUDA graph and replayed with managed chunks alive
 #   jax-step       jax_step.py under `lmshim run`, losses equal
@@ -200,7 +201,8 @@ if [ $dry -eq 1 ]; then
 fi
 
 # ---- on the GPU ----------------------------------------------------------
-# A program of tests/gpu built by meson, else here with nvcc, else empty.
+# A program of tests/gpu built by meson, else here with nvcc, else empty
+# (no nvcc, or it failed: $out/nvcc-NAME.log).
 gpu_program() {
     local name=$1
     if [ -x "$build/tests/gpu/$name" ]; then
@@ -217,7 +219,7 @@ gpu_oversub=$(gpu_program oversub)
 
 echo "== static-cudart: 8 x 512 MiB under LMS_LIMIT=2G"
 if [ -z "$gpu_oversub" ]; then
-    row static-cudart "skipped (no nvcc)" - - -
+    row static-cudart "skipped (no nvcc/build)" - - -
 elif in_time static-cudart 140; then
     st=pass
     run_case static-cudart-without 60 "$gpu_oversub" 8 512 || st=FAIL
@@ -229,10 +231,10 @@ elif in_time static-cudart 140; then
         "$(seconds_of static-cudart-without ok)"
 fi
 
-echo "== fresh-prefetch: 2 GiB of managed memory nobody touched, and 2 GiB the host wrote (no lmshim)"
+echo "== fresh-prefetch: 2 x 2 GiB of managed memory nobody touched, 2 x 2 GiB the host wrote (no lmshim)"
 prefetch_fresh=$(gpu_program prefetch_fresh)
 if [ -z "$prefetch_fresh" ]; then
-    row fresh-prefetch "skipped (no nvcc)" - - -
+    row fresh-prefetch "skipped (no nvcc/build)" - - -
 elif in_time fresh-prefetch 60; then
     st=measured
     run_case fresh-prefetch 60 "$prefetch_fresh" 2048 || { st=FAIL; show_fail fresh-prefetch; }

@@ -32,8 +32,11 @@ NF == 12 && $1 == "transformer" && $2 == 1.5 && $3 == "lmshim-lookahead" {
     if (!($5 <= 1.08)) fail("transformer 1.5x: lookahead " $5 " x in-memory (bar 1.08)")
 }
 /^summary:/ { insum = 1; next }
+NF == 4 && $4 == "failed" { fail($1 " " $2 "x " $3 ": failed") }
 insum && NF == 20 && $3 ~ /^[0-9.]+$/ {
     key = $1 " " $2
+    # a mode that failed prints "fail" in its column and 0.00 here
+    if (!($14 > 0 && $15 > 0) || $0 ~ /fail/) fail(key "x: a mode failed (" $14 ", " $15 ")")
     look = $14; dflt = $15
     b = (key " look") in bar ? bar[key " look"] : $1 == "ragged" && $2 >= 1.5 ? 0.95 : 1.02
     if (!(look <= b)) fail(key "x: lookahead " look " x the best of none and lru (bar " b ")")
