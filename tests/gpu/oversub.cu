@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "cuda_try.h"
+
 __global__ void fill(float *x, size_t n, float seed)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -18,15 +20,6 @@ __global__ void axpy(float *y, const float *x, size_t n, float a)
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         y[i] = a * x[i] + y[i];
 }
-
-#define TRY(call)                                                                  \
-    do {                                                                           \
-        cudaError_t e_ = (call);                                                   \
-        if (e_ != cudaSuccess) {                                                   \
-            std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));       \
-            return 1;                                                              \
-        }                                                                          \
-    } while (0)
 
 int main(int argc, char **argv)
 {

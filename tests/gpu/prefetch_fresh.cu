@@ -14,14 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define TRY(call)                                                                  \
-    do {                                                                           \
-        cudaError_t e_ = (call);                                                   \
-        if (e_ != cudaSuccess) {                                                   \
-            std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));       \
-            return 1;                                                              \
-        }                                                                          \
-    } while (0)
+#include "cuda_try.h"
 
 // Prefetches [p, p + bytes) to device `dev` on stream s and puts the time
 // the stream took for it, in ms, in *ms (two events of its own, destroyed).

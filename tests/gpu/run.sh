@@ -7,8 +7,8 @@
 # build is used as it is; without, build-gpu/ is configured (release) and
 # built with meson. The build must hold liblmshim.so exporting every hook of
 # preload/hooks.def, the lmshim command, the simulated GPU and the demo; the
-# CUDA programs (tests/gpu/oversub, tests/gpu/prefetch_fresh, bench/convnet) are built by meson when
-# nvcc (and cuDNN) are there.
+# CUDA programs (tests/gpu/oversub, tests/gpu/prefetch_fresh, bench/convnet)
+# are built by meson when nvcc (and cuDNN) are there.
 #
 # Cases, each under its own timeout, each with and without lmshim (but one):
 #   static-cudart  oversub.cu (nvcc's static cudart), 8 x 512 MiB under LMS_LIMIT=2G, checked on the CPU
@@ -41,7 +41,7 @@ build=
 for a in "$@"; do
     case $a in
         --dry) dry=1 ;;
-        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
         -*) echo "run.sh: unknown flag $a (run.sh [--dry] [BUILD_DIR])" >&2; exit 2 ;;
         *) build=$a ;;
     esac
@@ -181,7 +181,8 @@ if [ $dry -eq 1 ]; then
     for f in torch_step torch_graph jax_step cupy_pool torch_ipc compare; do
         [ -f "$here/$f.py" ] || { echo "missing: tests/gpu/$f.py"; st=FAIL; }
     done
-    [ -f "$here/oversub.cu" ] && [ -f "$here/prefetch_fresh.cu" ] && [ -f "$root/bench/convnet.cu" ] ||
+    [ -f "$here/oversub.cu" ] && [ -f "$here/prefetch_fresh.cu" ] && [ -f "$here/cuda_try.h" ] &&
+        [ -f "$root/bench/convnet.cu" ] ||
         { echo "missing: a .cu source"; st=FAIL; }
     cmp_py selftest >"$out/selftest.out" 2>&1 || { cat "$out/selftest.out"; st=FAIL; }
     row "python-scripts" $st - - -

@@ -10,8 +10,9 @@
 # at the defaults, is at most 1.02, but for the ratios below: those where
 # 1.02 is not reached at these settings (13 ratios of 10 rows), kept at
 # what they print today plus 0.01 (the summary's rounding), so that they
-# cannot get worse unseen; a mode that failed fails the test (docs/PERFORMANCE.md, "Twentieth round" and "Twenty-first
-# round": what each of them costs, and what was tried).
+# cannot get worse unseen (docs/PERFORMANCE.md, "Twentieth round" and
+# "Twenty-first round": what each of them costs, and what was tried). A
+# mode that failed fails the test.
 set -u
 shapes=$1
 bad=0
