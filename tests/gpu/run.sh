@@ -41,7 +41,7 @@ build=
 for a in "$@"; do
     case $a in
         --dry) dry=1 ;;
-        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;   # the header, however long
         -*) echo "run.sh: unknown flag $a (run.sh [--dry] [BUILD_DIR])" >&2; exit 2 ;;
         *) build=$a ;;
     esac
