@@ -21,7 +21,8 @@
  * time, its ratio to in-memory, to the better of lmshim-none and
  * lmshim-lru at the same settings, and bytes moved.
  *
- * usage: shapes [--quick] [--shapes a,b] [--ratios 0.5,1,1.5,2,3] [--seeds 3]
+ * usage: shapes [--quick] [--shapes a,b] [--ratios 0.5,1,1.5,2,3] [--seeds 3] [--seed 1]
+ *               (the seeded shapes run seeds --seed .. --seed + --seeds - 1)
  *               [--budget-mib 1024] [--steps 18] [--warmup 12] [--compute-scale 1] [--l2-mib M]
  *               [--frac F]   (LMS_FRAC of the -dflt and defaults modes; else lmshim's default)
  *               [--trace-dir D]   (lmshim-lookahead writes its trace there: the bytes against MIN)
@@ -364,22 +365,23 @@ int main(int argc, char **argv)
         const wl_shape *sh = &wl_shapes[s];
         if (!listed(o.shapes, sh->name))
             continue;
-        for (int seed = 1; seed <= (sh->seeded ? o.seeds : 1); seed++)
+        unsigned first = sh->seeded ? o.seed : 1;
+        for (unsigned seed = first; seed - first < (unsigned)(sh->seeded ? o.seeds : 1); seed++)
             for (int i = 0; i < nr; i++) {
                 row *w = &rows[nrows++];
                 if (sh->seeded)
-                    snprintf(w->label, sizeof w->label, "%s/%d", sh->name, seed);
+                    snprintf(w->label, sizeof w->label, "%s/%u", sh->name, seed);
                 else
                     snprintf(w->label, sizeof w->label, "%s", sh->name);
                 w->ratio = ratios[i];
                 w->shape = sh->name;
-                w->seed = (unsigned)seed;
+                w->seed = seed;
                 int steps = sh->steps ? sh->steps : o.steps;
                 w->measured = steps - (o.warmup < steps ? o.warmup : steps - 1);
                 w->budget_mib = sh->fixed_bytes ? (size_t)((double)sh->fixed_bytes / MiB / ratios[i])
                                                 : o.budget_mib;
                 for (int m = 0; m < NMODES; m++)
-                    w->r[m] = run_mode(self, &modes[m], &o, ratios[i], w->budget_mib, sh->name, (unsigned)seed);
+                    w->r[m] = run_mode(self, &modes[m], &o, ratios[i], w->budget_mib, sh->name, seed);
                 for (int m = 0; m < NMODES; m++) {
                     const result *r = &w->r[m];
                     if (!r->ok) {

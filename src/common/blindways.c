@@ -139,6 +139,14 @@ static void add_sums(lms_plan_bsums *a, const lms_plan_bsums *b);
 static void chosen(lms_plan_blind *b, int way, bool all, double dearer, const lms_plan_bsums *s);
 static double dearer_now(const lms_plan_blind *b);
 
+/* Whether one way is being judged for every chunk: its windows are under
+ * way (plan.c's blind_choice then fetches the chunks priced far over a
+ * fetch even while reading in place is judged). */
+bool lms_plan_blind_judging(const lms_plan_blind *b)
+{
+    return b->stage == BW_JUDGING;
+}
+
 /* Opens no window: the next launch records its first point. */
 static void no_window(lms_plan_blind *b)
 {

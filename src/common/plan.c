@@ -829,6 +829,7 @@ typedef struct blind_prices {
     bool all;        /* ... or for every chunk (its trials; prices measured slower) ... */
     double dearer;   /* ... fetching: how much longer reading in place took per byte, less one */
     bool churn;      /* fetching into free room is not free (churning) */
+    bool judging;    /* ... judged for every chunk (lms_plan_blind_judging) */
 } blind_prices;
 
 /* Chunk c's price for the launch being planned: with nothing to act on
@@ -1059,25 +1060,59 @@ static int rules_way(const lms_plan_ops *ops, void *ctx, const blind_prices *bp,
  * every chunk never judged: seed 1 1.57x `lru`'s step, 1.16x now; seed 0
  * 1.31x, 1.02x now). */
 enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
+
+/* The price blind_choice decides chunk c by (-1: none): its own, else its
+ * parameter position's where that says hidden or dearer than a fetch
+ * (`fetch`), else its function's (bp->fn_price). Between, the function's
+ * decides, as before positions: a fetch serves every later use of the
+ * chunk while it stays, and a position priced a little under a fetch read
+ * in place at every use a chunk used three times a step (an outside
+ * tester's, 0.99 -> 1.42x `lru`'s step under lookahead at 2x). */
+static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
+                          double fetch)
+{
+    double price = own_price(ops, ctx, c, bp->fn_price, bp->learn);
+    if (price >= 0)
+        return price;
+    double pos = position_for(ops, ctx, c, bp->learn);
+    return pos >= 0 && (hidden(pos, fetch) || (fetch > 0 && pos >= fetch)) ? pos : bp->fn_price;
+}
+
+/* Whether a known price of reading in place is over MARGINAL times a
+ * fetch's cost (`fetch`): beyond the margin where prices go wrong. A
+ * judging of reading every chunk in place (bp->judging) still fetches
+ * such a chunk: one that read every chunk in place read operands re-read
+ * 16 times a launch over the link (bench/shapes `operands`, seed 24, 2x:
+ * `lookahead` 2.22x `lru`'s step while such a judging ran; 1.06x now).
+ * Only the judging: a way chosen for every chunk keeps what it was judged
+ * on, and where it read every chunk in place, prices over twice a
+ * fetch's stand on kernels of several streams side by side, whose
+ * durations include the others' reads over the shared link (tests/sim/
+ * fitted_streams `random` at 1.5x on 8 streams side by side,
+ * LMS_FRAC=0.5: 0.69 -> 1.00x the better of `none` and `lru` where the
+ * choice fetched them too). Fetching every chunk still overrides low
+ * prices: with kernels of several streams one at a time, a read in place
+ * holds them all, which a low price does not show (mixed_parts `sizes` at
+ * 3x on 8 streams, LMS_FRAC=0.5: 1.02 -> 1.35x where it did not). */
+static bool dear_beyond_margin(double price, double fetch)
+{
+    return price >= 0 && fetch > 0 && price > fetch * MARGINAL;
+}
 static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
                         bool *explore, int *against)
 {
     *against = LMS_BWAY_RULES;
-    if (bp->all && bp->way != LMS_BWAY_RULES)
-        return ops->reserve(ctx, c->charge) ? BLIND_FREE : bp->way == LMS_BWAY_FETCH ? BLIND_FETCH : BLIND_INPLACE;
-    double fn_price = bp->fn_price;
     int learn = bp->learn;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    double price = own_price(ops, ctx, c, fn_price, learn);
-    if (price < 0) {
-        /* A position's price decides where it says hidden, or dearer than
-         * a fetch; between, the function's does, as before positions: a
-         * fetch serves every later use of the chunk while it stays, and a
-         * position priced a little under a fetch read in place at every
-         * use a chunk used three times a step (an outside tester's, 0.99
-         * -> 1.42x `lru`'s step under lookahead at 2x). */
-        double pos = position_for(ops, ctx, c, learn);
-        price = pos >= 0 && (hidden(pos, fetch) || (fetch > 0 && pos >= fetch)) ? pos : fn_price;
+    double price = blind_price(ops, ctx, c, bp, fetch);
+    if (bp->all && bp->way != LMS_BWAY_RULES) {
+        /* The way decides every chunk; a judging of reading in place
+         * still fetches one whose read is priced far over a fetch's
+         * cost (dear_beyond_margin). */
+        if (ops->reserve(ctx, c->charge))
+            return BLIND_FREE;
+        bool dear = bp->judging && dear_beyond_margin(price, fetch);
+        return bp->way == LMS_BWAY_FETCH || dear ? BLIND_FETCH : BLIND_INPLACE;
     }
     if (hidden(price, fetch))
         return BLIND_INPLACE;
@@ -1215,7 +1250,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         } else if (p->blind.stage) {
             lms_plan_blind_launch(p, ops, ctx, false, 0, 0);
         }
-        blind_prices bp = {.fn_price = -1, .way = p->blind.way, .all = p->blind.all, .dearer = p->blind.dearer,
+        blind_prices bp = {.fn_price = -1, .judging = lms_plan_blind_judging(&p->blind), .way = p->blind.way, .all = p->blind.all, .dearer = p->blind.dearer,
                            .churn = unsure && churning(p)};   /* the rest asked at the first missing chunk (unsure) */
         int nb = 0;
         uint64_t free_now = 0;   /* bytes fetched into free room for this launch */

@@ -37,4 +37,8 @@ void lms_plan_blind_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, bool
  * way, to judge them against it). */
 void lms_plan_blind_decided(lms_plan *p, int against);
 
+/* Whether one way is being judged for every chunk (blindways.c): its
+ * windows are under way. */
+bool lms_plan_blind_judging(const lms_plan_blind *b);
+
 #endif

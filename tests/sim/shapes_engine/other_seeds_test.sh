@@ -1,0 +1,53 @@
+#!/bin/bash
+# other_seeds_test.sh SHAPES — the residency engine against the simple
+# choices on the seeded shapes of bench/shapes (operands, experts, wide)
+# with seeds 4-60, beyond the bench's own 1-3, at 2x and 3x, at the
+# bench's settings: lmshim-lookahead (LMS_FRAC=0.5) over the better of
+# lmshim-none and lmshim-lru, and lmshim at its defaults over the better of
+# the two at the defaults, at most 1.02 but for the rows below, kept at
+# what they print today plus 0.01 (the summary's rounding), so that they
+# cannot get worse unseen. An outside helper found these seeds: before a
+# judging of reading every chunk in place fetched the chunks priced far
+# over a fetch (src/common/plan.c, dear_beyond_margin), `operands` seed 24
+# at 2x ran 2.22x `lru`'s step under lookahead, seed 39 2.41x, seed 28
+# 1.85x, and `experts` seed 51 1.13x (defaults, 2x) and 1.14x (lookahead,
+# 3x). What is left is the trials' cost inside the bench's 18 steps of 16
+# launches (over 60 steps, `operands` seed 24 at 2x: 0.99).
+# docs/PERFORMANCE.md, "Twenty-third round". A mode that failed fails the
+# test.
+set -u
+shapes=$1
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$shapes" --shapes operands,experts,wide --seed 4 --seeds 57 --ratios 2,3 >"$out" ||
+    { cat "$out"; echo "other_seeds_test: bench failed" >&2; exit 1; }
+sed -n '/^summary:/,$p' "$out"
+awk '
+function fail(msg) { print "other_seeds_test: " msg > "/dev/stderr"; bad = 1 }
+BEGIN {
+    # shape ratio mode -> bar over the best of none and lru, where not 1.02
+    bar["operands/19 2 look"] = 1.06   # the trials inside the 18 steps
+    bar["operands/23 2 look"] = 1.09
+    bar["operands/23 3 look"] = 1.07
+    bar["operands/24 2 look"] = 1.07
+    bar["operands/28 2 look"] = 1.06
+    bar["operands/42 3 look"] = 1.06
+    bar["experts/51 2 dflt"] = 1.04
+    bar["wide/56 2 dflt"] = 1.04
+}
+NF == 4 && $4 == "failed" { fail($1 " " $2 "x " $3 ": failed") }
+/^summary:/ { insum = 1; next }
+insum && NF == 20 && $3 ~ /^[0-9.]+$/ {
+    key = $1 " " $2
+    if (!($14 > 0 && $15 > 0) || $0 ~ /fail/) fail(key "x: a mode failed (" $14 ", " $15 ")")
+    b = (key " look") in bar ? bar[key " look"] : 1.02
+    if (!($14 <= b)) fail(key "x: lookahead " $14 " x the best of none and lru (bar " b ")")
+    b = (key " dflt") in bar ? bar[key " dflt"] : 1.02
+    if (!($15 <= b)) fail(key "x: defaults " $15 " x the best of none and lru (bar " b ")")
+    rows++
+}
+END {
+    if (rows != 3 * 57 * 2)
+        fail(rows " summary rows (3 shapes x 57 seeds x 2 ratios expected)")
+    exit bad
+}' "$out" && echo PASS || { echo "FAIL: a bar above does not hold" >&2; exit 1; }
