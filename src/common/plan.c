@@ -1085,12 +1085,13 @@ static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
  * 16 times a launch over the link (bench/shapes `operands`, seed 24, 2x:
  * `lookahead` 2.22x `lru`'s step while such a judging ran; 1.06x now).
  * Only the judging: a way chosen for every chunk keeps what it was judged
- * on, and where it read every chunk in place, prices over twice a
- * fetch's stand on kernels of several streams side by side, whose
- * durations include the others' reads over the shared link (tests/sim/
- * fitted_streams `random` at 1.5x on 8 streams side by side,
- * LMS_FRAC=0.5: 0.69 -> 1.00x the better of `none` and `lru` where the
- * choice fetched them too). Fetching every chunk still overrides low
+ * on. Where reading every chunk in place is chosen on kernels of several
+ * streams side by side, prices over twice a fetch's include the other
+ * streams' reads over the shared link; fetching such chunks there too
+ * did worse (tests/sim/fitted_streams `random`, seeds 0-3: worst cell
+ * 1.232x the better of `none` and `lru`, 1.157 before and with the
+ * judging alone; docs/PERFORMANCE.md, "Twenty-third round", has the
+ * cells the judging alone moved both ways). Fetching every chunk still overrides low
  * prices: with kernels of several streams one at a time, a read in place
  * holds them all, which a low price does not show (mixed_parts `sizes` at
  * 3x on 8 streams, LMS_FRAC=0.5: 1.02 -> 1.35x where it did not). */
