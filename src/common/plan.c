@@ -1091,10 +1091,11 @@ static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
  * did worse (tests/sim/fitted_streams `random`, seeds 0-3: worst cell
  * 1.232x the better of `none` and `lru`, 1.157 before and with the
  * judging alone; docs/PERFORMANCE.md, "Twenty-third round", has the
- * cells the judging alone moved both ways). Fetching every chunk still overrides low
- * prices: with kernels of several streams one at a time, a read in place
- * holds them all, which a low price does not show (mixed_parts `sizes` at
- * 3x on 8 streams, LMS_FRAC=0.5: 1.02 -> 1.35x where it did not). */
+ * cells the judging alone moved both ways). Fetching every chunk still
+ * overrides low prices: with kernels of several streams one at a time, a
+ * read in place holds them all, which a low price does not show
+ * (mixed_parts `sizes` at 3x on 8 streams, LMS_FRAC=0.5: 1.02 -> 1.35x
+ * where it did not). */
 static bool dear_beyond_margin(double price, double fetch)
 {
     return price >= 0 && fetch > 0 && price > fetch * MARGINAL;
@@ -1103,18 +1104,22 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
                         bool *explore, int *against)
 {
     *against = LMS_BWAY_RULES;
-    int learn = bp->learn;
-    double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    double price = blind_price(ops, ctx, c, bp, fetch);
     if (bp->all && bp->way != LMS_BWAY_RULES) {
         /* The way decides every chunk; a judging of reading in place
          * still fetches one whose read is priced far over a fetch's
-         * cost (dear_beyond_margin). */
+         * cost (dear_beyond_margin). Prices are asked only there. */
         if (ops->reserve(ctx, c->charge))
             return BLIND_FREE;
-        bool dear = bp->judging && dear_beyond_margin(price, fetch);
-        return bp->way == LMS_BWAY_FETCH || dear ? BLIND_FETCH : BLIND_INPLACE;
+        if (bp->way == LMS_BWAY_FETCH)
+            return BLIND_FETCH;
+        if (!bp->judging)
+            return BLIND_INPLACE;
+        double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
+        return dear_beyond_margin(blind_price(ops, ctx, c, bp, fetch), fetch) ? BLIND_FETCH : BLIND_INPLACE;
     }
+    int learn = bp->learn;
+    double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
+    double price = blind_price(ops, ctx, c, bp, fetch);
     if (hidden(price, fetch))
         return BLIND_INPLACE;
     if (!(bp->churn && c->used_n <= 1) && ops->reserve(ctx, c->charge))
