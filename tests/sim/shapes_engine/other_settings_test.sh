@@ -16,6 +16,19 @@
 # to 1.10). A mode that failed fails the test.
 set -u
 shapes=$1
+# The bars at a setting, where not 1.02: "shape ratio mode=bar;..."
+bars_at() {
+    case $1 in
+    "--l2-mib 64")   # reads in place cross once: fetching into free room loses
+        echo "ragged 1.5 look=1.18;ragged 2 look=1.16;ragged 3 look=1.14;ragged 3 dflt=1.08" ;;
+    "--compute-scale 2")   # the trials cost inside the 18 steps
+        echo "growing 3 look=1.04;experts/1 1.5 look=1.06;experts/1 2 look=1.04;experts/1 2 dflt=1.04;experts/1 3 look=1.05;experts/1 3 dflt=1.05" ;;
+    "--compute-scale 4")
+        echo "data-dependent 3 dflt=1.11;ragged 1.5 look=1.05" ;;
+    "--budget-mib 1536")
+        echo "growing 1 dflt=1.07" ;;
+    esac
+}
 bad=0
 for setting in "--l2-mib 64" "--compute-scale 2" "--compute-scale 4" "--budget-mib 1536"; do
     out=$(mktemp)
@@ -23,41 +36,8 @@ for setting in "--l2-mib 64" "--compute-scale 2" "--compute-scale 4" "--budget-m
     "$shapes" --quick $setting >"$out" || { cat "$out"; echo "other_settings_test: bench failed ($setting)" >&2; rm -f "$out"; exit 1; }
     echo "== bench/shapes --quick $setting"
     sed -n '/^summary:/,$p' "$out"
-    awk -v setting="$setting" '
-    function fail(msg) { print "other_settings_test: " setting ": " msg > "/dev/stderr"; bad = 1 }
-    BEGIN {
-        # setting | shape ratio mode -> bar over the best of none and lru, where not 1.02
-        bar["--l2-mib 64|ragged 1.5 look"] = 1.18       # reads in place cross once: fetching into free room loses
-        bar["--l2-mib 64|ragged 2 look"] = 1.16
-        bar["--l2-mib 64|ragged 3 look"] = 1.14
-        bar["--l2-mib 64|ragged 3 dflt"] = 1.08
-        bar["--compute-scale 2|growing 3 look"] = 1.04  # the trials cost inside the 18 steps
-        bar["--compute-scale 2|experts/1 1.5 look"] = 1.06
-        bar["--compute-scale 2|experts/1 2 look"] = 1.04
-        bar["--compute-scale 2|experts/1 2 dflt"] = 1.04
-        bar["--compute-scale 2|experts/1 3 look"] = 1.05
-        bar["--compute-scale 2|experts/1 3 dflt"] = 1.05
-        bar["--compute-scale 4|data-dependent 3 dflt"] = 1.11
-        bar["--compute-scale 4|ragged 1.5 look"] = 1.05
-        bar["--budget-mib 1536|growing 1 dflt"] = 1.07
-    }
-    NF == 4 && $4 == "failed" { fail($1 " " $2 "x " $3 ": failed") }
-    /^summary:/ { insum = 1; next }
-    insum && NF == 20 && $3 ~ /^[0-9.]+$/ {
-        key = $1 " " $2
-        # a mode that failed prints "fail" in its column and 0.00 here
-        if (!($14 > 0 && $15 > 0) || $0 ~ /fail/) fail(key "x: a mode failed (" $14 ", " $15 ")")
-        b = (setting "|" key " look") in bar ? bar[setting "|" key " look"] : 1.02
-        if (!($14 <= b)) fail(key "x: lookahead " $14 " x the best of none and lru (bar " b ")")
-        b = (setting "|" key " dflt") in bar ? bar[setting "|" key " dflt"] : 1.02
-        if (!($15 <= b)) fail(key "x: defaults " $15 " x the best of none and lru (bar " b ")")
-        rows++
-    }
-    END {
-        if (rows != 16 * 5)
-            fail(rows " summary rows (16 shapes x 5 ratios expected)")
-        exit bad
-    }' "$out" || bad=1
+    awk -v name="other_settings_test: $setting" -v bars="$(bars_at "$setting")" -v want=$((16 * 5)) \
+        -f "$(dirname "$0")/summary_bars.awk" "$out" || bad=1
     rm -f "$out"
 done
 [ $bad = 0 ] && echo PASS || { echo "FAIL: a bar above does not hold" >&2; exit 1; }
