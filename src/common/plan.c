@@ -900,6 +900,22 @@ static double hidden_price(const lms_plan_ops *ops, void *ctx, int *learn)
     return fn >= 0 && *learn == 0 && fetch > 0 && hidden(fn, fetch) ? fn : -1;
 }
 
+/* Whether the launch being planned, timed, would price its reads in
+ * place: a base to measure its slowdown against is known (ops->hides
+ * stands on it). A chunk read in place on a price lent to it (its
+ * function's: hidden_price) has none of its own for the launch's
+ * signature; the launch is timed so that its own follows from this one.
+ * Timing samples a signature once in 8 launches (timing.c): a launch once
+ * a step went untimed for 4 steps while it read in place, on its
+ * function's price of 0, chunks it re-read over the link (bench/shapes
+ * `data-dependent` at 3x at the defaults, steps 28-31: 160-188 ms a step
+ * against 92). Without a base the duration prices nothing, and timing
+ * every such launch would cost two events each for nothing. */
+static bool can_price(const lms_plan_ops *ops, void *ctx)
+{
+    return ops->hides && ops->hides(ctx) > 0;
+}
+
 /* Fetches the chunks p->priced[0..nb) (a launch's missing chunks with
  * their prices, dearest first) unless, acting, a chunk's price says it is
  * read in place (in_place; with nothing to act on, `bp`, blind_choice
@@ -944,7 +960,8 @@ static int bring_ranked(lms_plan *p, const lms_plan_ops *ops, void *ctx, int nb,
 
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
  * mine[0..m), dearest to read in place first, when their prices are
- * known (a chunk without a price of its own takes hidden_price()). A
+ * known (a chunk without a price of its own takes hidden_price(); read
+ * in place on it, the launch is timed: can_price). A
  * chunk whose price is zero, or under what a demand fetch was measured to
  * hold a launch per byte, is read in place. When the room is
  * full of this launch's own chunks, a cheaper one of them is sent back and
@@ -967,6 +984,8 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
         double own = own_price(ops, ctx, batch[i], -1, learn);
         pr[i] = (struct lms_plan_priced){.c = batch[i], .price = own >= 0 ? own : hidden, .order = i};
         known |= pr[i].price >= 0;
+        if (own < 0 && hidden >= 0 && can_price(ops, ctx))
+            p->explore = true;   /* read in place on a lent price: timed, so that its own follows */
     }
     if (!known)
         return bring(p, ops, ctx, batch, nb, NULL, false, already);

@@ -237,7 +237,7 @@ typedef struct lms_plan {
     uint64_t trial_period;           /* the step length the trials time, launches */
     bool trial_confirmed;            /* ... confirmed by repetition (the policy's step()) */
     uint64_t held_period, held_since;   /* the latest period not confirmed (of TRIAL_MIN+), the launch it replaced another at (0: none) */
-    bool explore;                       /* the launch planned was shaped to teach its function's fit (blind_choice): time it */
+    bool explore;                       /* time the launch planned: shaped to teach its function's fit (blind_choice), or reading in place on a lent price (plan.c, can_price) */
     uint64_t short_step, short_since;   /* a step under TRIAL_MIN confirmed without a break, since launch (trials.c, trial_length) */
     uint64_t trial_short;               /* the step under TRIAL_MIN the trials timed whole steps of (0: one of TRIAL_MIN+) */
     bool trial_longer;               /* the trials started on a confirmed step over 2x the one timed before */
