@@ -901,8 +901,8 @@ static double hidden_price(const lms_plan_ops *ops, void *ctx, int *learn)
 }
 
 /* Whether the launch being planned, timed, would price its reads in
- * place: a base to measure its slowdown against is known (ops->hides
- * stands on it). A chunk read in place on a price lent to it (its
+ * place: a base to measure its slowdown against is known
+ * (ops->priceable). A chunk read in place on a price lent to it (its
  * function's: hidden_price) has none of its own for the launch's
  * signature; the launch is timed so that its own follows from this one.
  * Timing samples a signature once in 8 launches (timing.c): a launch once
@@ -913,7 +913,7 @@ static double hidden_price(const lms_plan_ops *ops, void *ctx, int *learn)
  * every such launch would cost two events each for nothing. */
 static bool can_price(const lms_plan_ops *ops, void *ctx)
 {
-    return ops->hides && ops->hides(ctx) > 0;
+    return ops->priceable && ops->priceable(ctx);
 }
 
 /* Fetches the chunks p->priced[0..nb) (a launch's missing chunks with

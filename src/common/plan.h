@@ -114,6 +114,11 @@ typedef struct lms_plan_ops {
      * it computes (its shortest measured duration at the link's measured
      * speed), or 0 when unknown (NULL: never known). */
     uint64_t (*hides)(void *ctx);
+    /* Whether the launch being planned, timed, would price its reads in
+     * place: a duration of its signature or its function with nothing
+     * read in place is known to measure its slowdown against (NULL:
+     * never). */
+    bool (*priceable)(void *ctx);
     /* Records a point on the launch's stream (a step's boundary) before
      * the launch; returns its number (> 0) or 0. With `like` > 0 only when
      * the launch's stream is that of point `like` (negative, nothing

@@ -192,16 +192,12 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
             f->value = (float)ns;
         return;
     }
-    /* The base: the shortest duration of sig or of fn with nothing read
-     * in place. Without one, no price: this launch's own duration (every
-     * launch of sig read something in place so far) would price its reads
-     * at nothing, and the lowest price stays. */
-    double base = -1;
+    /* The base (lms_price_local_base). Without one, no price: this
+     * launch's own duration (every launch of sig read something in place
+     * so far) would price its reads at nothing, and the lowest price
+     * stays. */
+    double base = lms_price_local_base(p, fn, sig);
     lms_price_entry *own = probe(p, key_of(sig, LOCAL_TAG)), *f = probe(p, fkey);
-    if (own && own->key && own->value >= 0)
-        base = own->value;
-    if (f && f->key && f->value >= 0 && (base < 0 || f->value < base))
-        base = f->value;
     if (base < 0)
         return;
     if (ns < base - base / STALE) {
@@ -273,6 +269,15 @@ double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *s
     if (spread)
         *spread = d && d->key && d->value >= 0 ? d->value : 0;
     return e && e->key && e->value >= 0 && e->phase == fn_phase(p, fn) ? e->value : -1;   /* an older phase's: none */
+}
+
+double lms_price_local_base(const lms_price *p, uintptr_t fn, uint64_t sig)
+{
+    const lms_price_entry *own = probe(p, key_of(sig, LOCAL_TAG)), *f = probe(p, fn_key(fn));
+    double base = own && own->key && own->value >= 0 ? own->value : -1;
+    if (f && f->key && f->value >= 0 && (base < 0 || f->value < base))
+        base = f->value;
+    return base;
 }
 
 double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig)

@@ -60,6 +60,11 @@ double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id)
  * mean, in the same unit). */
 double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *spread);
 
+/* The base a timed launch of `sig` (a launch of fn) prices its reads in
+ * place against (lms_price_learn): the shortest duration (ns) of the
+ * signature or of the function with nothing read in place, whichever is
+ * shorter; negative when unknown (a timed launch prices nothing). */
+double lms_price_local_base(const lms_price *p, uintptr_t fn, uint64_t sig);
 /* The base a slowdown of `sig` (a launch of fn) is measured from: the
  * shortest duration (ns) of the signature, or of the function with
  * nothing read in place, whichever is shorter; negative when unknown. */

@@ -990,6 +990,14 @@ static uint64_t op_hides(void *ctx)
     return base > 0 && per > 0 && base / per < 1e18 ? (uint64_t)(base / per) : 0;
 }
 
+/* Whether a timed launch of the one being planned would price its reads
+ * in place (lms_timing_local_base). */
+static bool op_priceable(void *ctx)
+{
+    const live *l = ctx;
+    return lms_timing_local_base(l->device, l->fn, l->sig) > 0;
+}
+
 /* A step's boundary, recorded on the launch's stream when it is that of
  * point `like` (timing.c). */
 static int op_mark(void *ctx, int like)
@@ -1059,7 +1067,7 @@ static const lms_plan_ops live_ops = {
     .managed = op_managed, .price = op_price, .role_price = op_role_price, .fn_price = op_fn_price, .fn_prior = op_fn_prior, .fn_seen = op_fn_seen,
     .fn_phase = op_fn_phase,
     .fetch_cost = op_fetch_cost,
-    .moved = op_moved, .hides = op_hides, .mark = op_mark, .between = op_between, .busy = op_busy,
+    .moved = op_moved, .hides = op_hides, .priceable = op_priceable, .mark = op_mark, .between = op_between, .busy = op_busy,
     .mark_all = op_mark_all,
 };
 

@@ -310,6 +310,13 @@ uint32_t lms_timing_fn_phase(int device)
     return lms_fnprice_phase(&timing[device].fits);
 }
 
+double lms_timing_local_base(int device, uintptr_t fn, uint64_t sig)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+        return -1;
+    return lms_price_local_base(&timing[device].price, fn, sig);
+}
+
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)

@@ -68,6 +68,10 @@ bool lms_timing_fn_prior(int device, double *lo, double *hi);
  * (lms_fnprice_phase; 0 when not timed). */
 uint32_t lms_timing_fn_phase(int device);
 
+/* The base a timed launch of fn with signature `sig` would price its
+ * reads in place against (lms_price_local_base), or negative when
+ * unknown. */
+double lms_timing_local_base(int device, uintptr_t fn, uint64_t sig);
 /* The shortest duration (ns) measured for a launch of fn with signature
  * `sig` (see lms_price_base), or negative when unknown. */
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig);

@@ -471,12 +471,12 @@ static bool f_fn_prior(void *ctx, double *lo, double *hi)
 
 static double f_fetch_cost(void *ctx) { return ((fake *)ctx)->fetch_cost; }
 
-static uint64_t hides0;   /* bytes the launch could read over the link while it computes (0: no base known) */
+static bool priceable0;   /* a timed launch would price its reads in place (a base is known) */
 
-static uint64_t f_hides(void *ctx)
+static bool f_priceable(void *ctx)
 {
     (void)ctx;
-    return hides0;
+    return priceable0;
 }
 
 static uint64_t f_room(void *ctx) { return ((fake *)ctx)->dev.room; }
@@ -542,7 +542,7 @@ static lms_plan_ops priced_ops(void)
     ops.fetch_cost = f_fetch_cost;
     ops.room = f_room;
     ops.managed = fake_room_managed;
-    ops.hides = f_hides;
+    ops.priceable = f_priceable;
     return ops;
 }
 
@@ -850,7 +850,7 @@ static void acting_zero_new_phase(void)
 
 /* Acting, a chunk read in place on its function's price (lent: none of
  * its own for the launch) makes the launch one to time whatever the
- * sampling, when a base to price it against is known (ops->hides): its
+ * sampling, when a base to price it against is known (ops->priceable): its
  * own price follows from it (a launch once a step sampled once in 4
  * steps read chunks re-read over the link on a lent 0 for 4 steps:
  * bench/shapes `data-dependent` at 3x, 1.51x `lru`'s step). Not without
@@ -858,11 +858,11 @@ static void acting_zero_new_phase(void)
  * chunk fetched. */
 static void acting_lent_timed(void)
 {
-    hides0 = 1;
+    priceable0 = true;
     CHECK(!fetched(&acting_like, 2, 20, -1, 0.1, 0) && explored);
     CHECK(!fetched(&acting_like, 2, 20, 0.1, 0.1, 0) && !explored);
     CHECK(fetched(&acting_like, 2, 20, -1, 1, 0) && !explored);
-    hides0 = 0;
+    priceable0 = false;
     CHECK(!fetched(&acting_like, 2, 20, -1, 0.1, 0) && !explored);
 }
 

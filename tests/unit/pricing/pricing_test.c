@@ -91,7 +91,8 @@ static void position_priced(void)
 }
 
 /* A signature whose launches all read in place, of a function never
- * seen on the device, has no base: no price (its own duration as the
+ * seen on the device, has no base (lms_price_local_base; its shortest
+ * duration, lms_price_base, read in place): no price (its own duration as the
  * base priced its reads at nothing, and the lowest price stayed). Once
  * the function ran on the device, the next launch prices them. */
 static void no_base_no_price(void)
@@ -103,7 +104,10 @@ static void no_base_no_price(void)
     lms_price_learn(&p, FN, sig, &id, 1, 100, 9000, LMS_PRICE_NO_ROLE);
     lms_price_learn(&p, FN, sig, &id, 1, 100, 9000, LMS_PRICE_NO_ROLE);
     CHECK(lms_price_of(&p, FN, sig, 4) < 0);
+    CHECK(lms_price_base(&p, FN, sig) == 9000);   /* the signature's shortest, read in place ... */
+    CHECK(lms_price_local_base(&p, FN, sig) < 0); /* ... is no base to price against (plan.c, can_price) */
     lms_price_learn(&p, FN, sig ^ 1, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* another launch of FN, on the device */
+    CHECK(lms_price_local_base(&p, FN, sig) == 1000);
     lms_price_learn(&p, FN, sig, &id, 1, 100, 9000, LMS_PRICE_NO_ROLE);
     CHECK(lms_price_of(&p, FN, sig, 4) > 79.9 && lms_price_of(&p, FN, sig, 4) < 80.1);
     lms_price_destroy(&p);
