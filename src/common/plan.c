@@ -984,8 +984,8 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
         double own = own_price(ops, ctx, batch[i], -1, learn);
         pr[i] = (struct lms_plan_priced){.c = batch[i], .price = own >= 0 ? own : hidden, .order = i};
         known |= pr[i].price >= 0;
-        if (own < 0 && hidden >= 0 && can_price(ops, ctx))
-            p->explore = true;   /* read in place on a lent price: timed, so that its own follows */
+        if (own < 0 && hidden >= 0 && !p->explore && can_price(ops, ctx))
+            p->explore = true;   /* read in place on a lent price: timed, so that its own follows (asked once) */
     }
     if (!known)
         return bring(p, ops, ctx, batch, nb, NULL, false, already);
