@@ -1082,19 +1082,53 @@ enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
 
 /* The price blind_choice decides chunk c by (-1: none): its own, else its
  * parameter position's where that says hidden or dearer than a fetch
- * (`fetch`), else its function's (bp->fn_price). Between, the function's
- * decides, as before positions: a fetch serves every later use of the
- * chunk while it stays, and a position priced a little under a fetch read
- * in place at every use a chunk used three times a step (an outside
- * tester's, 0.99 -> 1.42x `lru`'s step under lookahead at 2x). */
+ * (`fetch`), else its function's (bp->fn_price; *lent says so). Between,
+ * the function's decides, as before positions: a fetch serves every later
+ * use of the chunk while it stays, and a position priced a little under a
+ * fetch read in place at every use a chunk used three times a step (an
+ * outside tester's, 0.99 -> 1.42x `lru`'s step under lookahead at 2x). */
 static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
-                          double fetch)
+                          double fetch, bool *lent)
 {
+    *lent = false;
     double price = own_price(ops, ctx, c, bp->fn_price, bp->learn);
     if (price >= 0)
         return price;
     double pos = position_for(ops, ctx, c, bp->learn);
-    return pos >= 0 && (hidden(pos, fetch) || (fetch > 0 && pos >= fetch)) ? pos : bp->fn_price;
+    if (pos >= 0 && (hidden(pos, fetch) || (fetch > 0 && pos >= fetch)))
+        return pos;
+    *lent = bp->fn_price >= 0;
+    return bp->fn_price;
+}
+
+/* With nothing to act on, chunk c is read in place on its function's
+ * price (`lent`: blind_price found none of its own and none of its
+ * position's that decides): where its parameter position has no price
+ * learned at all, the launch is timed whatever the sampling (*explore),
+ * when a base to price it against is known (can_price), so that the
+ * position gets one. A function's price is its launches' average: beside
+ * an operand read once, one re-read 16 times that no timed launch had
+ * read in place took the function's price of the other (random pairs,
+ * bench/shapes `operands` at 1.25x at the defaults: of 16 launches a
+ * step, once their signatures were timed 4 times, those at two places
+ * of it are sampled (timing.c); the re-read operand was read in place at
+ * 32 ms a launch by 7 launches in three steps, none of them sampled, and
+ * its position stayed unpriced: 1.81x `lru`'s step, 0.91 now). Only
+ * where the latest launches were all on the launch's stream (ops->alone):
+ * beside other streams' kernels a duration is not the launch's own (side
+ * by side it shares the device, one at a time it queues behind them), and
+ * timing those too moved tests/sim/mixed_parts `sizes` both ways (3x, 3
+ * streams side by side: 1.04 -> 1.21x the better of `none` and `lru`; 8
+ * streams one at a time: 1.26 -> 1.03). Not where the position has a
+ * price, however spread (its launches disagree): timing those too moved
+ * `sizes` up to 1.07 -> 1.29x (docs/PERFORMANCE.md, "Twenty-fifth
+ * round"). */
+static void time_lent(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool lent, bool *explore)
+{
+    double spread;
+    if (lent && !*explore && (!ops->alone || ops->alone(ctx)) &&
+        (!ops->role_price || ops->role_price(ctx, c, &spread) < 0) && can_price(ops, ctx))
+        *explore = true;
 }
 
 /* Whether a known price of reading in place is over MARGINAL times a
@@ -1134,13 +1168,17 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
         if (!bp->judging)
             return BLIND_INPLACE;
         double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-        return dear_beyond_margin(blind_price(ops, ctx, c, bp, fetch), fetch) ? BLIND_FETCH : BLIND_INPLACE;
+        bool lent;
+        return dear_beyond_margin(blind_price(ops, ctx, c, bp, fetch, &lent), fetch) ? BLIND_FETCH : BLIND_INPLACE;
     }
     int learn = bp->learn;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    double price = blind_price(ops, ctx, c, bp, fetch);
-    if (hidden(price, fetch))
+    bool lent;
+    double price = blind_price(ops, ctx, c, bp, fetch, &lent);
+    if (hidden(price, fetch)) {
+        time_lent(ops, ctx, c, lent, explore);
         return BLIND_INPLACE;
+    }
     if (!(bp->churn && c->used_n <= 1) && ops->reserve(ctx, c->charge))
         return BLIND_FREE;   /* its room is reserved: the caller fetches it there */
     if (price >= 0) {
@@ -1150,6 +1188,8 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
             if ((d == BLIND_FETCH) != (way == LMS_BWAY_FETCH))
                 *against = d == BLIND_FETCH ? LMS_BWAY_FETCH : LMS_BWAY_INPLACE;
         }
+        if (d == BLIND_INPLACE)
+            time_lent(ops, ctx, c, lent, explore);
         return d;
     }
     bool dear = prior_dear(bp, fetch);

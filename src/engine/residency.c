@@ -61,6 +61,7 @@ atomic_uint lms_residency_live;
 #define PIECE_ALIGN (2ull << 20)   /* pieces are 2 MiB-aligned ranges */
 #define MAX_PIECES 256             /* pieces of one chunk at most (larger pieces beyond) */
 #define SLICE (16ull << 20)        /* bytes: larger chunks move in 2 MiB-aligned slices of at most this */
+#define ALONE 64                   /* launches on one stream before a launch's duration is its own (op_alone) */
 #define LEDGER 64                  /* points of the eviction stream a fetch may wait for */
 
 /* A point on a stream: record number `count` of slot `slot` in its epoch. */
@@ -129,6 +130,8 @@ typedef struct res_device {
     res_slot slots[SLOTS];
     uint64_t tick;
     uint32_t unjoined;        /* bit s: slot s recorded on since the last point after every stream (op_mark_all) */
+    CUstream last_stream;     /* the stream of the latest launch ... */
+    uint64_t other_at;        /* ... and the seq of the first launch on it since one on another (op_alone) */
 } res_device;
 
 /* What the mechanics need for one launch (the planner's ctx). */
@@ -998,6 +1001,14 @@ static bool op_priceable(void *ctx)
     return lms_timing_local_base(l->device, l->fn, l->sig) > 0;
 }
 
+/* Whether the launch being planned and the ALONE launches before it were
+ * all on its stream (false for a reclaim, seq 0). */
+static bool op_alone(void *ctx)
+{
+    const live *l = ctx;
+    return l->seq >= l->d->other_at + ALONE;
+}
+
 /* A step's boundary, recorded on the launch's stream when it is that of
  * point `like` (timing.c). */
 static int op_mark(void *ctx, int like)
@@ -1067,7 +1078,7 @@ static const lms_plan_ops live_ops = {
     .managed = op_managed, .price = op_price, .role_price = op_role_price, .fn_price = op_fn_price, .fn_prior = op_fn_prior, .fn_seen = op_fn_seen,
     .fn_phase = op_fn_phase,
     .fetch_cost = op_fetch_cost,
-    .moved = op_moved, .hides = op_hides, .priceable = op_priceable, .mark = op_mark, .between = op_between, .busy = op_busy,
+    .moved = op_moved, .hides = op_hides, .priceable = op_priceable, .alone = op_alone, .mark = op_mark, .between = op_between, .busy = op_busy,
     .mark_all = op_mark_all,
 };
 
@@ -1256,6 +1267,10 @@ static void launch_before(int device, CUstream stream, uintptr_t fn, const uint3
     atomic_fetch_add(&a->launches_scanned, 1);
     tok->device = device;
     tok->seq = ++d->seq;
+    if (stream != d->last_stream || d->other_at == 0) {
+        d->last_stream = stream;
+        d->other_at = tok->seq;
+    }
     live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1, .fn = fn, .fit = fit_key(fn, scan),
               .seq = tok->seq};
     if (d->plan.policy->on_demand) {

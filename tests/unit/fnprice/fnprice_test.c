@@ -479,6 +479,14 @@ static bool f_priceable(void *ctx)
     return priceable0;
 }
 
+static bool alone0 = true;   /* the latest launches were all on the launch's stream */
+
+static bool f_alone(void *ctx)
+{
+    (void)ctx;
+    return alone0;
+}
+
 static uint64_t f_room(void *ctx) { return ((fake *)ctx)->dev.room; }
 
 /* A policy on demand that says it has nothing to act on, and one that
@@ -543,6 +551,7 @@ static lms_plan_ops priced_ops(void)
     ops.room = f_room;
     ops.managed = fake_room_managed;
     ops.priceable = f_priceable;
+    ops.alone = f_alone;
     return ops;
 }
 
@@ -866,6 +875,34 @@ static void acting_lent_timed(void)
     CHECK(!fetched(&acting_like, 2, 20, -1, 0.1, 0) && !explored);
 }
 
+/* Nothing to act on, a chunk read in place on its function's price
+ * (under a fetch's 2 per byte, or hidden) where its parameter position has
+ * no price learned makes the launch one to time whatever the sampling,
+ * when a base is known: the position's price follows from it (an operand
+ * re-read 16 times beside one read once took the function's price of
+ * the other, read in place untimed for three steps: bench/shapes
+ * `operands` at 1.25x, 1.81x `lru`'s step). Not where the position has a
+ * price (between hidden and a fetch, so that the function's decides),
+ * nor on an own price, nor for a chunk fetched, nor without a base, nor
+ * where the launches lately were on other streams too (a duration beside
+ * their kernels is not the launch's own). */
+static void blind_lent_timed(void)
+{
+    priceable0 = true;
+    CHECK(!fetched(&blind_like, 2, 20, -1, 1, 0) && explored);
+    CHECK(!fetched(&blind_like, 2, 20, -1, 0.1, 0) && explored);
+    CHECK(!fetched(&blind_like, 2, 20, 1, 1, 0) && !explored);
+    CHECK(fetched(&blind_like, 2, 20, -1, 3, 0) && !explored);
+    role0 = 1;
+    CHECK(!fetched(&blind_like, 2, 20, -1, 1, 0) && !explored);
+    role0 = -1;
+    alone0 = false;
+    CHECK(!fetched(&blind_like, 2, 20, -1, 1, 0) && !explored);
+    alone0 = true;
+    priceable0 = false;
+    CHECK(!fetched(&blind_like, 2, 20, -1, 1, 0) && !explored);
+}
+
 static const test_case cases[] = {
     {"reread_priced", reread_priced},
     {"flat_line_hidden", flat_line_hidden},
@@ -899,6 +936,7 @@ static const test_case cases[] = {
     {"acting_hidden_only", acting_hidden_only},
     {"acting_zero_new_phase", acting_zero_new_phase},
     {"acting_lent_timed", acting_lent_timed},
+    {"blind_lent_timed", blind_lent_timed},
 };
 
 TEST_MAIN(cases)
