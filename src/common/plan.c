@@ -902,7 +902,8 @@ static double hidden_price(const lms_plan_ops *ops, void *ctx, int *learn)
 
 /* Whether the launch being planned, timed, would price its reads in
  * place: a base to measure its slowdown against is known
- * (ops->priceable). A chunk read in place on a price lent to it (its
+ * (ops->priceable), and the launches lately were all issued on its
+ * stream (ops->alone). A chunk read in place on a price lent to it (its
  * function's: hidden_price) has none of its own for the launch's
  * signature; the launch is timed so that its own follows from this one.
  * Timing samples a signature once in 8 launches (timing.c): a launch once
@@ -910,10 +911,16 @@ static double hidden_price(const lms_plan_ops *ops, void *ctx, int *learn)
  * function's price of 0, chunks it re-read over the link (bench/shapes
  * `data-dependent` at 3x at the defaults, steps 28-31: 160-188 ms a step
  * against 92). Without a base the duration prices nothing, and timing
- * every such launch would cost two events each for nothing. */
+ * every such launch would cost two events each for nothing; beside other
+ * streams' kernels the duration is not the launch's own (side by side it
+ * shares the device, one at a time it queues behind them), and timing
+ * more such launches moved tests/sim/mixed_parts `sizes` both ways (3x,
+ * 3 streams side by side: 1.04 -> 1.21x the better of `none` and `lru`;
+ * 8 streams one at a time: 1.26 -> 1.03; docs/PERFORMANCE.md,
+ * "Twenty-fifth round"). */
 static bool can_price(const lms_plan_ops *ops, void *ctx)
 {
-    return ops->priceable && ops->priceable(ctx);
+    return ops->priceable && ops->priceable(ctx) && (!ops->alone || ops->alone(ctx));
 }
 
 /* Fetches the chunks p->priced[0..nb) (a launch's missing chunks with
@@ -1082,22 +1089,25 @@ enum { BLIND_INPLACE, BLIND_FREE, BLIND_FETCH };
 
 /* The price blind_choice decides chunk c by (-1: none): its own, else its
  * parameter position's where that says hidden or dearer than a fetch
- * (`fetch`), else its function's (bp->fn_price; *lent says so). Between,
- * the function's decides, as before positions: a fetch serves every later
- * use of the chunk while it stays, and a position priced a little under a
- * fetch read in place at every use a chunk used three times a step (an
- * outside tester's, 0.99 -> 1.42x `lru`'s step under lookahead at 2x). */
+ * (`fetch`), else its function's (bp->fn_price; *lent, when not NULL,
+ * says so). Between, the function's decides, as before positions: a
+ * fetch serves every later use of the chunk while it stays, and a
+ * position priced a little under a fetch read in place at every use a
+ * chunk used three times a step (an outside tester's, 0.99 -> 1.42x
+ * `lru`'s step under lookahead at 2x). */
 static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
                           double fetch, bool *lent)
 {
-    *lent = false;
+    if (lent)
+        *lent = false;
     double price = own_price(ops, ctx, c, bp->fn_price, bp->learn);
     if (price >= 0)
         return price;
     double pos = position_for(ops, ctx, c, bp->learn);
     if (pos >= 0 && (hidden(pos, fetch) || (fetch > 0 && pos >= fetch)))
         return pos;
-    *lent = bp->fn_price >= 0;
+    if (lent)
+        *lent = bp->fn_price >= 0;
     return bp->fn_price;
 }
 
@@ -1105,29 +1115,23 @@ static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
  * price (`lent`: blind_price found none of its own and none of its
  * position's that decides): where its parameter position has no price
  * learned at all, the launch is timed whatever the sampling (*explore),
- * when a base to price it against is known (can_price), so that the
- * position gets one. A function's price is its launches' average: beside
+ * when its duration would price it (can_price), so that the position
+ * gets one. A function's price is its launches' average: beside
  * an operand read once, one re-read 16 times that no timed launch had
  * read in place took the function's price of the other (random pairs,
  * bench/shapes `operands` at 1.25x at the defaults: of 16 launches a
  * step, once their signatures were timed 4 times, those at two places
  * of it are sampled (timing.c); the re-read operand was read in place at
  * 32 ms a launch by 7 launches in three steps, none of them sampled, and
- * its position stayed unpriced: 1.81x `lru`'s step, 0.91 now). Only
- * where the latest launches were all on the launch's stream (ops->alone):
- * beside other streams' kernels a duration is not the launch's own (side
- * by side it shares the device, one at a time it queues behind them), and
- * timing those too moved tests/sim/mixed_parts `sizes` both ways (3x, 3
- * streams side by side: 1.04 -> 1.21x the better of `none` and `lru`; 8
- * streams one at a time: 1.26 -> 1.03). Not where the position has a
- * price, however spread (its launches disagree): timing those too moved
- * `sizes` up to 1.07 -> 1.29x (docs/PERFORMANCE.md, "Twenty-fifth
- * round"). */
+ * its position stayed unpriced: 1.81x `lru`'s step, 0.91 now). Not where
+ * the position has a price, however spread (its launches disagree):
+ * timing those too moved tests/sim/mixed_parts `sizes` both ways, up to
+ * 1.07 -> 1.29x the better of `none` and `lru` (docs/PERFORMANCE.md,
+ * "Twenty-fifth round"). */
 static void time_lent(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool lent, bool *explore)
 {
     double spread;
-    if (lent && !*explore && (!ops->alone || ops->alone(ctx)) &&
-        (!ops->role_price || ops->role_price(ctx, c, &spread) < 0) && can_price(ops, ctx))
+    if (lent && !*explore && (!ops->role_price || ops->role_price(ctx, c, &spread) < 0) && can_price(ops, ctx))
         *explore = true;
 }
 
@@ -1168,8 +1172,7 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
         if (!bp->judging)
             return BLIND_INPLACE;
         double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-        bool lent;
-        return dear_beyond_margin(blind_price(ops, ctx, c, bp, fetch, &lent), fetch) ? BLIND_FETCH : BLIND_INPLACE;
+        return dear_beyond_margin(blind_price(ops, ctx, c, bp, fetch, NULL), fetch) ? BLIND_FETCH : BLIND_INPLACE;
     }
     int learn = bp->learn;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;

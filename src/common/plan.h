@@ -119,9 +119,10 @@ typedef struct lms_plan_ops {
      * read in place is known to measure its slowdown against (NULL:
      * never). */
     bool (*priceable)(void *ctx);
-    /* Whether the launches lately were all on the stream of the one
-     * being planned (its duration is its own, not shared with or queued
-     * behind other streams' kernels); NULL: taken as so. */
+    /* Whether the launches lately were all issued on the stream of the
+     * one being planned (its duration is then likely its own, not shared
+     * with or queued behind other streams' kernels: work issued earlier
+     * on another stream may still run); NULL: taken as so. */
     bool (*alone)(void *ctx);
     /* Records a point on the launch's stream (a step's boundary) before
      * the launch; returns its number (> 0) or 0. With `like` > 0 only when

@@ -130,7 +130,8 @@ typedef struct res_device {
     res_slot slots[SLOTS];
     uint64_t tick;
     uint32_t unjoined;        /* bit s: slot s recorded on since the last point after every stream (op_mark_all) */
-    CUstream last_stream;     /* the stream of the latest launch ... */
+    int last_slot;            /* the slot of the latest launch ... */
+    uint32_t last_epoch;      /* ... its epoch then ... */
     uint64_t other_at;        /* ... and the seq of the first launch on it since one on another (op_alone) */
 } res_device;
 
@@ -1002,11 +1003,25 @@ static bool op_priceable(void *ctx)
 }
 
 /* Whether the launch being planned and the ALONE launches before it were
- * all on its stream (false for a reclaim, seq 0). */
+ * all issued on its stream (note_stream; false for a reclaim, seq 0). */
 static bool op_alone(void *ctx)
 {
     const live *l = ctx;
     return l->seq >= l->d->other_at + ALONE;
+}
+
+/* Counts the launches issued in a row on the stream of launch l (its
+ * slot and the slot's epoch: the per-thread default stream of each
+ * thread is a stream of its own, as in slot_of), for op_alone. A launch
+ * without a slot starts the count again. Under the device's lock. */
+static void note_stream(res_device *d, const live *l)
+{
+    uint32_t epoch = l->slot >= 0 ? d->slots[l->slot].epoch : 0;
+    if (l->slot < 0 || l->slot != d->last_slot || epoch != d->last_epoch || d->other_at == 0) {
+        d->last_slot = l->slot;
+        d->last_epoch = epoch;
+        d->other_at = l->seq;
+    }
 }
 
 /* A step's boundary, recorded on the launch's stream when it is that of
@@ -1267,16 +1282,13 @@ static void launch_before(int device, CUstream stream, uintptr_t fn, const uint3
     atomic_fetch_add(&a->launches_scanned, 1);
     tok->device = device;
     tok->seq = ++d->seq;
-    if (stream != d->last_stream || d->other_at == 0) {
-        d->last_stream = stream;
-        d->other_at = tok->seq;
-    }
     live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1, .fn = fn, .fit = fit_key(fn, scan),
               .seq = tok->seq};
     if (d->plan.policy->on_demand) {
         l.slot = slot_of(d, stream);   /* before map_lock: a takeover walks the chunks */
         lms_timing_poll(device);
     }
+    note_stream(d, &l);
     pthread_rwlock_rdlock(&map_lock);
     uint64_t roles = 0;
     if (scan) {

@@ -864,13 +864,16 @@ static void acting_zero_new_phase(void)
  * steps read chunks re-read over the link on a lent 0 for 4 steps:
  * bench/shapes `data-dependent` at 3x, 1.51x `lru`'s step). Not without
  * a base (its duration prices nothing), nor on an own price, nor for a
- * chunk fetched. */
+ * chunk fetched, nor where the launches lately were on other streams too. */
 static void acting_lent_timed(void)
 {
     priceable0 = true;
     CHECK(!fetched(&acting_like, 2, 20, -1, 0.1, 0) && explored);
     CHECK(!fetched(&acting_like, 2, 20, 0.1, 0.1, 0) && !explored);
     CHECK(fetched(&acting_like, 2, 20, -1, 1, 0) && !explored);
+    alone0 = false;
+    CHECK(!fetched(&acting_like, 2, 20, -1, 0.1, 0) && !explored);
+    alone0 = true;
     priceable0 = false;
     CHECK(!fetched(&acting_like, 2, 20, -1, 0.1, 0) && !explored);
 }
