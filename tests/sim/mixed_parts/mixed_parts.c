@@ -29,11 +29,14 @@
  *   the buffers total RATIO x BUDGET_MIB; SEED (default 0) draws other
  *   sizes of reads, compute and the random launches; STEPS (default 60,
  *   at least 31) steps of 240 launches are run.
+ * MP_PER_THREAD=1: each stream's launches come from a thread of its own on
+ * its per-thread default stream (launcher, below).
  * Prints `step_ms X` (modeled ms a step of 240 launches over the last 30
  * steps: three turns of `alt`'s parts, ten upsets of `upset3` over the
  * default 60) and `peak_mib Y`, and checks every buffer's count.
  */
 #include <cuda.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,6 +45,59 @@
 #include "../../common/check.h"
 #include "../../common/context.h"
 #include "../../common/stream_program.h"
+
+/* The driver's launch on the per-thread default stream (cuda.h names it
+ * only under CUDA_API_PER_THREAD_DEFAULT_STREAM). */
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shared, CUstream stream, void **params, void **extra);
+
+/* With MP_PER_THREAD=1 the launches of stream s are issued by thread s
+ * on its own per-thread default stream (CU_STREAM_PER_THREAD: one handle
+ * for every thread, a stream of each thread's own), one at a time in
+ * the order the streams would take: the same program, the streams told
+ * apart only by the thread that launches. */
+typedef struct launcher {
+    pthread_t th;
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    CUcontext ctx;
+    CUfunction f;
+    void **args;             /* the launch's parameters (the caller's, while it waits) */
+    CUresult r;
+    bool busy, quit;
+} launcher;
+
+/* A launcher thread: issues each launch it is handed, until told to quit. */
+static void *launcher_main(void *arg)
+{
+    launcher *l = arg;
+    OK(cuCtxSetCurrent(l->ctx));
+    pthread_mutex_lock(&l->m);
+    for (;;) {
+        while (!l->busy && !l->quit)
+            pthread_cond_wait(&l->cv, &l->m);
+        if (l->quit)
+            break;
+        l->r = cuLaunchKernel_ptsz(l->f, 1, 1, 1, 32, 1, 1, 0, CU_STREAM_PER_THREAD, l->args, NULL);
+        l->busy = false;
+        pthread_cond_broadcast(&l->cv);
+    }
+    pthread_mutex_unlock(&l->m);
+    return NULL;
+}
+
+/* Has launcher l issue f(args) and waits until it did; its result. */
+static CUresult launch_by(launcher *l, CUfunction f, void **args)
+{
+    pthread_mutex_lock(&l->m);
+    l->f = f, l->args = args, l->busy = true;
+    pthread_cond_broadcast(&l->cv);
+    while (l->busy)
+        pthread_cond_wait(&l->cv, &l->m);
+    CUresult r = l->r;
+    pthread_mutex_unlock(&l->m);
+    return r;
+}
 
 #define MAXBUF 40
 #define NFN 48
@@ -80,6 +136,15 @@ int main(int argc, char **argv)
     sp_functions((simgpu_kernel){.fn = sp_rw_passes, SP_RW_PASSES_PARAMS}, "rw", NFN, names, 1, fns);
     CUstream streams[MAXSTREAM];
     sp_streams(streams, nstream);
+    static launcher by[MAXSTREAM];
+    const char *pt = getenv("MP_PER_THREAD");
+    bool per_thread = pt && !strcmp(pt, "1");
+    for (int s = 0; per_thread && s < nstream; s++) {
+        pthread_mutex_init(&by[s].m, NULL);
+        pthread_cond_init(&by[s].cv, NULL);
+        OK(cuCtxGetCurrent(&by[s].ctx));
+        CHECK(pthread_create(&by[s].th, NULL, launcher_main, &by[s]) == 0);
+    }
     CUdeviceptr buf[MAXBUF];
     size_t sz[MAXBUF];
     int nbuf = sizes ? MAXBUF : 24;
@@ -123,7 +188,9 @@ int main(int argc, char **argv)
             size_t bytes = (sz[b] / 2 + (size_t)sp_draw(&rng, sz[b] / 2)) & ~(size_t)4095;
             double ns = share * (double)sz[b] / SP_LINK;
             void *args[] = {&buf[b], &bytes, &passes, &ns};
-            OK(cuLaunchKernel(fns[f], 1, 1, 1, 32, 1, 1, 0, streams[k % (uint64_t)nstream], args, NULL));
+            int s = (int)(k % (uint64_t)nstream);
+            OK(per_thread ? launch_by(&by[s], fns[f], args)
+                          : cuLaunchKernel(fns[f], 1, 1, 1, 32, 1, 1, 0, streams[s], args, NULL));
             want[b]++;
         }
         sp_step_end(step, steps, MEASURED, &c0);
@@ -133,6 +200,13 @@ int main(int argc, char **argv)
         uint32_t v = 0;
         OK(cuMemcpyDtoH(&v, buf[b], sizeof v));
         CHECK_EQ_U(v, want[b]);
+    }
+    for (int s = 0; per_thread && s < nstream; s++) {
+        pthread_mutex_lock(&by[s].m);
+        by[s].quit = true;
+        pthread_cond_broadcast(&by[s].cv);
+        pthread_mutex_unlock(&by[s].m);
+        pthread_join(by[s].th, NULL);
     }
     return 0;
 }
