@@ -1013,7 +1013,9 @@ static bool op_alone(void *ctx)
 /* Counts the launches issued in a row on the stream of launch l (its
  * slot and the slot's epoch: the per-thread default stream of each
  * thread is a stream of its own, as in slot_of), for op_alone. A launch
- * without a slot starts the count again. Under the device's lock. */
+ * without a slot starts the count again. Not several_streams (the slots
+ * held): a program may hold streams it has not launched on for long.
+ * Under the device's lock. */
 static void note_stream(res_device *d, const live *l)
 {
     uint32_t epoch = l->slot >= 0 ? d->slots[l->slot].epoch : 0;
