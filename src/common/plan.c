@@ -920,7 +920,7 @@ static double hidden_price(const lms_plan_ops *ops, void *ctx, int *learn)
  * "Twenty-fifth round"). */
 static bool can_price(const lms_plan_ops *ops, void *ctx)
 {
-    return ops->priceable && ops->priceable(ctx) && (!ops->alone || ops->alone(ctx));
+    return (!ops->alone || ops->alone(ctx)) && ops->priceable && ops->priceable(ctx);   /* the cheap test first */
 }
 
 /* Fetches the chunks p->priced[0..nb) (a launch's missing chunks with
@@ -1131,7 +1131,7 @@ static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
 static void time_lent(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool lent, bool *explore)
 {
     double spread;
-    if (lent && !*explore && (!ops->role_price || ops->role_price(ctx, c, &spread) < 0) && can_price(ops, ctx))
+    if (lent && !*explore && can_price(ops, ctx) && (!ops->role_price || ops->role_price(ctx, c, &spread) < 0))
         *explore = true;
 }
 
