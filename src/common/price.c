@@ -31,7 +31,10 @@
  * for every signature: the half-way mean of its latest such launches (a
  * low price reads in place, so it is measured again; a new signature
  * has a price there from its first launch), and the same mean of how far
- * each strayed from it (its spread).
+ * each strayed from it (its spread). A launch that read several chunks in
+ * place, all but one at positions priced, prices that one's position by
+ * what its slowdown leaves over theirs (lms_price_learn_read: the caller
+ * says which, price.h).
  *
  * The table is bounded: when half its slots are taken, and after every
  * RELEARN launches learned, it is cleared and learning starts over (a
@@ -165,6 +168,14 @@ static uint64_t role_key(uintptr_t fn, uint32_t tag, uint32_t role)
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
                      double ns, uint32_t role)
 {
+    lms_price_role_read r = {.role = role, .bytes = bytes};
+    lms_price_learn_read(p, fn, sig, remote, n, bytes, ns, &r);
+}
+
+void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
+                          double ns, const lms_price_role_read *rr)
+{
+    uint32_t role = rr && rr->bytes > 0 ? rr->role : LMS_PRICE_NO_ROLE;
     if (++p->learned % RELEARN == 0)
         clear(p);   /* prices only fall: start over now and then */
     lms_price_entry *c = slot(p, key_of(sig, COUNT_TAG));
@@ -223,7 +234,26 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     if (slow < base / NOISE)
         slow = 0;   /* within what launches of one signature vary by */
     float v = (float)(slow / (double)bytes);
+    double mine = slow;   /* the position's slowdown */
+    if (role != LMS_PRICE_NO_ROLE && rr->known_n > 0) {
+        /* The position's share. A kernel's reads over the link overlap
+         * its compute (the base): one priced p alone took p x bytes + base
+         * over the link, and together the launch took the sum of those
+         * less the base once. What is left over the others' reads and the
+         * base is this position's slowdown alone. It is learned only when
+         * it is half the slowdown or more: the others' prices come from
+         * other launches, which may have read those positions otherwise
+         * (a position re-read in some launches and read once in others:
+         * the share left a re-read one a fifteenth of its price); and
+         * nothing left prices nothing (a zero would read in place for
+         * good: nothing prices a position its launches always read
+         * beside others). */
+        mine = slow - rr->known_ns - rr->known_n * base;
+        if (!(mine > 0) || mine < slow / 2)
+            role = LMS_PRICE_NO_ROLE;
+    }
     if (role != LMS_PRICE_NO_ROLE) {
+        float pv = (float)(mine / (double)rr->bytes);
         /* The position's price follows its latest launches (half each):
          * a chunk it names is read in place while that price is low, so
          * every such launch measures it again. Its spread is the same
@@ -238,9 +268,9 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
             uint32_t phase = fn_phase(p, fn);
             if (r->phase != phase)   /* learned in an older phase of fn: starts over */
                 r->value = d->value = -1, r->phase = phase;
-            float off = r->value < 0 ? 0 : v > r->value ? v - r->value : r->value - v;
+            float off = r->value < 0 ? 0 : pv > r->value ? pv - r->value : r->value - pv;
             d->value = r->value < 0 || d->value < 0 ? off : (d->value + off) / 2;
-            r->value = r->value < 0 ? v : (r->value + v) / 2;
+            r->value = r->value < 0 ? pv : (r->value + pv) / 2;
         }
     }
     for (int i = 0; i < n; i++) {

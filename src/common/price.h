@@ -48,6 +48,25 @@ uint64_t lms_price_sig(uintptr_t fn, const uint32_t *ids, int n);
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
                      double ns, uint32_t role);
 
+/* What a launch's reads in place say of one parameter position: `role`
+ * (LMS_PRICE_NO_ROLE: none), the `bytes` read in place of the chunk that
+ * parameter word pointed into, and the launch's other reads in place:
+ * `known_n` chunks at positions priced above zero, priced at `known_ns`
+ * of slowdown in all (0 and 0 when it read none other). */
+typedef struct lms_price_role_read {
+    uint32_t role;
+    uint64_t bytes;
+    double known_ns;
+    int known_n;
+} lms_price_role_read;
+
+/* lms_price_learn, with the position's share given by `r` (NULL: none):
+ * with other reads, the position is priced at what the slowdown leaves
+ * over theirs, as if each read overlapped the compute, when that is half
+ * the slowdown or more (price.c). */
+void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
+                          double ns, const lms_price_role_read *r);
+
 /* The price (ns of slowdown per byte) of reading chunk `id` in place for
  * a launch of signature `sig`, or a negative number when unknown or
  * learned in an older phase of the signature (price.c). */

@@ -1132,31 +1132,98 @@ static wide_scratch *wide_scratch_for(int n)
     return g;
 }
 
-/* The role (price.h) of a launch's reads in place, `bytes` of them in
- * all, `local` bytes of its chunks on the device: the parameter word that
- * pointed into chunk `top` (a first piece or whole chunk), which holds
- * `top_bytes` of them, when those are at least 9/10 of them (the
- * slowdown is that chunk's) and the reads in place at least a quarter of
- * the launch's bytes (a few pieces read in place hide behind any
- * compute, whatever the chunk would cost whole); else LMS_PRICE_NO_ROLE.
- * Under the device lock and map_lock. */
-static uint32_t role_of(const live *l, const res_chunk *top, uint64_t top_bytes, uint64_t bytes, uint64_t local)
+#define SHARE_RUNS 8   /* chunks read in place by one launch that role_of shares its slowdown among, at most */
+
+/* The chunks one launch reads in place (time_launch): each by its first
+ * piece or whole chunk, with the bytes read of it; and the longest run
+ * of one chunk's pieces (`top`, `top_bytes`). */
+typedef struct remote_runs {
+    const res_chunk *head[SHARE_RUNS];
+    uint64_t bytes[SHARE_RUNS];
+    int n;          /* chunks counted in head[] */
+    bool over;      /* more than SHARE_RUNS chunks */
+    const res_chunk *top;
+    uint64_t top_bytes;
+} remote_runs;
+
+/* Counts `size` bytes read in place of chunk `head` into runs. */
+static void count_run(remote_runs *runs, const res_chunk *head, uint64_t size)
 {
-    if (!top || !l->seq || top->role_seq != l->seq || top_bytes < bytes - bytes / 10 || bytes < (bytes + local) / 4)
-        return LMS_PRICE_NO_ROLE;
-    return top->role;
+    for (int i = 0; i < runs->n; i++)
+        if (runs->head[i] == head) {
+            runs->bytes[i] += size;
+            return;
+        }
+    if (runs->n == SHARE_RUNS) {
+        runs->over = true;
+        return;
+    }
+    runs->head[runs->n] = head;
+    runs->bytes[runs->n++] = size;
+}
+
+/* The parameter position (price.h) a launch's reads in place price,
+ * `bytes` of them in all over the chunks in runs, `local` bytes of its
+ * chunks on the device. The reads in place must be at least a quarter of
+ * the launch's bytes (a few pieces read in place hide behind any
+ * compute, whatever the chunk would cost whole). One chunk holding 9/10
+ * of them or more (runs->top) prices the parameter word that pointed
+ * into it with the whole slowdown. Else, when every chunk read in place
+ * but one has its position priced above zero (spread within half the
+ * price), the one left has no price for its position at all, and it
+ * holds a quarter of the launch's bytes or more, its position is priced
+ * by what the slowdown leaves over the others' (price.c,
+ * lms_price_learn_read; `known_ns`, `known_n`): launches reading both
+ * operands of a GEMM in place, the re-read one's position never priced,
+ * kept lending it the price of the one read once (bench/shapes
+ * `operands`). Not beside a zero (a read the compute hid alone may show
+ * beside another's), nor for a position priced already, however spread
+ * (a share would pull its mean). Else none. Under the device lock and
+ * map_lock. */
+static lms_price_role_read role_of(const live *l, const remote_runs *runs, uint64_t bytes, uint64_t local)
+{
+    lms_price_role_read none = {.role = LMS_PRICE_NO_ROLE};
+    if (!l->seq || !runs->top || bytes < (bytes + local) / 4)
+        return none;
+    if (runs->top_bytes >= bytes - bytes / 10)
+        return runs->top->role_seq == l->seq ? (lms_price_role_read){.role = runs->top->role, .bytes = bytes} : none;
+    if (runs->over)
+        return none;
+    int rest = -1, known_n = 0;
+    double known = 0;
+    for (int i = 0; i < runs->n; i++) {
+        const res_chunk *h = runs->head[i];
+        if (h->role_seq != l->seq)
+            return none;   /* no scan named the word that pointed into it */
+        double spread = 0, price = lms_timing_role_price(l->device, l->fn, h->role, &spread);
+        if (price > 0 && spread <= price / 2) {
+            known += price * (double)runs->bytes[i];
+            known_n++;
+        } else if (price < 0 && rest < 0) {
+            rest = i;
+        } else {
+            return none;   /* a zero, a spread price, or two positions without one */
+        }
+    }
+    if (rest < 0 || runs->bytes[rest] < (bytes + local) / 4)
+        return none;
+    return (lms_price_role_read){
+        .role = runs->head[rest]->role, .bytes = runs->bytes[rest], .known_ns = known, .known_n = known_n};
 }
 
 /* Times the launch when it is sampled (timing.c): the chunks it reads in
  * place (ids with REMOTE_BIT, by their chunk's id) and their bytes, the
- * bytes of its chunks on the device, and the role of its reads in place
- * (role_of) go with the start event; remote (n entries, the caller's) is
- * room for those ids. Under the device lock and map_lock. */
+ * bytes of its chunks on the device, and the position its reads in place
+ * price (role_of) go with the start event; remote (n entries, the
+ * caller's) is room for those ids. Nothing for a launch not sampled.
+ * Under the device lock and map_lock. */
 static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t *tids, int n, uint32_t *remote)
 {
+    if (!lms_timing_wanted(l->device, seq, l->sig, l->d->plan.explore))
+        return 0;
     int k = 0;
-    uint64_t bytes = 0, local = 0, run = 0, top_bytes = 0;   /* run: bytes of remote[k - 1] */
-    const res_chunk *top = NULL;
+    uint64_t bytes = 0, local = 0, run = 0;   /* run: bytes of remote[k - 1] */
+    remote_runs runs = {.n = 0};
     for (int i = 0; i < n; i++) {
         res_chunk *c = chunk_of(tids[i] & ~REMOTE_BIT);
         if (!c)
@@ -1170,11 +1237,14 @@ static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t
         if (k == 0 || remote[k - 1] != id)   /* pieces of a chunk have consecutive ids */
             remote[k++] = id, run = 0;
         run += c->size;
-        if (run > top_bytes)
-            top_bytes = run, top = c->group ? c->group : c;
+        const res_chunk *head = c->group ? c->group : c;
+        if (run > runs.top_bytes)
+            runs.top_bytes = run, runs.top = head;
+        count_run(&runs, head, c->size);
     }
+    lms_price_role_read role = role_of(l, &runs, bytes, local);
     return lms_timing_begin(l->device, l->stream, seq, fn, l->fit, l->sig, l->d->plan.explore, remote, k, bytes,
-                            local, role_of(l, top, top_bytes, bytes, local));
+                            local, &role);
 }
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces

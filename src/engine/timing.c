@@ -45,7 +45,7 @@ typedef struct pair {
     int n;
     uint64_t bytes;           /* bytes read in place (a fetch batch: fetched) */
     uint64_t local;           /* bytes of the launch's chunks on the device */
-    uint32_t role;            /* the parameter word its reads in place were of (LMS_PRICE_NO_ROLE: none) */
+    lms_price_role_read role; /* the parameter position its reads in place price (role LMS_PRICE_NO_ROLE: none) */
     bool fetch;               /* a batch of demand fetches, not a launch */
     bool closed;              /* the end event is recorded */
     bool bad;                 /* a record failed: learn nothing */
@@ -147,16 +147,20 @@ static int arm(int device, CUstream stream)
     return handle_of(t, idx);
 }
 
-int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uintptr_t fit, uint64_t sig, bool always,
-                     const uint32_t *remote, int n, uint64_t bytes, uint64_t local, uint32_t role)
+bool lms_timing_wanted(int device, uint64_t seq, uint64_t sig, bool always)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)
+        return false;
+    dev_timing *t = &timing[device];
+    return ready(t) && (always || lms_price_seen(&t->price, sig) < SEEN_ALL || seq % EVERY == 0);
+}
+
+int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uintptr_t fit, uint64_t sig, bool always,
+                     const uint32_t *remote, int n, uint64_t bytes, uint64_t local, const lms_price_role_read *role)
+{
+    if (!lms_timing_wanted(device, seq, sig, always))
         return 0;
     dev_timing *t = &timing[device];
-    if (!ready(t))
-        return 0;
-    if (!always && lms_price_seen(&t->price, sig) >= SEEN_ALL && seq % EVERY != 0)
-        return 0;
     uint32_t *copy = n > 0 ? malloc((size_t)n * sizeof *copy) : NULL;
     if (n > 0 && !copy)
         return 0;
@@ -175,7 +179,7 @@ int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, ui
     pr->n = copy ? n : 0;
     pr->bytes = bytes;
     pr->local = local;
-    pr->role = role;
+    pr->role = role ? *role : (lms_price_role_read){.role = LMS_PRICE_NO_ROLE};
     return h;
 }
 
@@ -253,7 +257,7 @@ void lms_timing_poll(int device)
             t->fetch_t = t->fetch_t * 3 / 4 + (double)ms * 1e6;
             t->fetch_b = t->fetch_b * 3 / 4 + (double)pr->bytes;
         } else if (!pr->bad) {
-            lms_price_learn(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6, pr->role);
+            lms_price_learn_read(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6, &pr->role);
             lms_fnprice_learn(&t->fits, pr->fn, pr->local, pr->bytes, (double)ms * 1e6);
             if (pr->fit != pr->fn)
                 lms_fnprice_learn(&t->classes, pr->fit, pr->local, pr->bytes, (double)ms * 1e6);

@@ -11,10 +11,12 @@
 # over a fetch (src/common/plan.c, dear_beyond_margin), `operands` seed 24
 # at 2x ran 2.22x `lru`'s step under lookahead, seed 39 2.41x, seed 28
 # 1.85x, and `experts` seed 51 1.13x (defaults, 2x) and 1.14x (lookahead,
-# 3x). What is left is the trials' cost inside the bench's 18 steps of 16
-# launches (over 60 steps, `operands` seed 24 at 2x: 0.99).
-# docs/PERFORMANCE.md, "Twenty-third round". A mode that failed fails the
-# test.
+# 3x) (docs/PERFORMANCE.md, "Twenty-third round"). `operands` seeds 19,
+# 23, 24, 28 and 42 then ran 1.06-1.09x under lookahead: a launch reading
+# both operands in place priced neither position, and the re-read one
+# took the function's price, the other's; such a launch prices the
+# position left unpriced now (src/engine/residency.c, role_of;
+# "Twenty-sixth round"). A mode that failed fails the test.
 set -u
 shapes=$1
 out=$(mktemp)
@@ -22,9 +24,7 @@ trap 'rm -f "$out"' EXIT
 "$shapes" --shapes operands,experts,wide --seed 4 --seeds 57 --ratios 2,3 >"$out" ||
     { cat "$out"; echo "other_seeds_test: bench failed" >&2; exit 1; }
 sed -n '/^summary:/,$p' "$out"
-# shape ratio mode=bar over the best of none and lru, where not 1.02 (the
-# trials inside the 18 steps)
-bars="operands/19 2 look=1.06;operands/23 2 look=1.09;operands/23 3 look=1.07;operands/24 2 look=1.07"
-bars+=";operands/28 2 look=1.06;operands/42 3 look=1.06;experts/51 2 dflt=1.04;wide/56 2 dflt=1.04"
+# shape ratio mode=bar over the best of none and lru, where not 1.02
+bars="experts/51 2 dflt=1.04;wide/56 2 dflt=1.04"
 awk -v name=other_seeds_test -v bars="$bars" -v want=$((3 * 57 * 2)) -f "$(dirname "$0")/summary_bars.awk" "$out" &&
     echo PASS || { echo "FAIL: a bar above does not hold" >&2; exit 1; }

@@ -90,6 +90,47 @@ static void position_priced(void)
     lms_price_destroy(&p);
 }
 
+/* A launch whose reads in place were of two chunks, one at a position
+ * priced, prices the other position at what its slowdown leaves over the
+ * priced one's and the base (each read overlapping the compute:
+ * lms_price_learn_read); less than half the slowdown left, or nothing,
+ * prices nothing (not zero); the chunks' own prices still share the
+ * whole slowdown; a share of no bytes prices no position. */
+static void position_share(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    uint32_t ids[2] = {7, 9};
+    lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* on the device: 1000 ns */
+    lms_price_learn(&p, FN, 101, &ids[0], 1, 100, 1500, 0);              /* word 0 alone: 5 per byte */
+    CHECK(lms_price_role(&p, FN, 0, NULL) > 4.9 && lms_price_role(&p, FN, 0, NULL) < 5.1);
+    /* Both in place, 100 B each: 34,000 ns of slowdown; word 0's read
+     * alone took 500 + 1000 over the link, so word 1's took 33,500,
+     * 32,500 over the compute. */
+    lms_price_role_read r = {.role = 1, .bytes = 100, .known_ns = 500, .known_n = 1};
+    lms_price_learn_read(&p, FN, 102, ids, 2, 200, 35000, &r);
+    CHECK(lms_price_role(&p, FN, 1, NULL) > 324.9 && lms_price_role(&p, FN, 1, NULL) < 325.1);
+    CHECK(lms_price_role(&p, FN, 0, NULL) > 4.9 && lms_price_role(&p, FN, 0, NULL) < 5.1);   /* word 0 untouched */
+    CHECK(lms_price_of(&p, FN, 102, 7) > 169.9 && lms_price_of(&p, FN, 102, 7) < 170.1);     /* the chunks: the whole spread */
+    /* Nothing left over the others and the base: no price, not a zero. */
+    r = (lms_price_role_read){.role = 2, .bytes = 100, .known_ns = 500, .known_n = 1};
+    lms_price_learn_read(&p, FN, 103, ids, 2, 200, 2400, &r);
+    CHECK(lms_price_role(&p, FN, 2, NULL) < 0);
+    CHECK(lms_price_of(&p, FN, 103, 7) > 6.9 && lms_price_of(&p, FN, 103, 7) < 7.1);
+    /* 2,500 ns of slowdown, 1,000 left: under half, no price. */
+    lms_price_learn_read(&p, FN, 106, ids, 2, 200, 3500, &r);
+    CHECK(lms_price_role(&p, FN, 2, NULL) < 0);
+    /* 3,000 ns of slowdown, 1,500 left: half, 15 per byte. */
+    lms_price_learn_read(&p, FN, 107, ids, 2, 200, 4000, &r);
+    CHECK(lms_price_role(&p, FN, 2, NULL) > 14.9 && lms_price_role(&p, FN, 2, NULL) < 15.1);
+    r = (lms_price_role_read){.role = 3, .bytes = 0};
+    lms_price_learn_read(&p, FN, 104, ids, 2, 200, 4000, &r);
+    CHECK(lms_price_role(&p, FN, 3, NULL) < 0);
+    lms_price_learn_read(&p, FN, 105, ids, 2, 200, 4000, NULL);
+    CHECK(lms_price_role(&p, FN, 1, NULL) > 324.9 && lms_price_role(&p, FN, 1, NULL) < 325.1);
+    lms_price_destroy(&p);
+}
+
 /* A signature whose launches all read in place, of a function never
  * seen on the device, has no base (lms_price_local_base; its shortest
  * duration, lms_price_base, read in place): no price (its own duration as the
@@ -425,6 +466,7 @@ static const test_case cases[] = {
     {"learn_slowdown", learn_slowdown},
     {"roles_apart", roles_apart},
     {"position_priced", position_priced},
+    {"position_share", position_share},
     {"no_base_no_price", no_base_no_price},
     {"compute_fell_price_forgotten", compute_fell_price_forgotten},
     {"function_compute_fell", function_compute_fell},
