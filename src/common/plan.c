@@ -12,6 +12,7 @@
 #include "plan.h"
 #include "plan_steps.h"
 #include "grow.h"
+#include "price.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -791,7 +792,7 @@ static double position_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk 
     if (price < 0)
         return -1;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-    return spread <= price / 2 || (fetch > 0 && spread <= fetch / (2 * HIDDEN_SHARE)) ? price : -1;
+    return lms_price_agrees(price, spread) || (fetch > 0 && spread <= fetch / (2 * HIDDEN_SHARE)) ? price : -1;
 }
 
 /* position_price, but a zero gives way while the function's fit asks

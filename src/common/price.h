@@ -79,6 +79,13 @@ double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id)
  * mean, in the same unit). */
 double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *spread);
 
+/* Whether the launches that priced a position agree on it: the spread
+ * lms_price_role gives within half of the price. */
+static inline bool lms_price_agrees(double price, double spread)
+{
+    return price >= 0 && spread <= price / 2;
+}
+
 /* The base a timed launch of `sig` (a launch of fn) prices its reads in
  * place against (lms_price_learn): the shortest duration (ns) of the
  * signature or of the function with nothing read in place, whichever is

@@ -1196,7 +1196,7 @@ static lms_price_role_read role_of(const live *l, const remote_runs *runs, uint6
         if (h->role_seq != l->seq)
             return none;   /* no scan named the word that pointed into it */
         double spread = 0, price = lms_timing_role_price(l->device, l->fn, h->role, &spread);
-        if (price > 0 && spread <= price / 2) {
+        if (price > 0 && lms_price_agrees(price, spread)) {
             known += price * (double)runs->bytes[i];
             known_n++;
         } else if (price < 0 && rest < 0) {
