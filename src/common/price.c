@@ -235,6 +235,8 @@ void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32
         slow = 0;   /* within what launches of one signature vary by */
     float v = (float)(slow / (double)bytes);
     double mine = slow;   /* the position's slowdown */
+    if (role != LMS_PRICE_NO_ROLE && rr->partial && slow < base)
+        role = LMS_PRICE_NO_ROLE;   /* a few pieces read in place: the compute may have hidden part of them */
     if (role != LMS_PRICE_NO_ROLE && rr->known_n > 0) {
         /* The position's share. A kernel's reads over the link overlap
          * its compute (the base): one priced p alone took p x bytes + base

@@ -52,12 +52,16 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
  * (LMS_PRICE_NO_ROLE: none), the `bytes` read in place of the chunk that
  * parameter word pointed into, and the launch's other reads in place:
  * `known_n` chunks at positions priced above zero, priced at `known_ns`
- * of slowdown in all (0 and 0 when it read none other). */
+ * of slowdown in all (0 and 0 when it read none other). `partial`: the
+ * reads in place were under a quarter of the launch's bytes, so the
+ * compute may have hidden them: the position is priced only when they
+ * slowed the launch by its base or more (price.c). */
 typedef struct lms_price_role_read {
     uint32_t role;
     uint64_t bytes;
     double known_ns;
     int known_n;
+    bool partial;
 } lms_price_role_read;
 
 /* lms_price_learn, with the position's share given by `r` (NULL: none):

@@ -1164,11 +1164,17 @@ static void count_run(remote_runs *runs, const res_chunk *head, uint64_t size)
 
 /* The parameter position (price.h) a launch's reads in place price,
  * `bytes` of them in all over the chunks in runs, `local` bytes of its
- * chunks on the device. The reads in place must be at least a quarter of
- * the launch's bytes (a few pieces read in place hide behind any
- * compute, whatever the chunk would cost whole). One chunk holding 9/10
- * of them or more (runs->top) prices the parameter word that pointed
- * into it with the whole slowdown. Else, when every chunk read in place
+ * chunks on the device. One chunk holding 9/10 of them or more
+ * (runs->top) prices the parameter word that pointed into it with the
+ * whole slowdown; under a quarter of the launch's bytes, only where the
+ * slowdown is the base or more (`partial`, price.c: a few pieces read in
+ * place hide behind any compute, whatever the chunk would cost whole;
+ * but a slowdown that large is the link's, and a lower bound on the
+ * whole chunk's: on bench/shapes `operands` at 1.25x at the defaults,
+ * the room under one operand, launches reading a third of the re-read
+ * one in place ran 7.5x their base, and its position went unpriced).
+ * Else, when the reads in place are a quarter of the launch's bytes or
+ * more, and every chunk read in place
  * but one has its position priced above zero (spread within half the
  * price), the one left has no price for its position at all, and it
  * holds a quarter of the launch's bytes or more, its position is priced
@@ -1183,11 +1189,14 @@ static void count_run(remote_runs *runs, const res_chunk *head, uint64_t size)
 static lms_price_role_read role_of(const live *l, const remote_runs *runs, uint64_t bytes, uint64_t local)
 {
     lms_price_role_read none = {.role = LMS_PRICE_NO_ROLE};
-    if (!l->seq || !runs->top || bytes < (bytes + local) / 4)
+    if (!l->seq || !runs->top)
         return none;
+    bool partial = bytes < (bytes + local) / 4;
     if (runs->top_bytes >= bytes - bytes / 10)
-        return runs->top->role_seq == l->seq ? (lms_price_role_read){.role = runs->top->role, .bytes = bytes} : none;
-    if (runs->over)
+        return runs->top->role_seq == l->seq
+                   ? (lms_price_role_read){.role = runs->top->role, .bytes = bytes, .partial = partial}
+                   : none;
+    if (runs->over || partial)
         return none;
     int rest = -1, known_n = 0;
     double known = 0;

@@ -131,6 +131,29 @@ static void position_share(void)
     lms_price_destroy(&p);
 }
 
+/* A launch that read in place only a few pieces (under a quarter of its
+ * bytes: `partial`) prices their position only when the slowdown is the
+ * base or more (the compute may hide a smaller one); the chunks' own
+ * prices are learned either way. */
+static void position_partial(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    uint32_t id7 = 7;
+    lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* on the device: 1000 ns */
+    lms_price_role_read r = {.role = 1, .bytes = 100, .partial = true};
+    lms_price_learn_read(&p, FN, 101, &id7, 1, 100, 1900, &r);   /* 900 ns of slowdown: under the base */
+    CHECK(lms_price_role(&p, FN, 1, NULL) < 0);
+    CHECK(lms_price_of(&p, FN, 101, 7) > 8.9 && lms_price_of(&p, FN, 101, 7) < 9.1);
+    lms_price_learn_read(&p, FN, 102, &id7, 1, 100, 7000, &r);   /* 6,000 ns: the link's, 60 per byte */
+    CHECK(lms_price_role(&p, FN, 1, NULL) > 59.9 && lms_price_role(&p, FN, 1, NULL) < 60.1);
+    r.partial = false;   /* a quarter or more: priced at any slowdown */
+    r.role = 2;
+    lms_price_learn_read(&p, FN, 103, &id7, 1, 100, 1900, &r);
+    CHECK(lms_price_role(&p, FN, 2, NULL) > 8.9 && lms_price_role(&p, FN, 2, NULL) < 9.1);
+    lms_price_destroy(&p);
+}
+
 /* A signature whose launches all read in place, of a function never
  * seen on the device, has no base (lms_price_local_base; its shortest
  * duration, lms_price_base, read in place): no price (its own duration as the
@@ -467,6 +490,7 @@ static const test_case cases[] = {
     {"roles_apart", roles_apart},
     {"position_priced", position_priced},
     {"position_share", position_share},
+    {"position_partial", position_partial},
     {"no_base_no_price", no_base_no_price},
     {"compute_fell_price_forgotten", compute_fell_price_forgotten},
     {"function_compute_fell", function_compute_fell},
