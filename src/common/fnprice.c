@@ -329,6 +329,13 @@ static double price_with(const lms_fnprice_entry *e, const lms_fnprice_entry *ln
     return price;
 }
 
+double lms_fnprice_device_ns(lms_fnprice *f, uintptr_t fn, uint64_t bytes)
+{
+    const lms_fnprice_entry *e = in_use(f, fn);
+    double c, a;
+    return e && line_of(e, &c, &a) ? c + a * ((double)bytes / MiB) : -1;
+}
+
 uint32_t lms_fnprice_seen(lms_fnprice *f, uintptr_t fn)
 {
     const lms_fnprice_entry *e = in_use(f, fn);

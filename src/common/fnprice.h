@@ -71,6 +71,11 @@ void lms_fnprice_learn(lms_fnprice *f, uintptr_t fn, uint64_t local, uint64_t re
  * either kind (the first ones, or since a new phase). */
 double lms_fnprice_of(lms_fnprice *f, uintptr_t fn, int *learn);
 
+/* What a launch of fn with `bytes` of chunks, all on the device, is
+ * expected to take (ns) by the line of fn's launches on the device, or
+ * a negative number while fn has none (fnprice.c). */
+double lms_fnprice_device_ns(lms_fnprice *f, uintptr_t fn, uint64_t bytes);
+
 /* What a function not fitted yet may expect: the lowest (*lo) and the
  * highest (*hi) of the first prices of the latest LMS_FNPRICE_FIRSTS
  * functions fitted (each function's price when its first launch reading

@@ -172,6 +172,37 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
     lms_price_learn_read(p, fn, sig, remote, n, bytes, ns, &r);
 }
 
+/* The slowdown that prices the position of a launch's reads in place
+ * when they were under a quarter of its bytes (rr->partial; it took `ns`,
+ * its base `base`), or -1 for none. A few pieces read in place hide
+ * behind any compute, whatever the chunk would cost whole: what the
+ * compute may hide is the longer of the base and the launch's expected
+ * duration on the device (rr->compute: its function's launches differ in
+ * size, and a base of the smallest let a launch of twice its compute
+ * pass for a slowdown; an outside helper's 4-operand kernels). Reads that
+ * slowed the launch by that much or more are the link's: what is over it
+ * is the position's slowdown, a lower bound on what the whole chunk
+ * costs (bench/shapes `operands` at 1.25x at the defaults: a third of
+ * the re-read operand read in place at 7.5x the base, its position
+ * unpriced). A smaller slowdown prices the position only where its
+ * price says the reads could not have been hidden (its price times the
+ * bytes twice what the compute may hide): then it is the position's
+ * price that is wrong (an operand re-read in a phase and read once in
+ * the next kept its dear price, as slowdowns too small to teach never
+ * pulled it down; the helper's `swap12`). */
+static double partial_slowdown(const lms_price *p, uintptr_t fn, const lms_price_role_read *rr, double ns,
+                               double base)
+{
+    double hide = rr->compute > base ? rr->compute : base;
+    double over = ns - hide;
+    if (over >= hide)
+        return over;
+    double was = lms_price_role(p, fn, rr->role, NULL);
+    if (!(was > 0 && was * (double)rr->bytes >= 2 * hide))
+        return -1;
+    return over > hide / NOISE ? over : 0;
+}
+
 void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
                           double ns, const lms_price_role_read *rr)
 {
@@ -235,8 +266,10 @@ void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32
         slow = 0;   /* within what launches of one signature vary by */
     float v = (float)(slow / (double)bytes);
     double mine = slow;   /* the position's slowdown */
-    if (role != LMS_PRICE_NO_ROLE && rr->partial && slow < base)
-        role = LMS_PRICE_NO_ROLE;   /* a few pieces read in place: the compute may have hidden part of them */
+    if (role != LMS_PRICE_NO_ROLE && rr->partial)
+        mine = partial_slowdown(p, fn, rr, ns, base);
+    if (!(mine >= 0))
+        role = LMS_PRICE_NO_ROLE;
     if (role != LMS_PRICE_NO_ROLE && rr->known_n > 0) {
         /* The position's share. A kernel's reads over the link overlap
          * its compute (the base): one priced p alone took p x bytes + base

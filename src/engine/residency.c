@@ -1166,11 +1166,10 @@ static void count_run(remote_runs *runs, const res_chunk *head, uint64_t size)
  * `bytes` of them in all over the chunks in runs, `local` bytes of its
  * chunks on the device. One chunk holding 9/10 of them or more
  * (runs->top) prices the parameter word that pointed into it with the
- * whole slowdown; under a quarter of the launch's bytes, only where the
- * slowdown is the base or more (`partial`, price.c: a few pieces read in
- * place hide behind any compute, whatever the chunk would cost whole;
- * but a slowdown that large is the link's, and a lower bound on the
- * whole chunk's: on bench/shapes `operands` at 1.25x at the defaults,
+ * whole slowdown; under a quarter of the launch's bytes (`partial`),
+ * only where the slowdown is more than the compute could hide, or the
+ * position's price says it could not have hidden them (price.c,
+ * partial_slowdown: on bench/shapes `operands` at 1.25x at the defaults,
  * the room under one operand, launches reading a third of the re-read
  * one in place ran 7.5x their base, and its position went unpriced).
  * Else, when the reads in place are a quarter of the launch's bytes or

@@ -257,6 +257,8 @@ void lms_timing_poll(int device)
             t->fetch_t = t->fetch_t * 3 / 4 + (double)ms * 1e6;
             t->fetch_b = t->fetch_b * 3 / 4 + (double)pr->bytes;
         } else if (!pr->bad) {
+            if (pr->role.partial)
+                pr->role.compute = lms_fnprice_device_ns(&t->fits, pr->fn, pr->local + pr->bytes);
             lms_price_learn_read(&t->price, pr->fn, pr->sig, pr->remote, pr->n, pr->bytes, (double)ms * 1e6, &pr->role);
             lms_fnprice_learn(&t->fits, pr->fn, pr->local, pr->bytes, (double)ms * 1e6);
             if (pr->fit != pr->fn)

@@ -14,8 +14,9 @@
 # (docs/PERFORMANCE.md, "Twenty-fifth round"). The room under one
 # operand, its launches read a third of the re-read one in place, under
 # the quarter of a launch's bytes that priced a position; such reads
-# price it now where they slowed the launch by its base or more (role_of,
-# `partial`): none over 1.02, the worst 0.97, 0.831 on average
+# price it now where they slowed the launch by more than its compute
+# could hide (src/common/price.c, partial_slowdown): none over 1.02, the
+# worst 0.97, 0.831 on average
 # ("Twenty-seventh round"). And at 2.5x, seeds 1-100:
 # both at most 1.02 in every row. A launch reading both operands in place
 # priced neither position, and the re-read one kept its function's price

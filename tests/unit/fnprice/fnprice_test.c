@@ -121,7 +121,8 @@ static void first_prices_phase(void)
 
 /* Durations on the device grow with the bytes (1 ms + 10 us per MiB): a
  * launch of 100 MiB reading 50 of them in place that took 3 ms ran
- * 1 ms longer than the line says for 100 MiB: 1 ms per 50 MiB. */
+ * 1 ms longer than the line says for 100 MiB: 1 ms per 50 MiB. The line
+ * gives what a launch of 100 MiB on the device takes; no line, none. */
 static void line_in_bytes(void)
 {
     lms_fnprice f;
@@ -130,6 +131,9 @@ static void line_in_bytes(void)
         lms_fnprice_learn(&f, FN, (uint64_t)(20 * k) * MIB, 0, 1e6 + 1e4 * 20 * k);
     lms_fnprice_learn(&f, FN, 50 * MIB, 50 * MIB, 3e6);
     CHECK(near(lms_fnprice_of(&f, FN, NULL), 1e6 / (50.0 * MIB)));
+    /* What 100 MiB on the device takes by that line: 1e6 + 1e4 x 100. */
+    CHECK(near(lms_fnprice_device_ns(&f, FN, 100 * MIB), 2e6));
+    CHECK(lms_fnprice_device_ns(&f, FN + 1, 100 * MIB) < 0);   /* no line: unknown */
     lms_fnprice_destroy(&f);
 }
 

@@ -132,24 +132,44 @@ static void position_share(void)
 }
 
 /* A launch that read in place only a few pieces (under a quarter of its
- * bytes: `partial`) prices their position only when the slowdown is the
- * base or more (the compute may hide a smaller one); the chunks' own
- * prices are learned either way. */
+ * bytes: `partial`) prices their position only when the slowdown is what
+ * the compute may hide or more: the base, or the launch's expected
+ * duration on the device where longer (`compute`), and then at what is
+ * over that. A smaller slowdown prices it only where the position's
+ * price says such reads could not have been hidden (its price times the
+ * bytes twice what the compute may hide): it pulls that price down and
+ * spreads it. The chunks' own prices are learned either way. */
 static void position_partial(void)
 {
     lms_price p;
     CHECK(lms_price_init(&p, 1024));
     uint32_t id7 = 7;
+    double spread = -1;
     lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* on the device: 1000 ns */
     lms_price_role_read r = {.role = 1, .bytes = 100, .partial = true};
     lms_price_learn_read(&p, FN, 101, &id7, 1, 100, 1900, &r);   /* 900 ns of slowdown: under the base */
     CHECK(lms_price_role(&p, FN, 1, NULL) < 0);
     CHECK(lms_price_of(&p, FN, 101, 7) > 8.9 && lms_price_of(&p, FN, 101, 7) < 9.1);
-    lms_price_learn_read(&p, FN, 102, &id7, 1, 100, 7000, &r);   /* 6,000 ns: the link's, 60 per byte */
+    lms_price_learn_read(&p, FN, 102, &id7, 1, 100, 7000, &r);   /* 6,000 ns over the base: 60 per byte */
     CHECK(lms_price_role(&p, FN, 1, NULL) > 59.9 && lms_price_role(&p, FN, 1, NULL) < 60.1);
-    r.partial = false;   /* a quarter or more: priced at any slowdown */
-    r.role = 2;
-    lms_price_learn_read(&p, FN, 103, &id7, 1, 100, 1900, &r);
+    /* 200 ns: the price said 6,000 ns, three times what could hide. */
+    lms_price_learn_read(&p, FN, 103, &id7, 1, 100, 1200, &r);
+    CHECK(lms_price_role(&p, FN, 1, &spread) > 30.9 && lms_price_role(&p, FN, 1, NULL) < 31.1);
+    CHECK(spread > 28.9 && spread < 29.1 && !lms_price_agrees(lms_price_role(&p, FN, 1, NULL), spread));
+    /* A position priced 15 per byte: 1,500 ns for 100 B might have hidden. */
+    lms_price_learn(&p, FN, 104, &id7, 1, 100, 2500, 3);
+    r.role = 3;
+    lms_price_learn_read(&p, FN, 105, &id7, 1, 100, 1200, &r);
+    CHECK(lms_price_role(&p, FN, 3, NULL) > 14.9 && lms_price_role(&p, FN, 3, NULL) < 15.1);
+    /* A launch expected to take 3,000 ns on the device: 2,000 over it is
+     * its compute's, none the link's; 4,000 over it prices 40 per byte. */
+    r = (lms_price_role_read){.role = 4, .bytes = 100, .partial = true, .compute = 3000};
+    lms_price_learn_read(&p, FN, 106, &id7, 1, 100, 5000, &r);
+    CHECK(lms_price_role(&p, FN, 4, NULL) < 0);
+    lms_price_learn_read(&p, FN, 107, &id7, 1, 100, 7000, &r);
+    CHECK(lms_price_role(&p, FN, 4, NULL) > 39.9 && lms_price_role(&p, FN, 4, NULL) < 40.1);
+    r = (lms_price_role_read){.role = 2, .bytes = 100};   /* a quarter or more: priced at any slowdown */
+    lms_price_learn_read(&p, FN, 108, &id7, 1, 100, 1900, &r);
     CHECK(lms_price_role(&p, FN, 2, NULL) > 8.9 && lms_price_role(&p, FN, 2, NULL) < 9.1);
     lms_price_destroy(&p);
 }
