@@ -47,6 +47,7 @@
 #define COUNT_TAG 0xffffffffu   /* the id that keys a signature's count */
 #define RELEARN (1u << 16)      /* launches learned before the table starts over */
 #define NOISE 16                /* a slowdown under 1/16 of the base is none */
+#define CLEAR 1.5               /* a slice read in place priced over 1.5x what the compute may hide (partial_slowdown) */
 #define STALE 4                 /* a launch reading in place 1/4 faster than the base: the base is stale */
 #define BASE_TAG 0xfffffffeu    /* ... a signature's or a function's shortest duration (ns) */
 #define LOCAL_TAG 0xfffffffdu   /* ... a signature's shortest duration with nothing read in place (ns) */
@@ -180,22 +181,29 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
  * duration on the device (rr->compute: its function's launches differ in
  * size, and a base of the smallest let a launch of twice its compute
  * pass for a slowdown; an outside helper's 4-operand kernels). Reads that
- * slowed the launch by that much or more are the link's: what is over it
- * is the position's slowdown, a lower bound on what the whole chunk
- * costs (bench/shapes `operands` at 1.25x at the defaults: a third of
- * the re-read operand read in place at 7.5x the base, its position
- * unpriced). A smaller slowdown prices the position only where its
- * price says the reads could not have been hidden (its price times the
- * bytes twice what the compute may hide): then it is the position's
- * price that is wrong (an operand re-read in a phase and read once in
- * the next kept its dear price, as slowdowns too small to teach never
- * pulled it down; the helper's `swap12`). */
+ * slowed the launch by over CLEAR times that are the link's: what is
+ * over it is the position's slowdown, a lower bound on what the whole
+ * chunk costs (bench/shapes `operands` at 1.25x at the defaults: a third
+ * of the re-read operand read in place at 7.5x the base, its position
+ * unpriced). Not at once what could hide: a second helper's launches
+ * reading a slice of an operand read once ran exactly twice a base the
+ * line matched, and priced that position at 3x what whole reads did
+ * (its `mops` at 1.4x over steps 25-36, 0.76 -> 2.32x the better of
+ * `none` and `lru`; 0.75 with the margin). A smaller slowdown prices
+ * the position only where its price says the reads could not have been
+ * hidden (its price times the bytes twice what the compute may hide):
+ * then it is the position's price that is wrong. Without that, slowdowns too small to teach never
+ * pulled a price down: the helper's random pairs whose re-read operand
+ * moves to the other position at step 6 kept the dear price of the one
+ * now read once (seeds 1-30 at 1.25x at the defaults: 1.03x the better
+ * of `none` and `lru` on average, 0.84 with it; docs/PERFORMANCE.md,
+ * "Twenty-seventh round"). */
 static double partial_slowdown(const lms_price *p, uintptr_t fn, const lms_price_role_read *rr, double ns,
                                double base)
 {
     double hide = rr->compute > base ? rr->compute : base;
     double over = ns - hide;
-    if (over >= hide)
+    if (over > hide * CLEAR)
         return over;
     double was = lms_price_role(p, fn, rr->role, NULL);
     if (!(was > 0 && was * (double)rr->bytes >= 2 * hide))

@@ -55,8 +55,8 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
  * of slowdown in all (0 and 0 when it read none other). `partial`: the
  * reads in place were under a quarter of the launch's bytes, so the
  * compute may have hidden them: the position is priced only when they
- * slowed the launch by its compute or more, or when its price says they
- * could not have been hidden (price.c); `compute` is what the launch's
+ * slowed the launch by clearly more than its compute, or when its price
+ * says they could not have been hidden (price.c); `compute` is what the launch's
  * bytes take on the device by its function's line (fnprice.h), when
  * known (else 0). */
 typedef struct lms_price_role_read {

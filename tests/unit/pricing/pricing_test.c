@@ -133,9 +133,9 @@ static void position_share(void)
 
 /* A launch that read in place only a few pieces (under a quarter of its
  * bytes: `partial`) prices their position only when the slowdown is what
- * the compute may hide or more: the base, or the launch's expected
- * duration on the device where longer (`compute`), and then at what is
- * over that. A smaller slowdown prices it only where the position's
+ * clearly over what the compute may hide (half as much again): the
+ * base, or the launch's expected duration on the device where longer
+ * (`compute`), and then at what is over that. A smaller slowdown prices it only where the position's
  * price says such reads could not have been hidden (its price times the
  * bytes twice what the compute may hide): it pulls that price down and
  * spreads it. The chunks' own prices are learned either way. */
@@ -162,12 +162,16 @@ static void position_partial(void)
     lms_price_learn_read(&p, FN, 105, &id7, 1, 100, 1200, &r);
     CHECK(lms_price_role(&p, FN, 3, NULL) > 14.9 && lms_price_role(&p, FN, 3, NULL) < 15.1);
     /* A launch expected to take 3,000 ns on the device: 2,000 over it is
-     * its compute's, none the link's; 4,000 over it prices 40 per byte. */
+     * its compute's, none the link's; 5,000 over it prices 50 per byte. */
     r = (lms_price_role_read){.role = 4, .bytes = 100, .partial = true, .compute = 3000};
     lms_price_learn_read(&p, FN, 106, &id7, 1, 100, 5000, &r);
     CHECK(lms_price_role(&p, FN, 4, NULL) < 0);
-    lms_price_learn_read(&p, FN, 107, &id7, 1, 100, 7000, &r);
-    CHECK(lms_price_role(&p, FN, 4, NULL) > 39.9 && lms_price_role(&p, FN, 4, NULL) < 40.1);
+    lms_price_learn_read(&p, FN, 107, &id7, 1, 100, 8000, &r);
+    CHECK(lms_price_role(&p, FN, 4, NULL) > 49.9 && lms_price_role(&p, FN, 4, NULL) < 50.1);
+    /* Exactly twice what could hide: not clear of it, no price. */
+    r = (lms_price_role_read){.role = 5, .bytes = 100, .partial = true};
+    lms_price_learn_read(&p, FN, 109, &id7, 1, 100, 2000, &r);
+    CHECK(lms_price_role(&p, FN, 5, NULL) < 0);
     r = (lms_price_role_read){.role = 2, .bytes = 100};   /* a quarter or more: priced at any slowdown */
     lms_price_learn_read(&p, FN, 108, &id7, 1, 100, 1900, &r);
     CHECK(lms_price_role(&p, FN, 2, NULL) > 8.9 && lms_price_role(&p, FN, 2, NULL) < 9.1);
