@@ -42,7 +42,6 @@
  */
 #include "price.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 #define COUNT_TAG 0xffffffffu   /* the id that keys a signature's count */
@@ -54,9 +53,6 @@
 #define LOCAL_TAG 0xfffffffdu   /* ... a signature's shortest duration with nothing read in place (ns) */
 #define ROLE_TAG 0x524f4c45u    /* mixed into a function's key: the signature its roles' prices are kept under */
 #define SPREAD_TAG 0x53505244u  /* ... and the one their spreads are kept under */
-#define TURN_TAG 0x5455524eu    /* ... and the one their turns are counted under (learn_role) */
-#define FAR 8                   /* a position's launch priced this many times over or under its agreed price: a turn */
-#define TURN_GAP 64             /* launches learned, at least, between two turns of a function */
 
 /* Mixes a value into a hash. */
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -168,56 +164,6 @@ static double shortest(lms_price *p, uint64_t key, double ns)
 static uint64_t role_key(uintptr_t fn, uint32_t tag, uint32_t role)
 {
     return key_of(mix(lms_price_sig(fn, NULL, 0), tag), role);
-}
-
-/* The phase of function fn's positions' prices: fn's phase plus its
- * turns (learn_role). */
-static uint32_t roles_phase(const lms_price *p, uintptr_t fn)
-{
-    const lms_price_entry *t = probe(p, role_key(fn, TURN_TAG, 0));
-    return fn_phase(p, fn) + (t && t->key ? t->phase : 0);
-}
-
-/* Teaches position `role` of fn the price pv (ns of slowdown per byte)
- * from a launch that read `bytes` of it in place over a base of `base`
- * ns. The position's price follows its latest launches (half each): a
- * chunk it names is read in place while that price is low, so every
- * such launch measures it again. Its spread is the same mean of how far
- * each launch's price was from it: a position whose launches read their
- * chunk in different ways (the operand re-read 16 times in some, once
- * in others) has a wide one. A launch priced FAR times over or under the
- * position's agreed price (lms_price_agrees), by the base or more in
- * all, is a turn: the program changed the way its kernels read their
- * operands, so every position of fn starts over (roles_phase). A
- * position priced dear has its chunks fetched and is seldom read in
- * place again to tell its price no longer holds. At most one turn in
- * TURN_GAP launches learned: where positions have no one way of reading,
- * each turn left them trusting a single launch again. */
-static void learn_role(lms_price *p, uintptr_t fn, uint32_t role, float pv, uint64_t bytes, double base)
-{
-    uint64_t tkey = role_key(fn, TURN_TAG, 0), rkey = role_key(fn, ROLE_TAG, role);
-    lms_price_entry *t = slot(p, tkey);
-    lms_price_entry *r = slot(p, rkey);
-    lms_price_entry *d = slot(p, role_key(fn, SPREAD_TAG, role));
-    t = t && t->key == tkey ? t : NULL;   /* a later slot may have cleared the table */
-    r = r && r->key == rkey ? r : NULL;
-    if (!t || !r || !d)
-        return;
-    uint32_t phase = roles_phase(p, fn);
-    double now = (double)(p->learned % RELEARN);   /* the table starts over at each RELEARN */
-    if (t->value < 0 || now - t->value >= TURN_GAP) {
-        if (r->phase == phase && r->value > 0 && lms_price_agrees(r->value, d->value) &&
-            (pv > FAR * r->value || pv < r->value / FAR) && fabs(pv - r->value) * (double)bytes >= base) {
-            t->phase++;
-            t->value = (float)now;
-            phase = roles_phase(p, fn);
-        }
-    }
-    if (r->phase != phase)   /* learned in an older phase of fn, or before a turn: starts over */
-        r->value = d->value = -1, r->phase = phase;
-    float off = r->value < 0 ? 0 : pv > r->value ? pv - r->value : r->value - pv;
-    d->value = r->value < 0 || d->value < 0 ? off : (d->value + off) / 2;
-    r->value = r->value < 0 ? pv : (r->value + pv) / 2;
 }
 
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
@@ -349,8 +295,27 @@ void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32
         if (!(mine > 0) || mine < slow / 2)
             role = LMS_PRICE_NO_ROLE;
     }
-    if (role != LMS_PRICE_NO_ROLE)
-        learn_role(p, fn, role, (float)(mine / (double)rr->bytes), rr->bytes, base);
+    if (role != LMS_PRICE_NO_ROLE) {
+        float pv = (float)(mine / (double)rr->bytes);
+        /* The position's price follows its latest launches (half each):
+         * a chunk it names is read in place while that price is low, so
+         * every such launch measures it again. Its spread is the same
+         * mean of how far each launch's price was from it: a position
+         * whose launches read their chunk in different ways (the operand
+         * re-read 16 times in some, once in others) has a wide one. */
+        uint64_t rkey = role_key(fn, ROLE_TAG, role);
+        lms_price_entry *r = slot(p, rkey);
+        lms_price_entry *d = slot(p, role_key(fn, SPREAD_TAG, role));
+        r = r && r->key == rkey ? r : NULL;   /* d's slot may have cleared the table */
+        if (r && d) {
+            uint32_t phase = fn_phase(p, fn);
+            if (r->phase != phase)   /* learned in an older phase of fn: starts over */
+                r->value = d->value = -1, r->phase = phase;
+            float off = r->value < 0 ? 0 : pv > r->value ? pv - r->value : r->value - pv;
+            d->value = r->value < 0 || d->value < 0 ? off : (d->value + off) / 2;
+            r->value = r->value < 0 ? pv : (r->value + pv) / 2;
+        }
+    }
     for (int i = 0; i < n; i++) {
         lms_price_entry *e = slot(p, key_of(sig, remote[i]));
         uint32_t phase = phase_of(p, fn, sig);   /* after slot(): a table cleared there started sig's phases over */
@@ -376,7 +341,7 @@ double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *s
     const lms_price_entry *d = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(fn, SPREAD_TAG, role)) : NULL;
     if (spread)
         *spread = d && d->key && d->value >= 0 ? d->value : 0;
-    return e && e->key && e->value >= 0 && e->phase == roles_phase(p, fn) ? e->value : -1;   /* an older phase's: none */
+    return e && e->key && e->value >= 0 && e->phase == fn_phase(p, fn) ? e->value : -1;   /* an older phase's: none */
 }
 
 double lms_price_local_base(const lms_price *p, uintptr_t fn, uint64_t sig)
