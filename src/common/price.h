@@ -56,9 +56,9 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
  * reads in place were under a quarter of the launch's bytes, so the
  * compute may have hidden them: the position is priced only when they
  * slowed the launch by clearly more than its compute, or when its price
- * says they could not have been hidden (price.c); `compute` is what the launch's
- * bytes take on the device by its function's line (fnprice.h), when
- * known (else 0). */
+ * says they could not have been hidden (price.c); `compute` is what the
+ * launch's bytes take on the device by its function's line (fnprice.h),
+ * when known (else 0). */
 typedef struct lms_price_role_read {
     uint32_t role;
     uint64_t bytes;

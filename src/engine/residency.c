@@ -1251,8 +1251,7 @@ static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t
         count_run(&runs, head, c->size);
     }
     lms_price_role_read role = role_of(l, &runs, bytes, local);
-    return lms_timing_begin(l->device, l->stream, seq, fn, l->fit, l->sig, l->d->plan.explore, remote, k, bytes,
-                            local, &role);
+    return lms_timing_begin(l->device, l->stream, fn, l->fit, l->sig, remote, k, bytes, local, &role);
 }
 
 /* Traces a launch with the ids of its chunks (a chunk managed in pieces

@@ -155,10 +155,10 @@ bool lms_timing_wanted(int device, uint64_t seq, uint64_t sig, bool always)
     return ready(t) && (always || lms_price_seen(&t->price, sig) < SEEN_ALL || seq % EVERY == 0);
 }
 
-int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uintptr_t fit, uint64_t sig, bool always,
-                     const uint32_t *remote, int n, uint64_t bytes, uint64_t local, const lms_price_role_read *role)
+int lms_timing_begin(int device, CUstream stream, uintptr_t fn, uintptr_t fit, uint64_t sig, const uint32_t *remote,
+                     int n, uint64_t bytes, uint64_t local, const lms_price_role_read *role)
 {
-    if (!lms_timing_wanted(device, seq, sig, always))
+    if (device < 0 || device >= LMS_MAX_DEVICES || !ready(&timing[device]))
         return 0;
     dev_timing *t = &timing[device];
     uint32_t *copy = n > 0 ? malloc((size_t)n * sizeof *copy) : NULL;

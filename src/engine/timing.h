@@ -15,22 +15,22 @@
 #include "price.h"
 
 /* Whether a launch of signature `sig` (number `seq` of the device) is
- * sampled (`always`: whatever the sampling): what lms_timing_begin asks
- * first, so that a caller can skip what only a timed launch needs. */
+ * sampled (`always`: whatever the sampling, a launch made to teach its
+ * function's fit): asked before lms_timing_begin, so that a caller skips
+ * what only a timed launch needs. */
 bool lms_timing_wanted(int device, uint64_t seq, uint64_t sig, bool always);
 
-/* Before a launch of function fn and signature `sig` (number `seq` of the device) on
- * `stream`, after the engine's own work for it on that stream: when the
- * launch is sampled, records the start event and keeps remote[0..n) (the
+/* Before a launch of function fn and signature `sig` on `stream` that
+ * lms_timing_wanted said is sampled, after the engine's own work for it
+ * on that stream: records the start event and keeps remote[0..n) (the
  * ids of the chunks it reads in place, `bytes` in all) and `local` (the
  * bytes of its chunks on the device) and `role` (the parameter position
  * those reads price, with its share of them, or NULL: price.h); `fit`:
- * the key its function's fit is kept under (fn and its grid's class);
- * `always`: whatever the sampling (a launch made to teach its function's
- * fit). Returns a handle for lms_timing_end,
- * or 0 when not timed. */
-int lms_timing_begin(int device, CUstream stream, uint64_t seq, uintptr_t fn, uintptr_t fit, uint64_t sig, bool always,
-                     const uint32_t *remote, int n, uint64_t bytes, uint64_t local, const lms_price_role_read *role);
+ * the key its function's fit is kept under (fn and its grid's class).
+ * Returns a handle for lms_timing_end, or 0 when not timed (timing not
+ * ready, no pair free, a record failed). */
+int lms_timing_begin(int device, CUstream stream, uintptr_t fn, uintptr_t fit, uint64_t sig, const uint32_t *remote,
+                     int n, uint64_t bytes, uint64_t local, const lms_price_role_read *role);
 /* After the launch was issued: records the end event of handle `h`. */
 void lms_timing_end(int device, int h, CUstream stream);
 /* Before the first demand fetch of a launch on its stream (before the
