@@ -24,6 +24,7 @@
 #define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
 #define MARGINAL 2       /* a price within this factor of a fetch's decides on a margin (blind_choice), ... */
 #define MARGINAL_READ 4  /* ... or, reading in place, down to this factor under it */
+#define FAR_OVER 8       /* a price this many times a fetch's: fetched even where reading every chunk in place was chosen */
 #define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
 #define CHURN_MIN 8      /* fetches of chunks freed since, at least, ... */
 #define CHURN_USES 1.5   /* ... that served fewer uses than this each: fetching into free room is not free (churning) */
@@ -1142,15 +1143,21 @@ static void time_lent(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, boo
  * such a chunk: one that read every chunk in place read operands re-read
  * 16 times a launch over the link (bench/shapes `operands`, seed 24, 2x:
  * `lookahead` 2.22x `lru`'s step while such a judging ran; 1.06x now).
- * Only the judging: a way chosen for every chunk keeps what it was judged
- * on. Where reading every chunk in place is chosen on kernels of several
+ * Chosen for every chunk, reading in place fetches only a chunk priced
+ * over FAR_OVER fetches. Where it is chosen on kernels of several
  * streams side by side, prices over twice a fetch's include the other
  * streams' reads over the shared link; fetching such chunks there too
  * did worse (tests/sim/fitted_streams `random`, seeds 0-3: worst cell
  * 1.232x the better of `none` and `lru`, 1.157 before and with the
  * judging alone; docs/PERFORMANCE.md, "Twenty-third round", has the
- * cells the judging alone moved both ways). Fetching every chunk still
- * overrides low prices: with kernels of several streams one at a time, a
+ * cells the judging alone moved both ways; over 8 fetches moves none of
+ * them). Fetching none there chose a way other than the one judged: a
+ * judging of reading in place won while it fetched the operands re-read
+ * 16 times (priced at 15 fetches), and the way chosen after it read them
+ * in place for the 10 steps until two windows were slower (bench/shapes
+ * `operands`, seed 21, 2x, LMS_FRAC=0.5, steps 28-37: 350-600 ms a step
+ * against `lru`'s 85, 17-31 GiB over the link; "Twenty-eighth round").
+ * Fetching every chunk still overrides low prices: with kernels of several streams one at a time, a
  * read in place holds them all, which a low price does not show
  * (mixed_parts `sizes` at 3x on 8 streams, LMS_FRAC=0.5: 1.02 -> 1.35x
  * where it did not). */
@@ -1165,15 +1172,16 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
     if (bp->all && bp->way != LMS_BWAY_RULES) {
         /* The way decides every chunk; a judging of reading in place
          * still fetches one whose read is priced far over a fetch's
-         * cost (dear_beyond_margin). Prices are asked only there. */
+         * cost (dear_beyond_margin), the way chosen one priced over
+         * FAR_OVER fetches. */
         if (ops->reserve(ctx, c->charge))
             return BLIND_FREE;
         if (bp->way == LMS_BWAY_FETCH)
             return BLIND_FETCH;
-        if (!bp->judging)
-            return BLIND_INPLACE;
         double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
-        return dear_beyond_margin(blind_price(ops, ctx, c, bp, fetch, NULL), fetch) ? BLIND_FETCH : BLIND_INPLACE;
+        double price = blind_price(ops, ctx, c, bp, fetch, NULL);
+        bool far = bp->judging || price > fetch * FAR_OVER;
+        return far && dear_beyond_margin(price, fetch) ? BLIND_FETCH : BLIND_INPLACE;
     }
     int learn = bp->learn;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
