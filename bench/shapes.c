@@ -203,6 +203,13 @@ static bool listed(const char *list, const char *name)
     return false;
 }
 
+/* Whether shape sh runs: listed (listed()), and a shape run only where
+ * named (sh->named) named in the list. */
+static bool chosen(const char *list, const wl_shape *sh)
+{
+    return sh->named ? list && listed(list, sh->name) : listed(list, sh->name);
+}
+
 #define MAX_RATIOS 8
 
 typedef struct row {
@@ -344,7 +351,7 @@ int main(int argc, char **argv)
      * (owned here, freed at the end). */
     size_t want = 0;
     for (int s = 0; s < wl_nshapes; s++)
-        if (listed(o.shapes, wl_shapes[s].name))
+        if (chosen(o.shapes, &wl_shapes[s]))
             want += (size_t)(wl_shapes[s].seeded ? o.seeds : 1) * (size_t)nr;
     row *rows = calloc(want ? want : 1, sizeof *rows);
     if (!rows) {
@@ -357,13 +364,13 @@ int main(int argc, char **argv)
            o.budget_mib, o.steps, o.warmup, o.scale, o.quick ? ", quick" : "",
            o.frac ? "; the default settings with LMS_FRAC=" : "", o.frac ? o.frac : "");
     for (int s = 0; s < wl_nshapes; s++)
-        if (listed(o.shapes, wl_shapes[s].name))
+        if (chosen(o.shapes, &wl_shapes[s]))
             printf("  %-15s %s\n", wl_shapes[s].name, wl_shapes[s].what);
     printf("%-17s %5s %-17s %9s %6s %6s %9s %9s %9s %9s %8s %8s\n", "shape", "ratio", "mode", "step_ms", "vs_mem",
            "vs_best", "to_dev", "to_host", "remote", "faults", "peakMiB", "budget");
     for (int s = 0; s < wl_nshapes; s++) {
         const wl_shape *sh = &wl_shapes[s];
-        if (!listed(o.shapes, sh->name))
+        if (!chosen(o.shapes, sh))
             continue;
         unsigned first = sh->seeded ? o.seed : 1;
         for (unsigned seed = first; seed - first < (unsigned)(sh->seeded ? o.seeds : 1); seed++)

@@ -771,6 +771,28 @@ static int ops_step(wl_ctx *c, int step)
     return c->error;
 }
 
+/* As ops_step, but from step TURN_STEP the GEMMs re-read the input 16
+ * times and read the weight once (a library that picks another tiling
+ * once the shapes change): the parameter that was read once is the one
+ * re-read now, and the prices learned before say otherwise. */
+#define TURN_STEP 12
+
+static int turn_step(wl_ctx *c, int step)
+{
+    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    for (int k = 0; k < OPS_LAUNCHES; k++) {
+        int w = (int)(wl_rand(&rng) % OPS_BUFS), x;
+        do
+            x = (int)(wl_rand(&rng) % OPS_BUFS);
+        while (x == w);
+        if (step < TURN_STEP)
+            wl_gemm(c, ops.b[x], ops.b[w], ops.y, ops.s, ops.s, SMALL, 1, OPS_PASSES, false);
+        else
+            wl_gemm(c, ops.b[w], ops.b[x], ops.y, ops.s, ops.s, SMALL, OPS_PASSES, 1, false);
+    }
+    return c->error;
+}
+
 /* ---- (p) ragged: fresh buffers of varied sizes, GEMMs of varied tiling ------ */
 
 #define RG_BUFS 48
@@ -818,33 +840,35 @@ static int rg_step(wl_ctx *c, int step)
 
 const wl_shape wl_shapes[] = {
     {"transformer", "8 layers, embedding 4x a layer, fwd, bwd in reverse, Adam (weights, grads, 2 moments)",
-     0, false, 0, tf_setup, tf_step},
+     0, false, 0, tf_setup, tf_step, false},
     {"random", "64 kernels a step over 32 buffers chosen at random, nothing repeats", 0, true, 0, rnd_setup,
-     rnd_step},
+     rnd_step, false},
     {"many-chunks", "2000 chunks of 9 MiB (10 MiB of device pages each), forward, backward, in-place update",
-     MANY_CHUNKS * (MANY_CHUNK + WL_MIB) + 8 * WL_MIB, false, 0, many_setup, seq_step},
+     MANY_CHUNKS * (MANY_CHUNK + WL_MIB) + 8 * WL_MIB, false, 0, many_setup, seq_step, false},
     {"arenas", "8 arenas of 2250 MiB, 25 tensors each reached by interior pointers", ARENAS * ARENA + 16 * WL_MIB,
-     false, 0, arena_setup, seq_step},
+     false, 0, arena_setup, seq_step, false},
     {"pytorch", "24 layers in 2/20 MiB segments, 15 microbatches, fused Adam (144 pointers by value)", 0, false,
-     0, pt_setup, pt_step},
+     0, pt_setup, pt_step, false},
     {"train-eval", "6 conv layers: 2 training iterations, then evaluation on 2 batches", 0, false, 0, cnn_setup,
-     cnn_step},
+     cnn_step, false},
     {"data-dependent", "8 layers; an overflow check read back decides an extra kernel", 0, false, 0, dd_setup,
-     dd_step},
+     dd_step, false},
     {"growing", "8 layers and an attention cache that grows by a block per layer a step", 0, false, GR_STEPS,
-     gr_setup, gr_step},
-    {"inference", "24 layers forward only: each weight used by one GEMM a step", 0, false, 0, fw_setup, in_step},
-    {"decoder", "24 layers forward only: a GEMM and 3 elementwise kernels each", 0, false, 0, fw_setup, dec_step},
+     gr_setup, gr_step, false},
+    {"inference", "24 layers forward only: each weight used by one GEMM a step", 0, false, 0, fw_setup, in_step, false},
+    {"decoder", "24 layers forward only: a GEMM and 3 elementwise kernels each", 0, false, 0, fw_setup, dec_step, false},
     {"churn", "48 buffers freed and allocated afresh every step, each re-read 8 times by a GEMM", 0, false, 0,
-     ch_setup, ch_step},
+     ch_setup, ch_step, false},
     {"experts", "48 experts in a new random order every step, each GEMM re-reading its weight 2-8 times", 0, true,
-     0, ex_setup, ex_step},
-    {"deep", "96 layers forward only, each GEMM re-reading its weight 8 times", 0, false, 0, dp_setup, dp_step},
+     0, ex_setup, ex_step, false},
+    {"deep", "96 layers forward only, each GEMM re-reading its weight 8 times", 0, false, 0, dp_setup, dp_step, false},
     {"wide", "16 reductions a step, each reading 5 of 48 buffers chosen at random once", 0, true, 0, wd_setup,
-     wd_step},
+     wd_step, false},
     {"operands", "16 GEMMs a step, each re-reading one of 12 buffers 16 times and reading another once, at random",
-     0, true, 0, ops_setup, ops_step},
+     0, true, 0, ops_setup, ops_step, false},
     {"ragged", "48 buffers of random sizes allocated afresh every step, each re-read 1-4 times (the grid says) by a GEMM",
-     0, false, 0, rg_setup, rg_step},
+     0, false, 0, rg_setup, rg_step, false},
+    {"turned", "operands, but from step 12 each GEMM re-reads its first parameter 16 times, not its second", 0, true,
+     0, ops_setup, turn_step, true},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

@@ -52,6 +52,7 @@ typedef struct wl_shape {
     int steps;                     /* steps to run, the first ones warm-up (0: the bench's --steps) */
     int (*setup)(wl_ctx *c);       /* 0 or a CUDA error */
     int (*step)(wl_ctx *c, int step);
+    bool named;                    /* run only where --shapes names it (kept for one rule, not in the bench's table) */
 } wl_shape;
 
 extern const wl_shape wl_shapes[];

@@ -24,6 +24,7 @@
 #define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
 #define MARGINAL 2       /* a price within this factor of a fetch's decides on a margin (blind_choice), ... */
 #define MARGINAL_READ 4  /* ... or, reading in place, down to this factor under it */
+#define RAISED 16        /* an own price under the agreed price of its position by this factor is doubted (time_doubted) */
 #define FAR_OVER 8       /* a price this many times a fetch's: fetched even where reading every chunk in place was chosen */
 #define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
 #define CHURN_MIN 8      /* fetches of chunks freed since, at least, ... */
@@ -1137,6 +1138,28 @@ static void time_lent(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, boo
         *explore = true;
 }
 
+/* Chunk c read in place on its own price `own` (ns per byte, above zero;
+ * a fetch costs `fetch`): where the price its parameter position's
+ * launches agree on is over MARGINAL fetches and RAISED times it, the
+ * launch is timed whatever the sampling (*explore), so that its duration
+ * says which is out of date (price.c raises an own price by such a
+ * launch). An own price is the lowest of its phase and a position's
+ * follows its latest launches (price.c): when the kernels start
+ * re-reading the operand at a position they read once, the positions
+ * turn within a few timed launches, while the own prices of signatures
+ * that sampling times once in 8 launches stay low (an outside helper's
+ * random pairs whose re-read operand moves from the second position to
+ * the first at step 12: at 2x at the defaults, 210-465 ms a step against
+ * 65-77 before it, for the 30 steps measured). */
+static void time_doubted(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double own, double fetch, bool *explore)
+{
+    if (*explore || !(own > 0) || !(fetch > 0) || own >= fetch || !can_price(ops, ctx))
+        return;
+    double pos = position_price(ops, ctx, c);
+    if (pos > fetch * MARGINAL && pos > own * RAISED)
+        *explore = true;
+}
+
 /* Whether a known price of reading in place is over MARGINAL times a
  * fetch's cost (`fetch`): beyond the margin where prices go wrong. A
  * judging of reading every chunk in place (bp->judging) still fetches
@@ -1188,7 +1211,10 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
     bool lent;
     double price = blind_price(ops, ctx, c, bp, fetch, &lent);
     if (hidden(price, fetch)) {
-        time_lent(ops, ctx, c, lent, explore);
+        if (lent)
+            time_lent(ops, ctx, c, lent, explore);
+        else
+            time_doubted(ops, ctx, c, price, fetch, explore);
         return BLIND_INPLACE;
     }
     if (!(bp->churn && c->used_n <= 1) && ops->reserve(ctx, c->charge))
@@ -1200,8 +1226,10 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
             if ((d == BLIND_FETCH) != (way == LMS_BWAY_FETCH))
                 *against = d == BLIND_FETCH ? LMS_BWAY_FETCH : LMS_BWAY_INPLACE;
         }
-        if (d == BLIND_INPLACE)
+        if (d == BLIND_INPLACE && lent)
             time_lent(ops, ctx, c, lent, explore);
+        else if (d == BLIND_INPLACE)
+            time_doubted(ops, ctx, c, price, fetch, explore);
         return d;
     }
     bool dear = prior_dear(bp, fetch);
