@@ -24,7 +24,7 @@
 #define TAKE_BACKOFF 16  /* a take whose fetch failed: none for this many of the chunk's steps */
 #define MARGINAL 2       /* a price within this factor of a fetch's decides on a margin (blind_choice), ... */
 #define MARGINAL_READ 4  /* ... or, reading in place, down to this factor under it */
-#define RAISED 16        /* an own price under the agreed price of its position by this factor is doubted (time_doubted) */
+#define TURNED 16        /* an own price under a fetch gives way to its position's agreed one this many times over it */
 #define FAR_OVER 8       /* a price this many times a fetch's: fetched even where reading every chunk in place was chosen */
 #define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
 #define CHURN_MIN 8      /* fetches of chunks freed since, at least, ... */
@@ -764,11 +764,35 @@ static int by_price(const void *a, const void *b)
  * is above zero (`fn_price`) or the fit asks for a launch on the device
  * (`learn` > 0: it lost its line, a new phase): price.c keeps the lowest
  * price seen, and a read hidden by a compute that later fell kept reading
- * in place, 8 passes over the link. */
+ * in place, 8 passes over the link.
+ * An own price above zero and under a fetch's cost gives way to its
+ * parameter position's (position_price) where the launches agree on one
+ * over MARGINAL fetches and TURNED times it: the kernels read that
+ * position otherwise now. An own price is the lowest of its signature's
+ * phase, and a position's follows its latest launches: when a library
+ * picks another tiling and the operand read once is the one re-read 16
+ * times (bench/shapes `turned`), the positions turn within a few timed
+ * launches while signatures sampled once in 8 launches keep own prices
+ * 60 times too low (at 2x at the defaults, 1.42x the better of `none` and
+ * `lru` over steps 13-42; 0.69x now; docs/PERFORMANCE.md, "Twenty-eighth
+ * round"). Not a zero (a few pieces read in place hid under the compute,
+ * where the position's price stands on whole chunks: bench/shapes
+ * `inference` at 3x with 4x the compute fetched them, 0.21 -> 0.98x),
+ * nor within 16 times (`experts`, whose position reads 2-8 times: 20
+ * rows of seeds slower under `lookahead` where twice gave way). */
+static double position_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c);
 static double own_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double fn_price, int learn)
 {
     double own = ops->price ? ops->price(ctx, c) : -1;
-    return own == 0 && (fn_price > 0 || learn > 0) ? -1 : own;
+    if (own == 0 && (fn_price > 0 || learn > 0))
+        return -1;
+    double fetch = own > 0 && ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
+    if (fetch > 0 && own < fetch) {
+        double pos = position_price(ops, ctx, c);
+        if (pos > fetch * MARGINAL && pos > own * TURNED)
+            return pos;
+    }
+    return own;
 }
 
 /* Chunk c's price learned for its parameter position (ops->role_price)
@@ -1138,28 +1162,6 @@ static void time_lent(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, boo
         *explore = true;
 }
 
-/* Chunk c read in place on its own price `own` (ns per byte, above zero;
- * a fetch costs `fetch`): where the price its parameter position's
- * launches agree on is over MARGINAL fetches and RAISED times it, the
- * launch is timed whatever the sampling (*explore), so that its duration
- * says which is out of date (price.c raises an own price by such a
- * launch). An own price is the lowest of its phase and a position's
- * follows its latest launches (price.c): when the kernels start
- * re-reading the operand at a position they read once, the positions
- * turn within a few timed launches, while the own prices of signatures
- * that sampling times once in 8 launches stay low (an outside helper's
- * random pairs whose re-read operand moves from the second position to
- * the first at step 12: at 2x at the defaults, 210-465 ms a step against
- * 65-77 before it, for the 30 steps measured). */
-static void time_doubted(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, double own, double fetch, bool *explore)
-{
-    if (*explore || !(own > 0) || !(fetch > 0) || own >= fetch || !can_price(ops, ctx))
-        return;
-    double pos = position_price(ops, ctx, c);
-    if (pos > fetch * MARGINAL && pos > own * RAISED)
-        *explore = true;
-}
-
 /* Whether a known price of reading in place is over MARGINAL times a
  * fetch's cost (`fetch`): beyond the margin where prices go wrong. A
  * judging of reading every chunk in place (bp->judging) still fetches
@@ -1211,10 +1213,7 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
     bool lent;
     double price = blind_price(ops, ctx, c, bp, fetch, &lent);
     if (hidden(price, fetch)) {
-        if (lent)
-            time_lent(ops, ctx, c, lent, explore);
-        else
-            time_doubted(ops, ctx, c, price, fetch, explore);
+        time_lent(ops, ctx, c, lent, explore);
         return BLIND_INPLACE;
     }
     if (!(bp->churn && c->used_n <= 1) && ops->reserve(ctx, c->charge))
@@ -1226,10 +1225,8 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
             if ((d == BLIND_FETCH) != (way == LMS_BWAY_FETCH))
                 *against = d == BLIND_FETCH ? LMS_BWAY_FETCH : LMS_BWAY_INPLACE;
         }
-        if (d == BLIND_INPLACE && lent)
+        if (d == BLIND_INPLACE)
             time_lent(ops, ctx, c, lent, explore);
-        else if (d == BLIND_INPLACE)
-            time_doubted(ops, ctx, c, price, fetch, explore);
         return d;
     }
     bool dear = prior_dear(bp, fetch);

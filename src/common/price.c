@@ -48,7 +48,6 @@
 #define RELEARN (1u << 16)      /* launches learned before the table starts over */
 #define NOISE 16                /* a slowdown under 1/16 of the base is none */
 #define CLEAR 1.5               /* a slice read in place priced over 1.5x what the compute may hide (partial_slowdown) */
-#define RAISED 16               /* a chunk read alone in place priced over this many times its lowest: its price follows */
 #define STALE 4                 /* a launch reading in place 1/4 faster than the base: the base is stale */
 #define BASE_TAG 0xfffffffeu    /* ... a signature's or a function's shortest duration (ns) */
 #define LOCAL_TAG 0xfffffffdu   /* ... a signature's shortest duration with nothing read in place (ns) */
@@ -317,31 +316,13 @@ void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32
             r->value = r->value < 0 ? pv : (r->value + pv) / 2;
         }
     }
-    bool raise = n == 1 && rr && rr->alone;   /* one chunk read in place, the duration the launch's own */
     for (int i = 0; i < n; i++) {
         lms_price_entry *e = slot(p, key_of(sig, remote[i]));
         uint32_t phase = phase_of(p, fn, sig);   /* after slot(): a table cleared there started sig's phases over */
         /* The lowest price of the phase stays (reads in place that the
          * kernel hid at one amount may show at a larger one: a price is
-         * the best case seen, relearned when the table starts over),
-         * unless the launch read this chunk alone in place, its duration
-         * its own, at over RAISED times that: the kernel reads it
-         * otherwise now. An outside helper's random pairs whose operand
-         * re-read 16 times moves from the second position to the first
-         * kept the first's own prices, learned when it was read once, 60
-         * times too low: at 2x at the defaults, 1.44x the better of
-         * `none` and `lru` over steps 13-42 (seeds 1-30; plan.c,
-         * time_doubted, times such launches). Not a price of zero (a few
-         * pieces read in place hid under the compute, where a whole
-         * chunk does not: with zeros raised, bench/shapes `inference` at
-         * 3x with 4x the compute went 0.21 -> 0.63x, `train-eval` 0.66 ->
-         * 1.27x), nor by under 16 times (transfers on the link beside a
-         * launch slow its reads in place: `train-eval`'s measured up to
-         * 10 times their lowest, and at 8 times it went 0.59 -> 0.72x at
-         * 3x with 2x the compute), nor beside other streams' kernels
-         * (tests/sim/fitted_streams `random` at 1.5x on 8 streams side by
-         * side at the defaults, seed 3: 0.97 -> 1.23x). */
-        if (e && (e->value < 0 || e->phase != phase || v < e->value || (raise && e->value > 0 && v > e->value * RAISED)))
+         * the best case seen, relearned when the table starts over). */
+        if (e && (e->value < 0 || e->phase != phase || v < e->value))
             e->value = v, e->phase = phase;
     }
 }

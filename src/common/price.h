@@ -58,9 +58,7 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
  * slowed the launch by clearly more than its compute, or when its price
  * says they could not have been hidden (price.c); `compute` is what the
  * launch's bytes take on the device by its function's line (fnprice.h),
- * when known (else 0). `alone`: the launch and those just before it were
- * issued on one stream, so its duration is its own (no other stream's
- * kernels beside it); only such a launch raises a chunk's own price. */
+ * when known (else 0). */
 typedef struct lms_price_role_read {
     uint32_t role;
     uint64_t bytes;
@@ -68,7 +66,6 @@ typedef struct lms_price_role_read {
     int known_n;
     bool partial;
     double compute;
-    bool alone;
 } lms_price_role_read;
 
 /* lms_price_learn, with the position's share given by `r` (NULL: none):

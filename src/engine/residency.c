@@ -1251,7 +1251,6 @@ static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t
         count_run(&runs, head, c->size);
     }
     lms_price_role_read role = role_of(l, &runs, bytes, local);
-    role.alone = op_alone((void *)l);
     return lms_timing_begin(l->device, l->stream, fn, l->fit, l->sig, remote, k, bytes, local, &role);
 }
 

@@ -178,40 +178,6 @@ static void position_partial(void)
     lms_price_destroy(&p);
 }
 
-/* An own price is the lowest seen in its signature's phase, but a launch
- * that read that chunk alone in place, its duration its own (alone: no
- * other stream's kernels beside it), at over 16 times it raises it: the
- * kernel reads the chunk otherwise now. Not at 10 times (transfers beside
- * a launch slow its reads), nor beside another chunk read in place, nor
- * beside other streams' kernels, nor from zero (the compute hid it). A
- * lower one after is the lowest again. */
-static void own_raised(void)
-{
-    lms_price p;
-    CHECK(lms_price_init(&p, 1024));
-    uint32_t ids[2] = {7, 8}, id9 = 9;
-    lms_price_learn(&p, FN, 50, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* on the device: 1000 ns */
-    lms_price_learn(&p, FN, 51, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);
-    lms_price_role_read alone = {.role = LMS_PRICE_NO_ROLE, .alone = true}, beside = {.role = LMS_PRICE_NO_ROLE};
-    lms_price_learn_read(&p, FN, 50, ids, 1, 100, 2000, &alone);   /* 10 per byte */
-    CHECK(lms_price_of(&p, FN, 50, 7) > 9.9 && lms_price_of(&p, FN, 50, 7) < 10.1);
-    lms_price_learn_read(&p, FN, 50, ids, 1, 100, 11000, &alone);   /* 100: 10 times */
-    CHECK(lms_price_of(&p, FN, 50, 7) < 10.1);
-    lms_price_learn_read(&p, FN, 50, ids, 2, 200, 41000, &alone);   /* 200 each, beside chunk 8 */
-    CHECK(lms_price_of(&p, FN, 50, 7) < 10.1);
-    lms_price_learn_read(&p, FN, 50, ids, 1, 100, 21000, &beside);  /* 200, beside other streams' */
-    CHECK(lms_price_of(&p, FN, 50, 7) < 10.1);
-    lms_price_learn_read(&p, FN, 50, ids, 1, 100, 21000, &alone);   /* 200: 20 times */
-    CHECK(lms_price_of(&p, FN, 50, 7) > 199.9 && lms_price_of(&p, FN, 50, 7) < 200.1);
-    lms_price_learn_read(&p, FN, 50, ids, 1, 100, 3000, &alone);    /* 20: the lowest again */
-    CHECK(lms_price_of(&p, FN, 50, 7) > 19.9 && lms_price_of(&p, FN, 50, 7) < 20.1);
-    lms_price_learn_read(&p, FN, 51, &id9, 1, 100, 1050, &alone);   /* under the noise: 0 */
-    CHECK(lms_price_of(&p, FN, 51, 9) == 0);
-    lms_price_learn_read(&p, FN, 51, &id9, 1, 100, 51000, &alone);
-    CHECK(lms_price_of(&p, FN, 51, 9) == 0);
-    lms_price_destroy(&p);
-}
-
 /* A signature whose launches all read in place, of a function never
  * seen on the device, has no base (lms_price_local_base; its shortest
  * duration, lms_price_base, read in place): no price (its own duration as the
@@ -550,7 +516,6 @@ static const test_case cases[] = {
     {"position_share", position_share},
     {"position_partial", position_partial},
     {"no_base_no_price", no_base_no_price},
-    {"own_raised", own_raised},
     {"compute_fell_price_forgotten", compute_fell_price_forgotten},
     {"function_compute_fell", function_compute_fell},
     {"position_compute_fell", position_compute_fell},
