@@ -203,8 +203,8 @@ static bool listed(const char *list, const char *name)
     return false;
 }
 
-/* Whether shape sh runs: listed (listed()), and a shape run only where
- * named (sh->named) named in the list. */
+/* Whether shape sh runs: in the list, or no list given and sh not one
+ * that runs only where named (sh->named). */
 static bool chosen(const char *list, const wl_shape *sh)
 {
     return sh->named ? list && listed(list, sh->name) : listed(list, sh->name);

@@ -1182,10 +1182,10 @@ static void time_lent(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, boo
  * in place for the 10 steps until two windows were slower (bench/shapes
  * `operands`, seed 21, 2x, LMS_FRAC=0.5, steps 28-37: 350-600 ms a step
  * against `lru`'s 85, 17-31 GiB over the link; "Twenty-eighth round").
- * Fetching every chunk still overrides low prices: with kernels of several streams one at a time, a
- * read in place holds them all, which a low price does not show
- * (mixed_parts `sizes` at 3x on 8 streams, LMS_FRAC=0.5: 1.02 -> 1.35x
- * where it did not). */
+ * Fetching every chunk still overrides low prices: with kernels of
+ * several streams one at a time, a read in place holds them all, which a
+ * low price does not show (mixed_parts `sizes` at 3x on 8 streams,
+ * LMS_FRAC=0.5: 1.02 -> 1.35x where it did not). */
 static bool dear_beyond_margin(double price, double fetch)
 {
     return price >= 0 && fetch > 0 && price > fetch * MARGINAL;
