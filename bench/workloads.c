@@ -11,6 +11,7 @@
  * c->working_set; random choices from wl_rand seeded by the step (and the
  * seed), so every mode runs the same kernels on the same data.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -757,8 +758,11 @@ static int ops_setup(wl_ctx *c)
 
 /* 16 GEMMs a step, each with two of the 12 buffers chosen at random: one
  * as the weight, re-read 16 times, one as the input, read once. No launch
- * repeats another's chunks; each parameter keeps its way of reading. */
-static int ops_step(wl_ctx *c, int step)
+ * repeats another's chunks; each parameter keeps its way of reading.
+ * From step `turn` on, the GEMMs re-read the input 16 times and read the
+ * weight once (a library that picks another tiling once the shapes
+ * change): the parameter that was read once is the one re-read. */
+static int pairs_step(wl_ctx *c, int step, int turn)
 {
     uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
     for (int k = 0; k < OPS_LAUNCHES; k++) {
@@ -766,31 +770,25 @@ static int ops_step(wl_ctx *c, int step)
         do
             x = (int)(wl_rand(&rng) % OPS_BUFS);
         while (x == w);
-        wl_gemm(c, ops.b[x], ops.b[w], ops.y, ops.s, ops.s, SMALL, 1, OPS_PASSES, false);
-    }
-    return c->error;
-}
-
-/* As ops_step, but from step TURN_STEP the GEMMs re-read the input 16
- * times and read the weight once (a library that picks another tiling
- * once the shapes change): the parameter that was read once is the one
- * re-read now, and the prices learned before say otherwise. */
-#define TURN_STEP 12
-
-static int turn_step(wl_ctx *c, int step)
-{
-    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
-    for (int k = 0; k < OPS_LAUNCHES; k++) {
-        int w = (int)(wl_rand(&rng) % OPS_BUFS), x;
-        do
-            x = (int)(wl_rand(&rng) % OPS_BUFS);
-        while (x == w);
-        if (step < TURN_STEP)
+        if (step < turn)
             wl_gemm(c, ops.b[x], ops.b[w], ops.y, ops.s, ops.s, SMALL, 1, OPS_PASSES, false);
         else
             wl_gemm(c, ops.b[w], ops.b[x], ops.y, ops.s, ops.s, SMALL, OPS_PASSES, 1, false);
     }
     return c->error;
+}
+
+/* `operands`: the pairs, never turned. */
+static int ops_step(wl_ctx *c, int step)
+{
+    return pairs_step(c, step, INT_MAX);
+}
+
+/* `turned`: the pairs, turned at step 12 (the prices learned before say
+ * otherwise). */
+static int turn_step(wl_ctx *c, int step)
+{
+    return pairs_step(c, step, 12);
 }
 
 /* ---- (p) ragged: fresh buffers of varied sizes, GEMMs of varied tiling ------ */

@@ -192,12 +192,12 @@ void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *r
  * `none` and `lru`; 0.75 with the margin). A smaller slowdown prices
  * the position only where its price says the reads could not have been
  * hidden (its price times the bytes twice what the compute may hide):
- * then it is the position's price that is wrong. Without that, slowdowns too small to teach never
- * pulled a price down: the helper's random pairs whose re-read operand
- * moves to the other position at step 6 kept the dear price of the one
- * now read once (seeds 1-30 at 1.25x at the defaults: 1.03x the better
- * of `none` and `lru` on average, 0.84 with it; docs/PERFORMANCE.md,
- * "Twenty-seventh round"). */
+ * then it is the position's price that is wrong. Without that,
+ * slowdowns too small to teach never pulled a price down: the helper's
+ * random pairs whose re-read operand moves to the other position at
+ * step 6 kept the dear price of the one now read once (seeds 1-30 at
+ * 1.25x at the defaults: 1.03x the better of `none` and `lru` on
+ * average, 0.84 with it; docs/PERFORMANCE.md, "Twenty-seventh round"). */
 static double partial_slowdown(const lms_price *p, uintptr_t fn, const lms_price_role_read *rr, double ns,
                                double base)
 {
