@@ -11,7 +11,6 @@
  * c->working_set; random choices from wl_rand seeded by the step (and the
  * seed), so every mode runs the same kernels on the same data.
  */
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -759,10 +758,11 @@ static int ops_setup(wl_ctx *c)
 /* 16 GEMMs a step, each with two of the 12 buffers chosen at random: one
  * as the weight, re-read 16 times, one as the input, read once. No launch
  * repeats another's chunks; each parameter keeps its way of reading.
- * From step `turn` on, the GEMMs re-read the input 16 times and read the
+ * `turned`: this step's GEMMs re-read the input 16 times and read the
  * weight once (a library that picks another tiling once the shapes
- * change): the parameter that was read once is the one re-read. */
-static int pairs_step(wl_ctx *c, int step, int turn)
+ * change): the parameter that was read once is the one re-read, and the
+ * grid says so (16 x 1 tiles, not 1 x 16). */
+static int pairs_step(wl_ctx *c, int step, bool turned)
 {
     uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
     for (int k = 0; k < OPS_LAUNCHES; k++) {
@@ -770,7 +770,7 @@ static int pairs_step(wl_ctx *c, int step, int turn)
         do
             x = (int)(wl_rand(&rng) % OPS_BUFS);
         while (x == w);
-        if (step < turn)
+        if (!turned)
             wl_gemm(c, ops.b[x], ops.b[w], ops.y, ops.s, ops.s, SMALL, 1, OPS_PASSES, false);
         else
             wl_gemm(c, ops.b[w], ops.b[x], ops.y, ops.s, ops.s, SMALL, OPS_PASSES, 1, false);
@@ -781,14 +781,21 @@ static int pairs_step(wl_ctx *c, int step, int turn)
 /* `operands`: the pairs, never turned. */
 static int ops_step(wl_ctx *c, int step)
 {
-    return pairs_step(c, step, INT_MAX);
+    return pairs_step(c, step, false);
 }
 
 /* `turned`: the pairs, turned at step 12 (the prices learned before say
  * otherwise). */
 static int turn_step(wl_ctx *c, int step)
 {
-    return pairs_step(c, step, 12);
+    return pairs_step(c, step, step >= 12);
+}
+
+/* `flipped`: the pairs, turned every other 4 steps (two tilings the
+ * library alternates between: one signature, two ways of reading). */
+static int flip_step(wl_ctx *c, int step)
+{
+    return pairs_step(c, step, step / 4 % 2 == 1);
 }
 
 /* ---- (p) ragged: fresh buffers of varied sizes, GEMMs of varied tiling ------ */
@@ -871,5 +878,7 @@ const wl_shape wl_shapes[] = {
      0, false, 0, rg_setup, rg_step, false},
     {"turned", "operands, but from step 12 each GEMM re-reads its first parameter 16 times, not its second", 0, true,
      0, ops_setup, turn_step, true},
+    {"flipped", "operands, but every other 4 steps each GEMM re-reads its first parameter 16 times, not its second", 0,
+     true, 0, ops_setup, flip_step, true},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

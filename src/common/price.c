@@ -36,6 +36,20 @@
  * what its slowdown leaves over theirs (lms_price_learn_read: the caller
  * says which, price.h).
  *
+ * Per grid class too. A kernel's grid follows the tiles of its output,
+ * and which operand it re-reads follows the tiles: the same GEMM over the
+ * same buffers with the other tiling re-reads the other one. A timed
+ * launch also teaches its prices under its function in its grid's class
+ * (launch.c, `cls`): its chunks' for the signature in the class, and its
+ * position's (with a count of the launches the class's position stands
+ * on). Asked, the class's price answers when it has one: a position's
+ * once it stands on LMS_PRICE_CLASS_LAUNCHES launches; a chunk's own
+ * (lms_price_of_class) when learned in the class, else none where the
+ * class prices the position (the signature's lowest price may be of
+ * another tiling: the position's price decides), else the signature's
+ * over every class (a grid that says nothing of the passes splits a
+ * signature into classes that each learn slowly).
+ *
  * The table is bounded: when half its slots are taken, and after every
  * RELEARN launches learned, it is cleared and learning starts over (a
  * step's prices come back within a step or two).
@@ -166,6 +180,37 @@ static uint64_t role_key(uintptr_t fn, uint32_t tag, uint32_t role)
     return key_of(mix(lms_price_sig(fn, NULL, 0), tag), role);
 }
 
+/* Teaches position `role` of `key` (function fn, or fn in its grid's
+ * class) a launch's price `pv` in fn's phase: the position's
+ * price follows its latest launches (half each): a chunk it names is read
+ * in place while that price is low, so every such launch measures it
+ * again. Its spread is the same mean of how far each launch's price was
+ * from it: a position whose launches read their chunk in different ways
+ * (the operand re-read 16 times in some, once in others) has a wide one.
+ * The launches it stands on are counted (lms_price_role_of_class). */
+static void learn_position(lms_price *p, uintptr_t fn, uintptr_t key, uint32_t role, float pv)
+{
+    uint64_t rkey = role_key(key, ROLE_TAG, role), dkey = role_key(key, SPREAD_TAG, role),
+             nkey = role_key(key, COUNT_TAG, role);
+    lms_price_entry *r = slot(p, rkey), *d = slot(p, dkey), *k = slot(p, nkey);
+    if (!r || !d || !k || r->key != rkey || d->key != dkey || k->key != nkey)
+        return;   /* a later slot() cleared the table under an earlier one's entry */
+    uint32_t phase = fn_phase(p, fn);   /* after slot(): a table cleared there started fn's phases over */
+    if (r->phase != phase)   /* learned in an older phase of fn: starts over */
+        r->value = d->value = -1, r->phase = phase;
+    float off = r->value < 0 ? 0 : pv > r->value ? pv - r->value : r->value - pv;
+    k->value = r->value < 0 || k->value < 0 ? 1 : k->value < 1e6f ? k->value + 1 : k->value;
+    d->value = r->value < 0 || d->value < 0 ? off : (d->value + off) / 2;
+    r->value = r->value < 0 ? pv : (r->value + pv) / 2;
+}
+
+/* The signature `sig` of a launch of fn in its grid's class `cls` (0 or
+ * fn: none; then sig itself): its chunks' prices there. */
+static uint64_t class_sig(uint64_t sig, uintptr_t fn, uintptr_t cls)
+{
+    return cls && cls != fn ? mix(sig, cls) : sig;
+}
+
 void lms_price_learn(lms_price *p, uintptr_t fn, uint64_t sig, const uint32_t *remote, int n, uint64_t bytes,
                      double ns, uint32_t role)
 {
@@ -259,14 +304,21 @@ void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32
         for (int i = 0; i < 2; i++)
             if (stale[i] && stale[i]->key)
                 stale[i]->value = -1;
+        uint64_t csig = class_sig(sig, fn, rr ? rr->cls : 0);
         for (int i = 0; i < n; i++) {
             lms_price_entry *e = probe(p, key_of(sig, remote[i]));
             if (e && e->key)
                 e->value = -1;
+            e = csig != sig ? probe(p, key_of(csig, remote[i])) : NULL;
+            if (e && e->key)
+                e->value = -1;
         }
-        lms_price_entry *r = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(fn, ROLE_TAG, role)) : NULL;
-        if (r && r->key)
-            r->value = -1;
+        uintptr_t keys[2] = {fn, rr && rr->cls ? rr->cls : fn};
+        for (int i = 0; i < 2 && role != LMS_PRICE_NO_ROLE; i++) {
+            lms_price_entry *r = probe(p, role_key(keys[i], ROLE_TAG, role));
+            if (r && r->key)
+                r->value = -1;
+        }
         return;
     }
     double slow = ns - base;
@@ -297,33 +349,22 @@ void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32
     }
     if (role != LMS_PRICE_NO_ROLE) {
         float pv = (float)(mine / (double)rr->bytes);
-        /* The position's price follows its latest launches (half each):
-         * a chunk it names is read in place while that price is low, so
-         * every such launch measures it again. Its spread is the same
-         * mean of how far each launch's price was from it: a position
-         * whose launches read their chunk in different ways (the operand
-         * re-read 16 times in some, once in others) has a wide one. */
-        uint64_t rkey = role_key(fn, ROLE_TAG, role);
-        lms_price_entry *r = slot(p, rkey);
-        lms_price_entry *d = slot(p, role_key(fn, SPREAD_TAG, role));
-        r = r && r->key == rkey ? r : NULL;   /* d's slot may have cleared the table */
-        if (r && d) {
-            uint32_t phase = fn_phase(p, fn);
-            if (r->phase != phase)   /* learned in an older phase of fn: starts over */
-                r->value = d->value = -1, r->phase = phase;
-            float off = r->value < 0 ? 0 : pv > r->value ? pv - r->value : r->value - pv;
-            d->value = r->value < 0 || d->value < 0 ? off : (d->value + off) / 2;
-            r->value = r->value < 0 ? pv : (r->value + pv) / 2;
-        }
+        learn_position(p, fn, fn, role, pv);
+        if (rr->cls && rr->cls != fn)
+            learn_position(p, fn, rr->cls, role, pv);
     }
+    uint64_t csig = class_sig(sig, fn, rr ? rr->cls : 0);
     for (int i = 0; i < n; i++) {
         lms_price_entry *e = slot(p, key_of(sig, remote[i]));
+        lms_price_entry *ce = csig != sig ? slot(p, key_of(csig, remote[i])) : NULL;
         uint32_t phase = phase_of(p, fn, sig);   /* after slot(): a table cleared there started sig's phases over */
         /* The lowest price of the phase stays (reads in place that the
          * kernel hid at one amount may show at a larger one: a price is
          * the best case seen, relearned when the table starts over). */
-        if (e && (e->value < 0 || e->phase != phase || v < e->value))
-            e->value = v, e->phase = phase;
+        lms_price_entry *es[2] = {e, ce};
+        for (int j = 0; j < 2; j++)
+            if (es[j] && es[j]->key && (es[j]->value < 0 || es[j]->phase != phase || v < es[j]->value))
+                es[j]->value = v, es[j]->phase = phase;
     }
 }
 
@@ -335,13 +376,50 @@ double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id)
     return e->phase == phase_of(p, fn, sig) ? e->value : -1;   /* learned in an older phase: none */
 }
 
-double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *spread)
+/* The price of position `role` of `key` learned in `phase` (its spread
+ * in *spread, when not NULL), or -1. */
+static double position_at(const lms_price *p, uintptr_t key, uint32_t role, uint32_t phase, double *spread)
 {
-    const lms_price_entry *e = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(fn, ROLE_TAG, role)) : NULL;
-    const lms_price_entry *d = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(fn, SPREAD_TAG, role)) : NULL;
+    const lms_price_entry *e = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(key, ROLE_TAG, role)) : NULL;
+    const lms_price_entry *d = role != LMS_PRICE_NO_ROLE ? probe(p, role_key(key, SPREAD_TAG, role)) : NULL;
     if (spread)
         *spread = d && d->key && d->value >= 0 ? d->value : 0;
-    return e && e->key && e->value >= 0 && e->phase == fn_phase(p, fn) ? e->value : -1;   /* an older phase's: none */
+    return e && e->key && e->value >= 0 && e->phase == phase ? e->value : -1;   /* an older phase's: none */
+}
+
+double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *spread)
+{
+    return position_at(p, fn, role, fn_phase(p, fn), spread);
+}
+
+/* The price of position `role` of fn in its grid's class `cls` when the
+ * class has one of its own that stands on LMS_PRICE_CLASS_LAUNCHES
+ * launches (its spread in *spread), else -1. */
+static double class_position(const lms_price *p, uintptr_t fn, uintptr_t cls, uint32_t role, double *spread)
+{
+    if (!cls || cls == fn || role == LMS_PRICE_NO_ROLE)
+        return -1;
+    const lms_price_entry *k = probe(p, role_key(cls, COUNT_TAG, role));
+    return k && k->key && k->value >= LMS_PRICE_CLASS_LAUNCHES ? position_at(p, cls, role, fn_phase(p, fn), spread) : -1;
+}
+
+double lms_price_role_of_class(const lms_price *p, uintptr_t fn, uintptr_t cls, uint32_t role, double *spread)
+{
+    double price = class_position(p, fn, cls, role, spread);
+    return price >= 0 ? price : lms_price_role(p, fn, role, spread);
+}
+
+double lms_price_of_class(const lms_price *p, uintptr_t fn, uintptr_t cls, uint64_t sig, uint32_t id, uint32_t role)
+{
+    uint64_t csig = class_sig(sig, fn, cls);
+    if (csig != sig) {
+        const lms_price_entry *e = probe(p, key_of(csig, id));
+        if (e && e->key && e->value >= 0 && e->phase == phase_of(p, fn, sig))
+            return e->value;
+        if (class_position(p, fn, cls, role, NULL) >= 0)
+            return -1;   /* the class prices the position: the signature's lowest may be another tiling's */
+    }
+    return lms_price_of(p, fn, sig, id);
 }
 
 double lms_price_local_base(const lms_price *p, uintptr_t fn, uint64_t sig)

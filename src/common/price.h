@@ -66,6 +66,7 @@ typedef struct lms_price_role_read {
     int known_n;
     bool partial;
     double compute;
+    uintptr_t cls;   /* the launch's function in its grid's class (launch.c; 0 or fn: none): prices are learned for it too */
 } lms_price_role_read;
 
 /* lms_price_learn, with the position's share given by `r` (NULL: none):
@@ -80,12 +81,27 @@ void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32
  * learned in an older phase of the signature (price.c). */
 double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id);
 
+/* lms_price_of, for a launch whose function in its grid's class is
+ * `cls`, of a chunk its parameter word `role` points into
+ * (LMS_PRICE_NO_ROLE: none known): the price learned for the signature in
+ * that class when known; else unknown where the class prices the
+ * position (lms_price_role_of_class), else the signature's over every
+ * class (price.c). */
+double lms_price_of_class(const lms_price *p, uintptr_t fn, uintptr_t cls, uint64_t sig, uint32_t id, uint32_t role);
+
 /* The price (ns of slowdown per byte) of reading in place the chunk that
  * parameter word `role` of a launch of fn points into, learned from fn's
  * launches of any signature (price.c), or negative when unknown; *spread
  * (when not NULL) gets how far those launches' prices stray from it (a
  * mean, in the same unit). */
 double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *spread);
+
+/* lms_price_role, for a launch whose function in its grid's class is
+ * `cls` (lms_price_role_read): the class's own price for the position
+ * when it stands on LMS_PRICE_CLASS_LAUNCHES launches, else the
+ * function's (price.c). */
+#define LMS_PRICE_CLASS_LAUNCHES 2
+double lms_price_role_of_class(const lms_price *p, uintptr_t fn, uintptr_t cls, uint32_t role, double *spread);
 
 /* Whether the launches that priced a position agree on it: the spread
  * lms_price_role gives within half of the price. */

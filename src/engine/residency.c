@@ -928,7 +928,9 @@ static uint32_t price_id(const res_chunk *c)
 static double op_price(void *ctx, lms_plan_chunk *pc)
 {
     live *l = ctx;
-    return lms_timing_price(l->device, l->fn, l->sig, price_id((res_chunk *)pc));
+    const res_chunk *c = (const res_chunk *)pc, *head = c->group ? c->group : c;
+    uint32_t role = l->seq && head->role_seq == l->seq ? head->role : LMS_PRICE_NO_ROLE;
+    return lms_timing_price(l->device, l->fn, l->fit, l->sig, price_id(c), role);
 }
 
 /* The price of reading c in place for the launch being planned learned
@@ -943,7 +945,7 @@ static double op_role_price(void *ctx, lms_plan_chunk *pc, double *spread)
     *spread = 0;
     if (!l->seq || head->role_seq != l->seq)
         return -1;
-    return lms_timing_role_price(l->device, l->fn, head->role, spread);
+    return lms_timing_role_price(l->device, l->fn, l->fit, head->role, spread);
 }
 
 /* The fitted price of reading in place for the function being launched. */
@@ -1203,7 +1205,7 @@ static lms_price_role_read role_of(const live *l, const remote_runs *runs, uint6
         const res_chunk *h = runs->head[i];
         if (h->role_seq != l->seq)
             return none;   /* no scan named the word that pointed into it */
-        double spread = 0, price = lms_timing_role_price(l->device, l->fn, h->role, &spread);
+        double spread = 0, price = lms_timing_role_price(l->device, l->fn, l->fit, h->role, &spread);
         if (price > 0 && lms_price_agrees(price, spread)) {
             known += price * (double)runs->bytes[i];
             known_n++;

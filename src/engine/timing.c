@@ -180,6 +180,7 @@ int lms_timing_begin(int device, CUstream stream, uintptr_t fn, uintptr_t fit, u
     pr->bytes = bytes;
     pr->local = local;
     pr->role = role ? *role : (lms_price_role_read){.role = LMS_PRICE_NO_ROLE};
+    pr->role.cls = fit;   /* its position is also learned for its grid's class */
     return h;
 }
 
@@ -271,19 +272,19 @@ void lms_timing_poll(int device)
     lms_capture_restore(mode);
 }
 
-double lms_timing_price(int device, uintptr_t fn, uint64_t sig, uint32_t id)
+double lms_timing_price(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, uint32_t id, uint32_t role)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
-    return lms_price_of(&timing[device].price, fn, sig, id);
+    return lms_price_of_class(&timing[device].price, fn, fit, sig, id, role);
 }
 
-double lms_timing_role_price(int device, uintptr_t fn, uint32_t role, double *spread)
+double lms_timing_role_price(int device, uintptr_t fn, uintptr_t fit, uint32_t role, double *spread)
 {
     *spread = 0;
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
         return -1;
-    return lms_price_role(&timing[device].price, fn, role, spread);
+    return lms_price_role_of_class(&timing[device].price, fn, fit, role, spread);
 }
 
 double lms_timing_fn_price(int device, uintptr_t fn, uintptr_t fit, int *learn)

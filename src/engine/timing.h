@@ -45,13 +45,15 @@ double lms_timing_fetch_cost(int device);
 /* Learns from the pairs that completed (never waits). */
 void lms_timing_poll(int device);
 /* The learned price (ns of slowdown per byte) of reading chunk `id` in
- * place for a launch of `sig`, or negative when unknown. */
-double lms_timing_price(int device, uintptr_t fn, uint64_t sig, uint32_t id);
+ * place for a launch of `sig` (of fn, in its grid's class: `fit`) whose
+ * parameter word `role` points into it, or negative when unknown
+ * (lms_price_of_class). */
+double lms_timing_price(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, uint32_t id, uint32_t role);
 /* The learned price (ns of slowdown per byte) of reading in place the
- * chunk that parameter word `role` of a launch of fn points into, or
- * negative when unknown; *spread: how far its launches stray from it
- * (lms_price_role). */
-double lms_timing_role_price(int device, uintptr_t fn, uint32_t role, double *spread);
+ * chunk that parameter word `role` of a launch of fn (in its grid's
+ * class: `fit`) points into, or negative when unknown; *spread: how far
+ * its launches stray from it (lms_price_role_of_class). */
+double lms_timing_role_price(int device, uintptr_t fn, uintptr_t fit, uint32_t role, double *spread);
 
 /* The price of reading in place for a launch of fn whose grid's class
  * gives the key `fit` (lms_timing_begin): fitted over the timed launches

@@ -90,6 +90,47 @@ static void position_priced(void)
     lms_price_destroy(&p);
 }
 
+/* Launches of one function in two grid classes (one re-reads the
+ * chunk at word 1 16 times, the other reads it once): each class's
+ * position answers for its own launches once it stands on two launches
+ * (the function's mixes both); a chunk's own price answers per class;
+ * for a class that has none, the signature's lowest over the classes
+ * answers unless the class prices the position; a launch faster than
+ * the base forgets the class's prices with the function's. */
+static void grid_classes(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1024));
+    const uintptr_t wide = FN ^ 0x100, narrow = FN ^ 0x200, other = FN ^ 0x300;   /* FN in three grid classes */
+    uint32_t ids[2] = {7, 9};
+    uint64_t sig = lms_price_sig(FN, ids, 2);
+    lms_price_learn(&p, FN, 99, NULL, 0, 0, 1000, LMS_PRICE_NO_ROLE);   /* on the device: 1000 ns */
+    lms_price_role_read r = {.role = 1, .bytes = 100, .cls = wide};
+    lms_price_learn_read(&p, FN, sig, &ids[1], 1, 100, 9000, &r);   /* wide: 80 per byte */
+    CHECK(lms_price_of_class(&p, FN, wide, sig, 9, 1) > 79.9 && lms_price_of_class(&p, FN, wide, sig, 9, 1) < 80.1);
+    CHECK(lms_price_role_of_class(&p, FN, wide, 1, NULL) > 79.9);   /* one launch: the function's, the same */
+    r.cls = narrow;
+    lms_price_learn_read(&p, FN, sig, &ids[1], 1, 100, 1500, &r);   /* narrow: 5 per byte */
+    CHECK(lms_price_of(&p, FN, sig, 9) > 4.9 && lms_price_of(&p, FN, sig, 9) < 5.1);   /* the signature's lowest */
+    CHECK(lms_price_of_class(&p, FN, wide, sig, 9, 1) > 79.9);   /* the class's own */
+    CHECK(lms_price_of_class(&p, FN, narrow, sig, 9, 1) > 4.9 && lms_price_of_class(&p, FN, narrow, sig, 9, 1) < 5.1);
+    double spread = 0, mean = lms_price_role(&p, FN, 1, &spread);
+    CHECK(mean > 42 && mean < 43 && !lms_price_agrees(mean, spread));   /* the function mixes the two */
+    double o = lms_price_of_class(&p, FN, other, sig, 9, 1);
+    CHECK(o > 4.9 && o < 5.1);   /* no price in its class: the signature's lowest */
+    r.cls = wide;
+    lms_price_learn_read(&p, FN, sig ^ 1, &ids[0], 1, 100, 9000, &r);   /* wide again, another signature */
+    double w = lms_price_role_of_class(&p, FN, wide, 1, &spread);
+    CHECK(w > 79.9 && w < 80.1 && spread == 0);   /* the class's, on two launches */
+    CHECK(lms_price_role_of_class(&p, FN, narrow, 1, NULL) == lms_price_role(&p, FN, 1, NULL));   /* one: the function's */
+    CHECK(lms_price_of_class(&p, FN, wide, sig ^ 1, 9, 1) < 0);   /* a chunk it never read in place: none */
+    CHECK(lms_price_of_class(&p, FN, wide, sig ^ 2, 9, 1) < 0);   /* the class prices the position: not a lowest elsewhere */
+    lms_price_learn_read(&p, FN, sig, &ids[1], 1, 100, 500, &r);   /* faster than the base: all of it stale */
+    CHECK(lms_price_of_class(&p, FN, wide, sig, 9, LMS_PRICE_NO_ROLE) < 0);
+    CHECK(lms_price_role_of_class(&p, FN, wide, 1, NULL) < 0);
+    lms_price_destroy(&p);
+}
+
 /* A launch whose reads in place were of two chunks, one at a position
  * priced, prices the other position at what its slowdown leaves over the
  * priced one's and the base (each read overlapping the compute:
@@ -513,6 +554,7 @@ static const test_case cases[] = {
     {"learn_slowdown", learn_slowdown},
     {"roles_apart", roles_apart},
     {"position_priced", position_priced},
+    {"grid_classes", grid_classes},
     {"position_share", position_share},
     {"position_partial", position_partial},
     {"no_base_no_price", no_base_no_price},
