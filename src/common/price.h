@@ -98,8 +98,8 @@ double lms_price_role(const lms_price *p, uintptr_t fn, uint32_t role, double *s
 
 /* lms_price_role, for a launch whose function in its grid's class is
  * `cls` (lms_price_role_read): the class's own price for the position
- * when it stands on LMS_PRICE_CLASS_LAUNCHES launches, else the
- * function's (price.c). */
+ * when it stands on LMS_PRICE_CLASS_LAUNCHES launches that agree on it
+ * (lms_price_agrees), else the function's (price.c). */
 #define LMS_PRICE_CLASS_LAUNCHES 2
 double lms_price_role_of_class(const lms_price *p, uintptr_t fn, uintptr_t cls, uint32_t role, double *spread);
 

@@ -125,6 +125,14 @@ static void grid_classes(void)
     CHECK(lms_price_role_of_class(&p, FN, narrow, 1, NULL) == lms_price_role(&p, FN, 1, NULL));   /* one: the function's */
     CHECK(lms_price_of_class(&p, FN, wide, sig ^ 1, 9, 1) < 0);   /* a chunk it never read in place: none */
     CHECK(lms_price_of_class(&p, FN, wide, sig ^ 2, 9, 1) < 0);   /* the class prices the position: not a lowest elsewhere */
+    r.cls = narrow;
+    lms_price_learn_read(&p, FN, sig ^ 3, &ids[0], 1, 100, 9000, &r);   /* narrow read at 80 now: the class disagrees */
+    CHECK(lms_price_role_of_class(&p, FN, narrow, 1, NULL) == lms_price_role(&p, FN, 1, NULL));
+    CHECK(lms_price_of_class(&p, FN, narrow, sig ^ 4, 9, 1) < 0);   /* nothing learned: none either way */
+    lms_price_learn_read(&p, FN, sig ^ 4, &ids[1], 1, 100, 1500, &r);   /* ... 5 in a signature of its own */
+    lms_price_learn_read(&p, FN, sig ^ 5, &ids[1], 1, 100, 1500, &r);
+    CHECK(lms_price_of_class(&p, FN, other, sig ^ 4, 9, 1) > 4.9);   /* no class position: the signature's lowest */
+    r.cls = wide;
     lms_price_learn_read(&p, FN, sig, &ids[1], 1, 100, 500, &r);   /* faster than the base: all of it stale */
     CHECK(lms_price_of_class(&p, FN, wide, sig, 9, LMS_PRICE_NO_ROLE) < 0);
     CHECK(lms_price_role_of_class(&p, FN, wide, 1, NULL) < 0);
