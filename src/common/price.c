@@ -405,7 +405,9 @@ static double class_position(const lms_price *p, uintptr_t fn, uintptr_t cls, ui
     if (!cls || cls == fn || role == LMS_PRICE_NO_ROLE)
         return -1;
     const lms_price_entry *k = probe(p, role_key(cls, COUNT_TAG, role));
-    double d = 0, price = k && k->key && k->value >= LMS_PRICE_CLASS_LAUNCHES ? position_at(p, cls, role, fn_phase(p, fn), &d) : -1;
+    if (!k || !k->key || k->value < LMS_PRICE_CLASS_LAUNCHES)
+        return -1;
+    double d = 0, price = position_at(p, cls, role, fn_phase(p, fn), &d);
     if (!lms_price_agrees(price, d))
         return -1;
     if (spread)

@@ -66,7 +66,7 @@ typedef struct lms_price_role_read {
     int known_n;
     bool partial;
     double compute;
-    uintptr_t cls;   /* the launch's function in its grid's class (launch.c; 0 or fn: none): prices are learned for it too */
+    uintptr_t cls;   /* the launch's function in its grid's class (launch.c; 0 or fn: none): prices learned for it too */
 } lms_price_role_read;
 
 /* lms_price_learn, with the position's share given by `r` (NULL: none):
