@@ -950,26 +950,37 @@ static bool can_price(const lms_plan_ops *ops, void *ctx)
     return (!ops->alone || ops->alone(ctx)) && ops->priceable && ops->priceable(ctx);   /* the cheap test first */
 }
 
+/* On demand, the price a chunk of the launch must be under, doubled, to be
+ * sent back for a missing one priced `price` (demotable): a chunk sent
+ * back is fetched again at its next use, so what reading the missing one
+ * in place costs over a fetch (`fetch`, per byte) is what the send-back
+ * saves; -1 (none) where that is nothing. */
+static double sent_back_for(double price, double fetch)
+{
+    return fetch > 0 && price > fetch ? price - fetch : -1;
+}
+
 /* Fetches the chunks p->priced[0..nb) (a launch's missing chunks with
  * their prices, dearest first) unless, acting, a chunk's price says it is
  * read in place (in_place; with nothing to act on, `bp`, blind_choice
- * already chose the chunks to fetch); when the room is full of this
+ * already chose the chunks to fetch; on demand, `all`, every chunk is
+ * fetched that the room can take); when the room is full of this
  * launch's chunks mine[0..m), one of them priced (price_for, `bp`) below
  * half of the one to fetch is sent back to be read in place (demotable).
  * `already`: as for bring(). Returns how many it fetched. */
 static int bring_ranked(lms_plan *p, const lms_plan_ops *ops, void *ctx, int nb, lms_plan_chunk **mine, int m,
-                        uint64_t already, const blind_prices *bp)
+                        uint64_t already, const blind_prices *bp, bool all)
 {
     const struct lms_plan_priced *pr = p->priced;
     int done = 0;
     double fetch_cost = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
     p->bringing = already;   /* the fetch the room is made for: the chunks fetched, not read in place (pick_victim) */
     for (int i = 0; i < nb; i++)
-        if (bp || !in_place(&pr[i], fetch_cost))
+        if (bp || all || !in_place(&pr[i], fetch_cost))
             p->bringing += pr[i].c->charge;
     for (int i = 0; i < nb; i++) {
         lms_plan_chunk *c = pr[i].c;
-        if (!bp && in_place(&pr[i], fetch_cost))
+        if (!bp && !all && in_place(&pr[i], fetch_cost))
             continue;   /* reading it in place costs less than fetching it now */
         for (;;) {
             if (make_room(p, ops, ctx, c->charge, LMS_DISTANCE_NOW)) {
@@ -979,7 +990,7 @@ static int bring_ranked(lms_plan *p, const lms_plan_ops *ops, void *ctx, int nb,
                     p->bringing -= c->charge;   /* refused: not on the link */
                 break;
             }
-            lms_plan_chunk *v = demotable(ops, ctx, mine, m, pr[i].price, bp);
+            lms_plan_chunk *v = demotable(ops, ctx, mine, m, all ? sent_back_for(pr[i].price, fetch_cost) : pr[i].price, bp);
             if (!v) {
                 p->bringing -= c->charge;
                 break;   /* it is read in place */
@@ -990,6 +1001,38 @@ static int bring_ranked(lms_plan *p, const lms_plan_ops *ops, void *ctx, int nb,
     }
     p->bringing = 0;
     return done;
+}
+
+static bool fits_whole(lms_plan_chunk *const *mine, int m, uint64_t budget);
+
+/* On demand (the trials' mode in LRU order): fetches every missing chunk
+ * batch[0..nb) of a launch whose chunks are mine[0..m), prices aside, in
+ * the launch's order (bring()). But when its chunks do not fit the room
+ * for managed chunks together (ops->room), what it cannot hold is read
+ * in place either way: then they go dearest first by their own prices
+ * (own_price), and a resident one is sent back for a missing one where
+ * that saves more than fetching it back costs (sent_back_for;
+ * bring_ranked), as acting chooses. In the launch's order the last
+ * chunks were read in place whatever they cost: an outside helper's
+ * layers with a sequence length drawn per step, at 3x at the defaults,
+ * read a weight re-read 40 times in place and fetched the activations
+ * read once (seed 4: 490 ms a step, 266 ranked; `lru`, which acts on
+ * prices, 256). Sending back for any chunk priced twice the resident
+ * one's (acting's rule) sent back pieces fetched again at the next
+ * launch: bench/shapes `train-eval` at 3x with twice the compute, 265 ms
+ * a step in the launch's order, 326 so, 302 now (docs/PERFORMANCE.md,
+ * "Thirtieth round"). O(m) to ask whether they fit, O(nb log nb) when
+ * they do not. `already`: as for bring(). Returns how many it fetched. */
+static int bring_demand(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
+                        lms_plan_chunk **mine, int m, uint64_t already)
+{
+    if (!ops->price || !ops->room || fits_whole(mine, m, ops->room(ctx)))
+        return bring(p, ops, ctx, batch, nb, NULL, false, already);
+    struct lms_plan_priced *pr = p->priced;
+    for (int i = 0; i < nb; i++)
+        pr[i] = (struct lms_plan_priced){.c = batch[i], .price = own_price(ops, ctx, batch[i], -1, 0), .order = i};
+    qsort(pr, (size_t)nb, sizeof *pr, by_price);
+    return bring_ranked(p, ops, ctx, nb, mine, m, already, NULL, true);
 }
 
 /* Fetches the missing chunks batch[0..nb) of a launch whose chunks are
@@ -1006,7 +1049,9 @@ static int bring_ranked(lms_plan *p, const lms_plan_ops *ops, void *ctx, int nb,
 static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
                         lms_plan_chunk **mine, int m, uint64_t already)
 {
-    if (!ops->price || p->mode == LMS_PLAN_DEMAND)   /* on demand, the simple way: fetch them all */
+    if (p->mode == LMS_PLAN_DEMAND)
+        return bring_demand(p, ops, ctx, batch, nb, mine, m, already);
+    if (!ops->price)
         return bring(p, ops, ctx, batch, nb, NULL, false, already);
     struct lms_plan_priced *pr = p->priced;
     bool known = false;
@@ -1024,7 +1069,7 @@ static int bring_priced(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_pla
     if (!known)
         return bring(p, ops, ctx, batch, nb, NULL, false, already);
     qsort(pr, (size_t)nb, sizeof *pr, by_price);
-    return bring_ranked(p, ops, ctx, nb, mine, m, already, NULL);
+    return bring_ranked(p, ops, ctx, nb, mine, m, already, NULL, false);
 }
 
 /* Whether the policy has nothing to act on: its doubt held long, so it
@@ -1268,7 +1313,7 @@ static int bring_blind(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan
     if (!known)
         return bring(p, ops, ctx, batch, nb, NULL, false, already);
     qsort(pr, (size_t)nb, sizeof *pr, by_price);
-    return bring_ranked(p, ops, ctx, nb, mine, m, already, bp);
+    return bring_ranked(p, ops, ctx, nb, mine, m, already, bp, false);
 }
 
 /* Whether the chunks mine[0..m) of a launch fit the room for managed
