@@ -1012,15 +1012,17 @@ static bool fits_whole(lms_plan_chunk *const *mine, int m, uint64_t budget);
  * in place either way: then they go dearest first by their own prices
  * (own_price), and a resident one is sent back for a missing one where
  * that saves more than fetching it back costs (sent_back_for;
- * bring_ranked), as acting chooses. In the launch's order the last
- * chunks were read in place whatever they cost: an outside helper's
- * layers with a sequence length drawn per step, at 3x at the defaults,
- * read a weight re-read 40 times in place and fetched the activations
- * read once (seed 4: 490 ms a step, 266 ranked; `lru`, which acts on
- * prices, 256). Sending back for any chunk priced twice the resident
- * one's (acting's rule) sent back pieces fetched again at the next
- * launch: bench/shapes `train-eval` at 3x with twice the compute, 265 ms
- * a step in the launch's order, 326 so, 302 now (docs/PERFORMANCE.md,
+ * bring_ranked), as acting chooses. Without that, the launch's own
+ * resident chunks held the room whatever they cost, and the missing
+ * ones past it were read in place whatever they cost: an outside
+ * helper's layers with a sequence length drawn per step, at 3x at the
+ * defaults, read a weight re-read 40 times in place beside its input
+ * and output, read once and resident (seed 4: 490 ms a step; ranked
+ * without sending back, 440; both, 266; `lru`, which acts on prices,
+ * 256). Sending back for any chunk priced under half (acting's
+ * rule), bench/shapes `train-eval` at 3x with twice the compute read 6.8
+ * GiB a step in place in 326 ms, against 3.9 GiB and 265 ms in the
+ * launch's order; 5.7 GiB and 302 ms now (docs/PERFORMANCE.md,
  * "Thirtieth round"). O(m) to ask whether they fit, O(nb log nb) when
  * they do not. `already`: as for bring(). Returns how many it fetched. */
 static int bring_demand(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,
