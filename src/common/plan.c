@@ -950,11 +950,12 @@ static bool can_price(const lms_plan_ops *ops, void *ctx)
     return (!ops->alone || ops->alone(ctx)) && ops->priceable && ops->priceable(ctx);   /* the cheap test first */
 }
 
-/* On demand, the price a chunk of the launch must be under, doubled, to be
- * sent back for a missing one priced `price` (demotable): a chunk sent
- * back is fetched again at its next use, so what reading the missing one
- * in place costs over a fetch (`fetch`, per byte) is what the send-back
- * saves; -1 (none) where that is nothing. */
+/* On demand, what to weigh a resident chunk of the launch against when a
+ * missing one priced `price` needs its room (demotable sends back one
+ * priced under half of it): a chunk sent back is fetched again at its
+ * next use, so the send-back saves what reading the missing one in place
+ * costs over a fetch (`fetch`, per byte); -1 (nothing sent back) where
+ * that is nothing or the fetch's cost is unknown. */
 static double sent_back_for(double price, double fetch)
 {
     return fetch > 0 && price > fetch ? price - fetch : -1;
@@ -990,7 +991,8 @@ static int bring_ranked(lms_plan *p, const lms_plan_ops *ops, void *ctx, int nb,
                     p->bringing -= c->charge;   /* refused: not on the link */
                 break;
             }
-            lms_plan_chunk *v = demotable(ops, ctx, mine, m, all ? sent_back_for(pr[i].price, fetch_cost) : pr[i].price, bp);
+            double want = all ? sent_back_for(pr[i].price, fetch_cost) : pr[i].price;
+            lms_plan_chunk *v = demotable(ops, ctx, mine, m, want, bp);
             if (!v) {
                 p->bringing -= c->charge;
                 break;   /* it is read in place */
@@ -1019,10 +1021,10 @@ static bool fits_whole(lms_plan_chunk *const *mine, int m, uint64_t budget);
  * defaults, read a weight re-read 40 times in place beside its input
  * and output, read once and resident (seed 4: 490 ms a step; ranked
  * without sending back, 440; both, 266; `lru`, which acts on prices,
- * 256). Sending back for any chunk priced under half (acting's
- * rule), bench/shapes `train-eval` at 3x with twice the compute read 6.8
- * GiB a step in place in 326 ms, against 3.9 GiB and 265 ms in the
- * launch's order; 5.7 GiB and 302 ms now (docs/PERFORMANCE.md,
+ * 256). Sending back a chunk priced under half of the missing one
+ * (acting's rule), bench/shapes `train-eval` at 3x with twice the
+ * compute read 6.8 GiB a step in place in 326 ms, against 3.9 GiB and
+ * 265 ms in the launch's order; 5.7 GiB and 302 ms now (docs/PERFORMANCE.md,
  * "Thirtieth round"). O(m) to ask whether they fit, O(nb log nb) when
  * they do not. `already`: as for bring(). Returns how many it fetched. */
 static int bring_demand(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **batch, int nb,

@@ -84,36 +84,45 @@ static void dear_last_fetched(void)
     lms_plan_destroy(&r.plan);
 }
 
+/* Chunks 0-2 priced `cheap` made resident by a launch of their own, then
+ * a launch of all four with chunk 3 priced `dear`: whether chunk 3 ends
+ * resident, and how many chunks were sent back for it. */
+static void resident_then_dear(double cheap, double dear, bool *fetched, uint64_t *sent_back)
+{
+    rig r;
+    rig_init(&r);
+    prices[0] = prices[1] = prices[2] = cheap, prices[3] = dear;
+    launch(&r, ALL, 3);
+    CHECK(r.f.chunks[0].resident && r.f.chunks[1].resident && r.f.chunks[2].resident);
+    launch(&r, ALL, CHUNKS);
+    *fetched = r.f.chunks[3].resident;
+    *sent_back = r.f.evictions;
+    lms_plan_destroy(&r.plan);
+}
+
 /* The cheap chunks are resident already (an earlier launch used them):
  * the dear one is fetched in place of one of them, which is sent back
  * to be read in place. */
 static void cheap_resident_sent_back(void)
 {
-    rig r;
-    rig_init(&r);
-    prices[0] = prices[1] = prices[2] = 0.1, prices[3] = 10;
-    launch(&r, ALL, 3);
-    CHECK(r.f.chunks[0].resident && r.f.chunks[1].resident && r.f.chunks[2].resident);
-    launch(&r, ALL, CHUNKS);
-    CHECK(r.f.chunks[3].resident);
-    CHECK_EQ_U(r.f.evictions, 1);
-    lms_plan_destroy(&r.plan);
+    bool fetched;
+    uint64_t sent_back;
+    resident_then_dear(0.1, 10, &fetched, &sent_back);
+    CHECK(fetched);
+    CHECK_EQ_U(sent_back, 1);
 }
 
 /* A chunk sent back is fetched again at its next use on demand: it is
  * sent back only where reading the missing one in place costs more than
- * a fetch and twice the resident one's price. Priced 1.5 against 0.3,
- * the dear one is read in place and nothing is evicted. */
+ * a fetch plus twice the resident one's price. Priced 1.5 against 0.3,
+ * the dear one is read in place and nothing is sent back. */
 static void near_fetch_not_sent_back(void)
 {
-    rig r;
-    rig_init(&r);
-    prices[0] = prices[1] = prices[2] = 0.3, prices[3] = 1.5;
-    launch(&r, ALL, 3);
-    launch(&r, ALL, CHUNKS);
-    CHECK(!r.f.chunks[3].resident);
-    CHECK_EQ_U(r.f.evictions, 0);
-    lms_plan_destroy(&r.plan);
+    bool fetched;
+    uint64_t sent_back;
+    resident_then_dear(0.3, 1.5, &fetched, &sent_back);
+    CHECK(!fetched);
+    CHECK_EQ_U(sent_back, 0);
 }
 
 /* Every chunk priced under a fetch: still dearest first (the last one,
