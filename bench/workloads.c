@@ -841,6 +841,60 @@ static int rg_step(wl_ctx *c, int step)
     return c->error;
 }
 
+/* ---- (q) seqlen: layers whose sequence length is drawn per step -------------- */
+
+#define SL_LAYERS 6
+#define SL_SHORT 4    /* the shortest sequence, in tiles */
+#define SL_LONG 64    /* the longest */
+
+static struct {
+    size_t w, a;
+    void *W[SL_LAYERS], *dW[SL_LAYERS], *m[SL_LAYERS], *A[SL_LAYERS + 1], *G[2];
+} sl;
+
+/* Per layer a weight, its gradient and a moment; 7 saved activations and
+ * 2 gradient buffers of half a weight: 3 x 6 w + 9 w / 2 = 22.5 w. */
+static int sl_setup(wl_ctx *c)
+{
+    sl.w = wl_pages((double)c->working_set / 22.5);
+    sl.a = wl_pages((double)sl.w / 2);
+    for (int l = 0; l < SL_LAYERS; l++) {
+        sl.W[l] = wl_alloc(c, sl.w);
+        sl.dW[l] = wl_alloc(c, sl.w);
+        sl.m[l] = wl_alloc(c, sl.w);
+    }
+    for (int l = 0; l <= SL_LAYERS; l++)
+        sl.A[l] = wl_alloc(c, sl.a);
+    sl.G[0] = wl_alloc(c, sl.a);
+    sl.G[1] = wl_alloc(c, sl.a);
+    return c->error;
+}
+
+/* A step of a sequence of T tiles (SL_SHORT to SL_LONG, drawn per step
+ * from the seed): each layer's forward GEMM on a 4 x T grid re-reads its
+ * weight T times, the backward GEMM for the input likewise, the one for
+ * the weight's gradient re-reads the saved activation T times; then an
+ * update per layer. The same buffers every step, the work up to 16x
+ * apart (variable-length batches, bucketed by length). */
+static int sl_step(wl_ctx *c, int step)
+{
+    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    unsigned t = SL_SHORT + wl_rand(&rng) % (SL_LONG - SL_SHORT + 1);
+    size_t a = sl.a, w = sl.w;
+    for (int l = 0; l < SL_LAYERS; l++)
+        wl_gemm(c, sl.A[l], sl.W[l], sl.A[l + 1], a, w, a, 4, t, false);
+    wl_ew(c, 2, (wl_t[]){{sl.A[SL_LAYERS], a, R}, {sl.G[0], a, W}});   /* the loss's gradient */
+    int cur = 0;
+    for (int l = SL_LAYERS - 1; l >= 0; l--) {
+        wl_gemm(c, sl.G[cur], sl.W[l], sl.G[1 - cur], a, w, a, 4, t, false);
+        wl_gemm(c, sl.A[l], sl.G[cur], sl.dW[l], a, a, w, t, 2, false);
+        cur = 1 - cur;
+    }
+    for (int l = 0; l < SL_LAYERS; l++)
+        wl_ew(c, 3, (wl_t[]){{sl.dW[l], w, R}, {sl.W[l], w, RW}, {sl.m[l], w, RW}});
+    return c->error;
+}
+
 /* ---- the table of shapes -------------------------------------------------- */
 
 const wl_shape wl_shapes[] = {
@@ -880,5 +934,7 @@ const wl_shape wl_shapes[] = {
      0, ops_setup, turn_step, true},
     {"flipped", "operands, but every other 4 steps each GEMM re-reads its first parameter 16 times, not its second", 0,
      true, 0, ops_setup, flip_step, true},
+    {"seqlen", "6 layers, a sequence of 4-64 tiles drawn per step: each GEMM re-reads its weight that many times", 0,
+     true, 0, sl_setup, sl_step, true},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

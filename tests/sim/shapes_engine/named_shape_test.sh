@@ -1,7 +1,6 @@
 #!/bin/bash
-# moved_operand_test.sh SHAPES SHAPE MEAN ROW LOOK — bench/shapes SHAPE
-# (one of the `operands` GEMM shapes whose re-read operand moves to the
-# other parameter: `turned`, `flipped`; run only where named), seeds 1-30
+# named_shape_test.sh SHAPES SHAPE MEAN ROW LOOK — bench/shapes SHAPE
+# (a shape run only where named: `turned`, `flipped`, `seqlen`), seeds 1-30
 # at 1.5x, 2x and 3x over steps 13-42: lmshim at its defaults over the
 # better of lmshim-none and lmshim-lru at the defaults at most MEAN on
 # average over the seeds at each ratio and at most ROW in every row,
