@@ -22,6 +22,13 @@
 #define W SIMGPU_WRITE
 #define RW SIMGPU_READ_WRITE
 
+/* The state of wl_rand for a seeded shape's step: the same draws for
+ * every mode of one seed. */
+static uint64_t step_rng(const wl_ctx *c, int step)
+{
+    return (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+}
+
 /* GEMM tiles of a training step: 16 tiles across the output's columns, 32
  * down its rows (4096 tokens in tiles of 128): the weight operand is read
  * 32 times, the activation operand 16 times. Weight gradients: 8 x 8. */
@@ -130,7 +137,7 @@ static int rnd_setup(wl_ctx *c)
  * random afresh every step: nothing repeats. */
 static int rnd_step(wl_ctx *c, int step)
 {
-    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    uint64_t rng = step_rng(c, step);
     for (int k = 0; k < RND_LAUNCHES; k++) {
         int x = (int)(wl_rand(&rng) % RND_BUFS), y, z;
         do
@@ -660,7 +667,7 @@ static int ex_setup(wl_ctx *c)
  * that many times. */
 static int ex_step(wl_ctx *c, int step)
 {
-    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    uint64_t rng = step_rng(c, step);
     int order[EX_EXPERTS];
     for (int e = 0; e < EX_EXPERTS; e++)
         order[e] = e;
@@ -720,7 +727,7 @@ static int wd_setup(wl_ctx *c)
  * random) into a small output: every operand streamed once, no re-reads. */
 static int wd_step(wl_ctx *c, int step)
 {
-    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    uint64_t rng = step_rng(c, step);
     for (int k = 0; k < WIDE_LAUNCHES; k++) {
         wl_t t[WIDE_READS + 1];
         for (int i = 0; i < WIDE_READS; i++) {
@@ -764,7 +771,7 @@ static int ops_setup(wl_ctx *c)
  * grid says so (16 x 1 tiles, not 1 x 16). */
 static int pairs_step(wl_ctx *c, int step, bool turned)
 {
-    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    uint64_t rng = step_rng(c, step);
     for (int k = 0; k < OPS_LAUNCHES; k++) {
         int w = (int)(wl_rand(&rng) % OPS_BUFS), x;
         do
@@ -822,7 +829,7 @@ static int rg_setup(wl_ctx *c)
  * re-reads the buffer. Nothing repeats but the function and its grids. */
 static int rg_step(wl_ctx *c, int step)
 {
-    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    uint64_t rng = step_rng(c, step);
     double share[RG_BUFS], total = 0;
     for (int i = 0; i < RG_BUFS; i++)
         total += share[i] = 0.1 + (double)(wl_rand(&rng) % 1000) / 1000.0;
@@ -878,7 +885,7 @@ static int sl_setup(wl_ctx *c)
  * apart (variable-length batches, bucketed by length). */
 static int sl_step(wl_ctx *c, int step)
 {
-    uint64_t rng = (uint64_t)c->seed * 1000003u + (uint64_t)step * 7919u + 1;
+    uint64_t rng = step_rng(c, step);
     unsigned t = SL_SHORT + wl_rand(&rng) % (SL_LONG - SL_SHORT + 1);
     size_t a = sl.a, w = sl.w;
     for (int l = 0; l < SL_LAYERS; l++)

@@ -1005,7 +1005,18 @@ static int bring_ranked(lms_plan *p, const lms_plan_ops *ops, void *ctx, int nb,
     return done;
 }
 
-static bool fits_whole(lms_plan_chunk *const *mine, int m, uint64_t budget);
+/* Whether the chunks mine[0..m) of a launch fit the room for managed
+ * chunks together (`budget`): else no launch of it runs with all of them
+ * on the device. O(m), asked once per launch decided with nothing to act
+ * on whose function's fit asks for such a launch, and on demand once per
+ * launch with a chunk missing (bring_demand). */
+static bool fits_whole(lms_plan_chunk *const *mine, int m, uint64_t budget)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < m && total <= budget; i++)
+        total += mine[i]->charge;
+    return total <= budget;
+}
 
 /* On demand (the trials' mode in LRU order): fetches every missing chunk
  * batch[0..nb) of a launch whose chunks are mine[0..m), prices aside, in
@@ -1318,18 +1329,6 @@ static int bring_blind(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan
         return bring(p, ops, ctx, batch, nb, NULL, false, already);
     qsort(pr, (size_t)nb, sizeof *pr, by_price);
     return bring_ranked(p, ops, ctx, nb, mine, m, already, bp, false);
-}
-
-/* Whether the chunks mine[0..m) of a launch fit the room for managed
- * chunks together (`budget`): else no launch of it runs with all of them
- * on the device. O(m), asked once per launch decided with nothing to act
- * on whose function's fit asks for such a launch. */
-static bool fits_whole(lms_plan_chunk *const *mine, int m, uint64_t budget)
-{
-    uint64_t total = 0;
-    for (int i = 0; i < m && total <= budget; i++)
-        total += mine[i]->charge;
-    return total <= budget;
 }
 
 /* Puts the planner in mode m: the victim order follows (LRU order on

@@ -924,13 +924,21 @@ static uint32_t price_id(const res_chunk *c)
     return c->group ? c->group->pc.id : c->pc.id;
 }
 
+/* The parameter word of the launch being planned that pointed into c (a
+ * piece's chunk's), or LMS_PRICE_NO_ROLE when no scan of its parameters
+ * named c. */
+static uint32_t role_in(const live *l, const res_chunk *c)
+{
+    const res_chunk *head = c->group ? c->group : c;
+    return l->seq && head->role_seq == l->seq ? head->role : LMS_PRICE_NO_ROLE;
+}
+
 /* The measured price of reading c in place for the launch being planned. */
 static double op_price(void *ctx, lms_plan_chunk *pc)
 {
     live *l = ctx;
-    const res_chunk *c = (const res_chunk *)pc, *head = c->group ? c->group : c;
-    uint32_t role = l->seq && head->role_seq == l->seq ? head->role : LMS_PRICE_NO_ROLE;
-    return lms_timing_price(l->device, l->fn, l->fit, l->sig, price_id(c), role);
+    const res_chunk *c = (const res_chunk *)pc;
+    return lms_timing_price(l->device, l->fn, l->fit, l->sig, price_id(c), role_in(l, c));
 }
 
 /* The price of reading c in place for the launch being planned learned
@@ -941,11 +949,11 @@ static double op_price(void *ctx, lms_plan_chunk *pc)
 static double op_role_price(void *ctx, lms_plan_chunk *pc, double *spread)
 {
     const live *l = ctx;
-    const res_chunk *c = (const res_chunk *)pc, *head = c->group ? c->group : c;
+    uint32_t role = role_in(l, (const res_chunk *)pc);
     *spread = 0;
-    if (!l->seq || head->role_seq != l->seq)
+    if (role == LMS_PRICE_NO_ROLE)
         return -1;
-    return lms_timing_role_price(l->device, l->fn, l->fit, head->role, spread);
+    return lms_timing_role_price(l->device, l->fn, l->fit, role, spread);
 }
 
 /* The fitted price of reading in place for the function being launched. */
