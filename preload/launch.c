@@ -23,6 +23,7 @@ static void before(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUstream
 {
     lms_scan scan = lms_launch_words(f, params, extra);
     scan.shape = lms_launch_shape(gx, gy, gz);
+    scan.blocks = (uint64_t)gx * gy * gz;
     lms_residency_before_scan(lms_driver_stream_device(s), s, (uintptr_t)f, &scan, tok);
 }
 

@@ -1378,6 +1378,10 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         p->hides_asked++;
         p->hides_known += h > 0;
     }
+    if (p->trial == LMS_TRIAL_RUNNING && ops->blocks) {
+        uint64_t b = ops->blocks(ctx);
+        p->grid_blocks += b < UINT32_MAX ? b : UINT32_MAX;   /* a window's sum stays far from wrapping */
+    }
     if (p->policy->on_demand) {
         /* A resident chunk is waited for (its fetch may still be under
          * way on another stream) whether or not the missing ones are

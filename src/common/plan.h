@@ -136,6 +136,10 @@ typedef struct lms_plan_ops {
      * on every stream of the device's launches has (one stream of the
      * engine's waits for each); never on another stream. NULL: mark. */
     int (*mark_all)(void *ctx, int like);
+    /* The blocks the launch being planned runs (its grid's x * y * z), or
+     * 0 when unknown (NULL: never known). The trials weigh a mode's timed
+     * step by its launches' blocks (trials.c, faster). */
+    uint64_t (*blocks)(void *ctx);
 } lms_plan_ops;
 
 #define LMS_TRIAL_POINTS 9   /* points of a timed step: its start and each eighth */
@@ -148,7 +152,7 @@ enum { LMS_PLAN_ACT, LMS_PLAN_DEEP, LMS_PLAN_DEMAND, LMS_PLAN_INPLACE, LMS_PLAN_
 #define LMS_PLAN_DONORS 16   /* chunks offered by acting deep's launches that hide a read in place */
 /* The stages of the timed steps (lms_plan.trial). */
 enum { LMS_TRIAL_OFF, LMS_TRIAL_RUNNING, LMS_TRIAL_CHOSEN };
-enum { LMS_SUM_MOVED, LMS_SUM_HIDDEN, LMS_SUM_ASKED, LMS_SUM_KNOWN, LMS_SUMS };   /* a timed step's sums */
+enum { LMS_SUM_MOVED, LMS_SUM_HIDDEN, LMS_SUM_ASKED, LMS_SUM_KNOWN, LMS_SUM_BLOCKS, LMS_SUMS };   /* a timed step's sums */
 
 /* With nothing to act on, where the chunks that no price decides go
  * (blindways.c): as the rules say (plan.c, blind_choice), fetched, or
@@ -289,9 +293,10 @@ typedef struct lms_plan {
     bool lean_checked;                         /* ... measured and kept, or dropped */
     uint64_t hidden_bytes;                     /* while trying: what the launches could hide (ops->hides) */
     uint64_t hides_asked, hides_known;         /* while trying: launches asked; ... whose answer was known */
+    uint64_t grid_blocks;                      /* while trying: the launches' blocks (ops->blocks) */
     /* At the current timed window's first point, and over each mode's
      * timed step: bytes moved to the device (ops->moved), hidden_bytes,
-     * hides_asked, hides_known (LMS_SUM_*). */
+     * hides_asked, hides_known, grid_blocks (LMS_SUM_*). */
     uint64_t sums_from[LMS_SUMS], trial_sums[LMS_PLAN_MODES][LMS_SUMS];
     /* Acting deep: resident chunks used once a step whose launch could
      * read them over the link unseen (plan.c, give_room): a ring. */

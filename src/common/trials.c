@@ -134,6 +134,7 @@ static void sums_now(const lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
     out[LMS_SUM_HIDDEN] = p->hidden_bytes;
     out[LMS_SUM_ASKED] = p->hides_asked;
     out[LMS_SUM_KNOWN] = p->hides_known;
+    out[LMS_SUM_BLOCKS] = p->grid_blocks;
 }
 
 /* Whether acting's timed step was bound by the link: the bytes it
@@ -183,8 +184,39 @@ static void lean_check(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         p->lean = p->trial_lean = false;
 }
 
+/* ---- steps whose work varies -------------------------------------------------
+ *
+ * Each mode is timed on one step, another step for each mode. Where the
+ * steps do the same work that compares the modes; where a step's work is
+ * drawn per step (a sequence length, a batch's tokens: each GEMM re-reads
+ * its weight once per tile row of a grid that follows it) a mode timed on
+ * a short step wins by its draw. The launch hooks know each launch's
+ * blocks (its grid), and the steps' blocks tell how their work differed,
+ * but not by how much time: the launches of few blocks (an optimizer's
+ * updates, the elementwise kernels) and what a fetch costs do not follow
+ * the blocks. Time per block favours the mode timed on the longer step
+ * (those costs spread over more blocks), time alone the shorter: a mode
+ * replaces the fastest so far only when it is faster by both (faster).
+ * Where every window ran the same blocks the two are the same comparison
+ * (the bench's shapes of fixed steps chose as before). Measured on
+ * bench/shapes `seqlen` (the sequence of 4-64 tiles drawn per step), seeds
+ * 1-30 at 3x: the defaults 1.023 -> 1.019 of the better of `none` and
+ * `lru`; choosing by time per block alone chose worse (1.041: the
+ * thirtieth round of docs/PERFORMANCE.md), as did timing each mode over 2
+ * or 3 steps (1.030 and 1.101: the longer trials cost more than they
+ * chose better over the bench's 30 measured steps). */
+
+/* Whether mode m's timed step (t ns) beats mode b's (bt ns): shorter,
+ * and shorter per block of its launches' grids where both windows' blocks
+ * are known (see "Steps whose work varies" above). */
+static bool faster(const lms_plan *p, int m, double t, int b, double bt)
+{
+    double gm = (double)p->trial_sums[m][LMS_SUM_BLOCKS], gb = (double)p->trial_sums[b][LMS_SUM_BLOCKS];
+    return t < bt && (gm <= 0 || gb <= 0 || t * gb < bt * gm);
+}
+
 /* Chooses once the measurements of every mode that ran a whole step can
- * be read: the fastest of them (acting on ties). */
+ * be read: the fastest of them (acting on ties; faster). */
 static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 {
     if (p->trial != TRIAL_CHOSEN || p->trial_decided || p->deep_retry)
@@ -197,7 +229,7 @@ static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         double t = step_time(p, ops, ctx, m);
         if (t < 0)
             return;   /* not completed yet: act meanwhile */
-        if (best_ns < 0 || t < best_ns)
+        if (best_ns < 0 || faster(p, m, t, best, best_ns))
             best = m, best_ns = t;
     }
     if (p->deep_again) {   /* acting deep's step against acting's, complete now (trial_next) */

@@ -145,6 +145,7 @@ typedef struct live {
     uint64_t sig;             /* the launch's signature (prices are learned per signature) */
     uintptr_t fn;             /* the launch's function */
     uintptr_t fit;            /* the key of its function's fit: fn and its grid's class (lms_launch_shape) */
+    uint64_t blocks;          /* its grid's blocks (0: unknown) */
     uint64_t seq;             /* the launch's number on the device (0: a reclaim, no launch) */
     int fetch_timed;          /* the timing handle of its demand fetches (0: none) */
     bool fetch_tried;         /* a demand fetch was issued: fetch_timed is decided */
@@ -1004,6 +1005,12 @@ static uint64_t op_hides(void *ctx)
     return base > 0 && per > 0 && base / per < 1e18 ? (uint64_t)(base / per) : 0;
 }
 
+/* The blocks of the launch being planned (its grid's), 0 when unknown. */
+static uint64_t op_blocks(void *ctx)
+{
+    return ((const live *)ctx)->blocks;
+}
+
 /* Whether a timed launch of the one being planned would price its reads
  * in place (lms_timing_local_base). */
 static bool op_priceable(void *ctx)
@@ -1106,7 +1113,7 @@ static const lms_plan_ops live_ops = {
     .fn_phase = op_fn_phase,
     .fetch_cost = op_fetch_cost,
     .moved = op_moved, .hides = op_hides, .priceable = op_priceable, .alone = op_alone, .mark = op_mark, .between = op_between, .busy = op_busy,
-    .mark_all = op_mark_all,
+    .mark_all = op_mark_all, .blocks = op_blocks,
 };
 
 /* ---- a thread's memory for wide launches ------------------------------------ */
@@ -1372,7 +1379,7 @@ static void launch_before(int device, CUstream stream, uintptr_t fn, const uint3
     tok->device = device;
     tok->seq = ++d->seq;
     live l = {.d = d, .a = a, .device = device, .stream = stream, .slot = -1, .fn = fn, .fit = fit_key(fn, scan),
-              .seq = tok->seq};
+              .blocks = scan ? scan->blocks : 0, .seq = tok->seq};
     if (d->plan.policy->on_demand) {
         l.slot = slot_of(d, stream);   /* before map_lock: a takeover walks the chunks */
         lms_timing_poll(device);
