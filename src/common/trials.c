@@ -52,6 +52,7 @@
 #define LEAN_SLACK 1.02   /* acting lean's own step over acting's by more than this: acting (lean_check) */
 #define SHORT_HOLD 128    /* launches a step under TRIAL_MIN holds before it is timed (trial_length) */
 #define TRIAL_AGAIN 1.25  /* acting deep this much slower than acting over its step: try it fetching all (trial_next) */
+#define BLOCKS_APART 3.0  /* two windows' blocks further apart than this: their grids do not follow the work (faster) */
 
 #define TRIAL_OFF LMS_TRIAL_OFF
 #define TRIAL_RUNNING LMS_TRIAL_RUNNING
@@ -198,7 +199,13 @@ static void lean_check(lms_plan *p, const lms_plan_ops *ops, void *ctx)
  * (those costs spread over more blocks), time alone the shorter: a mode
  * replaces the fastest so far only when it is faster by both (faster).
  * Where every window ran the same blocks the two are the same comparison
- * (the bench's shapes of fixed steps chose as before). Measured on
+ * (the bench's shapes of fixed steps chose as before). Where two windows'
+ * blocks are over BLOCKS_APART times apart, time alone decides: a drawn
+ * length moves a step's blocks by a few times, and blocks further apart
+ * come from grids that do not follow the work (an outside helper's grids
+ * drawn from 1 to 4096 blocks for the same work, or a cheap launch of
+ * 2^31 x 65535 x 65535 blocks, kept acting where reading in place was
+ * 1.47x faster; the cap at 3x kept every `seqlen` row the rule moved). Measured on
  * bench/shapes `seqlen` (the sequence of 4-64 tiles drawn per step), seeds
  * 1-30 at 3x: the defaults 1.023 -> 1.019 of the better of `none` and
  * `lru`; choosing by time per block alone chose worse (1.041: the
@@ -208,11 +215,13 @@ static void lean_check(lms_plan *p, const lms_plan_ops *ops, void *ctx)
 
 /* Whether mode m's timed step (t ns) beats mode b's (bt ns): shorter,
  * and shorter per block of its launches' grids where both windows' blocks
- * are known (see "Steps whose work varies" above). */
+ * are known and within BLOCKS_APART of each other (see "Steps whose work
+ * varies" above). */
 static bool faster(const lms_plan *p, int m, double t, int b, double bt)
 {
     double gm = (double)p->trial_sums[m][LMS_SUM_BLOCKS], gb = (double)p->trial_sums[b][LMS_SUM_BLOCKS];
-    return t < bt && (gm <= 0 || gb <= 0 || t * gb < bt * gm);
+    bool weigh = gm > 0 && gb > 0 && gm <= BLOCKS_APART * gb && gb <= BLOCKS_APART * gm;
+    return t < bt && (!weigh || t * gb < bt * gm);
 }
 
 /* Chooses once the measurements of every mode that ran a whole step can
