@@ -23,8 +23,7 @@ static void before(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUstream
 {
     lms_scan scan = lms_launch_words(f, params, extra);
     scan.shape = lms_launch_shape(gx, gy, gz);
-    bool valid = gx && gx <= 0x7fffffffu && gy && gy <= 65535 && gz && gz <= 65535;
-    scan.blocks = valid ? (uint64_t)gx * gy * gz : 0;   /* a grid the driver refuses runs none */
+    scan.blocks = lms_launch_blocks(gx, gy, gz);
     lms_residency_before_scan(lms_driver_stream_device(s), s, (uintptr_t)f, &scan, tok);
 }
 

@@ -205,13 +205,13 @@ static void lean_check(lms_plan *p, const lms_plan_ops *ops, void *ctx)
  * come from grids that do not follow the work (an outside helper's grids
  * drawn from 1 to 4096 blocks for the same work, or a cheap launch of
  * 2^31 x 65535 x 65535 blocks, kept acting where reading in place was
- * 1.47x faster; the cap at 3x kept every `seqlen` row the rule moved). Measured on
- * bench/shapes `seqlen` (the sequence of 4-64 tiles drawn per step), seeds
- * 1-30 at 3x: the defaults 1.023 -> 1.019 of the better of `none` and
- * `lru`; choosing by time per block alone chose worse (1.041: the
- * thirtieth round of docs/PERFORMANCE.md), as did timing each mode over 2
- * or 3 steps (1.030 and 1.101: the longer trials cost more than they
- * chose better over the bench's 30 measured steps). */
+ * 1.47x faster; the cap at 3x kept every `seqlen` row the rule moved).
+ * Measured on bench/shapes `seqlen` (the sequence of 4-64 tiles drawn
+ * per step), seeds 1-30 at 3x: the defaults 1.023 -> 1.019 of the better
+ * of `none` and `lru`; choosing by time per block alone chose worse
+ * (1.041: the thirtieth round of docs/PERFORMANCE.md), as did timing each
+ * mode over 2 or 3 steps (1.030 and 1.101: the longer trials cost more
+ * than they chose better over the bench's 30 measured steps). */
 
 /* Whether mode m's timed step (t ns) beats mode b's (bt ns): shorter,
  * and shorter per block of its launches' grids where both windows' blocks

@@ -304,6 +304,12 @@ uint64_t lms_launch_shape(unsigned gx, unsigned gy, unsigned gz)
     return (k ^ k >> 29) | 1;
 }
 
+uint64_t lms_launch_blocks(unsigned gx, unsigned gy, unsigned gz)
+{
+    bool valid = gx && gx <= 0x7fffffffu && gy && gy <= 65535 && gz && gz <= 65535;
+    return valid ? (uint64_t)gx * gy * gz : 0;
+}
+
 const char *lms_launch_name(CUfunction f)
 {
     if (!f)

@@ -30,6 +30,11 @@ lms_scan lms_launch_words(CUfunction f, void **params, void **extra);
  * price of reading in place is fitted per class (fnprice.h). */
 uint64_t lms_launch_shape(unsigned gx, unsigned gy, unsigned gz);
 
+/* The blocks of a grid (gx * gy * gz), or 0 for one the driver refuses
+ * (a dimension 0, x over 2^31 - 1, y or z over 65535): the trials weigh
+ * a timed step by its launches' blocks (src/common/trials.c, faster). */
+uint64_t lms_launch_blocks(unsigned gx, unsigned gy, unsigned gz);
+
 /* The kernel's name (cuFuncGetName or cuKernelGetName, cached), or "" when
  * unknown. Valid until the kernel's module or library is unloaded. */
 const char *lms_launch_name(CUfunction f);

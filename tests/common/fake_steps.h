@@ -8,9 +8,10 @@
  * deep, on demand, in place; acting deep may be tried twice). A fake
  * clock charges each launch `fetch` per chunk fetched for it and
  * `inplace` per chunk it reads where it is; points are readings of that
- * clock, complete at once or `delay` launches later. A test may define
- * STEP and STEPS before including it. Used by tests/unit/timed_steps,
- * breakers_trials, trial_windows, breakers_windows and breakers_once.
+ * clock, complete at once or `delay` launches later; a launch computes
+ * 100 ns, or what `compute` says. A test may define STEP and STEPS before
+ * including it. Used by tests/unit/timed_steps, breakers_trials,
+ * trial_windows, breakers_windows and breakers_once.
  */
 #ifndef FAKE_STEPS_H
 #define FAKE_STEPS_H
@@ -43,6 +44,7 @@ typedef struct clocked {
     int nmarks;
     int read_in_place;       /* launches from step `from` whose chunk was read where it is (any mode) */
     double window[LMS_PLAN_MODES]; /* the clock over each mode's timed window of the last trials (-1: none) */
+    double (*compute)(const void *ctx); /* ns a launch computes, given this struct (NULL: 100) */
 } clocked;
 
 /* ops.mark: the clock now, complete `delay` launches later. */
@@ -66,6 +68,44 @@ static inline double fake_steps_between(void *ctx, int from, int to)
     return c->at[to - 1] - c->at[from - 1];
 }
 
+/* The ops of a fake room, with points on the fake clock when `timed`. */
+static inline lms_plan_ops fake_steps_ops(bool timed)
+{
+    lms_plan_ops ops = fake_room_ops();
+    if (timed) {
+        ops.mark = fake_steps_mark;
+        ops.between = fake_steps_between;
+    }
+    return ops;
+}
+
+/* Launch number seq, of fn 7 on chunk k: planned, charged on the clock
+ * (its compute, its fetches, its chunk read in place) and recorded.
+ * Whether its chunk was read where it is. */
+static inline bool fake_steps_launch(clocked *c, lms_plan *plan, const lms_plan_ops *ops, uint64_t seq, uint32_t k)
+{
+    c->seq = seq;
+    lms_plan_chunk *mine[1] = {&c->f.chunks[k]};
+    lms_plan_pin(plan, mine[0]);
+    uint64_t f0 = c->f.fetches;
+    lms_plan_launch(plan, ops, c, c->seq, 7, &k, 1, mine, 1);
+    bool in_place = !mine[0]->resident;
+    c->now += (c->compute ? c->compute(c) : 100) + c->fetch * (double)(c->f.fetches - f0) + (in_place ? c->inplace : 0);
+    lms_plan_used(plan, mine[0], c->seq);
+    return in_place;
+}
+
+/* c->window from the points of each mode's timed window in plan. */
+static inline void fake_steps_windows(clocked *c, const lms_plan *plan)
+{
+    for (int m = 0; m < LMS_PLAN_MODES; m++) {
+        const int *k = plan->trial_marks[m];
+        c->window[m] = plan->trial_done[m] && k[0] > 0 && k[LMS_TRIAL_POINTS - 1] > 0
+                           ? c->at[k[LMS_TRIAL_POINTS - 1] - 1] - c->at[k[0] - 1]
+                           : -1;
+    }
+}
+
 /* Runs STEPS steps; counts the fetches made in the last `tail` steps, the
  * launches planned in the mode in place from step `from` on, and (in
  * c->read_in_place) those whose chunk was read where it is, whatever the
@@ -76,11 +116,7 @@ static inline void fake_steps_run(clocked *c, bool timed, int tail, uint64_t *fe
     fake_room_init(&c->f, ROOM, STEP);
     lms_plan plan;
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
-    lms_plan_ops ops = fake_room_ops();
-    if (timed) {
-        ops.mark = fake_steps_mark;
-        ops.between = fake_steps_between;
-    }
+    lms_plan_ops ops = fake_steps_ops(timed);
     uint64_t before = 0;
     *inplace_launches = 0;
     c->read_in_place = 0;
@@ -88,24 +124,13 @@ static inline void fake_steps_run(clocked *c, bool timed, int tail, uint64_t *fe
         if (s == STEPS - tail)
             before = c->f.fetches;
         for (uint32_t k = 0; k < STEP; k++) {
-            c->seq = (uint64_t)s * STEP + k + 1;
-            lms_plan_chunk *mine[1] = {&c->f.chunks[k]};
-            lms_plan_pin(&plan, mine[0]);
-            uint64_t f0 = c->f.fetches;
-            lms_plan_launch(&plan, &ops, c, c->seq, 7, &k, 1, mine, 1);
-            c->now += 100 + c->fetch * (double)(c->f.fetches - f0) + (mine[0]->resident ? 0 : c->inplace);
+            bool in_place = fake_steps_launch(c, &plan, &ops, (uint64_t)s * STEP + k + 1, k);
             *inplace_launches += s >= from && plan.mode == LMS_PLAN_INPLACE;
-            c->read_in_place += s >= from && !mine[0]->resident;
-            lms_plan_used(&plan, mine[0], c->seq);
+            c->read_in_place += s >= from && in_place;
         }
     }
     *fetches_tail = c->f.fetches - before;
-    for (int m = 0; m < LMS_PLAN_MODES; m++) {
-        const int *k = plan.trial_marks[m];
-        c->window[m] = plan.trial_done[m] && k[0] > 0 && k[LMS_TRIAL_POINTS - 1] > 0
-                           ? c->at[k[LMS_TRIAL_POINTS - 1] - 1] - c->at[k[0] - 1]
-                           : -1;
-    }
+    fake_steps_windows(c, &plan);
     lms_plan_destroy(&plan);
 }
 

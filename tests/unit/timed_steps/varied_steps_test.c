@@ -2,7 +2,7 @@
  * varied_steps_test.c — the planner's timed steps (src/common/trials.c,
  * "Steps whose work varies") on the repeating step of
  * tests/common/fake_steps.h whose launches run a number of blocks the
- * test sets: a launch takes 100 ns plus 10 ns per block on the fake
+ * test sets: a launch computes 100 ns plus 10 ns per block on the fake
  * clock, with the fetches and reads in place of fake_steps.h. The steps
  * the modes other than acting are timed on can be given other blocks
  * than the rest (the draw of a step whose work varies: a sequence length
@@ -37,48 +37,43 @@ static uint64_t op_blocks(void *ctx)
     return launch_blocks(ctx);
 }
 
-/* Runs STEPS steps with the blocks of v (ops.blocks unset when `known`
- * is false); returns the mode the trials chose, or -1 when they did not
- * decide. *ratio gets the shortest timed step of the other modes over
- * acting's (-1: acting's or all theirs not timed). */
-static int run(varied *v, bool known, double *ratio)
+/* clocked.compute: 100 ns and 10 a block. */
+static double launch_compute(const void *ctx)
 {
+    return 100 + 10 * (double)launch_blocks(ctx);
+}
+
+/* Runs STEPS steps, fetching costing 50 a chunk and reading in place
+ * `inplace`, the launches of `blocks` blocks and those of the other modes'
+ * timed steps `drawn` (ops.blocks unset when `known` is false); returns
+ * the mode the trials chose, or -1 when they did not decide. *ratio gets
+ * the shortest timed step of the other modes over acting's (-1: acting's
+ * or all theirs not timed). */
+static int chosen(double inplace, uint64_t blocks, uint64_t drawn, bool known, double *ratio)
+{
+    varied *v = calloc(1, sizeof *v);
+    CHECK(v != NULL);
     clocked *c = &v->c;
+    c->fetch = 50, c->inplace = inplace, c->compute = launch_compute;
+    v->blocks = blocks, v->drawn = drawn;
     fake_room_init(&c->f, ROOM, STEP);
     lms_plan plan;
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
     v->plan = &plan;
-    lms_plan_ops ops = fake_room_ops();
-    ops.mark = fake_steps_mark;
-    ops.between = fake_steps_between;
+    lms_plan_ops ops = fake_steps_ops(true);
     if (known)
         ops.blocks = op_blocks;
-    for (int s = 0; s < STEPS; s++) {
-        for (uint32_t k = 0; k < STEP; k++) {
-            c->seq = (uint64_t)s * STEP + k + 1;
-            lms_plan_chunk *mine[1] = {&c->f.chunks[k]};
-            lms_plan_pin(&plan, mine[0]);
-            uint64_t f0 = c->f.fetches;
-            lms_plan_launch(&plan, &ops, c, c->seq, 7, &k, 1, mine, 1);
-            c->now += 100 + 10 * (double)launch_blocks(v) + c->fetch * (double)(c->f.fetches - f0) +
-                      (mine[0]->resident ? 0 : c->inplace);
-            lms_plan_used(&plan, mine[0], c->seq);
-        }
-    }
-    double w[LMS_PLAN_MODES];
-    for (int m = 0; m < LMS_PLAN_MODES; m++) {
-        const int *k = plan.trial_marks[m];
-        w[m] = plan.trial_done[m] && k[0] > 0 && k[LMS_TRIAL_POINTS - 1] > 0
-                   ? c->at[k[LMS_TRIAL_POINTS - 1] - 1] - c->at[k[0] - 1]
-                   : -1;
-    }
+    for (uint64_t seq = 1; seq <= (uint64_t)STEPS * STEP; seq++)
+        fake_steps_launch(c, &plan, &ops, seq, (uint32_t)((seq - 1) % STEP));
+    fake_steps_windows(c, &plan);
     double other = -1;
     for (int m = LMS_PLAN_ACT + 1; m < LMS_PLAN_MODES; m++)
-        if (w[m] > 0 && (other < 0 || w[m] < other))
-            other = w[m];
-    *ratio = w[LMS_PLAN_ACT] > 0 && other > 0 ? other / w[LMS_PLAN_ACT] : -1;
+        if (c->window[m] > 0 && (other < 0 || c->window[m] < other))
+            other = c->window[m];
+    *ratio = c->window[LMS_PLAN_ACT] > 0 && other > 0 ? other / c->window[LMS_PLAN_ACT] : -1;
     int chose = plan.trial_decided ? plan.trial_best : -1;
     lms_plan_destroy(&plan);
+    free(v);
     return chose;
 }
 
@@ -88,26 +83,20 @@ static int run(varied *v, bool known, double *ratio)
  * longer per block (17.5 against 13.75): acting stays. */
 static void light_draw_acts(void)
 {
-    varied *v = calloc(1, sizeof *v);
-    v->c.fetch = 50, v->c.inplace = 60, v->blocks = 40, v->drawn = 20;
     double ratio;
-    int chose = run(v, true, &ratio);
+    int chose = chosen(60, 40, 20, true, &ratio);
     CHECK(ratio > 0 && ratio < 0.7);   /* the draw made another mode's step the shorter */
     CHECK_EQ_U((uint64_t)chose, (uint64_t)LMS_PLAN_ACT);
-    free(v);
 }
 
 /* The same without the launches' blocks (ops.blocks unset): the steps'
  * times alone decide, and a mode timed on a light step is chosen. */
 static void blocks_unknown_by_time(void)
 {
-    varied *v = calloc(1, sizeof *v);
-    v->c.fetch = 50, v->c.inplace = 60, v->blocks = 40, v->drawn = 20;
     double ratio;
-    int chose = run(v, false, &ratio);
+    int chose = chosen(60, 40, 20, false, &ratio);
     CHECK(ratio > 0 && ratio < 0.7);
     CHECK(chose > LMS_PLAN_ACT);
-    free(v);
 }
 
 /* The other modes timed on steps of a quarter the blocks, over
@@ -115,13 +104,10 @@ static void blocks_unknown_by_time(void)
  * not taken for the work, and time alone chooses another mode. */
 static void far_apart_by_time(void)
 {
-    varied *v = calloc(1, sizeof *v);
-    v->c.fetch = 50, v->c.inplace = 60, v->blocks = 40, v->drawn = 10;
     double ratio;
-    int chose = run(v, true, &ratio);
+    int chose = chosen(60, 40, 10, true, &ratio);
     CHECK(ratio > 0 && ratio < 0.6);
     CHECK(chose > LMS_PLAN_ACT);
-    free(v);
 }
 
 /* Reading in place free (0 against a fetch's 50), the other modes timed
@@ -131,13 +117,10 @@ static void far_apart_by_time(void)
  * one of them is chosen. */
 static void cheaper_both_ways_reads(void)
 {
-    varied *v = calloc(1, sizeof *v);
-    v->c.fetch = 50, v->c.inplace = 0, v->blocks = 40, v->drawn = 36;
     double ratio;
-    int chose = run(v, true, &ratio);
+    int chose = chosen(0, 40, 36, true, &ratio);
     CHECK(ratio > 0 && ratio < 1);
     CHECK(chose == LMS_PLAN_DEEP || chose == LMS_PLAN_INPLACE);
-    free(v);
 }
 
 /* Reading in place free, the other modes timed on steps of 60 blocks a
@@ -145,13 +128,10 @@ static void cheaper_both_ways_reads(void)
  * block (11.7 against 13.75): acting stays, as by the time alone. */
 static void heavy_draw_acts(void)
 {
-    varied *v = calloc(1, sizeof *v);
-    v->c.fetch = 50, v->c.inplace = 0, v->blocks = 40, v->drawn = 60;
     double ratio;
-    int chose = run(v, true, &ratio);
+    int chose = chosen(0, 40, 60, true, &ratio);
     CHECK(ratio > 1);
     CHECK_EQ_U((uint64_t)chose, (uint64_t)LMS_PLAN_ACT);
-    free(v);
 }
 
 static const test_case cases[] = {
