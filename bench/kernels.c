@@ -243,6 +243,11 @@ void wl_conv(wl_ctx *c, const void *x, const void *w, void *y, size_t xb, size_t
 
 void wl_ew(wl_ctx *c, int n, const wl_t *t)
 {
+    wl_ew_grid(c, n, t, 256);
+}
+
+void wl_ew_grid(wl_ctx *c, int n, const wl_t *t, unsigned blocks)
+{
     double bytes = 0;
     for (int i = 0; i < n; i++)
         bytes += (double)t[i].bytes * (t[i].mode == SIMGPU_READ_WRITE ? 2 : 1);
@@ -261,7 +266,7 @@ void wl_ew(wl_ctx *c, int n, const wl_t *t)
     }
     void *args[] = {&ns, &n, &modes, &ptr[0], &ptr[1], &ptr[2], &ptr[3], &ptr[4], &ptr[5],
                     &size[0], &size[1], &size[2], &size[3], &size[4], &size[5]};
-    launch(c, elementwise_body, 256, 1, args);
+    launch(c, elementwise_body, blocks, 1, args);
 }
 
 void wl_gather(wl_ctx *c, const void *table, const int32_t *idx, void *out, size_t row_bytes, unsigned n)

@@ -902,6 +902,42 @@ static int sl_step(wl_ctx *c, int step)
     return c->error;
 }
 
+/* ---- (r) tilings: the same work on a grid drawn per step --------------------- */
+
+#define TL_BUFS 24
+#define TL_FEW 1       /* the fewest blocks a step's launches run */
+#define TL_MANY 4096   /* the most */
+
+static struct {
+    size_t s;
+    void *b[TL_BUFS], *y;
+} tl;
+
+/* 24 buffers and a small output. */
+static int tl_setup(wl_ctx *c)
+{
+    tl.y = wl_alloc(c, SMALL);
+    tl.s = wl_pages((double)(c->working_set - SMALL) / TL_BUFS);
+    return alloc_each(c, tl.b, TL_BUFS, tl.s);
+}
+
+/* Each buffer streamed once into the output, in a fixed order, every
+ * launch of the step on one grid drawn per step, even in the logarithm
+ * from TL_FEW to TL_MANY blocks (a library's tiling heuristic): the same
+ * work every step on grids up to 4096x apart, so a step's blocks say
+ * nothing of its time (src/common/trials.c, "Steps whose work varies"). */
+static int tl_step(wl_ctx *c, int step)
+{
+    uint64_t rng = step_rng(c, step);
+    (void)wl_rand(&rng);   /* the first draw of a step's small state is near 0 */
+    unsigned shift = wl_rand(&rng) % 13;   /* 2^0 .. 2^12 */
+    unsigned blocks = (1u << shift) + wl_rand(&rng) % (1u << shift);
+    blocks = blocks < TL_FEW ? TL_FEW : blocks > TL_MANY ? TL_MANY : blocks;
+    for (int i = 0; i < TL_BUFS; i++)
+        wl_ew_grid(c, 2, (wl_t[]){{tl.b[i], tl.s, R}, {tl.y, SMALL, RW}}, blocks);
+    return c->error;
+}
+
 /* ---- the table of shapes -------------------------------------------------- */
 
 const wl_shape wl_shapes[] = {
@@ -943,5 +979,7 @@ const wl_shape wl_shapes[] = {
      true, 0, ops_setup, flip_step, true},
     {"seqlen", "6 layers, a sequence of 4-64 tiles drawn per step: each GEMM re-reads its weight that many times", 0,
      true, 0, sl_setup, sl_step, true},
+    {"tilings", "24 buffers streamed once a step, the same work on a grid of 1-4096 blocks drawn per step", 0, true,
+     0, tl_setup, tl_step, true},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

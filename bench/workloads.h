@@ -89,6 +89,9 @@ typedef struct wl_t {
 /* An elementwise (or reduction) kernel over up to 6 operands, each touched
  * once: wl_ew(c, 3, (wl_t[]){{x, a, SIMGPU_READ}, ...}). */
 void wl_ew(wl_ctx *c, int n, const wl_t *t);
+/* The same on a grid of `blocks` x 1 blocks (wl_ew: 256): its work does
+ * not follow the grid. */
+void wl_ew_grid(wl_ctx *c, int n, const wl_t *t, unsigned blocks);
 
 /* Embedding lookup: out rows <- table[idx[i]], i < n (idx: device int32). */
 void wl_gather(wl_ctx *c, const void *table, const int32_t *idx, void *out, size_t row_bytes, unsigned n);

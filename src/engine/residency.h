@@ -48,7 +48,7 @@ typedef struct lms_scan {
     uint32_t *room;             /* max entries */
     int max;
     uint64_t shape;             /* the launch's grid as a class (lms_launch_shape; 0: none) */
-    uint64_t blocks;            /* the launch's blocks, x * y * z (0: unknown) */
+    uint64_t blocks;            /* the launch's blocks (lms_launch_blocks; 0: unknown or refused) */
 } lms_scan;
 
 #define LMS_TOKEN_FEW 16   /* chunk ids a token holds without allocating */

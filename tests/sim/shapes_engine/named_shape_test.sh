@@ -1,6 +1,6 @@
 #!/bin/bash
 # named_shape_test.sh SHAPES SHAPE MEAN ROW LOOK — bench/shapes SHAPE
-# (a shape run only where named: `turned`, `flipped`, `seqlen`), seeds 1-30
+# (a shape run only where named: `turned`, `flipped`, `seqlen`, `tilings`), seeds 1-30
 # at 1.5x, 2x and 3x over steps 13-42: lmshim at its defaults over the
 # better of lmshim-none and lmshim-lru at the defaults at most MEAN on
 # average over the seeds at each ratio and at most ROW in every row,
