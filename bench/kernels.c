@@ -188,11 +188,45 @@ static double compute_of(wl_ctx *c, double units)
     return units * c->ns_per_unit;
 }
 
-/* Launches `body` on the legacy stream, recording the first error. */
+/* The streams a workload launches on (0: the legacy stream), and the
+ * current one (wl_stream). */
+#define WL_STREAMS 4
+static cudaStream_t wl_streams[WL_STREAMS];
+static cudaStream_t wl_cur;
+
+void wl_stream(wl_ctx *c, int k)
+{
+    if (c->counting || k < 0 || k >= WL_STREAMS)
+        return;
+    if (k && !wl_streams[k]) {
+        cudaError_t e = cudaStreamCreateWithFlags(&wl_streams[k], cudaStreamNonBlocking);
+        if (e != cudaSuccess && !c->error)
+            c->error = (int)e;
+    }
+    wl_cur = wl_streams[k];
+}
+
+void wl_stream_wait(wl_ctx *c, int waiter, int on)
+{
+    if (c->counting)
+        return;
+    cudaEvent_t ev;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(ev, wl_streams[on]);
+    if (e == cudaSuccess)
+        e = cudaStreamWaitEvent(wl_streams[waiter], ev, 0);
+    if (e == cudaSuccess)
+        e = cudaEventDestroy(ev);
+    if (e != cudaSuccess && !c->error)
+        c->error = (int)e;
+}
+
+/* Launches `body` on the current stream, recording the first error. */
 static void launch(wl_ctx *c, void (*body)(simgpu_launch *, void **), unsigned gx, unsigned gy, void **args)
 {
     dim3 grid = {gx ? gx : 1, gy ? gy : 1, 1}, block = {256, 1, 1};
-    cudaError_t e = cudaLaunchKernel((const void *)body, grid, block, args, 0, NULL);
+    cudaError_t e = cudaLaunchKernel((const void *)body, grid, block, args, 0, wl_cur);
     if (e != cudaSuccess && !c->error)
         c->error = (int)e;
 }

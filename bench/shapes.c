@@ -261,6 +261,47 @@ static void summary(const row *rows, int nrows)
     }
 }
 
+/* The totals: per shape (its seeds together) and ratio, the defaults'
+ * step over the better of none and lru at the same settings (mean, worst,
+ * rows over the 1.02 bar) and its step over in-memory (summed, the sum
+ * the docs compare across changes); then the same over every row. Each
+ * line starts "total" (no shape's name: scripts that read the summary's
+ * rows by shape pass them by). */
+static void totals(const row *rows, int nrows)
+{
+    printf("\ntotals: defaults / best of none,lru at the same settings (mean, worst, rows over 1.02); "
+           "defaults / in-memory summed\n");
+    printf("total %-17s %5s %5s | %6s %6s %5s | %9s\n", "shape", "ratio", "rows", "mean", "worst", "over", "sum");
+    int all = 0, all_over = 0;
+    double all_vs = 0, all_sum = 0;
+    for (int i = 0; i < nrows; i++) {
+        bool first = true;   /* the first row of its shape and ratio: it prints their line */
+        for (int j = 0; j < i && first; j++)
+            first = !(rows[j].shape == rows[i].shape && rows[j].ratio == rows[i].ratio);
+        if (!first)
+            continue;
+        int n = 0, over = 0;
+        double vs = 0, worst = 0, sum = 0;
+        for (int j = i; j < nrows; j++) {
+            const row *w = &rows[j];
+            double v = vs_best(w, M_DEF), mem = w->r[M_MEM].ok ? w->r[M_MEM].step_ms : 0;
+            if (w->shape != rows[i].shape || w->ratio != rows[i].ratio || v <= 0 || mem <= 0)
+                continue;
+            n++;
+            vs += v;
+            over += v > 1.02;
+            worst = v > worst ? v : worst;
+            sum += w->r[M_DEF].step_ms / mem;
+        }
+        if (n == 0)
+            continue;
+        printf("total %-17s %5g %5d | %6.3f %6.3f %5d | %9.2f\n", rows[i].shape, rows[i].ratio, n, vs / n, worst, over, sum);
+        all += n, all_over += over, all_vs += vs, all_sum += sum;
+    }
+    if (all > 0)
+        printf("total %-17s %5s %5d | %6.3f %6s %5d | %9.2f\n", "all", "", all, all_vs / all, "", all_over, all_sum);
+}
+
 /* With --trace-dir: where each row's lmshim-lookahead trace is, the
  * launches of its warm-up (what `lmshim replay --skip` leaves out), its
  * measured steps and the MiB a measured step moved to the device and read
@@ -405,6 +446,7 @@ int main(int argc, char **argv)
             }
     }
     summary(rows, nrows);
+    totals(rows, nrows);
     if (o.trace_dir)
         traces(rows, nrows, o.trace_dir);
     free(rows);

@@ -938,6 +938,769 @@ static int tl_step(wl_ctx *c, int step)
     return c->error;
 }
 
+/* ==== shapes added by brk33: training and inference programs of other forms === */
+
+/* Allocates n buffers of `bytes` into b[0..n). */
+static void alloc_layers(wl_ctx *c, void **b, int n, size_t bytes)
+{
+    for (int i = 0; i < n; i++)
+        b[i] = wl_alloc(c, bytes);
+}
+
+/* Adam over one tensor: grad read, param and two moments read and written. */
+static void adam_one(wl_ctx *c, void *p, void *g, void *m, void *v, size_t b)
+{
+    wl_ew(c, 4, (wl_t[]){{g, b, R}, {p, b, RW}, {m, b, RW}, {v, b, RW}});
+}
+
+/* ---- pipe-1f1b: one pipeline stage, 8 microbatches in a 1F1B schedule ----- */
+
+#define PP_LAYERS 4
+#define PP_MICRO 8
+#define PP_STAGES 4      /* this is stage 0 of 4: up to 4 microbatches in flight */
+#define PP_MT 8          /* tiles of a microbatch: the weight re-read per microbatch */
+
+static struct {
+    size_t w, a;
+    void *W[PP_LAYERS], *dW[PP_LAYERS], *m[PP_LAYERS], *v[PP_LAYERS];
+    void *A[PP_STAGES][PP_LAYERS + 1];   /* the stash: a slot per microbatch in flight */
+    void *G[2], *recv;
+} pp;
+
+/* 16 w of weights, gradients, moments; a stash of 4 x 5 activations, 2
+ * gradient buffers and the received gradient, each a quarter weight:
+ * 16 w + 23 w / 4. */
+static int pp_setup(wl_ctx *c)
+{
+    pp.w = wl_pages((double)c->working_set / 21.75);
+    pp.a = wl_pages((double)pp.w / 4);
+    alloc_layers(c, pp.W, PP_LAYERS, pp.w);
+    for (int s = 0; s < PP_STAGES; s++)
+        alloc_layers(c, pp.A[s], PP_LAYERS + 1, pp.a);
+    pp.G[0] = wl_alloc(c, pp.a);
+    pp.G[1] = wl_alloc(c, pp.a);
+    pp.recv = wl_alloc(c, pp.a);
+    alloc_layers(c, pp.dW, PP_LAYERS, pp.w);
+    alloc_layers(c, pp.m, PP_LAYERS, pp.w);
+    alloc_layers(c, pp.v, PP_LAYERS, pp.w);
+    return c->error;
+}
+
+static void pp_fwd(wl_ctx *c, int mb)
+{
+    void **A = pp.A[mb % PP_STAGES];
+    wl_ew(c, 1, (wl_t[]){{A[0], pp.a, W}});   /* the microbatch's input */
+    for (int l = 0; l < PP_LAYERS; l++)
+        wl_gemm(c, A[l], pp.W[l], A[l + 1], pp.a, pp.w, pp.a, TN, PP_MT, false);
+    wl_ew(c, 1, (wl_t[]){{A[PP_LAYERS], pp.a, R}});   /* sent to the next stage */
+}
+
+static void pp_bwd(wl_ctx *c, int mb)
+{
+    void **A = pp.A[mb % PP_STAGES];
+    wl_ew(c, 2, (wl_t[]){{pp.recv, pp.a, W}, {pp.G[0], pp.a, W}});   /* gradient received */
+    int cur = 0;
+    for (int l = PP_LAYERS - 1; l >= 0; l--) {
+        wl_gemm(c, pp.G[cur], pp.W[l], pp.G[1 - cur], pp.a, pp.w, pp.a, TN, PP_MT, false);
+        wl_gemm(c, A[l], pp.G[cur], pp.dW[l], pp.a, pp.a, pp.w, WG, WG, mb > 0);
+        cur = 1 - cur;
+    }
+}
+
+/* Stage 0 of 1F1B: 3 forwards, then forward/backward in turn, then the
+ * last backwards; gradients accumulate over the microbatches; Adam. */
+static int pp_step(wl_ctx *c, int step)
+{
+    (void)step;
+    int f = 0, b = 0;
+    for (; f < PP_STAGES - 1; f++)
+        pp_fwd(c, f);
+    while (f < PP_MICRO) {
+        pp_fwd(c, f++);
+        pp_bwd(c, b++);
+    }
+    while (b < PP_MICRO)
+        pp_bwd(c, b++);
+    for (int l = 0; l < PP_LAYERS; l++)
+        adam_one(c, pp.W[l], pp.dW[l], pp.m[l], pp.v[l], pp.w);
+    return c->error;
+}
+
+/* ---- ckpt: activation checkpointing, forward recomputed per segment ------- */
+
+#define CK_LAYERS 12
+#define CK_SEG 4
+
+static struct {
+    size_t w, a;
+    void *W[CK_LAYERS], *dW[CK_LAYERS], *m[CK_LAYERS], *v[CK_LAYERS];
+    void *ck[CK_LAYERS / CK_SEG + 1], *R[CK_SEG], *G[2];
+} ck;
+
+/* 48 w; 4 checkpoints, 4 recompute buffers and 2 gradients of half a
+ * weight: 53 w. */
+static int ck_setup(wl_ctx *c)
+{
+    ck.w = wl_pages((double)c->working_set / 53);
+    ck.a = wl_pages((double)ck.w / 2);
+    alloc_layers(c, ck.W, CK_LAYERS, ck.w);
+    alloc_layers(c, ck.ck, CK_LAYERS / CK_SEG + 1, ck.a);
+    alloc_layers(c, ck.R, CK_SEG, ck.a);
+    ck.G[0] = wl_alloc(c, ck.a);
+    ck.G[1] = wl_alloc(c, ck.a);
+    alloc_layers(c, ck.dW, CK_LAYERS, ck.w);
+    alloc_layers(c, ck.m, CK_LAYERS, ck.w);
+    alloc_layers(c, ck.v, CK_LAYERS, ck.w);
+    return c->error;
+}
+
+/* Runs segment s forward from its checkpoint: into scratch buffers, the
+ * last layer into the next checkpoint (save) or into R (recompute: R[k]
+ * holds layer k's input, R[0] is the checkpoint itself). */
+static void ck_segment(wl_ctx *c, int s, bool recompute)
+{
+    size_t a = ck.a, w = ck.w;
+    for (int k = 0; k < CK_SEG; k++) {
+        int l = s * CK_SEG + k;
+        void *x = k == 0 ? ck.ck[s] : ck.R[k];
+        void *y = k == CK_SEG - 1 ? (recompute ? ck.R[0] : ck.ck[s + 1]) : ck.R[k + 1];
+        wl_gemm(c, x, ck.W[l], y, a, w, a, TN, TM, false);
+    }
+}
+
+/* Forward saving only segment boundaries; backward per segment from the
+ * last: recompute the segment's forward, then its backward. */
+static int ck_step(wl_ctx *c, int step)
+{
+    (void)step;
+    int nseg = CK_LAYERS / CK_SEG;
+    wl_ew(c, 1, (wl_t[]){{ck.ck[0], ck.a, W}});
+    for (int s = 0; s < nseg; s++)
+        ck_segment(c, s, false);
+    wl_ew(c, 2, (wl_t[]){{ck.ck[nseg], ck.a, R}, {ck.G[0], ck.a, W}});
+    int cur = 0;
+    for (int s = nseg - 1; s >= 0; s--) {
+        ck_segment(c, s, true);
+        for (int k = CK_SEG - 1; k >= 0; k--) {
+            int l = s * CK_SEG + k;
+            void *x = k == 0 ? ck.ck[s] : ck.R[k];
+            wl_gemm(c, ck.G[cur], ck.W[l], ck.G[1 - cur], ck.a, ck.w, ck.a, TN, TM, false);
+            wl_gemm(c, x, ck.G[cur], ck.dW[l], ck.a, ck.a, ck.w, WG, WG, false);
+            cur = 1 - cur;
+        }
+    }
+    for (int l = 0; l < CK_LAYERS; l++)
+        adam_one(c, ck.W[l], ck.dW[l], ck.m[l], ck.v[l], ck.w);
+    return c->error;
+}
+
+/* ---- lora: frozen large weights, small trained adapters ------------------- */
+
+#define LR_LAYERS 16
+#define LR_ADAPTER (2 * WL_MIB)
+
+static struct {
+    size_t w, a;
+    void *W[LR_LAYERS], *A[LR_LAYERS + 1], *G[2], *H[LR_LAYERS], *dH;
+    void *La[LR_LAYERS], *Lb[LR_LAYERS], *dLa[LR_LAYERS], *dLb[LR_LAYERS];
+    void *ma[LR_LAYERS], *va[LR_LAYERS], *mb[LR_LAYERS], *vb[LR_LAYERS];
+} lr;
+
+/* 16 frozen weights, 17 saved activations and 2 gradients of a quarter
+ * weight; per layer two adapters of 2 MiB with gradients, moments and the
+ * low-rank activation (saved): 16 w + 19 w / 4 + 16 x 9 x 2 MiB. */
+static int lr_setup(wl_ctx *c)
+{
+    double rest = (double)c->working_set - (double)LR_LAYERS * 9 * LR_ADAPTER - LR_ADAPTER;
+    lr.w = wl_pages(rest / 20.75);
+    lr.a = wl_pages((double)lr.w / 4);
+    alloc_layers(c, lr.W, LR_LAYERS, lr.w);
+    alloc_layers(c, lr.La, LR_LAYERS, LR_ADAPTER);
+    alloc_layers(c, lr.Lb, LR_LAYERS, LR_ADAPTER);
+    alloc_layers(c, lr.A, LR_LAYERS + 1, lr.a);
+    alloc_layers(c, lr.H, LR_LAYERS, LR_ADAPTER);
+    lr.dH = wl_alloc(c, LR_ADAPTER);
+    lr.G[0] = wl_alloc(c, lr.a);
+    lr.G[1] = wl_alloc(c, lr.a);
+    alloc_layers(c, lr.dLa, LR_LAYERS, LR_ADAPTER);
+    alloc_layers(c, lr.dLb, LR_LAYERS, LR_ADAPTER);
+    alloc_layers(c, lr.ma, LR_LAYERS, LR_ADAPTER);
+    alloc_layers(c, lr.va, LR_LAYERS, LR_ADAPTER);
+    alloc_layers(c, lr.mb, LR_LAYERS, LR_ADAPTER);
+    alloc_layers(c, lr.vb, LR_LAYERS, LR_ADAPTER);
+    return c->error;
+}
+
+/* Forward: y = x W + (x La) Lb; backward: the input's gradient through W
+ * (re-read) and the adapters, the adapters' gradients; Adam on adapters. */
+static int lr_step(wl_ctx *c, int step)
+{
+    (void)step;
+    size_t a = lr.a, w = lr.w, s = LR_ADAPTER;
+    wl_ew(c, 1, (wl_t[]){{lr.A[0], a, W}});
+    for (int l = 0; l < LR_LAYERS; l++) {
+        wl_gemm(c, lr.A[l], lr.W[l], lr.A[l + 1], a, w, a, TN, TM, false);
+        wl_gemm(c, lr.A[l], lr.La[l], lr.H[l], a, s, s, 1, TM, false);
+        wl_gemm(c, lr.H[l], lr.Lb[l], lr.A[l + 1], s, s, a, TN, TM, true);
+    }
+    wl_ew(c, 2, (wl_t[]){{lr.A[LR_LAYERS], a, R}, {lr.G[0], a, W}});
+    int cur = 0;
+    for (int l = LR_LAYERS - 1; l >= 0; l--) {
+        wl_gemm(c, lr.H[l], lr.G[cur], lr.dLb[l], s, a, s, 1, 1, false);
+        wl_gemm(c, lr.G[cur], lr.Lb[l], lr.dH, a, s, s, 1, TM, false);
+        wl_gemm(c, lr.A[l], lr.dH, lr.dLa[l], a, s, s, 1, 1, false);
+        wl_gemm(c, lr.G[cur], lr.W[l], lr.G[1 - cur], a, w, a, TN, TM, false);
+        wl_gemm(c, lr.dH, lr.La[l], lr.G[1 - cur], s, s, a, TN, TM, true);
+        cur = 1 - cur;
+    }
+    for (int l = 0; l < LR_LAYERS; l++) {
+        adam_one(c, lr.La[l], lr.dLa[l], lr.ma[l], lr.va[l], s);
+        adam_one(c, lr.Lb[l], lr.dLb[l], lr.mb[l], lr.vb[l], s);
+    }
+    return c->error;
+}
+
+/* ---- kv-decode: a KV cache that grows a block a step, reset per request --- */
+
+#define KV_LAYERS 8
+#define KV_BLOCKS 16
+
+static struct {
+    size_t w, blk, q;
+    void *W[KV_LAYERS], *Q[2], *cache[KV_LAYERS][KV_BLOCKS];
+} kv;
+
+/* Weights 30% of the working set, a preallocated cache the rest (vLLM
+ * style: the cache is reserved up front). */
+static int kv_setup(wl_ctx *c)
+{
+    kv.w = wl_pages(0.3 * (double)c->working_set / KV_LAYERS);
+    kv.blk = wl_pages(0.7 * (double)c->working_set / (KV_LAYERS * KV_BLOCKS));
+    kv.q = 2 * WL_MIB;
+    alloc_layers(c, kv.W, KV_LAYERS, kv.w);
+    kv.Q[0] = wl_alloc(c, kv.q);
+    kv.Q[1] = wl_alloc(c, kv.q);
+    for (int l = 0; l < KV_LAYERS; l++)
+        alloc_layers(c, kv.cache[l], KV_BLOCKS, kv.blk);
+    return c->error;
+}
+
+/* The request's length at `step`: requests follow one another, each with
+ * a prompt of 1-4 blocks and 4-12 decode steps drawn from the seed; a
+ * step is the prefill (first) or one decode step of a block. */
+static int kv_len(const wl_ctx *c, int step, bool *prefill)
+{
+    uint64_t rng = (uint64_t)c->seed * 7777u + 3;
+    int t = 0;
+    for (;;) {
+        int prompt = 1 + (int)(wl_rand(&rng) % 4), dec = 4 + (int)(wl_rand(&rng) % 9);
+        if (step < t + 1 + dec) {
+            int k = step - t;
+            *prefill = k == 0;
+            return prompt + k;
+        }
+        t += 1 + dec;
+    }
+}
+
+static int kv_step(wl_ctx *c, int step)
+{
+    bool prefill;
+    int len = kv_len(c, step, &prefill);
+    for (int l = 0; l < KV_LAYERS; l++) {
+        void *x = kv.Q[l % 2], *y = kv.Q[1 - l % 2];
+        if (prefill) {   /* the prompt batched: the weight re-read per tile row */
+            wl_gemm(c, x, kv.W[l], y, kv.q, kv.w, kv.q, TN, 4 * (unsigned)len, false);
+            for (int b = 0; b < len; b++)
+                wl_ew(c, 2, (wl_t[]){{y, kv.q, R}, {kv.cache[l][b], kv.blk, W}});
+        } else {
+            wl_gemm(c, x, kv.W[l], y, kv.q, kv.w, kv.q, TN, 1, false);
+            for (int b = 0; b < len; b++)
+                wl_ew(c, 3, (wl_t[]){{y, kv.q / 8, R}, {kv.cache[l][b], kv.blk, b == len - 1 ? W : R},
+                                     {y, kv.q / 8, RW}});
+        }
+    }
+    return c->error;
+}
+
+/* ---- gan: generator and discriminator steps in turn ----------------------- */
+
+#define GAN_LAYERS 6
+
+typedef struct gan_net {
+    void *W[GAN_LAYERS], *dW[GAN_LAYERS], *m[GAN_LAYERS], *v[GAN_LAYERS], *A[GAN_LAYERS + 1];
+} gan_net;
+
+static struct {
+    size_t w, a;
+    gan_net g, d;
+    void *G[2], *real;
+} gan;
+
+static void gan_net_alloc(wl_ctx *c, gan_net *n)
+{
+    alloc_layers(c, n->W, GAN_LAYERS, gan.w);
+    alloc_layers(c, n->A, GAN_LAYERS + 1, gan.a);
+    alloc_layers(c, n->dW, GAN_LAYERS, gan.w);
+    alloc_layers(c, n->m, GAN_LAYERS, gan.w);
+    alloc_layers(c, n->v, GAN_LAYERS, gan.w);
+}
+
+/* Two nets of 24 w and 7 activations of half a weight each, 2 gradients
+ * and a real batch: 48 w + 17 w / 2. */
+static int gan_setup(wl_ctx *c)
+{
+    gan.w = wl_pages((double)c->working_set / 56.5);
+    gan.a = wl_pages((double)gan.w / 2);
+    gan_net_alloc(c, &gan.g);
+    gan_net_alloc(c, &gan.d);
+    gan.G[0] = wl_alloc(c, gan.a);
+    gan.G[1] = wl_alloc(c, gan.a);
+    gan.real = wl_alloc(c, gan.a);
+    return c->error;
+}
+
+static void gan_fwd(wl_ctx *c, gan_net *n, void *in, unsigned tiles)
+{
+    for (int l = 0; l < GAN_LAYERS; l++)
+        wl_gemm(c, l ? n->A[l] : in, n->W[l], n->A[l + 1], gan.a, gan.w, gan.a, TN, tiles, false);
+}
+
+/* Backward through a net from G[0]; weight gradients when `grads`. */
+static void gan_bwd(wl_ctx *c, gan_net *n, void *in, bool grads)
+{
+    int cur = 0;
+    for (int l = GAN_LAYERS - 1; l >= 0; l--) {
+        wl_gemm(c, gan.G[cur], n->W[l], gan.G[1 - cur], gan.a, gan.w, gan.a, TN, TM, false);
+        if (grads)
+            wl_gemm(c, l ? n->A[l] : in, gan.G[cur], n->dW[l], gan.a, gan.a, gan.w, WG, WG, false);
+        cur = 1 - cur;
+    }
+    if (cur)
+        wl_ew(c, 2, (wl_t[]){{gan.G[1], gan.a, R}, {gan.G[0], gan.a, W}});
+}
+
+/* Even steps train D (G forward, D on real and fake, D's update); odd
+ * steps train G (G and D forward, back through D without its weight
+ * gradients, through G, G's update). */
+static int gan_step(wl_ctx *c, int step)
+{
+    gan_net *g = &gan.g, *d = &gan.d;
+    wl_ew(c, 1, (wl_t[]){{g->A[0], gan.a, W}});   /* noise */
+    gan_fwd(c, g, g->A[0], TM);
+    if (step % 2 == 0) {
+        gan_fwd(c, d, gan.real, TM);
+        wl_ew(c, 2, (wl_t[]){{d->A[GAN_LAYERS], gan.a, R}, {gan.G[0], gan.a, W}});
+        gan_bwd(c, d, gan.real, true);
+        gan_fwd(c, d, g->A[GAN_LAYERS], TM);
+        wl_ew(c, 2, (wl_t[]){{d->A[GAN_LAYERS], gan.a, R}, {gan.G[0], gan.a, W}});
+        gan_bwd(c, d, g->A[GAN_LAYERS], true);
+        for (int l = 0; l < GAN_LAYERS; l++)
+            adam_one(c, d->W[l], d->dW[l], d->m[l], d->v[l], gan.w);
+    } else {
+        gan_fwd(c, d, g->A[GAN_LAYERS], TM);
+        wl_ew(c, 2, (wl_t[]){{d->A[GAN_LAYERS], gan.a, R}, {gan.G[0], gan.a, W}});
+        gan_bwd(c, d, g->A[GAN_LAYERS], false);
+        gan_bwd(c, g, g->A[0], true);
+        for (int l = 0; l < GAN_LAYERS; l++)
+            adam_one(c, g->W[l], g->dW[l], g->m[l], g->v[l], gan.w);
+    }
+    return c->error;
+}
+
+/* ---- ddp: gradient buckets all-reduced on a second stream ----------------- */
+
+#define DDP_LAYERS 12
+#define DDP_PER 3                          /* layers a bucket */
+#define DDP_BUCKETS (DDP_LAYERS / DDP_PER)
+
+static struct {
+    size_t w, a;
+    void *W[DDP_LAYERS], *m[DDP_LAYERS], *v[DDP_LAYERS], *A[DDP_LAYERS + 1], *G[2], *stage;
+    char *bucket[DDP_BUCKETS];          /* flat: the gradients of 3 layers, views inside */
+} ddp;
+
+static void *ddp_grad(int l)
+{
+    return ddp.bucket[(DDP_LAYERS - 1 - l) / DDP_PER] + (size_t)((DDP_LAYERS - 1 - l) % DDP_PER) * ddp.w;
+}
+
+/* 12 weights, 4 buckets of 3 gradients, 24 moments; 13 activations and 2
+ * gradients of half a weight: 48 w + 7.5 w. */
+static int ddp_setup(wl_ctx *c)
+{
+    ddp.w = wl_pages((double)c->working_set / 55.5);
+    ddp.a = wl_pages((double)ddp.w / 2);
+    alloc_layers(c, ddp.W, DDP_LAYERS, ddp.w);
+    alloc_layers(c, ddp.A, DDP_LAYERS + 1, ddp.a);
+    ddp.G[0] = wl_alloc(c, ddp.a);
+    ddp.G[1] = wl_alloc(c, ddp.a);
+    ddp.stage = wl_alloc(c, SMALL);
+    for (int b = 0; b < DDP_BUCKETS; b++)
+        ddp.bucket[b] = wl_alloc(c, DDP_PER * ddp.w);
+    alloc_layers(c, ddp.m, DDP_LAYERS, ddp.w);
+    alloc_layers(c, ddp.v, DDP_LAYERS, ddp.w);
+    return c->error;
+}
+
+/* Forward; backward in reverse writing weight gradients into the bucket
+ * views; as each bucket fills, the comm stream waits for it and runs a
+ * ring all-reduce over it (reads and writes the bucket twice: reduce-
+ * scatter then all-gather, through a small staging buffer) while backward
+ * goes on; the optimizer waits for the comm stream. */
+static int ddp_step(wl_ctx *c, int step)
+{
+    (void)step;
+    size_t a = ddp.a, w = ddp.w, bb = DDP_PER * ddp.w;
+    wl_stream(c, 0);
+    for (int l = 0; l < DDP_LAYERS; l++)
+        wl_gemm(c, ddp.A[l], ddp.W[l], ddp.A[l + 1], a, w, a, TN, TM, false);
+    wl_ew(c, 2, (wl_t[]){{ddp.A[DDP_LAYERS], a, R}, {ddp.G[0], a, W}});
+    int cur = 0;
+    for (int l = DDP_LAYERS - 1; l >= 0; l--) {
+        wl_gemm(c, ddp.G[cur], ddp.W[l], ddp.G[1 - cur], a, w, a, TN, TM, false);
+        wl_gemm(c, ddp.A[l], ddp.G[cur], ddp_grad(l), a, a, w, WG, WG, false);
+        cur = 1 - cur;
+        if ((DDP_LAYERS - 1 - l) % DDP_PER == DDP_PER - 1) {
+            int b = (DDP_LAYERS - 1 - l) / DDP_PER;
+            wl_stream(c, 1);
+            wl_stream_wait(c, 1, 0);
+            for (int pass = 0; pass < 2; pass++)
+                wl_ew_grid(c, 2, (wl_t[]){{ddp.bucket[b], bb, RW}, {ddp.stage, SMALL, RW}}, 64);
+            wl_stream(c, 0);
+        }
+    }
+    wl_stream_wait(c, 0, 1);
+    for (int l = 0; l < DDP_LAYERS; l++)
+        adam_one(c, ddp.W[l], ddp_grad(l), ddp.m[l], ddp.v[l], w);
+    return c->error;
+}
+
+/* ---- zipf-embed: a large embedding table read at skewed rows -------------- */
+
+#define ZE_ROW (16 * 1024)
+#define ZE_LOOKUPS 2048
+#define ZE_LAYERS 4
+
+static struct {
+    size_t t, w, a;
+    unsigned rows;
+    double *cdf;
+    void *E, *S;                          /* the table and its Adagrad state */
+    void *W[ZE_LAYERS], *dW[ZE_LAYERS], *m[ZE_LAYERS], *v[ZE_LAYERS], *A[ZE_LAYERS + 1], *G[2];
+    int32_t *idx;
+} ze;
+
+/* The table and its state take 70% of the working set (35% each), the
+ * dense tower the rest: 16 weights and 7 buffers of ZE_LOOKUPS rows. */
+static int ze_setup(wl_ctx *c)
+{
+    ze.t = wl_pages(0.35 * (double)c->working_set);
+    ze.rows = (unsigned)(ze.t / ZE_ROW);
+    ze.a = (size_t)ZE_LOOKUPS * ZE_ROW;   /* 32 MiB */
+    double rest = 0.3 * (double)c->working_set - 7.0 * (double)ze.a;
+    ze.w = wl_pages(rest > 0 ? rest / 16 : 2 * WL_MIB);
+    ze.E = wl_alloc(c, ze.t);
+    alloc_layers(c, ze.W, ZE_LAYERS, ze.w);
+    ze.idx = wl_alloc(c, ZE_LOOKUPS * sizeof(int32_t));
+    alloc_layers(c, ze.A, ZE_LAYERS + 1, ze.a);
+    ze.G[0] = wl_alloc(c, ze.a);
+    ze.G[1] = wl_alloc(c, ze.a);
+    ze.S = wl_alloc(c, ze.t);
+    alloc_layers(c, ze.dW, ZE_LAYERS, ze.w);
+    alloc_layers(c, ze.m, ZE_LAYERS, ze.w);
+    alloc_layers(c, ze.v, ZE_LAYERS, ze.w);
+    ze.cdf = malloc(ze.rows * sizeof *ze.cdf);
+    double s = 0;
+    for (unsigned r = 0; r < ze.rows; r++)
+        ze.cdf[r] = s += pow(r + 1.0, -1.05);
+    for (unsigned r = 0; r < ze.rows; r++)
+        ze.cdf[r] /= s;
+    return c->error;
+}
+
+/* A Zipf rank drawn by bisection over the CDF; hashed to a row (ids of a
+ * recommender: hot rows all over the table). */
+static int32_t ze_draw(uint64_t *rng)
+{
+    double u = (double)wl_rand(rng) / 4294967296.0;
+    unsigned lo = 0, hi = ze.rows - 1;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (ze.cdf[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (int32_t)(((uint64_t)lo * 2654435761u + 12345u) % ze.rows);
+}
+
+/* Lookup, a dense tower forward and back, the sparse update of the rows
+ * looked up (table and state, read and written), Adam on the tower. */
+static int ze_step(wl_ctx *c, int step)
+{
+    static int32_t ids[ZE_LOOKUPS];
+    uint64_t rng = step_rng(c, step);
+    for (int i = 0; i < ZE_LOOKUPS; i++)
+        ids[i] = ze_draw(&rng);
+    wl_upload(c, ze.idx, ids, sizeof ids);
+    size_t a = ze.a, w = ze.w;
+    wl_gather(c, ze.E, ze.idx, ze.A[0], ZE_ROW, ZE_LOOKUPS);
+    for (int l = 0; l < ZE_LAYERS; l++)
+        wl_gemm(c, ze.A[l], ze.W[l], ze.A[l + 1], a, w, a, TN, TM, false);
+    wl_ew(c, 2, (wl_t[]){{ze.A[ZE_LAYERS], a, R}, {ze.G[0], a, W}});
+    int cur = 0;
+    for (int l = ZE_LAYERS - 1; l >= 0; l--) {
+        wl_gemm(c, ze.G[cur], ze.W[l], ze.G[1 - cur], a, w, a, TN, TM, false);
+        wl_gemm(c, ze.A[l], ze.G[cur], ze.dW[l], a, a, w, WG, WG, false);
+        cur = 1 - cur;
+    }
+    wl_scatter_add(c, ze.S, ze.idx, ze.G[cur], ZE_ROW, ZE_LOOKUPS);   /* state += g^2 */
+    wl_scatter_add(c, ze.E, ze.idx, ze.G[cur], ZE_ROW, ZE_LOOKUPS);   /* row -= lr g / sqrt(state) */
+    for (int l = 0; l < ZE_LAYERS; l++)
+        adam_one(c, ze.W[l], ze.dW[l], ze.m[l], ze.v[l], w);
+    return c->error;
+}
+
+/* ---- early-exit: inference whose depth depends on the batch --------------- */
+
+#define EE_LAYERS 24
+
+static struct {
+    size_t w, a;
+    void *W[EE_LAYERS], *A[2], *head;
+    int32_t *flag;
+} ee;
+
+static int ee_setup(wl_ctx *c)
+{
+    ee.w = wl_pages((double)c->working_set / (EE_LAYERS + 0.25));
+    ee.a = wl_pages((double)ee.w / 8);
+    alloc_layers(c, ee.W, EE_LAYERS, ee.w);
+    ee.A[0] = wl_alloc(c, ee.a);
+    ee.A[1] = wl_alloc(c, ee.a);
+    ee.head = wl_alloc(c, SMALL);
+    return c->error;
+}
+
+/* Layers in groups of 6, each followed by an exit head (a small GEMM);
+ * the batch leaves after the first head that is confident: a group runs
+ * further with probability 0.55, drawn per step from the seed (the host
+ * decides from the head's output, read back). */
+static int ee_step(wl_ctx *c, int step)
+{
+    uint64_t rng = step_rng(c, step);
+    for (int l = 0; l < EE_LAYERS; l++) {
+        void *x = ee.A[l % 2], *y = ee.A[1 - l % 2];
+        wl_gemm(c, x, ee.W[l], y, ee.a, ee.w, ee.a, TN, TM, false);
+        wl_ew(c, 2, (wl_t[]){{y, ee.a, RW}, {x, ee.a, R}});
+        if (l % 6 == 5 && l < EE_LAYERS - 1) {
+            wl_gemm(c, y, ee.head, ee.head, ee.a, SMALL, SMALL, 1, 1, true);
+            int32_t flag = 0;
+            wl_download(c, &flag, ee.head, sizeof flag);
+            if (wl_rand(&rng) % 100 >= 55)
+                break;
+        }
+    }
+    return c->error;
+}
+
+/* ---- periodic: training with an eval every 5 steps, a save every 7 -------- */
+
+#define PE_LAYERS 8
+
+static struct {
+    size_t w, a;
+    void *W[PE_LAYERS], *dW[PE_LAYERS], *m[PE_LAYERS], *v[PE_LAYERS], *A[PE_LAYERS + 1], *G[2], *ev[2];
+    void *host;
+} pe;
+
+/* 32 w; 9 activations, 2 gradients, 2 eval buffers of half a weight:
+ * 38.5 w. */
+static int pe_setup(wl_ctx *c)
+{
+    pe.w = wl_pages((double)c->working_set / 38.5);
+    pe.a = wl_pages((double)pe.w / 2);
+    alloc_layers(c, pe.W, PE_LAYERS, pe.w);
+    alloc_layers(c, pe.A, PE_LAYERS + 1, pe.a);
+    pe.G[0] = wl_alloc(c, pe.a);
+    pe.G[1] = wl_alloc(c, pe.a);
+    alloc_layers(c, pe.dW, PE_LAYERS, pe.w);
+    alloc_layers(c, pe.m, PE_LAYERS, pe.w);
+    alloc_layers(c, pe.v, PE_LAYERS, pe.w);
+    alloc_layers(c, pe.ev, 2, pe.a);
+    pe.host = malloc(pe.w);
+    return c->error;
+}
+
+/* A training iteration; after it, on every 5th step, evaluation on 3
+ * batches (forward only, twice the tiles, ping-pong buffers); on every
+ * 7th, a checkpoint: weights and both moments copied to the host. */
+static int pe_step(wl_ctx *c, int step)
+{
+    size_t a = pe.a, w = pe.w;
+    for (int l = 0; l < PE_LAYERS; l++)
+        wl_gemm(c, pe.A[l], pe.W[l], pe.A[l + 1], a, w, a, TN, TM, false);
+    wl_ew(c, 2, (wl_t[]){{pe.A[PE_LAYERS], a, R}, {pe.G[0], a, W}});
+    int cur = 0;
+    for (int l = PE_LAYERS - 1; l >= 0; l--) {
+        wl_gemm(c, pe.G[cur], pe.W[l], pe.G[1 - cur], a, w, a, TN, TM, false);
+        wl_gemm(c, pe.A[l], pe.G[cur], pe.dW[l], a, a, w, WG, WG, false);
+        cur = 1 - cur;
+    }
+    for (int l = 0; l < PE_LAYERS; l++)
+        adam_one(c, pe.W[l], pe.dW[l], pe.m[l], pe.v[l], w);
+    if (step % 5 == 4)
+        for (int b = 0; b < 3; b++) {
+            wl_ew(c, 1, (wl_t[]){{pe.ev[0], a, W}});
+            for (int l = 0; l < PE_LAYERS; l++)
+                wl_gemm(c, pe.ev[l % 2], pe.W[l], pe.ev[1 - l % 2], a, w, a, TN, 2 * TM, false);
+        }
+    if (step % 7 == 6 && !c->counting)
+        for (int l = 0; l < PE_LAYERS; l++) {
+            wl_download(c, pe.host, pe.W[l], w);
+            wl_download(c, pe.host, pe.m[l], w);
+            wl_download(c, pe.host, pe.v[l], w);
+        }
+    return c->error;
+}
+
+/* ---- offload-adam: fp16 weights, fp32 master weights and moments ---------- */
+
+#define OA_LAYERS 8
+
+static struct {
+    size_t h, a;
+    void *H[OA_LAYERS], *dH[OA_LAYERS], *P[OA_LAYERS], *m[OA_LAYERS], *v[OA_LAYERS], *A[OA_LAYERS + 1], *G[2];
+    int32_t *counter, *flag;
+    size_t hb[OA_LAYERS];
+} oa;
+
+/* Per layer fp16 weight h and gradient h, fp32 master, m, v (2 h each):
+ * 8 h; 9 activations and 2 gradients of half h: 64 h + 5.5 h. */
+static int oa_setup(wl_ctx *c)
+{
+    oa.h = wl_pages((double)c->working_set / 69.5);
+    oa.a = wl_pages((double)oa.h / 2);
+    alloc_layers(c, oa.H, OA_LAYERS, oa.h);
+    oa.counter = wl_alloc(c, 512);
+    oa.flag = wl_alloc(c, 512);
+    alloc_layers(c, oa.A, OA_LAYERS + 1, oa.a);
+    oa.G[0] = wl_alloc(c, oa.a);
+    oa.G[1] = wl_alloc(c, oa.a);
+    alloc_layers(c, oa.dH, OA_LAYERS, oa.h);
+    alloc_layers(c, oa.P, OA_LAYERS, 2 * oa.h);
+    alloc_layers(c, oa.m, OA_LAYERS, 2 * oa.h);
+    alloc_layers(c, oa.v, OA_LAYERS, 2 * oa.h);
+    for (int l = 0; l < OA_LAYERS; l++)
+        oa.hb[l] = oa.h;
+    int32_t zero = 0;
+    wl_upload(c, oa.counter, &zero, sizeof zero);
+    return c->error;
+}
+
+/* Mixed precision: forward and backward on fp16 weights, an overflow
+ * check read back (a skipped step when set), then per layer one kernel
+ * reading the fp16 gradient, updating master weights and moments and
+ * writing the fp16 weight. */
+static int oa_step(wl_ctx *c, int step)
+{
+    (void)step;
+    size_t a = oa.a, h = oa.h;
+    for (int l = 0; l < OA_LAYERS; l++)
+        wl_gemm(c, oa.A[l], oa.H[l], oa.A[l + 1], a, h, a, TN, TM, false);
+    wl_ew(c, 2, (wl_t[]){{oa.A[OA_LAYERS], a, R}, {oa.G[0], a, W}});
+    int cur = 0;
+    for (int l = OA_LAYERS - 1; l >= 0; l--) {
+        wl_gemm(c, oa.G[cur], oa.H[l], oa.G[1 - cur], a, h, a, TN, TM, false);
+        wl_gemm(c, oa.A[l], oa.G[cur], oa.dH[l], a, a, h, WG, WG, false);
+        cur = 1 - cur;
+    }
+    wl_check_overflow(c, oa.dH, oa.hb, OA_LAYERS, oa.counter, oa.flag);
+    int32_t flag = 0;
+    wl_download(c, &flag, oa.flag, sizeof flag);
+    if (!flag)
+        for (int l = 0; l < OA_LAYERS; l++)
+            wl_ew(c, 5, (wl_t[]){{oa.dH[l], h, R}, {oa.P[l], 2 * h, RW}, {oa.m[l], 2 * h, RW},
+                                 {oa.v[l], 2 * h, RW}, {oa.H[l], h, W}});
+    return c->error;
+}
+
+/* ---- distill: a frozen teacher twice the student's size ------------------- */
+
+#define DS_T 12
+#define DS_S 6
+
+static struct {
+    size_t w, a;
+    void *T[DS_T], *S[DS_S], *dS[DS_S], *m[DS_S], *v[DS_S], *A[DS_S + 1], *TA[2], *G[2];
+} ds;
+
+/* Teacher 12 layers of 2 w, student 6 x 4 w; 7 saved activations, 2
+ * teacher buffers, 2 gradients of half a weight: 48 w + 5.5 w. */
+static int ds_setup(wl_ctx *c)
+{
+    ds.w = wl_pages((double)c->working_set / 53.5);
+    ds.a = wl_pages((double)ds.w / 2);
+    alloc_layers(c, ds.T, DS_T, 2 * ds.w);
+    alloc_layers(c, ds.S, DS_S, ds.w);
+    alloc_layers(c, ds.A, DS_S + 1, ds.a);
+    alloc_layers(c, ds.TA, 2, ds.a);
+    ds.G[0] = wl_alloc(c, ds.a);
+    ds.G[1] = wl_alloc(c, ds.a);
+    alloc_layers(c, ds.dS, DS_S, ds.w);
+    alloc_layers(c, ds.m, DS_S, ds.w);
+    alloc_layers(c, ds.v, DS_S, ds.w);
+    return c->error;
+}
+
+/* The teacher's forward (no activations kept), the student's forward,
+ * the distillation loss over both outputs, the student's backward and
+ * update. */
+static int ds_step(wl_ctx *c, int step)
+{
+    (void)step;
+    size_t a = ds.a, w = ds.w;
+    wl_ew(c, 2, (wl_t[]){{ds.A[0], a, W}, {ds.TA[0], a, W}});
+    for (int l = 0; l < DS_T; l++)
+        wl_gemm(c, ds.TA[l % 2], ds.T[l], ds.TA[1 - l % 2], a, 2 * w, a, TN, TM, false);
+    for (int l = 0; l < DS_S; l++)
+        wl_gemm(c, ds.A[l], ds.S[l], ds.A[l + 1], a, w, a, TN, TM, false);
+    wl_ew(c, 3, (wl_t[]){{ds.A[DS_S], a, R}, {ds.TA[DS_T % 2], a, R}, {ds.G[0], a, W}});
+    int cur = 0;
+    for (int l = DS_S - 1; l >= 0; l--) {
+        wl_gemm(c, ds.G[cur], ds.S[l], ds.G[1 - cur], a, w, a, TN, TM, false);
+        wl_gemm(c, ds.A[l], ds.G[cur], ds.dS[l], a, a, w, WG, WG, false);
+        cur = 1 - cur;
+    }
+    for (int l = 0; l < DS_S; l++)
+        adam_one(c, ds.S[l], ds.dS[l], ds.m[l], ds.v[l], w);
+    return c->error;
+}
+
+/* ---- (s) big-grid: seqlen's layers on a grid whose x is drawn per step ------- */
+
+/* seqlen's buffers; each GEMM's grid x (its activation's passes) drawn per
+ * step from 2 to 127, its weight re-read twice whatever the grid. */
+static int bg_step(wl_ctx *c, int step)
+{
+    uint64_t rng = step_rng(c, step);
+    unsigned x = 2 + wl_rand(&rng) % 126;
+    size_t a = sl.a, w = sl.w;
+    for (int l = 0; l < SL_LAYERS; l++)
+        wl_gemm(c, sl.A[l], sl.W[l], sl.A[l + 1], a, w, a, x, 2, false);
+    wl_ew(c, 2, (wl_t[]){{sl.A[SL_LAYERS], a, R}, {sl.G[0], a, W}});
+    int cur = 0;
+    for (int l = SL_LAYERS - 1; l >= 0; l--) {
+        wl_gemm(c, sl.G[cur], sl.W[l], sl.G[1 - cur], a, w, a, x, 2, false);
+        wl_gemm(c, sl.A[l], sl.G[cur], sl.dW[l], a, a, w, x, 2, false);
+        cur = 1 - cur;
+    }
+    for (int l = 0; l < SL_LAYERS; l++)
+        wl_ew(c, 3, (wl_t[]){{sl.dW[l], w, R}, {sl.W[l], w, RW}, {sl.m[l], w, RW}});
+    return c->error;
+}
+
 /* ---- the table of shapes -------------------------------------------------- */
 
 const wl_shape wl_shapes[] = {
@@ -981,5 +1744,28 @@ const wl_shape wl_shapes[] = {
      true, 0, sl_setup, sl_step, true},
     {"tilings", "24 buffers streamed once a step, the same work on a grid of 1-4096 blocks drawn per step", 0, true,
      0, tl_setup, tl_step, true},
+    {"pipe-1f1b", "pipeline stage 0 of 4: 4 layers, 8 microbatches in 1F1B, a stash of 4 in flight, Adam", 0, false,
+     0, pp_setup, pp_step, true},
+    {"ckpt", "12 layers checkpointed every 4: forward keeps boundaries, backward recomputes each segment", 0, false,
+     0, ck_setup, ck_step, true},
+    {"lora", "16 frozen weights read fwd and bwd, 2 MiB adapters per layer trained with Adam", 0, false, 0,
+     lr_setup, lr_step, true},
+    {"kv-decode", "8 layers decoding: a preallocated KV cache used up to a length that grows and resets per request",
+     0, true, 0, kv_setup, kv_step, true},
+    {"gan", "generator and discriminator (6 layers each): D steps and G steps in turn", 0, false, 0, gan_setup,
+     gan_step, true},
+    {"ddp", "12 layers, gradients in 4 flat buckets all-reduced on a second stream during backward", 0, false, 0,
+     ddp_setup, ddp_step, true},
+    {"zipf-embed", "embedding table and its state (70%) hit at 4096 Zipf rows a step, a dense tower", 0, true, 0,
+     ze_setup, ze_step, true},
+    {"early-exit", "24 layers inference, leaving after 6, 12, 18 or 24 (drawn, 0.55 to go on)", 0, true, 0,
+     ee_setup, ee_step, true},
+    {"periodic", "8 layers training; eval on 3 batches every 5th step, weights+moments saved to host every 7th", 0,
+     false, 0, pe_setup, pe_step, true},
+    {"offload-adam", "8 layers fp16, fp32 master weights and moments (75%) updated by one kernel a layer", 0, false,
+     0, oa_setup, oa_step, true},
+    {"distill", "frozen 12-layer teacher (2x weights) forward, 6-layer student trained", 0, false, 0, ds_setup,
+     ds_step, true},
+    {"big-grid", "6 layers (seqlen's), each GEMM's grid x drawn per step from 2 to 127 (its input's passes), its weight re-read twice", 0, true, 0, sl_setup, bg_step, true},
 };
 const int wl_nshapes = (int)(sizeof wl_shapes / sizeof wl_shapes[0]);

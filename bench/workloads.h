@@ -109,6 +109,13 @@ void wl_multi_adam(wl_ctx *c, void **const lists[4], const size_t *bytes, int n)
  * the kernel decides from device memory it reads (a step counter). */
 void wl_check_overflow(wl_ctx *c, void *const *t, const size_t *bytes, int n, int32_t *counter, int32_t *flag);
 
+/* Launches from now on go to stream k (0: the legacy stream; 1..3 created
+ * non-blocking on first use). */
+void wl_stream(wl_ctx *c, int k);
+
+/* Stream `waiter` waits for what stream `on` has launched so far (an event). */
+void wl_stream_wait(wl_ctx *c, int waiter, int on);
+
 /* Reads device bytes back to the host (synchronises). */
 void wl_download(wl_ctx *c, void *dst, const void *src, size_t bytes);
 
