@@ -75,6 +75,20 @@ uint64_t lms_account_used(const lms_account *a)
     return atomic_load_explicit(&a->used, memory_order_relaxed);
 }
 
+uint64_t lms_account_room(const lms_account *a)
+{
+    uint64_t dev = atomic_load_explicit(&a->live_bytes[LMS_PLACE_DEVICE], memory_order_relaxed) +
+                   atomic_load_explicit(&a->live_charged[LMS_PLACE_VMM], memory_order_relaxed);
+    return a->budget > dev ? a->budget - dev : 0;
+}
+
+uint64_t lms_account_engine_managed(const lms_account *a)
+{
+    uint64_t all = atomic_load_explicit(&a->live_bytes[LMS_PLACE_MANAGED], memory_order_relaxed);
+    uint64_t own = atomic_load_explicit(&a->program_managed, memory_order_relaxed);
+    return all > own ? all - own : 0;
+}
+
 bool lms_account_reserve(lms_account *a, uint64_t bytes, uint64_t limit)
 {
     int g = atomic_load_explicit(&lms_group_on, memory_order_relaxed)
@@ -162,6 +176,8 @@ void lms_account_add_chunk(lms_account *a, const lms_chunk *c)
     if (c->charged)
         atomic_fetch_add_explicit(&a->live_charged[c->place], c->charged, memory_order_relaxed);
     atomic_fetch_add_explicit(&a->allocs[c->place], 1, memory_order_relaxed);
+    if (c->place == LMS_PLACE_MANAGED && (c->flags & LMS_CHUNK_PROGRAM))
+        atomic_fetch_add_explicit(&a->program_managed, c->size, memory_order_relaxed);
     note_room(a, c);
     if (c->flags & LMS_CHUNK_FALLBACK)
         atomic_fetch_add_explicit(&a->fallbacks, 1, memory_order_relaxed);
@@ -173,6 +189,8 @@ void lms_account_drop_chunk(lms_account *a, const lms_chunk *c)
     atomic_fetch_sub_explicit(&a->live_bytes[c->place], c->size, memory_order_relaxed);
     if (c->charged)
         atomic_fetch_sub_explicit(&a->live_charged[c->place], c->charged, memory_order_relaxed);
+    if (c->place == LMS_PLACE_MANAGED && (c->flags & LMS_CHUNK_PROGRAM))
+        atomic_fetch_sub_explicit(&a->program_managed, c->size, memory_order_relaxed);
     atomic_fetch_add_explicit(&a->frees, 1, memory_order_relaxed);
 }
 

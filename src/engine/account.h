@@ -34,6 +34,7 @@ typedef struct lms_account {
     _Atomic uint64_t managed_peak;             /* most bytes of live managed chunks at once */
     _Atomic uint64_t device_at_peak;           /* most device and VMM charges while managed_peak held */
     _Atomic uint64_t named_bytes;              /* bytes of managed chunks named by launches (each time) */
+    _Atomic uint64_t program_managed;          /* bytes of the live managed chunks the program made itself */
 } lms_account;
 
 extern lms_account lms_accounts[LMS_MAX_DEVICES];
@@ -65,6 +66,15 @@ void lms_account_refused(lms_account *a, uint64_t size, const char *what, bool t
 /* Bytes charged against the budget: the group's on the device (every
  * member's) in a group, else `used`. What the LMS rule and cuMemGetInfo see. */
 uint64_t lms_account_used(const lms_account *a);
+
+/* The residency engine's room: the budget less the bytes of this
+ * process's live device chunks and its VMM charges (0 when they fill it;
+ * CUDA arrays, graph pools and a group's other members not counted). */
+uint64_t lms_account_room(const lms_account *a);
+
+/* The bytes of the live managed chunks lmshim placed (the engine's: not
+ * the program's own). */
+uint64_t lms_account_engine_managed(const lms_account *a);
 
 /* Counts a new live chunk / a chunk gone. */
 void lms_account_add_chunk(lms_account *a, const lms_chunk *c);

@@ -232,6 +232,34 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     return res;
 }
 
+/* Whether a device request of `charge` bytes below LMS_THRESHOLD leaves
+ * the device to keep the residency engine's room: past LMS_FRAC of the
+ * budget, while managed chunks lmshim placed live, when it would leave
+ * less room beside the device and VMM chunks (lms_account_room) than
+ * LMS_FRAC sets aside for them, (1 - LMS_FRAC) of the budget, or, where
+ * less, the device chunks' own share (LMS_FRAC of it: under a fraction of
+ * a half the room is the larger share already, and LMS_FRAC=0, every
+ * large chunk off the device, keeps every small one on it) or those
+ * managed chunks' bytes (the program's own managed chunks are not the
+ * engine's to fetch). A request the room cannot hold at all goes the way
+ * of any that does not fit (LMS_ON_OOM). Without it a program whose small allocations come
+ * after its large ones (a frozen model, then its adapters and their
+ * optimizer state) filled the room with chunks that stay for good, and
+ * every managed chunk was read over the link: bench/shapes `lora` at 2x,
+ * 852 ms a step against 77 with the rule (docs/PERFORMANCE.md,
+ * "Thirty-second round"). */
+static bool keeps_room(const lms_account *a, uint64_t charge)
+{
+    uint64_t managed = lms_account_engine_managed(a);
+    if (managed == 0 || (double)(lms_account_used(a) + charge) <= lms_opt.frac * (double)a->budget)
+        return false;
+    double floor = (1 - lms_opt.frac) * (double)a->budget, share = lms_opt.frac * (double)a->budget;
+    floor = floor < share ? floor : share;
+    floor = floor < (double)managed ? floor : (double)managed;
+    double left = (double)lms_account_room(a) - (double)charge;
+    return left >= 0 && left < floor;   /* one that cannot fit at all is the budget's to refuse or fall back */
+}
+
 /* lms_place_alloc under the context lock. */
 static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
 {
@@ -247,11 +275,10 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     uint64_t charge = lms_charge_of(r->size);
     lms_arenas_note_request(r->device, r->size, a->budget);
     lms_place want = LMS_PLACE_DEVICE;
-    if (r->size >= lms_opt.threshold && !r->device_only) {
-        uint64_t used = lms_account_used(a);
-        if ((double)(used + charge) > lms_opt.frac * (double)a->budget)
-            want = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
-    }
+    if (!r->device_only && (r->size >= lms_opt.threshold
+                                ? (double)(lms_account_used(a) + charge) > lms_opt.frac * (double)a->budget
+                                : keeps_room(a, charge)))
+        want = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
     if (want != LMS_PLACE_DEVICE)
         return answer_oom(r, a, charge) ? CUDA_ERROR_OUT_OF_MEMORY : place_off_device(r, a, want, false, out);
     /* Fetched chunks make way, their room kept for this request (another

@@ -908,9 +908,7 @@ static lms_plan_chunk *op_lookup(void *ctx, uint32_t id)
 /* What managed chunks may hold: the budget less the device chunks. */
 static uint64_t op_room(void *ctx)
 {
-    lms_account *a = ((live *)ctx)->a;
-    uint64_t dev = atomic_load(&a->live_bytes[LMS_PLACE_DEVICE]);
-    return a->budget > dev ? a->budget - dev : 0;
+    return lms_account_room(((live *)ctx)->a);
 }
 
 /* The live managed chunks' bytes. */

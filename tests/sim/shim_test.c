@@ -437,6 +437,61 @@ static void dlvsym_no_driver_entry(void)
     dlclose(h);
 }
 
+/* Allocates chunks of 32 MiB into p[] until one is placed in managed
+ * memory (or max); returns how many were (the last one is managed). */
+static int smalls_until_managed(CUdeviceptr *p, int max)
+{
+    for (int n = 0; n < max; n++) {
+        OK(cuMemAlloc(&p[n], 32 * MiB));
+        if (is_managed(p[n])) {
+            round_trip(p[n], 32 * MiB);
+            return n + 1;
+        }
+    }
+    return max;
+}
+
+/* LMS_LIMIT=1G LMS_FRAC=0.75 LMS_THRESHOLD=64M: chunks under the
+ * threshold stay on the device while no managed chunk lives, and past the
+ * fraction while the room beside the device chunks stays at least what
+ * the fraction set aside (256 MiB) or, when less, the managed chunks'
+ * bytes; one that would cut into it goes to managed memory. */
+static void room_kept(void)
+{
+    setup();
+    CUdeviceptr big, late, small[24];
+    OK(cuMemAlloc(&big, 640 * MiB));   /* under the fraction: device */
+    CHECK(is_managed(big) == 0);
+    /* No managed chunk: 12 x 32 MiB fill the budget on the device, the
+     * 13th falls back (the budget is full). */
+    int n = smalls_until_managed(small, 24);
+    CHECK_EQ_U(n, 13);
+    for (int i = 0; i < n; i++)
+        OK(cuMemFree(small[i]));
+    OK(cuMemAlloc(&late, 384 * MiB));   /* past the fraction: managed */
+    CHECK(is_managed(late) == 1);
+    /* 768 MiB is the fraction; the 5th is past it and leaves 224 MiB of
+     * room, under 256: managed. */
+    n = smalls_until_managed(small, 24);
+    CHECK_EQ_U(n, 5);
+    for (int i = 0; i < n; i++)
+        OK(cuMemFree(small[i]));
+    OK(cuMemFree(late));
+    OK(cuMemAlloc(&late, 160 * MiB));   /* 160 MiB managed: the room kept is 160 MiB */
+    CHECK(is_managed(late) == 1);
+    n = smalls_until_managed(small, 24);   /* the 8th leaves 128 MiB < 160 */
+    CHECK_EQ_U(n, 8);
+    lms_device_stats s = stats(0);
+    CHECK_EQ_U(s.used, (640 + 7 * 32) * MiB);
+    CHECK_EQ_U(s.live_chunks[1], 2);
+    check_info(1 * GiB);
+    OK(cuMemFree(late));
+    OK(cuMemFree(big));
+    for (int i = 0; i < n; i++)
+        OK(cuMemFree(small[i]));
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 /* LMS_DISABLE=1: a pure pass-through; the device simply runs out. */
 static void disabled(void)
 {
@@ -468,6 +523,7 @@ static const test_case cases[] = {
     {"static_cudart_style", static_cudart_style},
     {"deepbind_dlsym", deepbind_dlsym},
     {"dlvsym_no_driver_entry", dlvsym_no_driver_entry},
+    {"room_kept", room_kept},
 };
 
 TEST_MAIN(cases)
