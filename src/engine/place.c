@@ -242,12 +242,12 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
  * large chunk off the device, keeps every small one on it) or those
  * managed chunks' bytes (the program's own managed chunks are not the
  * engine's to fetch). A request the room cannot hold at all goes the way
- * of any that does not fit (LMS_ON_OOM). Without it a program whose small allocations come
- * after its large ones (a frozen model, then its adapters and their
- * optimizer state) filled the room with chunks that stay for good, and
- * every managed chunk was read over the link: bench/shapes `lora` at 2x,
- * 852 ms a step against 77 with the rule (docs/PERFORMANCE.md,
- * "Thirty-second round"). */
+ * of any that does not fit (LMS_ON_OOM). Without it a program whose small
+ * allocations come after its large ones (a frozen model, then its
+ * adapters and their optimizer state) filled the room with chunks that
+ * stay for good, and every managed chunk was read over the link:
+ * bench/shapes `lora` at 2x, 852 ms a step against 77 with the rule
+ * (docs/PERFORMANCE.md, "Thirty-second round"). */
 static bool keeps_room(const lms_account *a, uint64_t charge)
 {
     uint64_t managed = lms_account_engine_managed(a);
