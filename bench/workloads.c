@@ -1756,7 +1756,7 @@ const wl_shape wl_shapes[] = {
      gan_step, true},
     {"ddp", "12 layers, gradients in 4 flat buckets all-reduced on a second stream during backward", 0, false, 0,
      ddp_setup, ddp_step, true},
-    {"zipf-embed", "embedding table and its state (70%) hit at 4096 Zipf rows a step, a dense tower", 0, true, 0,
+    {"zipf-embed", "embedding table and its state (70%) hit at 2048 Zipf rows a step, a dense tower", 0, true, 0,
      ze_setup, ze_step, true},
     {"early-exit", "24 layers inference, leaving after 6, 12, 18 or 24 (drawn, 0.55 to go on)", 0, true, 0,
      ee_setup, ee_step, true},

@@ -232,6 +232,13 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     return res;
 }
 
+/* Whether `charge` more bytes would take what is charged past LMS_FRAC of
+ * the budget (the group's charges in a group). */
+static bool past_frac(const lms_account *a, uint64_t charge)
+{
+    return (double)(lms_account_used(a) + charge) > lms_opt.frac * (double)a->budget;
+}
+
 /* Whether a device request of `charge` bytes below LMS_THRESHOLD leaves
  * the device to keep the residency engine's room: past LMS_FRAC of the
  * budget, while managed chunks lmshim placed live, when it would leave
@@ -251,7 +258,7 @@ CUresult lms_place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
 static bool keeps_room(const lms_account *a, uint64_t charge)
 {
     uint64_t managed = lms_account_engine_managed(a);
-    if (managed == 0 || (double)(lms_account_used(a) + charge) <= lms_opt.frac * (double)a->budget)
+    if (managed == 0 || !past_frac(a, charge))
         return false;
     double floor = (1 - lms_opt.frac) * (double)a->budget, share = lms_opt.frac * (double)a->budget;
     floor = floor < share ? floor : share;
@@ -275,9 +282,7 @@ static CUresult place_alloc(const lms_alloc_request *r, CUdeviceptr *out)
     uint64_t charge = lms_charge_of(r->size);
     lms_arenas_note_request(r->device, r->size, a->budget);
     lms_place want = LMS_PLACE_DEVICE;
-    if (!r->device_only && (r->size >= lms_opt.threshold
-                                ? (double)(lms_account_used(a) + charge) > lms_opt.frac * (double)a->budget
-                                : keeps_room(a, charge)))
+    if (!r->device_only && (r->size >= lms_opt.threshold ? past_frac(a, charge) : keeps_room(a, charge)))
         want = lms_opt.mode == LMS_MODE_HOST ? LMS_PLACE_HOST : LMS_PLACE_MANAGED;
     if (want != LMS_PLACE_DEVICE)
         return answer_oom(r, a, charge) ? CUDA_ERROR_OUT_OF_MEMORY : place_off_device(r, a, want, false, out);
