@@ -280,6 +280,9 @@ typedef struct lms_plan {
                            * with the choice (trial_decide) */
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
+    unsigned slow_modes;  /* bit m: mode m stopped far behind acting in a round of trials before this one, */
+    bool slow_deep_all;   /* ... acting deep retried fetching every chunk, */
+    uint64_t slow_until;  /* ... remembered until this launch (trials.c, remember_slow) */
     uint64_t pressed;     /* the last launch for which room was made by evicting (0: none; fetch_free) */
     uint32_t deep_round;  /* times acting deep began (give_room's takes count per round) */
     bool requesting;      /* inside lms_plan_make_room (a victim evicted then may take again) */

@@ -45,6 +45,19 @@
  * read without waiting: a choice waits for its measurements to complete,
  * acting meanwhile. */
 
+/* ---- slow modes remembered ---------------------------------------------------
+ *
+ * A step whose length varies with the data (an inference leaving after 6,
+ * 12, 18 or 24 layers: bench/shapes `early-exit`) starts the trials over
+ * at every change of the length found, each round trying every mode
+ * again; where reading in place re-reads a weight 32 times over the link,
+ * each try cost a step 1.6-3.2x what `lru` took for it (seed 12 at 2x:
+ * four such steps in 42, 1.19x `lru`'s step on average). So a round started before TRIAL_RETRY
+ * steps passed since a mode was stopped far slower than acting does not
+ * try that mode, and acting deep starts fetching every chunk where a
+ * round before had to (remember_slow); the retry after TRIAL_RETRY steps
+ * of a choice tries every mode again. */
+
 #define TRIAL_POINTS LMS_TRIAL_POINTS
 #define TRIAL_RETRY 256   /* steps between trials */
 #define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
@@ -224,6 +237,20 @@ static bool faster(const lms_plan *p, int m, double t, int b, double bt)
     return t < bt && (!weigh || t * gb < bt * gm);
 }
 
+/* Remembers, for the rounds of trials that start before TRIAL_RETRY of
+ * its steps pass, that mode m was far slower than acting (stopped early),
+ * or that acting deep had to fetch every chunk (`deep_all`): see "Slow
+ * modes remembered" above. */
+static void remember_slow(lms_plan *p, int m, bool deep_all)
+{
+    if (deep_all)
+        p->slow_deep_all = true;
+    else if (m != LMS_PLAN_ACT)
+        p->slow_modes |= 1u << m;
+    uint64_t P = p->trial_period;
+    p->slow_until = later(p->now, P > UINT64_MAX / TRIAL_RETRY ? UINT64_MAX : P * TRIAL_RETRY);
+}
+
 /* Chooses once the measurements of every mode that ran a whole step can
  * be read: the fastest of them (acting on ties; faster). */
 static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
@@ -247,6 +274,7 @@ static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         double a = step_time(p, ops, ctx, LMS_PLAN_ACT);
         if (!p->deep_all && p->trial_done[LMS_PLAN_DEEP] && a >= 0 && b > TRIAL_AGAIN * a) {
             p->deep_all = true;
+            remember_slow(p, LMS_PLAN_DEEP, true);
             p->deep_retry = true;   /* tried from the next step's boundary (trial_launch) */
             return;
         }
@@ -324,8 +352,11 @@ static int trial_next(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, in
     int next = m + 1;
     while (next < LMS_PLAN_MODES && (p->trial_tried >> next & 1u))
         next++;   /* tried in this round already (before acting deep's retry from the choice) */
-    if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once)
+    if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once) {
+        if (stopped)
+            remember_slow(p, m, false);
         return next;
+    }
     if (!stopped) {
         double b = trial_time(p, ops, ctx, m, k), a = step_time(p, ops, ctx, LMS_PLAN_ACT);
         if (b < 0 || a < 0) {
@@ -336,6 +367,7 @@ static int trial_next(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, in
             return next;
     }
     p->deep_all = true;
+    remember_slow(p, m, true);
     return m;
 }
 
@@ -606,9 +638,11 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
             p->trial_n[m] = 0, p->trial_done[m] = false;
         p->trial = TRIAL_RUNNING;
         p->trial_first = 0;
-        p->deep_all = false;   /* acting deep tried reading the chunks used once a step in place first */
+        if (p->now >= p->slow_until || lengthens)
+            p->slow_modes = 0, p->slow_deep_all = false;   /* a longer step: the slow ones timed a part of it */
+        p->deep_all = p->slow_deep_all;   /* acting deep tries reading the chunks used once a step in place first */
         p->deep_again = p->deep_retry = false;
-        p->trial_tried = 0;
+        p->trial_tried = p->slow_modes;
         trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
         return;
     }
@@ -627,8 +661,10 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         }
         lean_check(p, ops, ctx);
         p->trial_at = later(seq, p->trial_period);
-        if (++p->trial_steps >= TRIAL_RETRY)
-            p->trial = TRIAL_OFF;   /* the next launch starts the trials again */
+        if (++p->trial_steps >= TRIAL_RETRY) {
+            p->trial = TRIAL_OFF;   /* the next launch starts the trials again, */
+            p->slow_until = 0;      /* ... every mode */
+        }
         return;
     }
     int m = p->trial_stopped != LMS_PLAN_ACT ? p->trial_stopped : p->mode;
