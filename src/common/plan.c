@@ -470,6 +470,31 @@ static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t dis
     return step >= TRIAL_MIN && p->now + distance - c->last_use >= step;
 }
 
+/* Whether a price of reading in place is over FAR_OVER times a fetch's
+ * cost (`fetch`): a chunk its kernel re-reads. */
+static bool far_over(double price, double fetch)
+{
+    return price >= 0 && fetch > 0 && price > fetch * FAR_OVER;
+}
+
+/* Whether acting deep reads c in place as a chunk used once a step
+ * (once_a_step), unless its latest read in place was priced over
+ * FAR_OVER fetches (c->reread, give_room): a kernel re-reads it (a GEMM's
+ * weight in inference, once per tile row), and one pass over the link
+ * to fetch it costs less than those passes. Without this, acting deep
+ * chosen by the trials on steps of 6 layers read the weights of deeper
+ * steps in place, 32 passes each, at every step (bench/shapes
+ * `early-exit` seed 23 at 3x: 2.52x `lru`'s step). Not while the trials
+ * run: acting deep's timed step reads such chunks in place, and that it
+ * is far slower is what has it timed again fetching every chunk
+ * (trials.c, trial_next); fetching them there, `deep` at 1.5x timed
+ * acting deep only a little slower than acting and kept acting, 1.05x
+ * in-memory against 1.00. O(1). */
+static bool read_once(const lms_plan *p, const lms_plan_chunk *c, uint32_t distance)
+{
+    return (!(c->reread > 0) || p->trial == LMS_TRIAL_RUNNING) && once_a_step(p, c, distance);
+}
+
 /* The chunk holding the room c gave away: the chunk it gave it to, or
  * along the chain where that one gave it on (A to B, B to C: C); NULL when
  * the room is held by none of them (the last one was evicted for another
@@ -521,7 +546,7 @@ static void fetch_ahead(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         lms_plan_chunk *c = ops->lookup(ctx, ids[i]);
         if (!c)
             continue;
-        if (!c->resident && once_a_step(p, c, dist[i])) {
+        if (!c->resident && read_once(p, c, dist[i])) {
             if (c->pins == 0 && fetch_free(p, ops, ctx, c, true)) {
                 fetched_free++;
                 if (dist[i] <= 1)
@@ -734,10 +759,13 @@ static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_
         return;
     }
     give_or_take(p, ops, ctx, mine, m);
+    double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
     for (int i = 0; i < m; i++) {
         lms_plan_chunk *c = mine[i];
         double price = c->resident ? 0 : ops->price(ctx, c);
         c->dear = price > 0 ? (float)price : 0;
+        if (!c->resident && price >= 0)
+            c->reread = far_over(price, fetch) ? (float)price : 0;
     }
 }
 
@@ -839,6 +867,27 @@ static double chunk_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
 {
     double own = own_price(ops, ctx, c, fn_price, learn);
     return own >= 0 ? own : position_for(ops, ctx, c, learn);
+}
+
+/* read_once for chunk c of the launch being planned, which its own price
+ * or its parameter position's (chunk_price) may show re-read: over
+ * FAR_OVER fetches, it is fetched and remembered so (c->reread). The
+ * position's price covers a chunk not read in place yet at a position
+ * whose other chunks were (the weights of the deeper layers of an
+ * inference whose depth is drawn per step: `early-exit` seed 23 at 3x
+ * read them all in place at the first deep step after acting deep was
+ * chosen, 43 GiB over the link). O(1). */
+static bool read_once_now(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c)
+{
+    if (!read_once(p, c, LMS_DISTANCE_NOW))
+        return false;
+    if (p->trial == LMS_TRIAL_RUNNING)
+        return true;
+    double price = chunk_price(ops, ctx, c, -1, 0);
+    if (!far_over(price, ops->fetch_cost ? ops->fetch_cost(ctx) : -1))
+        return true;
+    c->reread = (float)price;
+    return false;
 }
 
 /* What a launch decided with nothing to act on prices its chunks by
@@ -1445,7 +1494,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                         p->batch[nb++] = c;
                     else if (d == BLIND_FREE && fetch_into_room(p, ops, ctx, c, false))
                         free_now += c->charge;
-                } else if (!once_a_step(p, c, LMS_DISTANCE_NOW)) {
+                } else if (!read_once_now(p, ops, ctx, c)) {
                     p->batch[nb++] = c;
                 } else {
                     /* Read in place, or fetched on demand only because its

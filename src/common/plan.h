@@ -35,6 +35,8 @@ typedef struct lms_plan_chunk {
     float gave_gain;      /* ... the taker's measured slowdown the move saved (ns a step) */
     uint8_t losses;       /* ... launches in a row that measured a loss above it */
     float dear;           /* acting deep: its price at its last launch when read in place and dear (0: not) */
+    float reread;         /* ... the price of its latest read in place known, when over FAR_OVER fetches (0: not):
+                           * re-read by its kernel, it is no chunk to read in place once a step (plan.c, read_once) */
     uint64_t no_take_until; /* ... a take whose fetch failed: no other before this launch */
     uint32_t took;        /* ... 1 + the acting-deep round in which it took another's room (0: none):
                            * none other in that round unless a device request evicted it */

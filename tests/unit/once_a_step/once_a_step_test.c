@@ -40,6 +40,22 @@ static bool counted_fetch(void *ctx, lms_plan_chunk *c, bool ahead)
 }
 
 static uint64_t fetched_new;   /* fetches of chunk 4 in the last run */
+static double reread_price = -1;   /* >= 0: ops.price of chunk 0 read in place (the others 1), a fetch costing 1 */
+
+/* ops.price: chunk 0 reread_price, the others one pass (1). */
+static double run_price(void *ctx, lms_plan_chunk *c)
+{
+    (void)ctx;
+    return c->id == 0 ? reread_price : 1;
+}
+
+/* ops.fetch_cost: 1 a byte. */
+static double unit_fetch_cost(void *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
 static int grow_at = STEPS;   /* from this step on, the room holds 3 chunks instead of 2 */
 static uint64_t in_place[STEPS];   /* launches of each step of the last run whose chunk was not resident */
 
@@ -55,6 +71,8 @@ static void run(int mode, uint64_t *fetches, uint64_t *far)
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
     lms_plan_ops ops = fake_room_ops();
     ops.fetch = counted_fetch;
+    if (reread_price >= 0)
+        ops.price = run_price, ops.fetch_cost = unit_fetch_cost;
     memset(in_place, 0, sizeof in_place);
     for (int s = 0; s < STEPS; s++) {
         if (s == grow_at)
@@ -142,6 +160,28 @@ static void free_room_used(void)
     for (int s = 4; s < STEPS; s++) {
         CHECK_EQ_U(in_place[s], 1);
         CHECK_EQ_U(fetches[s], 0);
+    }
+}
+
+/* Chunk 0 priced at 10 fetches read in place (a kernel re-reads it),
+ * chunk 3 at one: from step 3 on, acting deep fetches chunk 0 at every
+ * step and reads chunk 3 alone in place (src/common/plan.c, read_once).
+ * At 4 fetches, under FAR_OVER (8), both are read in place as before. */
+static void reread_fetched(void)
+{
+    uint64_t fetches[STEPS], far[STEPS];
+    reread_price = 10;
+    run(LMS_PLAN_DEEP, fetches, far);
+    for (int s = 3; s < STEPS; s++) {
+        CHECK_EQ_U(in_place[s], 1);
+        CHECK_EQ_U(far[s], 1);
+    }
+    reread_price = 4;
+    run(LMS_PLAN_DEEP, fetches, far);
+    reread_price = -1;
+    for (int s = 3; s < STEPS; s++) {
+        CHECK_EQ_U(in_place[s], 2);
+        CHECK_EQ_U(far[s], 0);
     }
 }
 
@@ -316,6 +356,7 @@ static const test_case cases[] = {
     {"free_room_used", free_room_used},
     {"room_given", room_given},
     {"room_taken_back", room_taken_back},
+    {"reread_fetched", reread_fetched},
 };
 
 TEST_MAIN(cases)
