@@ -869,9 +869,10 @@ static double chunk_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
     return own >= 0 ? own : position_for(ops, ctx, c, learn);
 }
 
-/* read_once for chunk c of the launch being planned, which its own price
- * or its parameter position's (chunk_price) may show re-read: over
- * FAR_OVER fetches, it is fetched and remembered so (c->reread). The
+/* read_once for chunk c of the launch being planned, whose own price or
+ * its parameter position's (chunk_price), where known, says whether it is
+ * re-read: over FAR_OVER fetches, it is fetched and remembered so
+ * (c->reread); under, the mark goes (a price that fell since). The
  * position's price covers a chunk not read in place yet at a position
  * whose other chunks were (the weights of the deeper layers of an
  * inference whose depth is drawn per step: `early-exit` seed 23 at 3x
@@ -879,15 +880,14 @@ static double chunk_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
  * chosen, 43 GiB over the link). O(1). */
 static bool read_once_now(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c)
 {
-    if (!read_once(p, c, LMS_DISTANCE_NOW))
+    if (!once_a_step(p, c, LMS_DISTANCE_NOW))
         return false;
     if (p->trial == LMS_TRIAL_RUNNING)
         return true;
     double price = chunk_price(ops, ctx, c, -1, 0);
-    if (!far_over(price, ops->fetch_cost ? ops->fetch_cost(ctx) : -1))
-        return true;
-    c->reread = (float)price;
-    return false;
+    if (price >= 0)
+        c->reread = far_over(price, ops->fetch_cost ? ops->fetch_cost(ctx) : -1) ? (float)price : 0;
+    return !(c->reread > 0);
 }
 
 /* What a launch decided with nothing to act on prices its chunks by

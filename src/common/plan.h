@@ -285,6 +285,7 @@ typedef struct lms_plan {
     unsigned slow_modes;  /* bit m: mode m stopped far behind acting in a round of trials before this one, */
     bool slow_deep_all;   /* ... acting deep retried fetching every chunk, */
     uint64_t slow_until;  /* ... remembered until this launch (trials.c, remember_slow) */
+    double slow_act;      /* ... acting's timed step per launch (ns) in the round that found them (0: unknown) */
     uint64_t pressed;     /* the last launch for which room was made by evicting (0: none; fetch_free) */
     uint32_t deep_round;  /* times acting deep began (give_room's takes count per round) */
     bool requesting;      /* inside lms_plan_make_room (a victim evicted then may take again) */

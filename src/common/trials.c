@@ -52,15 +52,25 @@
  * at every change of the length found, each round trying every mode
  * again; where reading in place re-reads a weight 32 times over the link,
  * each try cost a step 1.6-3.2x what `lru` took for it (seed 12 at 2x:
- * four such steps in 42, 1.19x `lru`'s step on average). So a round started before TRIAL_RETRY
- * steps passed since a mode was stopped far slower than acting does not
- * try that mode, and acting deep starts fetching every chunk where a
- * round before had to (remember_slow); the retry after TRIAL_RETRY steps
- * of a choice tries every mode again. */
+ * four such steps in 42, 1.19x `lru`'s step on average). So a round
+ * started before TRIAL_RETRY steps passed since a mode was stopped far
+ * slower than acting does not try that mode, and acting deep starts
+ * fetching every chunk where a round before had to (remember_slow). The
+ * retry after TRIAL_RETRY steps of a choice tries every mode again, and
+ * so does a round on a confirmed step over twice as long as the one
+ * timed: the slow modes were timed over a part of it (`pytorch` at 2x,
+ * compute x0.25, under `lookahead`: a layer of 672 launches, then the
+ * step of 10,088; keeping them, 98.3 -> 136.5 ms a step). They are kept
+ * only while acting's own timed step in the new round costs per launch
+ * within SLOW_SAME of what it cost in the round that found them
+ * (apply_slow): where the costs changed (reading in place 20x a fetch,
+ * then a fetch 20x a read in place, on an outside helper's fake clock),
+ * reading in place was found only after 256 steps. */
 
 #define TRIAL_POINTS LMS_TRIAL_POINTS
 #define TRIAL_RETRY 256   /* steps between trials */
 #define TRIAL_ABORT 2.0   /* a mode this much slower than acting so far: stop trying it */
+#define SLOW_SAME 2.0     /* acting's step per launch within this factor of a round's: its slow modes stay slow */
 #define LEAN_LINK 0.8    /* acting's step this busy on the link, or more: act lean (saturated) */
 #define LEAN_SLACK 1.02   /* acting lean's own step over acting's by more than this: acting (lean_check) */
 #define SHORT_HOLD 128    /* launches a step under TRIAL_MIN holds before it is timed (trial_length) */
@@ -237,11 +247,26 @@ static bool faster(const lms_plan *p, int m, double t, int b, double bt)
     return t < bt && (!weigh || t * gb < bt * gm);
 }
 
+static uint64_t point_offset(const lms_plan *p, int k);
+
+/* Acting's timed step in this round, per launch (ns): its window up to
+ * the latest of its points that completed; negative while none did. */
+static double act_per_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx)
+{
+    for (int j = TRIAL_POINTS - 1; j > 0; j--) {
+        double t = trial_span(p, ops, ctx, LMS_PLAN_ACT, 0, j);
+        uint64_t n = point_offset(p, j);
+        if (t >= 0 && n > 0)
+            return t / (double)n;
+    }
+    return -1;
+}
+
 /* Remembers, for the rounds of trials that start before TRIAL_RETRY of
  * its steps pass, that mode m was far slower than acting (stopped early),
  * or that acting deep had to fetch every chunk (`deep_all`): see "Slow
  * modes remembered" above. */
-static void remember_slow(lms_plan *p, int m, bool deep_all)
+static void remember_slow(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, bool deep_all)
 {
     if (deep_all)
         p->slow_deep_all = true;
@@ -249,6 +274,30 @@ static void remember_slow(lms_plan *p, int m, bool deep_all)
         p->slow_modes |= 1u << m;
     uint64_t P = p->trial_period;
     p->slow_until = later(p->now, P > UINT64_MAX / TRIAL_RETRY ? UINT64_MAX : P * TRIAL_RETRY);
+    double a = act_per_launch(p, ops, ctx);
+    if (a > 0)
+        p->slow_act = a;
+}
+
+/* Once acting's timed step of a round is over: the modes remembered slow
+ * are skipped in this round, and acting deep fetches every chunk where a
+ * round before had to, only while acting's step costs per launch within
+ * SLOW_SAME times what it cost when they were found slow; else (other
+ * work, other costs) they are forgotten and every mode is tried. */
+static void apply_slow(lms_plan *p, const lms_plan_ops *ops, void *ctx)
+{
+    if (!p->slow_modes && !p->slow_deep_all)
+        return;
+    double a = act_per_launch(p, ops, ctx);
+    if (!(a > 0) || !(p->slow_act > 0))
+        return;   /* not known yet: every mode is tried, the memory kept */
+    if (a > p->slow_act * SLOW_SAME || a * SLOW_SAME < p->slow_act) {
+        p->slow_modes = 0, p->slow_deep_all = false;
+        return;
+    }
+    p->trial_tried |= p->slow_modes;
+    if (p->slow_deep_all)
+        p->deep_all = true;
 }
 
 /* Chooses once the measurements of every mode that ran a whole step can
@@ -274,7 +323,7 @@ static void trial_decide(lms_plan *p, const lms_plan_ops *ops, void *ctx)
         double a = step_time(p, ops, ctx, LMS_PLAN_ACT);
         if (!p->deep_all && p->trial_done[LMS_PLAN_DEEP] && a >= 0 && b > TRIAL_AGAIN * a) {
             p->deep_all = true;
-            remember_slow(p, LMS_PLAN_DEEP, true);
+            remember_slow(p, ops, ctx, LMS_PLAN_DEEP, true);
             p->deep_retry = true;   /* tried from the next step's boundary (trial_launch) */
             return;
         }
@@ -354,7 +403,7 @@ static int trial_next(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, in
         next++;   /* tried in this round already (before acting deep's retry from the choice) */
     if (m != LMS_PLAN_DEEP || p->deep_all || !p->trial_once) {
         if (stopped)
-            remember_slow(p, m, false);
+            remember_slow(p, ops, ctx, m, false);
         return next;
     }
     if (!stopped) {
@@ -367,7 +416,7 @@ static int trial_next(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, in
             return next;
     }
     p->deep_all = true;
-    remember_slow(p, m, true);
+    remember_slow(p, ops, ctx, m, true);
     return m;
 }
 
@@ -640,9 +689,9 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         p->trial_first = 0;
         if (p->now >= p->slow_until || lengthens)
             p->slow_modes = 0, p->slow_deep_all = false;   /* a longer step: the slow ones timed a part of it */
-        p->deep_all = p->slow_deep_all;   /* acting deep tries reading the chunks used once a step in place first */
+        p->deep_all = false;   /* acting deep tries reading the chunks used once a step in place first */
         p->deep_again = p->deep_retry = false;
-        p->trial_tried = p->slow_modes;
+        p->trial_tried = 0;   /* ... the slow ones are skipped from acting's step on (apply_slow) */
         trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
         return;
     }
@@ -708,6 +757,8 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
     } else if (p->trial_n[m] == TRIAL_POINTS) {
         p->trial_done[m] = true;
         p->trial_ns[m] = -1;   /* read once its last point completed (step_time) */
+        if (m == LMS_PLAN_ACT)
+            apply_slow(p, ops, ctx);
         uint64_t now[LMS_SUMS];
         sums_now(p, ops, ctx, now);
         for (int i = 0; i < LMS_SUMS; i++)
