@@ -292,7 +292,7 @@ static void apply_slow(lms_plan *p, const lms_plan_ops *ops, void *ctx)
     if (!(a > 0) || !(p->slow_act > 0))
         return;   /* not known yet: every mode is tried, the memory kept */
     if (a > p->slow_act * SLOW_SAME || a * SLOW_SAME < p->slow_act) {
-        p->slow_modes = 0, p->slow_deep_all = false;
+        p->slow_modes = 0, p->slow_deep_all = false, p->slow_act = 0;
         return;
     }
     p->trial_tried |= p->slow_modes;
@@ -687,8 +687,8 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
             p->trial_n[m] = 0, p->trial_done[m] = false;
         p->trial = TRIAL_RUNNING;
         p->trial_first = 0;
-        if (p->now >= p->slow_until || lengthens)
-            p->slow_modes = 0, p->slow_deep_all = false;   /* a longer step: the slow ones timed a part of it */
+        if (p->now >= p->slow_until || lengthens)   /* a longer step: the slow ones timed a part of it */
+            p->slow_modes = 0, p->slow_deep_all = false, p->slow_act = 0;
         p->deep_all = false;   /* acting deep tries reading the chunks used once a step in place first */
         p->deep_again = p->deep_retry = false;
         p->trial_tried = 0;   /* ... the slow ones are skipped from acting's step on (apply_slow) */
