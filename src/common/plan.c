@@ -478,12 +478,12 @@ static bool far_over(double price, double fetch)
 }
 
 /* Whether acting deep reads c in place as a chunk used once a step
- * (once_a_step), unless its latest read in place was priced over
- * FAR_OVER fetches (c->reread, give_room): a kernel re-reads it (a GEMM's
- * weight in inference, once per tile row), and one pass over the link
- * to fetch it costs less than those passes. Without this, acting deep
- * chosen by the trials on steps of 6 layers read the weights of deeper
- * steps in place, 32 passes each, at every step (bench/shapes
+ * (once_a_step), unless its latest known price in place was over FAR_OVER
+ * fetches (c->reread: give_room, read_once_now): a kernel re-reads it (a
+ * GEMM's weight in inference, once per tile row), and one pass over the
+ * link to fetch it costs less than those passes. Without this, acting
+ * deep chosen by the trials on steps of 6 layers read the weights of
+ * deeper steps in place, 32 passes each, at every step (bench/shapes
  * `early-exit` seed 23 at 3x: 2.52x `lru`'s step). Not while the trials
  * run: acting deep's timed step reads such chunks in place, and that it
  * is far slower is what has it timed again fetching every chunk

@@ -65,7 +65,7 @@
  * within SLOW_SAME of what it cost in the round that found them
  * (apply_slow): where the costs changed (reading in place 20x a fetch,
  * then a fetch 20x a read in place, on an outside helper's fake clock),
- * reading in place was found only after 256 steps. */
+ * reading in place was found after 266 steps of the new costs, not 4. */
 
 #define TRIAL_POINTS LMS_TRIAL_POINTS
 #define TRIAL_RETRY 256   /* steps between trials */
