@@ -170,6 +170,15 @@ static uint64_t off_period(const state *s, uint64_t seq, uint64_t at)
     return d > s->period ? d - s->period : s->period - d;
 }
 
+/* Index i's place in a ring of `cap` slots: the history's and the pool's
+ * sizes are powers of two (HIST_MIN and POOL_MIN doubled, up to HIST_MAX
+ * and POOL_MAX), so a mask does a division's work (a division per ring
+ * read was most of what the walk ahead cost, at 10,000 chunks). */
+static uint64_t ring(uint64_t i, uint64_t cap)
+{
+    return i & (cap - 1);
+}
+
 /* True while pool entry `i` has not been overwritten. */
 static bool entry_live(const state *s, uint64_t i)
 {
@@ -179,7 +188,7 @@ static bool entry_live(const state *s, uint64_t i)
 /* The history slot of launch `seq`, or NULL when it is no longer held. */
 static const launch *launch_of(const state *s, uint64_t seq)
 {
-    const launch *l = &s->hist[seq % s->hcap];
+    const launch *l = &s->hist[ring(seq, s->hcap)];
     return l->seq == seq && seq && (l->n == 0 || entry_live(s, l->first)) ? l : NULL;
 }
 
@@ -191,7 +200,7 @@ static void grow_hist(state *s, uint64_t cap)
         return;   /* keeps learning at the old size */
     for (uint64_t i = 0; i < s->hcap; i++)
         if (s->hist[i].seq)
-            h[s->hist[i].seq % cap] = s->hist[i];
+            h[ring(s->hist[i].seq, cap)] = s->hist[i];
     free(s->hist);
     s->hist = h;
     s->hcap = cap;
@@ -205,7 +214,7 @@ static void grow_pool(state *s, uint64_t cap)
         return;
     uint64_t from = s->ptotal > s->pcap ? s->ptotal - s->pcap : 0;
     for (uint64_t i = from; i < s->ptotal; i++)
-        p[i % cap] = s->pool[i % s->pcap];
+        p[ring(i, cap)] = s->pool[ring(i, s->pcap)];
     free(s->pool);
     s->pool = p;
     s->pcap = cap;
@@ -379,6 +388,10 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         sig = mix(sig, ids[i]);
     sig |= 1;   /* 0 marks an empty slot */
     uint64_t ctx = ctx_of(s->sig1, sig);
+    /* The two slots asked below are far apart in a table of many
+     * signatures: start both loads now, behind the scoring. */
+    __builtin_prefetch(&s->map[sig & (s->mcap - 1)]);
+    __builtin_prefetch(&s->map[ctx & (s->mcap - 1)]);
     bool missed = score(s, sig, chunks_came(memos, n, seq));
     s->seq = seq;
     s->matched = false;
@@ -421,7 +434,7 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     /* The pool must hold the ids of every launch the ring holds (from the
      * oldest one's first id, whether or not those are still there). */
     uint64_t oldest = seq + 1 > s->hcap ? seq + 1 - s->hcap : 1;
-    const launch *o = &s->hist[oldest % s->hcap];
+    const launch *o = &s->hist[ring(oldest, s->hcap)];
     uint64_t from = o->seq == oldest ? o->first : 0;
     if (s->ptotal + (uint64_t)n - from > s->pcap && s->pcap < POOL_MAX) {
         uint64_t cap = s->pcap;
@@ -431,20 +444,20 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
     }
     uint64_t first = s->ptotal;
     for (int i = 0; i < n; i++) {
-        s->pool[s->ptotal % s->pcap] = (entry){.id = ids[i]};
+        s->pool[ring(s->ptotal, s->pcap)] = (entry){.id = ids[i]};
         lms_policy_memo *m = memos[i];
         if (m) {
             uint64_t last = m->w[M_ENTRY];   /* teach the chunk's previous entry this use */
-            if (last && entry_live(s, last - 1) && s->pool[(last - 1) % s->pcap].id == ids[i] &&
+            if (last && entry_live(s, last - 1) && s->pool[ring(last - 1, s->pcap)].id == ids[i] &&
                 seq - m->w[M_SEQ] <= UINT32_MAX)
-                s->pool[(last - 1) % s->pcap].next = (uint32_t)(seq - m->w[M_SEQ]);
+                s->pool[ring(last - 1, s->pcap)].next = (uint32_t)(seq - m->w[M_SEQ]);
             m->w[M_ENTRY] = s->ptotal + 1;
             m->w[M_SEQ] = seq;
             m->w[M_NEXT] = 0;
         }
         s->ptotal++;
     }
-    s->hist[seq % s->hcap] = (launch){.seq = seq, .sig = sig, .first = first, .n = (uint32_t)n, .misses = misses};
+    s->hist[ring(seq, s->hcap)] = (launch){.seq = seq, .sig = sig, .first = first, .n = (uint32_t)n, .misses = misses};
     /* The step by repetition: a candidate length holds while each launch
      * repeats the one that many earlier; on a launch that does not, the
      * candidate becomes the distance to its signature's last launch (this
@@ -483,7 +496,7 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         if (sets_period || !s->period)
             s->period = seq - prev;
         for (int i = 0; i < n; i++) {
-            const entry *pe = &s->pool[(l->first + (uint64_t)i) % s->pcap];
+            const entry *pe = &s->pool[ring(l->first + (uint64_t)i, s->pcap)];
             if (memos[i] && pe->id == ids[i] && pe->next)
                 memos[i]->w[M_NEXT] = seq + pe->next;
         }
@@ -510,9 +523,9 @@ static uint64_t learned_in(const state *s, uint64_t seq, uint32_t id)
     uint32_t lo = 0, hi = l->n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        uint32_t v = s->pool[(l->first + mid) % s->pcap].id;
+        uint32_t v = s->pool[ring(l->first + mid, s->pcap)].id;
         if (v == id)
-            return s->pool[(l->first + mid) % s->pcap].next;
+            return s->pool[ring(l->first + mid, s->pcap)].next;
         if (v < id)
             lo = mid + 1;
         else
@@ -541,7 +554,7 @@ static uint64_t next_use(void *p, const lms_policy_memo *memo, uint64_t last_use
     uint64_t u = memo->w[M_SEQ];
     if (!memo->w[M_NEXT] && s->period && u > s->period && memo->w[M_ENTRY] &&
         entry_live(s, memo->w[M_ENTRY] - 1)) {
-        uint64_t d = learned_in(s, u - s->period, s->pool[(memo->w[M_ENTRY] - 1) % s->pcap].id);
+        uint64_t d = learned_in(s, u - s->period, s->pool[ring(memo->w[M_ENTRY] - 1, s->pcap)].id);
         if (d && u + d > now)
             return u + d;
     }
@@ -646,7 +659,7 @@ static int ahead(void *p, uint32_t *ids, uint32_t *distance, int max, uint32_t l
             continue;
         }
         for (uint32_t j = 0; j < l->n && n < max; j++) {
-            uint32_t id = s->pool[(l->first + j) % s->pcap].id;
+            uint32_t id = s->pool[ring(l->first + j, s->pcap)].id;
             if (dedup && named_before(s, id))
                 continue;
             ids[n] = id;

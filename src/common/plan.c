@@ -41,16 +41,16 @@ struct lms_plan_priced {
 
 /* ---- indexed heaps -------------------------------------------------------- */
 
-/* One heap order: `above(a, b)` when a belongs nearer the top; the chunk's
- * position field is at byte offset `pos`. */
+/* One heap order: `above(a, b)` when the slot a belongs nearer the top;
+ * the chunk's position field is at byte offset `pos`. */
 typedef struct heap_kind {
-    bool (*above)(const lms_plan_chunk *a, const lms_plan_chunk *b);
+    bool (*above)(const lms_plan_slot *a, const lms_plan_slot *b);
     size_t pos;
 } heap_kind;
 
 /* Victim order: farther expected next use first, then least recently
  * used, then the older chunk (a total order, so replays are exact). */
-static bool victim_above(const lms_plan_chunk *a, const lms_plan_chunk *b)
+static bool victim_above(const lms_plan_slot *a, const lms_plan_slot *b)
 {
     if (a->next_use != b->next_use)
         return a->next_use > b->next_use;
@@ -60,7 +60,7 @@ static bool victim_above(const lms_plan_chunk *a, const lms_plan_chunk *b)
 }
 
 /* Expiry order: earliest expected next use first. */
-static bool expiry_above(const lms_plan_chunk *a, const lms_plan_chunk *b)
+static bool expiry_above(const lms_plan_slot *a, const lms_plan_slot *b)
 {
     return a->next_use < b->next_use;
 }
@@ -68,46 +68,52 @@ static bool expiry_above(const lms_plan_chunk *a, const lms_plan_chunk *b)
 static const heap_kind VICTIMS = {victim_above, offsetof(lms_plan_chunk, vpos)};
 static const heap_kind EXPIRY = {expiry_above, offsetof(lms_plan_chunk, epos)};
 
+/* The slot of c as it is now (its keys copied). */
+static lms_plan_slot slot_of(lms_plan_chunk *c)
+{
+    return (lms_plan_slot){.next_use = c->next_use, .last_use = c->last_use, .c = c, .id = c->id};
+}
+
 /* The position field (1 + index, 0: not in the heap) of c in heap kind k. */
 static int *pos_of(const heap_kind *k, lms_plan_chunk *c)
 {
     return (int *)(void *)((char *)c + k->pos);
 }
 
-/* Puts the chunk of slot i at slot i (recording its position). */
-static void place(lms_plan_heap *h, const heap_kind *k, int i, lms_plan_chunk *c)
+/* Puts slot s at index i (recording its chunk's position). */
+static void place(lms_plan_heap *h, const heap_kind *k, int i, lms_plan_slot s)
 {
-    h->a[i] = c;
-    *pos_of(k, c) = i + 1;
+    h->a[i] = s;
+    *pos_of(k, s.c) = i + 1;
 }
 
-/* Moves the chunk at slot i up or down until the order holds. */
+/* Moves the slot at index i up or down until the order holds. */
 static void sift(lms_plan_heap *h, const heap_kind *k, int i)
 {
-    lms_plan_chunk *c = h->a[i];
-    while (i > 0 && k->above(c, h->a[(i - 1) / 2])) {
+    lms_plan_slot s = h->a[i];
+    while (i > 0 && k->above(&s, &h->a[(i - 1) / 2])) {
         place(h, k, i, h->a[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
     for (;;) {
         int l = 2 * i + 1, best = i;
-        lms_plan_chunk *bc = c;
-        if (l < h->n && k->above(h->a[l], bc))
-            best = l, bc = h->a[l];
-        if (l + 1 < h->n && k->above(h->a[l + 1], bc))
-            best = l + 1, bc = h->a[l + 1];
+        const lms_plan_slot *bs = &s;
+        if (l < h->n && k->above(&h->a[l], bs))
+            best = l, bs = &h->a[l];
+        if (l + 1 < h->n && k->above(&h->a[l + 1], bs))
+            best = l + 1, bs = &h->a[l + 1];
         if (best == i)
             break;
-        place(h, k, i, bc);
+        place(h, k, i, *bs);
         i = best;
     }
-    place(h, k, i, c);
+    place(h, k, i, s);
 }
 
 /* Adds c (room is reserved beforehand: see reserve_heaps). */
 static void heap_push(lms_plan_heap *h, const heap_kind *k, lms_plan_chunk *c)
 {
-    place(h, k, h->n++, c);
+    place(h, k, h->n++, slot_of(c));
     sift(h, k, h->n - 1);
 }
 
@@ -118,7 +124,7 @@ static void heap_remove(lms_plan_heap *h, const heap_kind *k, lms_plan_chunk *c)
     if (i < 0)
         return;
     *pos_of(k, c) = 0;
-    lms_plan_chunk *last = h->a[--h->n];
+    lms_plan_slot last = h->a[--h->n];
     if (i < h->n) {
         place(h, k, i, last);
         sift(h, k, i);
@@ -191,8 +197,8 @@ static void reguess(lms_plan *p)
 {
     int n = 0;
     for (int i = 0; i < p->victims.n; i++)   /* gather first: rekeying reorders the heap */
-        if (p->victims.a[i]->next_use == LMS_NEXT_UNKNOWN)
-            p->batch[n++] = p->victims.a[i];
+        if (p->victims.a[i].next_use == LMS_NEXT_UNKNOWN)
+            p->batch[n++] = p->victims.a[i].c;
     for (int i = 0; i < n; i++) {
         delist(p, p->batch[i]);
         rekey(p, p->batch[i]);
@@ -203,8 +209,8 @@ static void reguess(lms_plan *p)
 /* Asks again about chunks whose expected next use passed without a use. */
 static void expire(lms_plan *p)
 {
-    while (p->expiry.n > 0 && p->expiry.a[0]->next_use <= p->now) {
-        lms_plan_chunk *c = p->expiry.a[0];
+    while (p->expiry.n > 0 && p->expiry.a[0].next_use <= p->now) {
+        lms_plan_chunk *c = p->expiry.a[0].c;
         delist(p, c);
         rekey(p, c);
         enlist(p, c);
@@ -273,8 +279,11 @@ static void unpin(lms_plan *p, lms_plan_chunk *c)
 
 void lms_plan_used(lms_plan *p, lms_plan_chunk *c, uint64_t seq)
 {
-    if (seq > c->last_use)
+    if (seq > c->last_use) {
         c->last_use = seq;
+        if (c->vpos > 0)   /* in the heap (not pinned): its slot's key follows, its place does not */
+            p->victims.a[c->vpos - 1].last_use = seq;
+    }
     if (c->pins > 0 && --c->pins == 0 && c->resident) {
         rekey(p, c);
         enlist(p, c);
@@ -331,7 +340,7 @@ static bool in_use(const lms_plan_ops *ops, void *ctx, const lms_plan_chunk *c, 
 static lms_plan_chunk *pick_victim(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t bytes,
                                    uint32_t distance)
 {
-    lms_plan_chunk *top = p->victims.a[0];
+    lms_plan_chunk *top = p->victims.a[0].c;
     uint64_t busy = p->lean ? p->now : p->now - 1;   /* last uses whose kernels may still run */
     if (!in_use(ops, ctx, top, busy) || top->next_use == LMS_NEXT_UNKNOWN)
         return top;
@@ -339,7 +348,7 @@ static lms_plan_chunk *pick_victim(lms_plan *p, const lms_plan_ops *ops, void *c
     lms_plan_chunk *best = NULL;
     int hurried = -1;   /* outlasts_launch(), asked when two candidates differ in idleness */
     for (int i = 1; i < 7 && i < p->victims.n; i++) {
-        lms_plan_chunk *c = p->victims.a[i];
+        lms_plan_chunk *c = p->victims.a[i].c;
         if (in_use(ops, ctx, c, busy) || (c->next_use != LMS_NEXT_UNKNOWN && c->next_use - p->now < near))
             continue;
         if (!best) {
@@ -356,7 +365,8 @@ static lms_plan_chunk *pick_victim(lms_plan *p, const lms_plan_ops *ops, void *c
                 continue;
             }
         }
-        if (VICTIMS.above(c, best))
+        lms_plan_slot sc = slot_of(c), sb = slot_of(best);
+        if (VICTIMS.above(&sc, &sb))
             best = c;
     }
     return best ? best : top;
@@ -1393,7 +1403,7 @@ void lms_plan_set_mode(lms_plan *p, int m)
         return;
     int n = 0;
     for (int i = 0; i < p->victims.n; i++)   /* gather first: rekeying reorders the heap */
-        p->batch[n++] = p->victims.a[i];
+        p->batch[n++] = p->victims.a[i].c;
     for (int i = 0; i < n; i++) {
         delist(p, p->batch[i]);
         rekey(p, p->batch[i]);

@@ -222,9 +222,19 @@ typedef struct lms_plan_blind {
     uint32_t late_windows;    /* ... chosen windows added to `since` */
 } lms_plan_blind;
 
-/* A growable array of chunk pointers used as an indexed heap. */
+/* One place in an indexed heap: the chunk and, beside it, the keys its
+ * order compares (copies of the chunk's, kept equal to them while it is
+ * in the heap), so that a sift compares without reaching into chunks
+ * scattered in memory. */
+typedef struct lms_plan_slot {
+    uint64_t next_use, last_use;
+    lms_plan_chunk *c;
+    uint32_t id;
+} lms_plan_slot;
+
+/* A growable array of slots used as an indexed heap. */
 typedef struct lms_plan_heap {
-    lms_plan_chunk **a;
+    lms_plan_slot *a;
     int n;
     size_t cap;
 } lms_plan_heap;

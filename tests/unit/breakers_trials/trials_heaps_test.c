@@ -124,10 +124,11 @@ static void check_heaps(const lms_plan *p, fake *f)
 {
     const lms_plan_heap *v = &p->victims, *e = &p->expiry;
     for (int i = 0; i < v->n; i++) {
-        const lms_plan_chunk *c = v->a[i];
+        const lms_plan_chunk *c = v->a[i].c;
         CHECK_EQ_U(c->vpos, i + 1);
+        CHECK(v->a[i].next_use == c->next_use && v->a[i].last_use == c->last_use && v->a[i].id == c->id);
         if (i > 0) {
-            const lms_plan_chunk *u = v->a[(i - 1) / 2];
+            const lms_plan_chunk *u = v->a[(i - 1) / 2].c;
             bool above = c->next_use != u->next_use   ? c->next_use > u->next_use
                          : c->last_use != u->last_use ? c->last_use < u->last_use
                                                       : c->id > u->id;
@@ -135,10 +136,11 @@ static void check_heaps(const lms_plan *p, fake *f)
         }
     }
     for (int i = 0; i < e->n; i++) {
-        const lms_plan_chunk *c = e->a[i];
+        const lms_plan_chunk *c = e->a[i].c;
         CHECK_EQ_U(c->epos, i + 1);
+        CHECK(e->a[i].next_use == c->next_use);
         if (i > 0)
-            CHECK(!(c->next_use < e->a[(i - 1) / 2]->next_use));
+            CHECK(!(c->next_use < e->a[(i - 1) / 2].c->next_use));
     }
     int resident = 0, listed = 0, expiring = 0;
     uint64_t charge = 0;
@@ -158,7 +160,7 @@ static void check_heaps(const lms_plan *p, fake *f)
     }
     uint64_t victim_bytes = 0;
     for (int i = 0; i < v->n; i++)
-        victim_bytes += v->a[i]->charge;
+        victim_bytes += v->a[i].c->charge;
     CHECK_EQ_U(victim_bytes, p->victim_bytes);   /* nothing pinned here: every resident charge */
     CHECK_EQ_U(charge, p->victim_bytes);
     CHECK_EQ_U(resident, p->nresident);
