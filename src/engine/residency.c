@@ -1160,6 +1160,7 @@ static wide_scratch *wide_scratch_for(int n)
 }
 
 #define SHARE_RUNS 8   /* chunks read in place by one launch that role_of shares its slowdown among, at most */
+#define MINOR_SHARE 4  /* a chunk read in place beside one this many times its bytes is not priced by the launch */
 
 /* The chunks one launch reads in place (time_launch): each by its first
  * piece or whole chunk, with the bytes read of it; and the longest run
@@ -1246,6 +1247,40 @@ static lms_price_role_read role_of(const live *l, const remote_runs *runs, uint6
         .role = runs->head[rest]->role, .bytes = runs->bytes[rest], .known_ns = known, .known_n = known_n};
 }
 
+/* Keeps in remote[0..k) (the price ids a launch reads in place, a chunk's
+ * pieces under one) only the chunks whose bytes read in place are at
+ * least 1/MINOR_SHARE of the largest one's (`top`); returns how many.
+ * tids[0..n): the launch's ids, REMOTE_BIT on those read in place. A
+ * launch's slowdown per byte read in place prices each of those chunks,
+ * and a chunk read beside one many times its size takes the large one's
+ * price: bench/shapes `big-grid` at 2x, seed 1, priced the weight
+ * gradient's pieces (written once) at 0.99 ns/B from launches that read
+ * the activation (re-read up to 127 times) in place beside five of them,
+ * and fetched them ahead of the activation from then on (122 ms a step;
+ * `lru`, which had no price for them, 99 ms). Under map_lock. */
+static int drop_minor(const uint32_t *tids, int n, uint32_t *remote, int k, uint64_t top)
+{
+    if (k < 2)
+        return k;
+    int kept = 0;
+    uint32_t cur = 0;
+    uint64_t run = 0;
+    for (int i = 0; i <= n; i++) {
+        const res_chunk *c = i < n && (tids[i] & REMOTE_BIT) ? chunk_of(tids[i] & ~REMOTE_BIT) : NULL;
+        if (i < n && !c)
+            continue;
+        uint32_t id = c ? price_id(c) : 0;
+        if (run > 0 && (!c || id != cur)) {   /* the run of cur ends */
+            if (run * MINOR_SHARE >= top)
+                remote[kept++] = cur;
+            run = 0;
+        }
+        if (c)
+            cur = id, run += c->size;
+    }
+    return kept;
+}
+
 /* Times the launch when it is sampled (timing.c): the chunks it reads in
  * place (ids with REMOTE_BIT, by their chunk's id) and their bytes, the
  * bytes of its chunks on the device, and the position its reads in place
@@ -1277,6 +1312,7 @@ static int time_launch(const live *l, uint64_t seq, uintptr_t fn, const uint32_t
             runs.top_bytes = run, runs.top = head;
         count_run(&runs, head, c->size);
     }
+    k = drop_minor(tids, n, remote, k, runs.top_bytes);
     lms_price_role_read role = role_of(l, &runs, bytes, local);
     return lms_timing_begin(l->device, l->stream, fn, l->fit, l->sig, remote, k, bytes, local, &role);
 }

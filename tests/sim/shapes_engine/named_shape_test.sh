@@ -1,13 +1,12 @@
 #!/bin/bash
 # named_shape_test.sh SHAPES SHAPE MEAN ROW LOOK — bench/shapes SHAPE
 # (a shape run only where named: `turned`, `flipped`, `seqlen`, `tilings`,
-# `early-exit`), seeds 1-30 at 1.5x, 2x and 3x over steps 13-42: lmshim
-# at its defaults over the better of lmshim-none and lmshim-lru at the
-# defaults at most MEAN on average over the seeds at each ratio and at
-# most ROW in every row, lmshim-lookahead (LMS_FRAC=0.5) at most LOOK on
-# average. What each
-# shape's bars stand on: meson.build beside this file. A mode that failed
-# fails the test.
+# `early-exit`, `big-grid`), seeds 1-30 at 1.5x, 2x and 3x over steps
+# 13-42: lmshim at its defaults over the better of lmshim-none and
+# lmshim-lru at the defaults at most MEAN on average over the seeds at
+# each ratio and at most ROW in every row, lmshim-lookahead
+# (LMS_FRAC=0.5) at most LOOK on average. What each shape's bars stand
+# on: meson.build beside this file. A mode that failed fails the test.
 set -u
 shapes=$1 shape=$2 mean=$3 row=$4 look=$5
 out=$(mktemp)
