@@ -480,11 +480,12 @@ static bool once_a_step(const lms_plan *p, const lms_plan_chunk *c, uint32_t dis
     return step >= TRIAL_MIN && p->now + distance - c->last_use >= step;
 }
 
-/* Whether a price of reading in place is over FAR_OVER times a fetch's
- * cost (`fetch`): a chunk its kernel re-reads. */
-static bool far_over(double price, double fetch)
+/* Whether a known price of reading in place is over `times` a fetch's
+ * cost (`fetch`, known): over FAR_OVER, a chunk its kernel re-reads; over
+ * MARGINAL, beyond the margin where prices go wrong (blind_choice). */
+static bool over_fetches(double price, double fetch, double times)
 {
-    return price >= 0 && fetch > 0 && price > fetch * FAR_OVER;
+    return price >= 0 && fetch > 0 && price > fetch * times;
 }
 
 /* Whether acting deep reads c in place as a chunk used once a step
@@ -775,7 +776,7 @@ static void give_room(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_
         double price = c->resident ? 0 : ops->price(ctx, c);
         c->dear = price > 0 ? (float)price : 0;
         if (!c->resident && price >= 0)
-            c->reread = far_over(price, fetch) ? (float)price : 0;
+            c->reread = over_fetches(price, fetch, FAR_OVER) ? (float)price : 0;
     }
 }
 
@@ -896,7 +897,7 @@ static bool read_once_now(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_p
         return true;
     double price = chunk_price(ops, ctx, c, -1, 0);
     if (price >= 0)
-        c->reread = far_over(price, ops->fetch_cost ? ops->fetch_cost(ctx) : -1) ? (float)price : 0;
+        c->reread = over_fetches(price, ops->fetch_cost ? ops->fetch_cost(ctx) : -1, FAR_OVER) ? (float)price : 0;
     return !(c->reread > 0);
 }
 
@@ -1281,51 +1282,44 @@ static void time_lent(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, boo
         *explore = true;
 }
 
-/* Whether a known price of reading in place is over MARGINAL times a
- * fetch's cost (`fetch`): beyond the margin where prices go wrong. A
- * judging of reading every chunk in place (bp->judging) still fetches
- * such a chunk: one that read every chunk in place read operands re-read
- * 16 times a launch over the link (bench/shapes `operands`, seed 24, 2x:
- * `lookahead` 2.22x `lru`'s step while such a judging ran; 1.06x now).
- * Chosen for every chunk, reading in place fetches only a chunk priced
- * over FAR_OVER fetches. Where it is chosen on kernels of several
- * streams side by side, prices over twice a fetch's include the other
- * streams' reads over the shared link; fetching such chunks there too
- * did worse (tests/sim/fitted_streams `random`, seeds 0-3: worst cell
- * 1.232x the better of `none` and `lru`, 1.157 before and with the
- * judging alone; docs/PERFORMANCE.md, "Twenty-third round", has the
- * cells the judging alone moved both ways; over 8 fetches moves none of
- * them). Fetching none there chose a way other than the one judged: a
- * judging of reading in place won while it fetched the operands re-read
- * 16 times (priced at 15 fetches), and the way chosen after it read them
- * in place for the 10 steps until two windows were slower (bench/shapes
- * `operands`, seed 21, 2x, LMS_FRAC=0.5, steps 28-37: 350-600 ms a step
- * against `lru`'s 85, 17-31 GiB over the link; "Twenty-eighth round").
- * Fetching every chunk still overrides low prices: with kernels of
- * several streams one at a time, a read in place holds them all, which a
- * low price does not show (mixed_parts `sizes` at 3x on 8 streams,
- * LMS_FRAC=0.5: 1.02 -> 1.35x where it did not). */
-static bool dear_beyond_margin(double price, double fetch)
-{
-    return price >= 0 && fetch > 0 && price > fetch * MARGINAL;
-}
 static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
                         bool *explore, int *against)
 {
     *against = LMS_BWAY_RULES;
     if (bp->all && bp->way != LMS_BWAY_RULES) {
-        /* The way decides every chunk; a judging of reading in place
-         * still fetches one whose read is priced far over a fetch's
-         * cost (dear_beyond_margin), the way chosen one priced over
-         * FAR_OVER fetches. */
+        /* The way decides every chunk. A judging of reading every chunk in
+         * place (bp->judging) still fetches a chunk priced over MARGINAL
+         * fetches, beyond the margin where prices go wrong: one that read every
+         * chunk in place read operands re-read 16 times a launch over the link
+         * (bench/shapes `operands`, seed 24, 2x: `lookahead` 2.22x `lru`'s
+         * step while such a judging ran; 1.06x now). Chosen for every chunk,
+         * reading in place fetches only a chunk priced over FAR_OVER fetches.
+         * Where it is chosen on kernels of several streams side by side,
+         * prices over twice a fetch's include the other streams' reads over
+         * the shared link; fetching such chunks there too did worse
+         * (tests/sim/fitted_streams `random`, seeds 0-3: worst cell 1.232x the
+         * better of `none` and `lru`, 1.157 before and with the judging alone;
+         * docs/PERFORMANCE.md, "Twenty-third round", has the cells the judging
+         * alone moved both ways; over 8 fetches moves none of them). Fetching
+         * none there chose a way other than the one judged: a judging of
+         * reading in place won while it fetched the operands re-read 16 times
+         * (priced at 15 fetches), and the way chosen after it read them in
+         * place for the 10 steps until two windows were slower (bench/shapes
+         * `operands`, seed 21, 2x, LMS_FRAC=0.5, steps 28-37: 350-600 ms a
+         * step against `lru`'s 85, 17-31 GiB over the link; "Twenty-eighth
+         * round"). Fetching every chunk still overrides low prices: with
+         * kernels of several streams one at a time, a read in place holds them
+         * all, which a low price does not show (mixed_parts `sizes` at 3x on 8
+         * streams, LMS_FRAC=0.5: 1.02 -> 1.35x where it did not).
+         */
         if (ops->reserve(ctx, c->charge))
             return BLIND_FREE;
         if (bp->way == LMS_BWAY_FETCH)
             return BLIND_FETCH;
         double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
         double price = blind_price(ops, ctx, c, bp, fetch, NULL);
-        bool far = bp->judging || price > fetch * FAR_OVER;
-        return far && dear_beyond_margin(price, fetch) ? BLIND_FETCH : BLIND_INPLACE;
+        bool far = bp->judging || over_fetches(price, fetch, FAR_OVER);
+        return far && over_fetches(price, fetch, MARGINAL) ? BLIND_FETCH : BLIND_INPLACE;
     }
     int learn = bp->learn;
     double fetch = ops->fetch_cost ? ops->fetch_cost(ctx) : -1;
