@@ -453,21 +453,6 @@ double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig)
     return base;
 }
 
-/* The first slot a probe for key looks at (where its load starts). */
-static const lms_price_entry *first_slot(const lms_price *p, uint64_t key)
-{
-    return &p->t[(uint32_t)(key >> 20) & (p->cap - 1)];
-}
-
-void lms_price_prefetch(const lms_price *p, uintptr_t fn, uint64_t sig)
-{
-    if (!p->t)
-        return;
-    __builtin_prefetch(first_slot(p, key_of(sig, BASE_TAG)));
-    __builtin_prefetch(first_slot(p, key_of(sig, COUNT_TAG)));
-    __builtin_prefetch(first_slot(p, fn_key(fn)));
-}
-
 uint32_t lms_price_seen(const lms_price *p, uint64_t sig)
 {
     const lms_price_entry *e = probe(p, key_of(sig, COUNT_TAG));

@@ -123,8 +123,4 @@ double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig);
 /* How many launches of `sig` were learned (saturating). */
 uint32_t lms_price_seen(const lms_price *p, uint64_t sig);
 
-/* Starts loading the slots that lms_price_base and lms_price_seen will
- * read for a launch of fn with signature sig (a hint: reads nothing). */
-void lms_price_prefetch(const lms_price *p, uintptr_t fn, uint64_t sig);
-
 #endif

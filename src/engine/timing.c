@@ -324,12 +324,6 @@ double lms_timing_local_base(int device, uintptr_t fn, uint64_t sig)
     return lms_price_local_base(&timing[device].price, fn, sig);
 }
 
-void lms_timing_prefetch(int device, uintptr_t fn, uint64_t sig)
-{
-    if (device >= 0 && device < LMS_MAX_DEVICES && timing[device].ok)
-        lms_price_prefetch(&timing[device].price, fn, sig);
-}
-
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)

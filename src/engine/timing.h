@@ -83,9 +83,6 @@ double lms_timing_local_base(int device, uintptr_t fn, uint64_t sig);
 /* The shortest duration (ns) measured for a launch of fn with signature
  * `sig` (see lms_price_base), or negative when unknown. */
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig);
-/* Starts loading what lms_timing_base and lms_timing_wanted will read for
- * this launch (a hint, under the device's lock like them). */
-void lms_timing_prefetch(int device, uintptr_t fn, uint64_t sig);
 
 /* Records a point on `stream` (a step's boundary); returns its number
  * (> 0), or 0 when it cannot (the record failed: no point; or point
