@@ -1289,29 +1289,29 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
     if (bp->all && bp->way != LMS_BWAY_RULES) {
         /* The way decides every chunk. A judging of reading every chunk in
          * place (bp->judging) still fetches a chunk priced over MARGINAL
-         * fetches, beyond the margin where prices go wrong: one that read every
-         * chunk in place read operands re-read 16 times a launch over the link
-         * (bench/shapes `operands`, seed 24, 2x: `lookahead` 2.22x `lru`'s
-         * step while such a judging ran; 1.06x now). Chosen for every chunk,
-         * reading in place fetches only a chunk priced over FAR_OVER fetches.
-         * Where it is chosen on kernels of several streams side by side,
-         * prices over twice a fetch's include the other streams' reads over
-         * the shared link; fetching such chunks there too did worse
-         * (tests/sim/fitted_streams `random`, seeds 0-3: worst cell 1.232x the
-         * better of `none` and `lru`, 1.157 before and with the judging alone;
-         * docs/PERFORMANCE.md, "Twenty-third round", has the cells the judging
-         * alone moved both ways; over 8 fetches moves none of them). Fetching
-         * none there chose a way other than the one judged: a judging of
-         * reading in place won while it fetched the operands re-read 16 times
-         * (priced at 15 fetches), and the way chosen after it read them in
-         * place for the 10 steps until two windows were slower (bench/shapes
-         * `operands`, seed 21, 2x, LMS_FRAC=0.5, steps 28-37: 350-600 ms a
-         * step against `lru`'s 85, 17-31 GiB over the link; "Twenty-eighth
-         * round"). Fetching every chunk still overrides low prices: with
-         * kernels of several streams one at a time, a read in place holds them
-         * all, which a low price does not show (mixed_parts `sizes` at 3x on 8
-         * streams, LMS_FRAC=0.5: 1.02 -> 1.35x where it did not).
-         */
+         * fetches, beyond the margin where prices go wrong: one that read
+         * every chunk in place read operands re-read 16 times a launch over
+         * the link (bench/shapes `operands`, seed 24, 2x: `lookahead` 2.22x
+         * `lru`'s step while such a judging ran; 1.06x now). Chosen for
+         * every chunk, reading in place fetches only a chunk priced over
+         * FAR_OVER fetches. Where it is chosen on kernels of several streams
+         * side by side, prices over twice a fetch's include the other
+         * streams' reads over the shared link; fetching such chunks there
+         * too did worse (tests/sim/fitted_streams `random`, seeds 0-3: worst
+         * cell 1.232x the better of `none` and `lru`, 1.157 before and with
+         * the judging alone; docs/PERFORMANCE.md, "Twenty-third round", has
+         * the cells the judging alone moved both ways; over 8 fetches moves
+         * none of them). Fetching none there chose a way other than the one
+         * judged: a judging of reading in place won while it fetched the
+         * operands re-read 16 times (priced at 15 fetches), and the way
+         * chosen after it read them in place for the 10 steps until two
+         * windows were slower (bench/shapes `operands`, seed 21, 2x,
+         * LMS_FRAC=0.5, steps 28-37: 350-600 ms a step against `lru`'s 85,
+         * 17-31 GiB over the link; "Twenty-eighth round"). Fetching every
+         * chunk still overrides low prices: with kernels of several streams
+         * one at a time, a read in place holds them all, which a low price
+         * does not show (mixed_parts `sizes` at 3x on 8 streams,
+         * LMS_FRAC=0.5: 1.02 -> 1.35x where it did not). */
         if (ops->reserve(ctx, c->charge))
             return BLIND_FREE;
         if (bp->way == LMS_BWAY_FETCH)
