@@ -1247,9 +1247,10 @@ static lms_price_role_read role_of(const live *l, const remote_runs *runs, uint6
         .role = runs->head[rest]->role, .bytes = runs->bytes[rest], .known_ns = known, .known_n = known_n};
 }
 
-/* Keeps in remote[0..k) (the price ids a launch reads in place, a chunk's
- * pieces under one) only the chunks whose bytes read in place are at
- * least 1/MINOR_SHARE of the largest one's (`top`); returns how many.
+/* Keeps in remote[0..k) (the price ids a launch reads in place, a run of
+ * one chunk's pieces under one: they are adjacent in a launch's sorted
+ * ids) only the runs whose bytes read in place are at least
+ * 1/MINOR_SHARE of the largest run's (`top`); returns how many.
  * tids[0..n): the launch's ids, REMOTE_BIT on those read in place. A
  * launch's slowdown per byte read in place prices each of those chunks,
  * and a chunk read beside one many times its size takes the large one's
