@@ -506,6 +506,28 @@ static bool read_once(const lms_plan *p, const lms_plan_chunk *c, uint32_t dista
     return (!(c->reread > 0) || p->trial == LMS_TRIAL_RUNNING) && once_a_step(p, c, distance);
 }
 
+/* Whether the launch being planned, in a trial of acting deep or of
+ * reading in place, would read in place one of its chunks mine[0..m)
+ * whose price learned on grids of the launch's class (ops->class_price)
+ * is over FAR_OVER fetches: reading in place every missing chunk, or
+ * acting deep's chunks used once a step (read_once). O(m), only while
+ * such a trial runs (trials.c, "Dear reads known"). */
+static bool trial_reads_dear(const lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
+{
+    if ((p->mode != LMS_PLAN_INPLACE && (p->mode != LMS_PLAN_DEEP || p->deep_all)) || !p->policy->on_demand ||
+        !ops->class_price || !ops->fetch_cost)
+        return false;
+    double fetch = ops->fetch_cost(ctx);
+    for (int i = 0; i < m; i++) {
+        const lms_plan_chunk *c = mine[i];
+        if (c->resident || (p->mode == LMS_PLAN_DEEP && !once_a_step(p, c, LMS_DISTANCE_NOW)))
+            continue;
+        if (over_fetches(ops->class_price(ctx, mine[i]), fetch, FAR_OVER))
+            return true;
+    }
+    return false;
+}
+
 /* The chunk holding the room c gave away: the chunk it gave it to, or
  * along the chain where that one gave it on (A to B, B to C: C); NULL when
  * the room is held by none of them (the last one was evicted for another
@@ -1425,6 +1447,8 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         reguess(p);
     }
     lms_plan_trial_launch(p, ops, ctx, seq);
+    if (p->trial == LMS_TRIAL_RUNNING && trial_reads_dear(p, ops, ctx, mine, m))
+        lms_plan_trial_dear(p);
     if (p->trial == LMS_TRIAL_RUNNING && ops->hides) {
         uint64_t h = ops->hides(ctx);
         p->hidden_bytes += h;

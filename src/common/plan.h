@@ -77,6 +77,10 @@ typedef struct lms_plan_ops {
      * unknown (NULL: never known; then a launch's missing chunks are all
      * fetched, in id order). */
     double (*price)(void *ctx, lms_plan_chunk *c);
+    /* ops->price learned on grids of the launch's class only (a GEMM's
+     * passes follow its grid: a price from another grid may be far off),
+     * or negative (NULL: never known). */
+    double (*class_price)(void *ctx, lms_plan_chunk *c);
     /* What reading c in place costs the launch being planned, learned for
      * the parameter position that names c over its function's launches of
      * any signature (ns of slowdown per byte), or negative when unknown
@@ -292,6 +296,8 @@ typedef struct lms_plan {
                            * with the choice (trial_decide) */
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
+    bool trial_whole;     /* this round is the retry: every mode runs until its points say it is behind */
+    bool retry_next;      /* ... the next round is (set after TRIAL_RETRY steps of a choice) */
     unsigned slow_modes;  /* bit m: mode m stopped far behind acting in a round of trials before this one, */
     bool slow_deep_all;   /* ... acting deep retried fetching every chunk, */
     uint64_t slow_until;  /* ... remembered until this launch (trials.c, remember_slow) */

@@ -23,6 +23,12 @@ uint64_t lms_plan_step_length(const lms_plan *p, bool *confirmed);
 /* At each launch: runs the timed steps' stages at their points (trials.c). */
 void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq);
 
+/* A trial of acting deep or of reading in place is about to read in place
+ * a chunk whose own price says its kernel re-reads it (plan.c,
+ * trial_reads_dear): stops the trial now, as a point found behind would
+ * (trials.c). */
+void lms_plan_trial_dear(lms_plan *p);
+
 /* At each launch (`blind`: decided with nothing to act on; `bytes`: the
  * managed bytes its chunks charge, `missing` of them not on the device):
  * times the ways of the chunks that no price decides and chooses one

@@ -421,16 +421,22 @@ double lms_price_role_of_class(const lms_price *p, uintptr_t fn, uintptr_t cls, 
     return price >= 0 ? price : lms_price_role(p, fn, role, spread);
 }
 
-double lms_price_of_class(const lms_price *p, uintptr_t fn, uintptr_t cls, uint64_t sig, uint32_t id, uint32_t role)
+double lms_price_in_class(const lms_price *p, uintptr_t fn, uintptr_t cls, uint64_t sig, uint32_t id)
 {
     uint64_t csig = class_sig(sig, fn, cls);
-    if (csig != sig) {
-        const lms_price_entry *e = probe(p, key_of(csig, id));
-        if (e && e->key && e->value >= 0 && e->phase == phase_of(p, fn, sig))
-            return e->value;
-        if (class_position(p, fn, cls, role, NULL) >= 0)
-            return -1;   /* the class prices the position: the signature's lowest may be another tiling's */
-    }
+    if (csig == sig)
+        return -1;   /* no class */
+    const lms_price_entry *e = probe(p, key_of(csig, id));
+    return e && e->key && e->value >= 0 && e->phase == phase_of(p, fn, sig) ? e->value : -1;
+}
+
+double lms_price_of_class(const lms_price *p, uintptr_t fn, uintptr_t cls, uint64_t sig, uint32_t id, uint32_t role)
+{
+    double own = lms_price_in_class(p, fn, cls, sig, id);
+    if (own >= 0)
+        return own;
+    if (class_sig(sig, fn, cls) != sig && class_position(p, fn, cls, role, NULL) >= 0)
+        return -1;   /* the class prices the position: the signature's lowest may be another tiling's */
     return lms_price_of(p, fn, sig, id);
 }
 

@@ -81,6 +81,12 @@ void lms_price_learn_read(lms_price *p, uintptr_t fn, uint64_t sig, const uint32
  * learned in an older phase of the signature (price.c). */
 double lms_price_of(const lms_price *p, uintptr_t fn, uint64_t sig, uint32_t id);
 
+/* The price of reading chunk `id` in place learned for signature `sig`
+ * on grids of the class `cls` (its function's in that class), or a
+ * negative number when none was, in the signature's phase, or `cls`
+ * names no class (0 or fn). */
+double lms_price_in_class(const lms_price *p, uintptr_t fn, uintptr_t cls, uint64_t sig, uint32_t id);
+
 /* lms_price_of, for a launch whose function in its grid's class is
  * `cls`, of a chunk its parameter word `role` points into
  * (LMS_PRICE_NO_ROLE: none known): the price learned for the signature in

@@ -81,6 +81,25 @@
 #define TRIAL_RUNNING LMS_TRIAL_RUNNING
 #define TRIAL_CHOSEN LMS_TRIAL_CHOSEN
 
+/* ---- dear reads known ----------------------------------------------------------
+ *
+ * A point is read once the device has passed it, and the host runs ahead:
+ * a trial far slower than acting was stopped only several launches after
+ * its first slow one. Where a chunk's own price, learned for the same
+ * launches on grids of the same class, already says so (over FAR_OVER
+ * fetches: a GEMM's weight re-read once per tile row), the trial is
+ * stopped before the launch that would read that chunk in place
+ * (lms_plan_trial_dear). Measured on bench/shapes `early-exit` (24 layers
+ * inference leaving after 6, 12, 18 or 24, a round of trials at each
+ * change of the step found), seed 1 at 3x at the defaults: acting deep's
+ * trial read three weights in place (288 ms against 86 for the same step
+ * acting), reading in place's one more (287 against 153) before their
+ * points stopped them. A price from grids of another class says little
+ * (a GEMM's passes follow its grid): stopped on the signature's price
+ * over every grid, `seqlen` (the sequence drawn per step) seed 8 at 3x
+ * never timed reading in place, the fastest there (186 -> 223 ms a
+ * step). */
+
 /* Launch seq + n, or the last one when that is past it (a policy may name
  * any length). */
 static uint64_t later(uint64_t seq, uint64_t n)
@@ -492,6 +511,25 @@ static void trial_stop(lms_plan *p, int m)
     p->trial_at = later(p->trial_from, point_offset(p, TRIAL_POINTS - 1));
 }
 
+/* A trial of acting deep or of reading in place about to read in place a
+ * chunk its own price says is re-read (plan.c, trial_reads_dear): stopped
+ * as behind() stops it (see "Dear reads known" above), acting deep
+ * counted as holding a chunk used once a step back (trial_once), so that
+ * it is tried again fetching every chunk (trial_next). Not in the retry
+ * after TRIAL_RETRY steps (trial_whole): there every mode runs until its
+ * points say it is behind, and its reads in place price its chunks again
+ * (a price from before the costs changed would stop every round). */
+void lms_plan_trial_dear(lms_plan *p)
+{
+    int m = p->mode;
+    if (p->trial != TRIAL_RUNNING || p->trial_whole || p->trial_stopped != LMS_PLAN_ACT ||
+        (m != LMS_PLAN_DEEP && m != LMS_PLAN_INPLACE))
+        return;
+    if (m == LMS_PLAN_DEEP)
+        p->trial_once = true;
+    trial_stop(p, m);
+}
+
 /* The step the trials time: the planner's step length; for a step
  * shorter than TRIAL_MIN launches confirmed by repetition without a break
  * for SHORT_HOLD launches (a program of a few kernels a step), the fewest
@@ -692,6 +730,8 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         p->deep_all = false;   /* acting deep tries reading the chunks used once a step in place first */
         p->deep_again = p->deep_retry = false;
         p->trial_tried = 0;   /* ... the slow ones are skipped from acting's step on (apply_slow) */
+        p->trial_whole = p->retry_next;
+        p->retry_next = false;
         trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
         return;
     }
@@ -712,7 +752,8 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         p->trial_at = later(seq, p->trial_period);
         if (++p->trial_steps >= TRIAL_RETRY) {
             p->trial = TRIAL_OFF;   /* the next launch starts the trials again, */
-            p->slow_until = 0;      /* ... every mode */
+            p->slow_until = 0;      /* ... every mode, */
+            p->retry_next = true;   /* ... each until its points say it is behind */
         }
         return;
     }

@@ -952,6 +952,14 @@ static double op_price(void *ctx, lms_plan_chunk *pc)
     return lms_timing_price(l->device, l->fn, l->fit, l->sig, price_id(c), role_in(l, c));
 }
 
+/* The measured price of reading c in place for a launch of the one being
+ * planned's signature on grids of its class only (negative: none). */
+static double op_class_price(void *ctx, lms_plan_chunk *pc)
+{
+    live *l = ctx;
+    return lms_timing_price_in_class(l->device, l->fn, l->fit, l->sig, price_id((const res_chunk *)pc));
+}
+
 /* The price of reading c in place for the launch being planned learned
  * for the parameter word that pointed into it (its role) over the
  * function's launches of any signature, and its spread; negative when
@@ -1119,7 +1127,7 @@ static bool op_busy(void *ctx, const lms_plan_chunk *pc)
 static const lms_plan_ops live_ops = {
     .reserve = op_reserve, .budget = op_budget, .evict = op_evict, .fetch = op_fetch,
     .fetched = op_fetched, .wait_ready = op_wait_ready, .lookup = op_lookup, .room = op_room,
-    .managed = op_managed, .price = op_price, .role_price = op_role_price, .fn_price = op_fn_price, .fn_prior = op_fn_prior, .fn_seen = op_fn_seen,
+    .managed = op_managed, .price = op_price, .class_price = op_class_price, .role_price = op_role_price, .fn_price = op_fn_price, .fn_prior = op_fn_prior, .fn_seen = op_fn_seen,
     .fn_phase = op_fn_phase,
     .fetch_cost = op_fetch_cost,
     .moved = op_moved, .hides = op_hides, .priceable = op_priceable, .alone = op_alone, .mark = op_mark, .between = op_between, .busy = op_busy,

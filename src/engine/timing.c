@@ -279,6 +279,13 @@ double lms_timing_price(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, u
     return lms_price_of_class(&timing[device].price, fn, fit, sig, id, role);
 }
 
+double lms_timing_price_in_class(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, uint32_t id)
+{
+    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+        return -1;
+    return lms_price_in_class(&timing[device].price, fn, fit, sig, id);
+}
+
 double lms_timing_role_price(int device, uintptr_t fn, uintptr_t fit, uint32_t role, double *spread)
 {
     *spread = 0;

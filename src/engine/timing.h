@@ -49,6 +49,9 @@ void lms_timing_poll(int device);
  * parameter word `role` points into it, or negative when unknown
  * (lms_price_of_class). */
 double lms_timing_price(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, uint32_t id, uint32_t role);
+/* The price of reading chunk `id` in place learned for `sig` on grids of
+ * the launch's class (`fit`) only, or negative (lms_price_in_class). */
+double lms_timing_price_in_class(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, uint32_t id);
 /* The learned price (ns of slowdown per byte) of reading in place the
  * chunk that parameter word `role` of a launch of fn (in its grid's
  * class: `fit`) points into, or negative when unknown; *spread: how far
