@@ -506,26 +506,31 @@ static bool read_once(const lms_plan *p, const lms_plan_chunk *c, uint32_t dista
     return (!(c->reread > 0) || p->trial == LMS_TRIAL_RUNNING) && once_a_step(p, c, distance);
 }
 
-/* Whether the launch being planned, in a trial of acting deep or of
- * reading in place, would read in place one of its chunks mine[0..m)
- * whose price learned on grids of the launch's class (ops->class_price)
- * is over FAR_OVER fetches: reading in place every missing chunk, or
- * acting deep's chunks used once a step (read_once). O(m), only while
- * such a trial runs (trials.c, "Dear reads known"). */
-static bool trial_reads_dear(const lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
+/* What reading in place costs the launch being planned, in a trial of
+ * acting deep or of reading in place, beyond fetching, known from
+ * prices learned on grids of the launch's class (ops->class_price): the
+ * sum over its chunks mine[0..m) that the trial reads in place (every
+ * missing chunk, or acting deep's chunks used once a step: read_once)
+ * priced over FAR_OVER fetches of (price - fetch) x charge, ns; 0 when
+ * none is. O(m), only while such a trial runs, not in the retry's round
+ * (trials.c, "Dear reads known"). */
+static bool blind(const lms_plan *p);
+
+static double trial_dear_ns(const lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
 {
-    if ((p->mode != LMS_PLAN_INPLACE && (p->mode != LMS_PLAN_DEEP || p->deep_all)) || !p->policy->on_demand ||
-        !ops->class_price || !ops->fetch_cost)
-        return false;
-    double fetch = ops->fetch_cost(ctx);
+    if ((p->mode != LMS_PLAN_INPLACE && (p->mode != LMS_PLAN_DEEP || p->deep_all)) || p->trial_whole ||
+        !p->policy->on_demand || !ops->class_price || !ops->fetch_cost || blind(p))
+        return 0;
+    double fetch = ops->fetch_cost(ctx), ns = 0;
     for (int i = 0; i < m; i++) {
-        const lms_plan_chunk *c = mine[i];
+        lms_plan_chunk *c = mine[i];
         if (c->resident || (p->mode == LMS_PLAN_DEEP && !once_a_step(p, c, LMS_DISTANCE_NOW)))
             continue;
-        if (over_fetches(ops->class_price(ctx, mine[i]), fetch, FAR_OVER))
-            return true;
+        double price = ops->class_price(ctx, c);
+        if (over_fetches(price, fetch, FAR_OVER))
+            ns += (price - fetch) * (double)c->charge;
     }
-    return false;
+    return ns;
 }
 
 /* The chunk holding the room c gave away: the chunk it gave it to, or
@@ -1447,8 +1452,11 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
         reguess(p);
     }
     lms_plan_trial_launch(p, ops, ctx, seq);
-    if (p->trial == LMS_TRIAL_RUNNING && trial_reads_dear(p, ops, ctx, mine, m))
-        lms_plan_trial_dear(p);
+    if (p->trial == LMS_TRIAL_RUNNING) {
+        double dear = trial_dear_ns(p, ops, ctx, mine, m);
+        if (dear > 0)
+            lms_plan_trial_dear(p, ops, ctx, dear);
+    }
     if (p->trial == LMS_TRIAL_RUNNING && ops->hides) {
         uint64_t h = ops->hides(ctx);
         p->hidden_bytes += h;

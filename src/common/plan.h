@@ -296,8 +296,10 @@ typedef struct lms_plan {
                            * with the choice (trial_decide) */
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
-    bool trial_whole;     /* this round is the retry: every mode runs until its points say it is behind */
-    bool retry_next;      /* ... the next round is (set after TRIAL_RETRY steps of a choice) */
+    bool trial_whole;     /* this round is the retry's: every mode runs until its points say it is behind */
+    bool retry_next;      /* ... rounds are, until one reaches its choice (set after TRIAL_RETRY steps of a choice) */
+    double dear_act;      /* acting's timed step per launch (ns) when prices last stopped a trial (0: unknown) */
+    bool dear_held;       /* no trial of this round is stopped on prices: the costs changed (trials.c) */
     unsigned slow_modes;  /* bit m: mode m stopped far behind acting in a round of trials before this one, */
     bool slow_deep_all;   /* ... acting deep retried fetching every chunk, */
     uint64_t slow_until;  /* ... remembered until this launch (trials.c, remember_slow) */

@@ -85,10 +85,12 @@
  *
  * A point is read once the device has passed it, and the host runs ahead:
  * a trial far slower than acting was stopped only several launches after
- * its first slow one. Where a chunk's own price, learned for the same
- * launches on grids of the same class, already says so (over FAR_OVER
- * fetches: a GEMM's weight re-read once per tile row), the trial is
- * stopped before the launch that would read that chunk in place
+ * its first slow one. Where the prices of a launch's chunks, learned for
+ * the same launches on grids of the same class, already say that reading
+ * them in place costs, beyond fetching them, more than an eighth of
+ * acting's timed step (the margin a point must be behind by), counting
+ * only chunks priced over FAR_OVER fetches (a GEMM's weight re-read once
+ * per tile row), the trial is stopped before that launch
  * (lms_plan_trial_dear). Measured on bench/shapes `early-exit` (24 layers
  * inference leaving after 6, 12, 18 or 24, a round of trials at each
  * change of the step found), seed 1 at 3x at the defaults: acting deep's
@@ -98,7 +100,13 @@
  * (a GEMM's passes follow its grid): stopped on the signature's price
  * over every grid, `seqlen` (the sequence drawn per step) seed 8 at 3x
  * never timed reading in place, the fastest there (186 -> 223 ms a
- * step). */
+ * step). A chunk over FAR_OVER alone does not stop it: on an outside
+ * helper's fake clock two chunks of 40 at 9 fetches stopped acting deep,
+ * which won the step (1.16x its clock). Nor do the prices where acting's
+ * step per launch changed over SLOW_SAME times since they last stopped a
+ * trial (they may be stale), nor in the rounds of the retry after
+ * TRIAL_RETRY steps until one reaches its choice (every mode runs until
+ * its points say it is behind). */
 
 /* Launch seq + n, or the last one when that is past it (a policy may name
  * any length). */
@@ -467,6 +475,7 @@ static int trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, u
 static void trial_choose(lms_plan *p, uint64_t seq)
 {
     p->trial = TRIAL_CHOSEN;
+    p->retry_next = false;   /* the retry's round is over */
     p->trial_stopped = LMS_PLAN_ACT;
     p->trial_decided = false;
     lms_plan_set_mode(p, LMS_PLAN_ACT);
@@ -511,20 +520,38 @@ static void trial_stop(lms_plan *p, int m)
     p->trial_at = later(p->trial_from, point_offset(p, TRIAL_POINTS - 1));
 }
 
-/* A trial of acting deep or of reading in place about to read in place a
- * chunk its own price says is re-read (plan.c, trial_reads_dear): stopped
- * as behind() stops it (see "Dear reads known" above), acting deep
- * counted as holding a chunk used once a step back (trial_once), so that
- * it is tried again fetching every chunk (trial_next). Not in the retry
- * after TRIAL_RETRY steps (trial_whole): there every mode runs until its
- * points say it is behind, and its reads in place price its chunks again
- * (a price from before the costs changed would stop every round). */
-void lms_plan_trial_dear(lms_plan *p)
+/* A trial of acting deep or of reading in place about to read in place,
+ * at the launch being planned, chunks whose prices on its grid class say
+ * that costs `dear` ns more than fetching them (plan.c, trial_dear_ns):
+ * stopped as behind() stops it (see "Dear reads known" above) when that
+ * alone is more than an eighth of acting's timed step of this round, the
+ * margin behind() asks of a point (acting's step not read yet: not
+ * stopped). Not for the rest of the round where acting's step costs per
+ * launch over SLOW_SAME times more or less than when prices last stopped
+ * a trial (p->dear_act): the costs changed, and a price is relearned
+ * only when a kernel reads its chunk in place again (an outside helper's
+ * fake clock, reading in place 5,000 -> 10 ns and the step 20 -> 56
+ * launches: reading in place found after 268 steps of the new costs
+ * without this, 4 with it). Acting deep counts as holding a chunk used
+ * once a step back (trial_once), so that it is tried again fetching
+ * every chunk (trial_next). */
+void lms_plan_trial_dear(lms_plan *p, const lms_plan_ops *ops, void *ctx, double dear)
 {
     int m = p->mode;
     if (p->trial != TRIAL_RUNNING || p->trial_whole || p->trial_stopped != LMS_PLAN_ACT ||
         (m != LMS_PLAN_DEEP && m != LMS_PLAN_INPLACE))
         return;
+    double act = step_time(p, ops, ctx, LMS_PLAN_ACT);
+    if (p->dear_held || !(act > 0) || dear <= act / (TRIAL_POINTS - 1))
+        return;
+    double a = act_per_launch(p, ops, ctx);
+    if (p->dear_act > 0 && a > 0 && (a > p->dear_act * SLOW_SAME || a * SLOW_SAME < p->dear_act)) {
+        p->dear_held = true;   /* the costs changed since prices last stopped a trial: they may be stale */
+        p->dear_act = 0;
+        return;
+    }
+    if (a > 0)
+        p->dear_act = a;
     if (m == LMS_PLAN_DEEP)
         p->trial_once = true;
     trial_stop(p, m);
@@ -730,8 +757,8 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         p->deep_all = false;   /* acting deep tries reading the chunks used once a step in place first */
         p->deep_again = p->deep_retry = false;
         p->trial_tried = 0;   /* ... the slow ones are skipped from acting's step on (apply_slow) */
-        p->trial_whole = p->retry_next;
-        p->retry_next = false;
+        p->trial_whole = p->retry_next;   /* until a round of it reaches its choice (trial_choose) */
+        p->dear_held = false;
         trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
         return;
     }

@@ -6,7 +6,7 @@
  * reads known"), though its points complete too late to stop it there.
  * The step of tests/common/fake_steps.h (STEP launches, each on its own
  * chunk, a room of ROOM), reading in place 100x a fetch on the clock,
- * points complete 7 launches late; STEPS reaches the retry after
+ * points complete DELAY (7) launches late; STEPS reaches the retry after
  * TRIAL_RETRY steps, whose round tries every mode until its points say it
  * is behind. One case per meson test.
  */
@@ -16,8 +16,9 @@
 #define STEPS 300   /* past the retry (256 steps after the first choice) */
 #include "../../common/fake_steps.h"
 
-#define FETCH_PER_BYTE 0.01   /* ops.fetch_cost */
+#define FETCH_COST 50.0       /* ops.fetch_cost: ns per unit of charge, as the clock's fetch */
 #define EARLY 200             /* steps before the retry's round */
+#define DELAY 7               /* launches before a point completes */
 
 static double class_price_now;   /* what ops.class_price answers for every chunk */
 
@@ -28,21 +29,22 @@ static double fixed_class_price(void *ctx, lms_plan_chunk *c)
     return class_price_now;
 }
 
-/* ops.fetch_cost: FETCH_PER_BYTE. */
+/* ops.fetch_cost: FETCH_COST. */
 static double fixed_fetch_cost(void *ctx)
 {
     (void)ctx;
-    return FETCH_PER_BYTE;
+    return FETCH_COST;
 }
 
-/* Runs STEPS steps with ops.class_price answering `price`; counts the
+/* Runs STEPS steps with ops.class_price answering `price` (ns per unit
+ * of charge; -1: none); counts the
  * chunks read in place in the steps before EARLY (*early) and from it on
  * (*late). */
 static void run(double price, int *early, int *late)
 {
     clocked *c = calloc(1, sizeof *c);
     CHECK(c != NULL);
-    c->fetch = 50, c->inplace = 5000, c->delay = 7;
+    c->fetch = FETCH_COST, c->inplace = 5000, c->delay = DELAY;
     class_price_now = price;
     fake_room_init(&c->f, ROOM, STEP);
     lms_plan plan;
@@ -57,21 +59,24 @@ static void run(double price, int *early, int *late)
             *(s < EARLY ? early : late) += in_place;
         }
     }
-    printf("class price %.2f ns/B (a fetch %.2f): %d chunks read in place before step %d, %d from it\n", price,
-           FETCH_PER_BYTE, *early, EARLY, *late);
+    printf("class price %.0f ns (a fetch %.0f): %d chunks read in place before step %d, %d from it\n", price,
+           FETCH_COST, *early, EARLY, *late);
     lms_plan_destroy(&plan);
     free(c);
 }
 
-/* Each chunk's price on its grid's class is 100 fetches: no trial reads a
- * chunk in place before the retry; the retry's round does, until its
- * points stop it. */
+/* Each chunk's price on its grid's class is what the clock charges, 100
+ * fetches, the 4,950 ns beyond a fetch over an eighth of acting's step
+ * (40 launches of 150 ns): before the retry, the trials read chunks in
+ * place only while acting's step cannot be read yet (its last point
+ * completes DELAY launches late), 29 without the prices; the retry's
+ * round reads them until its points stop it. */
 static void known_dear_not_read(void)
 {
     int early, late;
-    run(1.0, &early, &late);
-    CHECK_EQ_U((uint64_t)early, 0);
-    CHECK(late > 0);
+    run(5000, &early, &late);
+    CHECK(early <= DELAY);
+    CHECK(late > DELAY);
 }
 
 /* No price on the launch's grid class (one learned on other grids says
@@ -88,14 +93,74 @@ static void other_class_read(void)
 static void cheap_class_read(void)
 {
     int early, late;
-    run(5 * FETCH_PER_BYTE, &early, &late);
+    run(5 * FETCH_COST, &early, &late);
     CHECK(early > 0);
+}
+
+/* A price of 9 fetches (an outside helper's): over FAR_OVER, but the
+ * 400 ns beyond a fetch under an eighth of acting's step: a mode that
+ * reads such a chunk in place may still win the step, so the trial
+ * goes on. */
+static void small_dear_read(void)
+{
+    int early, late;
+    run(9 * FETCH_COST, &early, &late);
+    CHECK(early > 0);
+}
+
+/* ns a launch computes in changed_costs_read (clocked.compute). */
+static double compute_now;
+static double fixed_compute(const void *ctx)
+{
+    (void)ctx;
+    return compute_now;
+}
+
+/* An outside helper's fake clock: steps of 20 launches, reading in place
+ * 5,000 ns (each chunk priced so on its class), for 30 steps; then steps
+ * of 56 launches computing 400 ns each, reading in place 10 ns, the
+ * prices left as they were (a price is relearned only where its chunk is
+ * read in place). Acting's step per launch is 3x what it was when the
+ * prices stopped a trial: they may be stale, and the trials of the new
+ * step go on (p->dear_held). Over the last 10 steps, over half the
+ * launches read their chunk in place; stopped on the old prices, that
+ * took until the retry, 268 steps after the change. */
+static void changed_costs_read(void)
+{
+    enum { SHORT = 20, LONG = 56 };
+    clocked *c = calloc(1, sizeof *c);
+    CHECK(c != NULL);
+    c->fetch = FETCH_COST, c->delay = DELAY, c->compute = fixed_compute;
+    class_price_now = 5000;
+    fake_room_init(&c->f, ROOM, LONG);
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
+    lms_plan_ops ops = fake_steps_ops(true);
+    ops.class_price = fixed_class_price;
+    ops.fetch_cost = fixed_fetch_cost;
+    uint64_t seq = 0;
+    int read = 0;
+    for (int s = 0; s < 60; s++) {
+        bool later = s >= 30;
+        c->inplace = later ? 10 : 5000;
+        compute_now = later ? 400 : 100;
+        for (uint32_t k = 0; k < (later ? LONG : SHORT); k++) {
+            bool in_place = fake_steps_launch(c, &plan, &ops, ++seq, k);
+            read += s >= 50 && in_place;
+        }
+    }
+    printf("the last 10 steps: %d of %d launches read their chunk in place\n", read, 10 * LONG);
+    CHECK(read > 5 * LONG);
+    lms_plan_destroy(&plan);
+    free(c);
 }
 
 static const test_case cases[] = {
     {"known_dear_not_read", known_dear_not_read},
     {"other_class_read", other_class_read},
     {"cheap_class_read", cheap_class_read},
+    {"small_dear_read", small_dear_read},
+    {"changed_costs_read", changed_costs_read},
 };
 
 TEST_MAIN(cases)
