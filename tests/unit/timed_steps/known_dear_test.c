@@ -36,10 +36,19 @@ static double fixed_fetch_cost(void *ctx)
     return FETCH_COST;
 }
 
+/* The timed fake's ops with class prices (class_price_now) and a fetch's
+ * cost (FETCH_COST). */
+static lms_plan_ops priced_ops(void)
+{
+    lms_plan_ops ops = fake_steps_ops(true);
+    ops.class_price = fixed_class_price;
+    ops.fetch_cost = fixed_fetch_cost;
+    return ops;
+}
+
 /* Runs STEPS steps with ops.class_price answering `price` (ns per unit
- * of charge; -1: none); counts the
- * chunks read in place in the steps before EARLY (*early) and from it on
- * (*late). */
+ * of charge; -1: none); counts the chunks read in place in the steps
+ * before EARLY (*early) and from it on (*late). */
 static void run(double price, int *early, int *late)
 {
     clocked *c = calloc(1, sizeof *c);
@@ -49,9 +58,7 @@ static void run(double price, int *early, int *late)
     fake_room_init(&c->f, ROOM, STEP);
     lms_plan plan;
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
-    lms_plan_ops ops = fake_steps_ops(true);
-    ops.class_price = fixed_class_price;
-    ops.fetch_cost = fixed_fetch_cost;
+    lms_plan_ops ops = priced_ops();
     *early = *late = 0;
     for (int s = 0; s < STEPS; s++) {
         for (uint32_t k = 0; k < STEP; k++) {
@@ -135,9 +142,7 @@ static void changed_costs_read(void)
     fake_room_init(&c->f, ROOM, LONG);
     lms_plan plan;
     CHECK(lms_plan_init(&plan, lms_policy_find("lookahead")));
-    lms_plan_ops ops = fake_steps_ops(true);
-    ops.class_price = fixed_class_price;
-    ops.fetch_cost = fixed_fetch_cost;
+    lms_plan_ops ops = priced_ops();
     uint64_t seq = 0;
     int read = 0;
     for (int s = 0; s < 60; s++) {
