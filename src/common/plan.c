@@ -507,24 +507,20 @@ static bool read_once(const lms_plan *p, const lms_plan_chunk *c, uint32_t dista
 }
 
 /* What reading in place costs the launch being planned, in a trial of
- * acting deep or of reading in place, beyond fetching, known from
- * prices learned on grids of the launch's class (ops->class_price): the
- * sum over its chunks mine[0..m) that the trial reads in place (every
- * missing chunk, or acting deep's chunks used once a step: read_once)
- * priced over FAR_OVER fetches of (price - fetch) x charge, ns; 0 when
- * none is. O(m), only while such a trial runs, not in the retry's round
- * (trials.c, "Dear reads known"). */
-static bool blind(const lms_plan *p);
-
+ * reading in place, beyond fetching, known from prices learned on grids
+ * of the launch's class (ops->class_price): the sum over its missing
+ * chunks mine[0..m) priced over FAR_OVER fetches of (price - fetch) x
+ * charge, ns; 0 when none is. O(m), only while such a trial runs, not in
+ * the retry's rounds (trials.c, "Dear reads known"). */
 static double trial_dear_ns(const lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk **mine, int m)
 {
-    if ((p->mode != LMS_PLAN_INPLACE && (p->mode != LMS_PLAN_DEEP || p->deep_all)) || p->trial_whole ||
-        !p->policy->on_demand || !ops->class_price || !ops->fetch_cost || blind(p))
+    if (p->mode != LMS_PLAN_INPLACE || p->trial_whole || !p->policy->on_demand || !ops->class_price ||
+        !ops->fetch_cost)
         return 0;
     double fetch = ops->fetch_cost(ctx), ns = 0;
     for (int i = 0; i < m; i++) {
         lms_plan_chunk *c = mine[i];
-        if (c->resident || (p->mode == LMS_PLAN_DEEP && !once_a_step(p, c, LMS_DISTANCE_NOW)))
+        if (c->resident)
             continue;
         double price = ops->class_price(ctx, c);
         if (over_fetches(price, fetch, FAR_OVER))
@@ -915,13 +911,18 @@ static double chunk_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
  * whose other chunks were (the weights of the deeper layers of an
  * inference whose depth is drawn per step: `early-exit` seed 23 at 3x
  * read them all in place at the first deep step after acting deep was
- * chosen, 43 GiB over the link). O(1). */
+ * chosen, 43 GiB over the link). While the trials run, only its price on
+ * the launch's grid class says so (ops->class_price), and only outside
+ * the retry's rounds (trials.c, "Dear reads known"): acting deep's timed
+ * step reads the rest in place, which is how the trial learns that it
+ * must be timed again fetching every chunk (trial_next). O(1). */
 static bool read_once_now(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c)
 {
     if (!once_a_step(p, c, LMS_DISTANCE_NOW))
         return false;
     if (p->trial == LMS_TRIAL_RUNNING)
-        return true;
+        return p->trial_whole || !ops->class_price || !ops->fetch_cost ||
+               !over_fetches(ops->class_price(ctx, c), ops->fetch_cost(ctx), FAR_OVER);
     double price = chunk_price(ops, ctx, c, -1, 0);
     if (price >= 0)
         c->reread = over_fetches(price, ops->fetch_cost ? ops->fetch_cost(ctx) : -1, FAR_OVER) ? (float)price : 0;

@@ -23,10 +23,10 @@ uint64_t lms_plan_step_length(const lms_plan *p, bool *confirmed);
 /* At each launch: runs the timed steps' stages at their points (trials.c). */
 void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t seq);
 
-/* A trial of acting deep or of reading in place is about to read in place
- * chunks whose prices say that costs `dear` ns more than fetching them
- * (plan.c, trial_dear_ns): stops the trial now where a point would find
- * it behind for that alone (trials.c). */
+/* A trial of reading in place is about to read in place chunks whose
+ * prices say that costs `dear` ns more than fetching them (plan.c,
+ * trial_dear_ns): stops the trial now where a point would find it behind
+ * for that alone (trials.c). */
 void lms_plan_trial_dear(lms_plan *p, const lms_plan_ops *ops, void *ctx, double dear);
 
 /* At each launch (`blind`: decided with nothing to act on; `bytes`: the

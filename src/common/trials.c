@@ -85,28 +85,31 @@
  *
  * A point is read once the device has passed it, and the host runs ahead:
  * a trial far slower than acting was stopped only several launches after
- * its first slow one. Where the prices of a launch's chunks, learned for
- * the same launches on grids of the same class, already say that reading
- * them in place costs, beyond fetching them, more than an eighth of
- * acting's timed step (the margin a point must be behind by), counting
- * only chunks priced over FAR_OVER fetches (a GEMM's weight re-read once
- * per tile row), the trial is stopped before that launch
- * (lms_plan_trial_dear). Measured on bench/shapes `early-exit` (24 layers
- * inference leaving after 6, 12, 18 or 24, a round of trials at each
- * change of the step found), seed 1 at 3x at the defaults: acting deep's
- * trial read three weights in place (288 ms against 86 for the same step
- * acting), reading in place's one more (287 against 153) before their
- * points stopped them. A price from grids of another class says little
- * (a GEMM's passes follow its grid): stopped on the signature's price
- * over every grid, `seqlen` (the sequence drawn per step) seed 8 at 3x
- * never timed reading in place, the fastest there (186 -> 223 ms a
- * step). A chunk over FAR_OVER alone does not stop it: on an outside
- * helper's fake clock two chunks of 40 at 9 fetches stopped acting deep,
- * which won the step (1.16x its clock). Nor do the prices where acting's
- * step per launch changed over SLOW_SAME times since they last stopped a
- * trial (they may be stale), nor in the rounds of the retry after
- * TRIAL_RETRY steps until one reaches its choice (every mode runs until
- * its points say it is behind). */
+ * its first slow one. Where a chunk's price learned for the same launches
+ * on grids of the same class already says its kernel re-reads it (over
+ * FAR_OVER fetches: a GEMM's weight, once per tile row), the trials use
+ * it: acting deep's trial fetches such a chunk, as acting deep chosen
+ * does (plan.c, read_once_now), and reading in place's trial stops
+ * before a launch whose chunks so priced cost, beyond fetching them, more
+ * than an eighth of acting's timed step, the margin a point must be
+ * behind by (lms_plan_trial_dear). Measured on bench/shapes `early-exit`
+ * (24 layers inference leaving after 6, 12, 18 or 24, a round of trials
+ * at each change of the step found), seed 1 at 3x at the defaults:
+ * acting deep's trial read three weights in place (288 ms against 86 for
+ * the same step acting), reading in place's one more (287 against 153)
+ * before their points stopped them. A price from grids of another class
+ * says little (a GEMM's passes follow its grid): stopped on the
+ * signature's price over every grid, `seqlen` (the sequence drawn per
+ * step) seed 8 at 3x never timed reading in place, the fastest there (186
+ * -> 223 ms a step). Stopping acting deep's trial instead (a form tried)
+ * judged it by reads acting deep chosen does not make: on an outside
+ * helper's fake clock it lost the mode that won the step (1.13-1.36x the
+ * clock). Reading in place's trial is not stopped where acting's step per
+ * launch changed over SLOW_SAME times since prices last stopped one (they
+ * may be stale), nor are the prices used in the rounds of the retry after
+ * TRIAL_RETRY steps, until one reaches its choice (every mode runs until
+ * its points say it is behind, and its reads in place price the chunks
+ * again). */
 
 /* Launch seq + n, or the last one when that is past it (a policy may name
  * any length). */
@@ -520,26 +523,22 @@ static void trial_stop(lms_plan *p, int m)
     p->trial_at = later(p->trial_from, point_offset(p, TRIAL_POINTS - 1));
 }
 
-/* A trial of acting deep or of reading in place about to read in place,
- * at the launch being planned, chunks whose prices on its grid class say
- * that costs `dear` ns more than fetching them (plan.c, trial_dear_ns):
- * stopped as behind() stops it (see "Dear reads known" above) when that
- * alone is more than an eighth of acting's timed step of this round, the
- * margin behind() asks of a point (acting's step not read yet: not
- * stopped). Not for the rest of the round where acting's step costs per
- * launch over SLOW_SAME times more or less than when prices last stopped
- * a trial (p->dear_act): the costs changed, and a price is relearned
- * only when a kernel reads its chunk in place again (an outside helper's
+/* A trial of reading in place about to read in place, at the launch being
+ * planned, chunks whose prices on its grid class say that costs `dear`
+ * ns more than fetching them (plan.c, trial_dear_ns): stopped as
+ * behind() stops it (see "Dear reads known" above) when that alone is
+ * more than an eighth of acting's timed step of this round, the margin
+ * behind() asks of a point (acting's step not read yet: not stopped).
+ * Not for the rest of the round where acting's step costs per launch
+ * over SLOW_SAME times more or less than when prices last stopped a
+ * trial (p->dear_act): the costs changed, and a price is relearned only
+ * where a kernel reads its chunk in place again (an outside helper's
  * fake clock, reading in place 5,000 -> 10 ns and the step 20 -> 56
  * launches: reading in place found after 268 steps of the new costs
- * without this, 4 with it). Acting deep counts as holding a chunk used
- * once a step back (trial_once), so that it is tried again fetching
- * every chunk (trial_next). */
+ * without this, 4 with it). */
 void lms_plan_trial_dear(lms_plan *p, const lms_plan_ops *ops, void *ctx, double dear)
 {
-    int m = p->mode;
-    if (p->trial != TRIAL_RUNNING || p->trial_whole || p->trial_stopped != LMS_PLAN_ACT ||
-        (m != LMS_PLAN_DEEP && m != LMS_PLAN_INPLACE))
+    if (p->trial != TRIAL_RUNNING || p->trial_whole || p->trial_stopped != LMS_PLAN_ACT || p->mode != LMS_PLAN_INPLACE)
         return;
     double act = step_time(p, ops, ctx, LMS_PLAN_ACT);
     if (p->dear_held || !(act > 0) || dear <= act / (TRIAL_POINTS - 1))
@@ -552,9 +551,7 @@ void lms_plan_trial_dear(lms_plan *p, const lms_plan_ops *ops, void *ctx, double
     }
     if (a > 0)
         p->dear_act = a;
-    if (m == LMS_PLAN_DEEP)
-        p->trial_once = true;
-    trial_stop(p, m);
+    trial_stop(p, LMS_PLAN_INPLACE);
 }
 
 /* The step the trials time: the planner's step length; for a step
