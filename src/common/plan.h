@@ -79,7 +79,10 @@ typedef struct lms_plan_ops {
     double (*price)(void *ctx, lms_plan_chunk *c);
     /* ops->price learned on grids of the launch's class only (a GEMM's
      * passes follow its grid: a price from another grid may be far off),
-     * or negative (NULL: never known). */
+     * or negative (NULL: never known). Where known, ops->price must give
+     * it too (the engine's prefers the class's: price.c): acting deep's
+     * trial fetches by this price what acting deep chosen fetches by
+     * ops->price (plan.c, read_once_now). */
     double (*class_price)(void *ctx, lms_plan_chunk *c);
     /* What reading c in place costs the launch being planned, learned for
      * the parameter position that names c over its function's launches of
