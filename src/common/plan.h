@@ -299,8 +299,8 @@ typedef struct lms_plan {
                            * with the choice (trial_decide) */
     bool deep_retry;      /* the choice asked for acting deep fetching all: tried from the next step */
     unsigned trial_tried; /* bit m: mode m tried in this round of trials */
-    bool trial_whole;     /* this round is the retry's: every mode runs until its points say it is behind */
-    bool retry_next;      /* ... rounds are, until one reaches its choice (set after TRIAL_RETRY steps of a choice) */
+    bool trial_whole;     /* the retry's rounds (after TRIAL_RETRY steps of a choice), until one reaches its
+                           * choice: every mode runs until its points say it is behind */
     double dear_act;      /* acting's timed step per launch (ns) when prices last stopped a trial (0: unknown) */
     bool dear_held;       /* no trial of this round is stopped on prices: the costs changed (trials.c) */
     unsigned slow_modes;  /* bit m: mode m stopped far behind acting in a round of trials before this one, */

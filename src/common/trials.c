@@ -478,7 +478,7 @@ static int trial_point(lms_plan *p, const lms_plan_ops *ops, void *ctx, int m, u
 static void trial_choose(lms_plan *p, uint64_t seq)
 {
     p->trial = TRIAL_CHOSEN;
-    p->retry_next = false;   /* the retry's round is over */
+    p->trial_whole = false;   /* the retry's round is over */
     p->trial_stopped = LMS_PLAN_ACT;
     p->trial_decided = false;
     lms_plan_set_mode(p, LMS_PLAN_ACT);
@@ -754,7 +754,6 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         p->deep_all = false;   /* acting deep tries reading the chunks used once a step in place first */
         p->deep_again = p->deep_retry = false;
         p->trial_tried = 0;   /* ... the slow ones are skipped from acting's step on (apply_slow) */
-        p->trial_whole = p->retry_next;   /* until a round of it reaches its choice (trial_choose) */
         p->dear_held = false;
         trial_start(p, ops, ctx, LMS_PLAN_ACT, seq, 0);
         return;
@@ -777,7 +776,7 @@ void lms_plan_trial_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint
         if (++p->trial_steps >= TRIAL_RETRY) {
             p->trial = TRIAL_OFF;   /* the next launch starts the trials again, */
             p->slow_until = 0;      /* ... every mode, */
-            p->retry_next = true;   /* ... each until its points say it is behind */
+            p->trial_whole = true;  /* ... each until its points say it is behind */
         }
         return;
     }
