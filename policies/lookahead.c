@@ -363,6 +363,27 @@ static void shorter_check(state *s, uint64_t seq, uint64_t sig)
     s->cand = 0;
 }
 
+/* Starts loading what observing the next launch will read far apart in
+ * the tables when the step repeats: the ids of the launch after the
+ * match (nx, already read; NULL: none), the history slot after it, and
+ * the map slots of the signature predicted for the next launch and of
+ * its context. At 10,000 chunks each was a cache miss of a ring or a
+ * table of a MiB or more, every launch (bench/allocbench's eviction
+ * rows); started now, the loads overlap the engine's work until then. A
+ * hint only: nothing is read here. */
+static void prefetch_next(const state *s, const launch *nx)
+{
+    if (nx) {
+        __builtin_prefetch(&s->hist[ring(nx->seq + 1, s->hcap)]);
+        if (nx->n)
+            __builtin_prefetch(&s->pool[ring(nx->first, s->pcap)]);
+    }
+    if (s->predicted) {
+        __builtin_prefetch(&s->map[s->predicted & (s->mcap - 1)]);
+        __builtin_prefetch(&s->map[ctx_of(s->sig1, s->predicted) & (s->mcap - 1)]);
+    }
+}
+
 /* Learns launch seq: appends its ids to the pool, teaches each chunk's
  * previous entry this use, matches it with an earlier launch and predicts
  * each chunk's next use from the matched launch's entries.
@@ -490,6 +511,7 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         prev = prev_sig, sets_period = false;
     l = prev ? launch_of(s, prev) : NULL;
     s->predicted = 0;
+    const launch *nx = NULL;
     if (l && l->sig == sig && l->n == (uint32_t)n && prev < seq) {
         s->matched = true;
         s->match = prev;
@@ -500,7 +522,7 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
             if (memos[i] && pe->id == ids[i] && pe->next)
                 memos[i]->w[M_NEXT] = seq + pe->next;
         }
-        const launch *nx = launch_of(s, prev + 1);
+        nx = launch_of(s, prev + 1);
         s->predicted = nx && prev + 1 < seq ? nx->sig : 0;
     }
     for (int i = 0; i < n; i++)
@@ -511,6 +533,7 @@ static void observe(void *p, uint64_t seq, uintptr_t fn, const uint32_t *ids, lm
         s->sigk = sig;
     if (remember(s, sig, seq))
         remember(s, ctx, seq);
+    prefetch_next(s, nx);
 }
 
 /* The next-use distance that the entry of `id` in launch `seq` learned

@@ -19,6 +19,8 @@ typedef struct lms_price_entry {
     uint32_t phase;      /* a price: its signature's phase when learned (a position's: its function's); a signature's base on the device: its phase */
 } lms_price_entry;
 
+#define LMS_PRICE_LINE 4   /* entries of a 64-byte cache line */
+
 /* A bounded open-addressing table (cleared when half full). */
 typedef struct lms_price {
     lms_price_entry *t;
@@ -26,7 +28,8 @@ typedef struct lms_price {
     uint64_t learned;    /* launches learned */
 } lms_price;
 
-/* Sets up a table of `cap` slots (a power of two); false without memory. */
+/* Sets up a table of `cap` slots (a power of two, at least
+ * LMS_PRICE_LINE); false without memory. */
 bool lms_price_init(lms_price *p, uint32_t cap);
 /* Frees the table's slots. */
 void lms_price_destroy(lms_price *p);
@@ -125,6 +128,14 @@ double lms_price_local_base(const lms_price *p, uintptr_t fn, uint64_t sig);
  * shortest duration (ns) of the signature, or of the function with
  * nothing read in place, whichever is shorter; negative when unknown. */
 double lms_price_base(const lms_price *p, uintptr_t fn, uint64_t sig);
+
+#define LMS_PRICE_PREFETCH_IDS 4   /* chunks of a launch whose prices lms_price_prefetch starts loading */
+
+/* Starts loading the table's lines a launch of `sig` (fn, grid class
+ * `cls`) will ask: its own count and bases, and the prices of its first
+ * LMS_PRICE_PREFETCH_IDS chunks `ids`, for the signature and in the
+ * class. A hint: the launch asks them after its other work. */
+void lms_price_prefetch(const lms_price *p, uintptr_t fn, uintptr_t cls, uint64_t sig, const uint32_t *ids, int n);
 
 /* How many launches of `sig` were learned (saturating). */
 uint32_t lms_price_seen(const lms_price *p, uint64_t sig);

@@ -177,8 +177,8 @@ static pthread_rwlock_t ctx_lock = PTHREAD_RWLOCK_INITIALIZER;
  * cancellation state before the first: a thread is not cancelled while it
  * holds the lock (it would stay held, and a key its free took stay marked
  * as being freed, for ever). */
-static __thread int held_depth;
-static __thread int saved_cancel;
+static __thread int held_depth __attribute__((tls_model("initial-exec")));   /* no __tls_get_addr: twice a launch */
+static __thread int saved_cancel __attribute__((tls_model("initial-exec")));
 
 /* Counts a hold of ctx_lock; the first disables cancellation. */
 static void hold_begin(void)

@@ -147,6 +147,12 @@ static int arm(int device, CUstream stream)
     return handle_of(t, idx);
 }
 
+void lms_timing_prefetch(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, const uint32_t *ids, int n)
+{
+    if (device >= 0 && device < LMS_MAX_DEVICES && ready(&timing[device]))
+        lms_price_prefetch(&timing[device].price, fn, fit, sig, ids, n);
+}
+
 bool lms_timing_wanted(int device, uint64_t seq, uint64_t sig, bool always)
 {
     if (device < 0 || device >= LMS_MAX_DEVICES)

@@ -14,6 +14,10 @@
 #include "driver.h"
 #include "price.h"
 
+/* Starts loading what the launch of `sig` (fn, grid class `fit`, chunks
+ * `ids`) on `device` will ask of the prices (lms_price_prefetch); nothing
+ * else. */
+void lms_timing_prefetch(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, const uint32_t *ids, int n);
 /* Whether a launch of signature `sig` (number `seq` of the device) is
  * sampled (`always`: whatever the sampling, a launch made to teach its
  * function's fit): asked before lms_timing_begin, so that a caller skips

@@ -4,6 +4,7 @@
  * for two chunks of one unit shows what a launch of three fetches, reads
  * in place and sends back.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -558,6 +559,49 @@ static void churn_reads_in_place(void)
     CHECK(!kept);   /* not churning: fetched at its first use */
 }
 
+/* A signature's own count, base and local base start their probes at
+ * one 64-byte line of the table (three lookups a launch, one cache miss;
+ * a key that finds the line taken lies in the next), the table's lines
+ * are cache lines, and the values read back as stored. Each of 200
+ * signatures learned once on the device adds its three keys within the
+ * line and the next (three keys spread at random over 65,536 slots would
+ * fall so close about once in 20 million). The hint that loads them
+ * (lms_price_prefetch) reads nothing: it is harmless with no table and
+ * with more chunks than it loads. */
+static void own_keys_share_line(void)
+{
+    lms_price p;
+    CHECK(lms_price_init(&p, 1u << 16));
+    CHECK_EQ_U((uintptr_t)p.t % (LMS_PRICE_LINE * sizeof *p.t), 0);
+    uint32_t ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    lms_price_prefetch(&p, FN, FN ^ 0x40, 99, ids, 8);
+    bool *had = calloc(p.cap, sizeof *had);
+    CHECK(had != NULL);
+    for (uint32_t k = 0; k < 200; k++) {
+        uint32_t id = 1000 + k;
+        uint64_t sig = lms_price_sig(FN, &id, 1);
+        lms_price_learn(&p, FN, sig, NULL, 0, 0, 1000 + k, LMS_PRICE_NO_ROLE);
+        CHECK_EQ_U(lms_price_seen(&p, sig), 1);
+        CHECK(lms_price_local_base(&p, FN, sig) == 1000);   /* the function's shortest: its first launch */
+        uint32_t lo = p.cap, hi = 0, added = 0;
+        for (uint32_t i = 0; i < p.cap; i++)
+            if (p.t[i].key && !had[i]) {
+                had[i] = true;
+                added++;
+                lo = i < lo ? i : lo;
+                hi = i > hi ? i : hi;
+            }
+        if (k == 0)
+            continue;   /* the function's base came too */
+        CHECK_EQ_U(added, 3);
+        CHECK(hi - lo < 2 * LMS_PRICE_LINE);
+    }
+    free(had);
+    lms_price_destroy(&p);
+    lms_price empty = {0};
+    lms_price_prefetch(&empty, FN, 0, 1, ids, 8);
+}
+
 static const test_case cases[] = {
     {"learn_slowdown", learn_slowdown},
     {"roles_apart", roles_apart},
@@ -577,6 +621,7 @@ static const test_case cases[] = {
     {"cheap_reads_stay_in_place", cheap_reads_stay_in_place},
     {"bounded_table", bounded_table},
     {"churn_reads_in_place", churn_reads_in_place},
+    {"own_keys_share_line", own_keys_share_line},
 };
 
 TEST_MAIN(cases)
