@@ -1458,8 +1458,7 @@ static void launch_before(int device, CUstream stream, uintptr_t fn, const uint3
         memcpy(tids, ids, (size_t)tok->n * sizeof *ids);
     if (lms_trace_on)
         trace_launch(device, tok->seq, fn, stream, tids, tok->n, aux);
-    if (d->plan.policy->on_demand)
-    {
+    if (d->plan.policy->on_demand) {
         l.sig = lms_price_sig(fn, tids, tok->n) ^ roles;   /* the roles of this launch's scan */
         lms_timing_prefetch(device, fn, l.fit, l.sig, tids, tok->n);   /* its prices' lines, asked in the plan */
     }
