@@ -80,7 +80,8 @@ bool lms_price_init(lms_price *p, uint32_t cap)
 {
     *p = (lms_price){.cap = cap};
     void *t = NULL;
-    if (cap < LMS_PRICE_LINE || posix_memalign(&t, LMS_PRICE_LINE * sizeof *p->t, cap * sizeof *p->t) != 0)
+    if (cap < LMS_PRICE_LINE || (cap & (cap - 1)) != 0 ||   /* probes mask with cap - 1 */
+        posix_memalign(&t, LMS_PRICE_LINE * sizeof *p->t, cap * sizeof *p->t) != 0)
         return false;   /* the table's lines are cache lines (sig_home) */
     memset(t, 0, cap * sizeof *p->t);
     p->t = t;

@@ -29,7 +29,7 @@ typedef struct lms_price {
 } lms_price;
 
 /* Sets up a table of `cap` slots (a power of two, at least
- * LMS_PRICE_LINE); false without memory. */
+ * LMS_PRICE_LINE); false without memory or for any other cap. */
 bool lms_price_init(lms_price *p, uint32_t cap);
 /* Frees the table's slots. */
 void lms_price_destroy(lms_price *p);

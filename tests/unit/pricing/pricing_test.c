@@ -567,7 +567,8 @@ static void churn_reads_in_place(void)
  * line and the next (three keys spread at random over 65,536 slots would
  * fall so close about once in 20 million). The hint that loads them
  * (lms_price_prefetch) reads nothing: it is harmless with no table and
- * with more chunks than it loads. */
+ * with more chunks than it loads. A table of fewer slots than a line, or
+ * not a power of two, is refused. */
 static void own_keys_share_line(void)
 {
     lms_price p;
@@ -600,6 +601,10 @@ static void own_keys_share_line(void)
     lms_price_destroy(&p);
     lms_price empty = {0};
     lms_price_prefetch(&empty, FN, 0, 1, ids, 8);
+    CHECK(!lms_price_init(&p, 0) && !lms_price_init(&p, 2) && !lms_price_init(&p, 6) && !lms_price_init(&p, 12));
+    CHECK(p.t == NULL);
+    CHECK(lms_price_init(&p, LMS_PRICE_LINE));
+    lms_price_destroy(&p);
 }
 
 static const test_case cases[] = {
