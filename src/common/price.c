@@ -126,13 +126,19 @@ static uint64_t key_of(uint64_t sig, uint32_t id)
     return k | 1;
 }
 
+/* The slot where key's probe starts (the table has slots). */
+static uint32_t home_of(const lms_price *p, uint64_t key)
+{
+    return (uint32_t)(key >> HOME_SHIFT) & (p->cap - 1);
+}
+
 /* The slot of key: where it is, or the empty slot that ends its probe
  * (NULL: the table is full of other keys). */
 static lms_price_entry *probe(const lms_price *p, uint64_t key)
 {
     if (!p->t)
         return NULL;
-    uint32_t i = (uint32_t)(key >> HOME_SHIFT) & (p->cap - 1);
+    uint32_t i = home_of(p, key);
     for (uint32_t k = 0; k < p->cap; k++, i = (i + 1) & (p->cap - 1))
         if (p->t[i].key == key || p->t[i].key == 0)
             return &p->t[i];
@@ -487,12 +493,12 @@ void lms_price_prefetch(const lms_price *p, uintptr_t fn, uintptr_t cls, uint64_
 {
     if (!p->t)
         return;
-    __builtin_prefetch(&p->t[sig_home(sig) & (p->cap - 1)]);
+    __builtin_prefetch(&p->t[home_of(p, key_of(sig, COUNT_TAG))]);   /* the line of all three */
     uint64_t csig = class_sig(sig, fn, cls);
     for (int i = 0; i < n && i < LMS_PRICE_PREFETCH_IDS; i++) {
-        __builtin_prefetch(&p->t[(uint32_t)(key_of(sig, ids[i]) >> HOME_SHIFT) & (p->cap - 1)]);
+        __builtin_prefetch(&p->t[home_of(p, key_of(sig, ids[i]))]);
         if (csig != sig)
-            __builtin_prefetch(&p->t[(uint32_t)(key_of(csig, ids[i]) >> HOME_SHIFT) & (p->cap - 1)]);
+            __builtin_prefetch(&p->t[home_of(p, key_of(csig, ids[i]))]);
     }
 }
 
