@@ -5,8 +5,10 @@
 
 #include <sched.h>
 
+#include "arrays.h"
 #include "caps.h"
 #include "driver.h"
+#include "graph.h"
 #include "group.h"
 #include "log.h"
 #include "trace.h"
@@ -77,9 +79,15 @@ uint64_t lms_account_used(const lms_account *a)
 
 uint64_t lms_account_room(const lms_account *a)
 {
-    uint64_t dev = atomic_load_explicit(&a->live_bytes[LMS_PLACE_DEVICE], memory_order_relaxed) +
-                   atomic_load_explicit(&a->live_charged[LMS_PLACE_VMM], memory_order_relaxed);
-    return a->budget > dev ? a->budget - dev : 0;
+    int device = device_of(a);
+    uint64_t held = atomic_load_explicit(&a->live_bytes[LMS_PLACE_DEVICE], memory_order_relaxed) +
+                    atomic_load_explicit(&a->live_charged[LMS_PLACE_VMM], memory_order_relaxed) +
+                    lms_arrays_charged(device) + lms_graph_mem_charged(device);
+    if (atomic_load_explicit(&lms_group_on, memory_order_relaxed)) {
+        uint64_t all = lms_group_used(device), own = atomic_load_explicit(&a->used, memory_order_relaxed);
+        held += all > own ? all - own : 0;   /* the other members' charges, their managed chunks' too */
+    }
+    return a->budget > held ? a->budget - held : 0;
 }
 
 uint64_t lms_account_engine_managed(const lms_account *a)

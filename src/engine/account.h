@@ -67,9 +67,10 @@ void lms_account_refused(lms_account *a, uint64_t size, const char *what, bool t
  * member's) in a group, else `used`. What the LMS rule and cuMemGetInfo see. */
 uint64_t lms_account_used(const lms_account *a);
 
-/* The residency engine's room: the budget less the bytes of this
- * process's live device chunks and its VMM charges (0 when they fill it;
- * CUDA arrays, graph pools and a group's other members not counted). */
+/* The residency engine's room: the budget less what no managed chunk of
+ * this process can have: the bytes of its live device chunks, its VMM,
+ * CUDA array and graph pool charges, and in a group (LMS_GROUP) every
+ * other member's charge on the device (0 when they fill it). */
 uint64_t lms_account_room(const lms_account *a);
 
 /* The bytes of the live managed chunks lmshim placed (the engine's: not

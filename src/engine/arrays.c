@@ -38,6 +38,7 @@ typedef struct array_rec {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static array_rec *recs;      /* sorted by handle */
 static size_t nrecs, caprecs;
+static _Atomic uint64_t charged_on[LMS_MAX_DEVICES];   /* the records' charges by device (read without the lock) */
 
 /* Index of the first record at or after (h, mip) (under lock). */
 static size_t lower(uintptr_t h, bool mip)
@@ -138,6 +139,7 @@ static CUresult created(uintptr_t handle, bool mip, uint64_t bytes, lms_array_ro
         memmove(&recs[i + 1], &recs[i], (nrecs - i) * sizeof *recs);
         recs[i] = (array_rec){.handle = handle, .mip = mip, .ctx = ctx, .charge = charge, .device = device};
         nrecs++;
+        atomic_fetch_add_explicit(&charged_on[device], charge, memory_order_relaxed);
     }
     pthread_mutex_unlock(&lock);
     if (!ok) {
@@ -167,6 +169,7 @@ CUresult lms_mipmapped_created(CUmipmappedArray handle, const CUDA_ARRAY3D_DESCR
 /* Returns a record's charge (its memory is gone). */
 static void release(const array_rec *r)
 {
+    atomic_fetch_sub_explicit(&charged_on[r->device], r->charge, memory_order_relaxed);
     lms_account *a = lms_account_of(r->device);
     if (a)
         lms_account_release(a, r->charge);
@@ -219,6 +222,12 @@ void lms_arrays_context_gone(CUcontext ctx)
     pthread_mutex_unlock(&lock);
     if (dropped)
         lms_log(LMS_LEVEL_INFO, "context destroyed: %zu arrays freed with it", dropped);
+}
+
+uint64_t lms_arrays_charged(int device)
+{
+    return device >= 0 && device < LMS_MAX_DEVICES ? atomic_load_explicit(&charged_on[device], memory_order_relaxed)
+                                                   : 0;
 }
 
 void lms_arrays_fork_prepare(void) { pthread_mutex_lock(&lock); }

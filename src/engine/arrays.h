@@ -60,6 +60,10 @@ CUresult lms_array_destroy(CUarray handle, CUresult (*real)(CUarray));
 /* The same for cuMipmappedArrayDestroy. */
 CUresult lms_mipmapped_destroy(CUmipmappedArray handle, CUresult (*real)(CUmipmappedArray));
 
+/* Bytes charged on `device` for the arrays lmshim records now (0 for a
+ * device out of range): room no managed chunk can have (lms_account_room). */
+uint64_t lms_arrays_charged(int device);
+
 /* A context went away: its arrays and mipmapped arrays went with it, and their charges back. */
 void lms_arrays_context_gone(CUcontext ctx);
 

@@ -52,6 +52,10 @@ void lms_graph_context_gone(CUcontext ctx);
  * after a trim; unless `always`, only once a graph with allocation nodes
  * was instantiated. */
 void lms_graph_mem_sync(int device, bool always);
+/* Bytes charged on `device` for its graph memory pool at the last
+ * reading (0 for a device out of range): room no managed chunk can have
+ * (lms_account_room). */
+uint64_t lms_graph_mem_charged(int device);
 /* After a context's end: each device's pool charge is read again (the
  * driver may have emptied the pool with the context). No lmshim lock may
  * be held. */

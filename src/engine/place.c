@@ -242,7 +242,7 @@ static bool past_frac(const lms_account *a, uint64_t charge)
 /* Whether a device request of `charge` bytes below LMS_THRESHOLD leaves
  * the device to keep the residency engine's room: past LMS_FRAC of the
  * budget, while managed chunks lmshim placed live, when it would leave
- * less room beside the device and VMM chunks (lms_account_room) than
+ * less room beside what cannot leave the device (lms_account_room) than
  * LMS_FRAC sets aside for them, (1 - LMS_FRAC) of the budget, or, where
  * less, the device chunks' own share (LMS_FRAC of it: under a fraction of
  * a half the room is the larger share already, and LMS_FRAC=0, every

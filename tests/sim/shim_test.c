@@ -492,6 +492,36 @@ static void room_kept(void)
     CHECK_EQ_U(stats(0).used, 0);
 }
 
+/* The same settings: a CUDA array is no room for the engine. Beside a
+ * 640 MiB device chunk, a 64 MiB array and 160 MiB of managed chunks the
+ * room is 320 MiB: the 6th small chunk would leave 128 MiB, under the
+ * 160 kept (with the array taken for room, 384 MiB: the 8th, as in
+ * room_kept). With the array gone the room is 384 MiB again. */
+static void room_kept_array(void)
+{
+    setup();
+    CUdeviceptr big, late, small[24];
+    OK(cuMemAlloc(&big, 640 * MiB));
+    OK(cuMemAlloc(&late, 160 * MiB));   /* past the fraction: managed */
+    CHECK(is_managed(late) == 1);
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 2048, .Height = 2048, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 4};
+    CUarray arr;
+    OK(cuArray3DCreate(&arr, &d));   /* 64 MiB */
+    CHECK_EQ_U(stats(0).used, (640 + 64) * MiB);
+    int n = smalls_until_managed(small, 24);
+    CHECK_EQ_U(n, 6);
+    for (int i = 0; i < n; i++)
+        OK(cuMemFree(small[i]));
+    OK(cuArrayDestroy(arr));
+    n = smalls_until_managed(small, 24);
+    CHECK_EQ_U(n, 8);
+    for (int i = 0; i < n; i++)
+        OK(cuMemFree(small[i]));
+    OK(cuMemFree(late));
+    OK(cuMemFree(big));
+    CHECK_EQ_U(stats(0).used, 0);
+}
+
 /* LMS_DISABLE=1: a pure pass-through; the device simply runs out. */
 static void disabled(void)
 {
@@ -524,6 +554,7 @@ static const test_case cases[] = {
     {"deepbind_dlsym", deepbind_dlsym},
     {"dlvsym_no_driver_entry", dlvsym_no_driver_entry},
     {"room_kept", room_kept},
+    {"room_kept_array", room_kept_array},
 };
 
 TEST_MAIN(cases)
