@@ -74,6 +74,14 @@ typedef struct dev_timing {
 
 static dev_timing timing[LMS_MAX_DEVICES];
 
+/* The device's timing when its tables and events were made (ready() said
+ * so once), else NULL (a device out of range, or none made yet): what the
+ * readers of prices and fits ask before they read, making nothing. */
+static dev_timing *made(int device)
+{
+    return device >= 0 && device < LMS_MAX_DEVICES && timing[device].ok ? &timing[device] : NULL;
+}
+
 /* Makes the device's tables once and its pool of events (again after the
  * context they were made in ended); false when it cannot. */
 static bool ready(dev_timing *t)
@@ -149,8 +157,9 @@ static int arm(int device, CUstream stream)
 
 void lms_timing_prefetch(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, const uint32_t *ids, int n)
 {
-    if (device >= 0 && device < LMS_MAX_DEVICES && timing[device].ok)   /* not ready(): a hint makes nothing */
-        lms_price_prefetch(&timing[device].price, fn, fit, sig, ids, n);
+    dev_timing *t = made(device);   /* not ready(): a hint makes nothing */
+    if (t)
+        lms_price_prefetch(&t->price, fn, fit, sig, ids, n);
 }
 
 bool lms_timing_wanted(int device, uint64_t seq, uint64_t sig, bool always)
@@ -215,10 +224,10 @@ void lms_timing_fetch_end(int device, int h, CUstream stream, uint64_t bytes)
 
 double lms_timing_fetch_cost(int device)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok || !(timing[device].fetch_t > 0) ||
-        !(timing[device].fetch_b > 0))
+    dev_timing *t = made(device);
+    if (!t || !(t->fetch_t > 0) || !(t->fetch_b > 0))
         return -1;
-    return timing[device].fetch_t / timing[device].fetch_b;
+    return t->fetch_t / t->fetch_b;
 }
 
 void lms_timing_end(int device, int h, CUstream stream)
@@ -280,68 +289,77 @@ void lms_timing_poll(int device)
 
 double lms_timing_price(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, uint32_t id, uint32_t role)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    dev_timing *t = made(device);
+    if (!t)
         return -1;
-    return lms_price_of_class(&timing[device].price, fn, fit, sig, id, role);
+    return lms_price_of_class(&t->price, fn, fit, sig, id, role);
 }
 
 double lms_timing_price_in_class(int device, uintptr_t fn, uintptr_t fit, uint64_t sig, uint32_t id)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    dev_timing *t = made(device);
+    if (!t)
         return -1;
-    return lms_price_in_class(&timing[device].price, fn, fit, sig, id);
+    return lms_price_in_class(&t->price, fn, fit, sig, id);
 }
 
 double lms_timing_role_price(int device, uintptr_t fn, uintptr_t fit, uint32_t role, double *spread)
 {
     *spread = 0;
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    dev_timing *t = made(device);
+    if (!t)
         return -1;
-    return lms_price_role_of_class(&timing[device].price, fn, fit, role, spread);
+    return lms_price_role_of_class(&t->price, fn, fit, role, spread);
 }
 
 double lms_timing_fn_price(int device, uintptr_t fn, uintptr_t fit, int *learn)
 {
     if (learn)
         *learn = 0;
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    dev_timing *t = made(device);
+    if (!t)
         return -1;
-    return lms_fnprice_of_class(&timing[device].fits, &timing[device].classes, fn, fit, learn);
+    return lms_fnprice_of_class(&t->fits, &t->classes, fn, fit, learn);
 }
 
 uint32_t lms_timing_fn_seen(int device, uintptr_t fn)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    dev_timing *t = made(device);
+    if (!t)
         return 0;
-    return lms_fnprice_seen(&timing[device].fits, fn);
+    return lms_fnprice_seen(&t->fits, fn);
 }
 
 bool lms_timing_fn_prior(int device, double *lo, double *hi)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    dev_timing *t = made(device);
+    if (!t)
         return false;
-    return lms_fnprice_prior(&timing[device].fits, lo, hi);
+    return lms_fnprice_prior(&t->fits, lo, hi);
 }
 
 uint32_t lms_timing_fn_phase(int device)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    dev_timing *t = made(device);
+    if (!t)
         return 0;
-    return lms_fnprice_phase(&timing[device].fits);
+    return lms_fnprice_phase(&t->fits);
 }
 
 double lms_timing_local_base(int device, uintptr_t fn, uint64_t sig)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    dev_timing *t = made(device);
+    if (!t)
         return -1;
-    return lms_price_local_base(&timing[device].price, fn, sig);
+    return lms_price_local_base(&t->price, fn, sig);
 }
 
 double lms_timing_base(int device, uintptr_t fn, uint64_t sig)
 {
-    if (device < 0 || device >= LMS_MAX_DEVICES || !timing[device].ok)
+    dev_timing *t = made(device);
+    if (!t)
         return -1;
-    return lms_price_base(&timing[device].price, fn, sig);
+    return lms_price_base(&t->price, fn, sig);
 }
 
 /* Whether point `k` (a number given by lms_timing_mark) is still in the
