@@ -83,10 +83,8 @@ uint64_t lms_account_room(const lms_account *a)
     uint64_t held = atomic_load_explicit(&a->live_bytes[LMS_PLACE_DEVICE], memory_order_relaxed) +
                     atomic_load_explicit(&a->live_charged[LMS_PLACE_VMM], memory_order_relaxed) +
                     lms_arrays_charged(device) + lms_graph_mem_charged(device);
-    if (atomic_load_explicit(&lms_group_on, memory_order_relaxed)) {
-        uint64_t all = lms_group_used(device), own = atomic_load_explicit(&a->used, memory_order_relaxed);
-        held += all > own ? all - own : 0;   /* the other members' charges, their managed chunks' too */
-    }
+    if (atomic_load_explicit(&lms_group_on, memory_order_relaxed))
+        held += lms_group_others(device);   /* their managed chunks' charges too */
     return a->budget > held ? a->budget - held : 0;
 }
 

@@ -56,17 +56,17 @@ void lms_graph_mem_sync(int device, bool always)
     }
 }
 
-/* A context ended: the pools whose memory lmshim charges are read again,
- * since the driver may have given a pool back with the context (a reset of
- * the primary context empties the device's pool). One driver call per
- * device with a charge; called with no lmshim lock held (growth makes
- * room, which takes the context lock). */
 uint64_t lms_graph_mem_charged(int device)
 {
     return device >= 0 && device < LMS_MAX_DEVICES ? atomic_load_explicit(&pool_charged[device], memory_order_relaxed)
                                                    : 0;
 }
 
+/* A context ended: the pools whose memory lmshim charges are read again,
+ * since the driver may have given a pool back with the context (a reset of
+ * the primary context empties the device's pool). One driver call per
+ * device with a charge; called with no lmshim lock held (growth makes
+ * room, which takes the context lock). */
 void lms_graph_mem_context_gone(void)
 {
     for (int d = 0; d < LMS_MAX_DEVICES; d++)

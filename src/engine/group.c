@@ -698,6 +698,19 @@ uint64_t lms_group_used(int device)
     return atomic_load_explicit(&hdr->charged[g], memory_order_relaxed);
 }
 
+uint64_t lms_group_others(int device)
+{
+    lms_group_slot *s = me;   /* read once: a slot taken away or left clears it */
+    if (!hdr || !s || device < 0 || device >= LMS_GROUP_DEVICES)
+        return 0;
+    int g = entry(device);
+    if (g < 0)
+        return 0;
+    uint64_t all = atomic_load_explicit(&hdr->charged[g], memory_order_relaxed);
+    uint64_t own = atomic_load_explicit(&s->charged[g], memory_order_relaxed);
+    return all > own ? all - own : 0;
+}
+
 void lms_group_fork_child(void)
 {
     /* The parent's slot lock belongs to its open file description, which

@@ -41,6 +41,13 @@ bool lms_group_release(int device, uint64_t bytes);
  * dead members' charges at most once per 10 ms. */
 uint64_t lms_group_used(int device);
 
+/* Bytes the group's other members hold on a device: the group's charge
+ * less this member's own slot (not `used`: charges made before joining,
+ * or a fork child's inherited ones, are not in the group's), 0 when not
+ * a member or the device has no entry. Two counters read, no sweep: the
+ * residency engine asks it on the launch path (lms_account_room). */
+uint64_t lms_group_others(int device);
+
 /* In a fork child: not a member until lms_group_open claims a new slot;
  * the parent's slot and charge stay the parent's. */
 void lms_group_fork_child(void);

@@ -2,7 +2,7 @@
  * room_held_test.c — the residency engine's room (lms_account_room) is
  * the budget less what no managed chunk of this process can have: CUDA
  * arrays and the graph memory pool, over a fake driver, and in a group
- * the other members' charges. Each comes back when it goes. Run with
+ * the other members' charges (not this member's, made before it joined). Each comes back when it goes. Run with
  * LMS_LIMIT=256M (meson.build).
  */
 #include <fcntl.h>
@@ -113,9 +113,47 @@ static void group_others(void)
     CHECK(system(cmd) == 0);
 }
 
+/* Charges made before joining the group (50 MiB here: a fork child's of
+ * a parent that kept its own budget) are in `used` but not the group's:
+ * the others' charge is the group's less this member's slot, so another
+ * member's 100 MiB stays 100 MiB against the room. */
+static void group_joined_late(void)
+{
+    char dir[] = "/tmp/lmshim-room-late-XXXXXX", path[128];
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("LMS_GROUP", "late", 1);
+    setenv("LMS_GROUP_DIR", dir, 1);
+    lms_options_load();
+    fake_driver_install(NULL);
+    lms_account *a = lms_account_of(0);
+    CHECK(a && a->budget == 256 * MiB);
+    CHECK(lms_account_reserve(a, 50 * MiB, a->budget));   /* before joining: its own budget */
+    lms_group_open();
+    CHECK(atomic_load(&lms_group_on));
+    CHECK_EQ_U(lms_account_room(a), 256 * MiB);
+    CHECK(lms_groupfile_path(dir, "late", path, sizeof path) == 0);
+    int gfd = open(path, O_RDWR);
+    CHECK(gfd >= 0);
+    lms_group_header *h = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, gfd, 0);
+    CHECK(h != MAP_FAILED);
+    close(gfd);
+    CHECK(lms_account_reserve(a, 10 * MiB, a->budget));   /* the entry is found at the first charge in the group */
+    CHECK_EQ_U(atomic_load(&h->charged[0]), 10 * MiB);
+    atomic_fetch_add(&h->charged[0], 100 * MiB);   /* another member's charge */
+    CHECK_EQ_U(lms_account_room(a), 156 * MiB);
+    CHECK_EQ_U(lms_group_others(0), 100 * MiB);
+    CHECK_EQ_U(lms_group_others(LMS_GROUP_DEVICES), 0);
+    atomic_fetch_sub(&h->charged[0], 100 * MiB);
+    munmap(h, LMS_GROUP_FILE_BYTES);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 static const test_case cases[] = {
     {"arrays_pools", arrays_pools},
     {"group_others", group_others},
+    {"group_joined_late", group_joined_late},
 };
 
 int main(int argc, char **argv)
