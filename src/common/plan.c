@@ -25,6 +25,8 @@
 #define MARGINAL 2       /* a price within this factor of a fetch's decides on a margin (blind_choice), ... */
 #define MARGINAL_READ 4  /* ... or, reading in place, down to this factor under it */
 #define TURNED 16        /* an own price under a fetch gives way to its position's agreed one this many times over it */
+#define RECHECK 16       /* launches between two timed reads in place of one chunk on its own price (time_read) ... */
+#define RECHECK_ANY 8    /* ... and of any chunk: at most one launch in this many timed so (timing.c samples one in 8) */
 #define FAR_OVER 8       /* a price this many times a fetch's: fetched even where reading every chunk in place was chosen */
 #define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
 #define CHURN_MIN 8      /* fetches of chunks freed since, at least, ... */
@@ -1289,7 +1291,7 @@ static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
 /* With nothing to act on, chunk c is read in place on its function's
  * price (`lent`: blind_price found none of its own and none of its
  * position's that decides): where its parameter position has no price
- * learned at all, the launch is timed whatever the sampling (*explore),
+ * learned at all, the launch is timed whatever the sampling (p->explore),
  * when its duration would price it (can_price), so that the position
  * gets one. A function's price is its launches' average: beside
  * an operand read once, one re-read 16 times that no timed launch had
@@ -1302,16 +1304,37 @@ static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
  * the position has a price, however spread (its launches disagree):
  * timing those too moved tests/sim/mixed_parts `sizes` both ways, up to
  * 1.07 -> 1.29x the better of `none` and `lru` (docs/PERFORMANCE.md,
- * "Twenty-fifth round"). */
-static void time_lent(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool lent, bool *explore)
+ * "Twenty-fifth round").
+ * Read in place on a price of its own (or its position's), the launch is
+ * timed too, at most once in RECHECK launches for the chunk and once in
+ * RECHECK_ANY for any: a price of its own is its signature's lowest in
+ * the phase, and sampled once in 8 launches, a signature seen seldom may
+ * keep one from before its kernel turned for good. When the operand read
+ * once became the one re-read 16 times (bench/shapes `turned`, seed 6,
+ * 1.5x, LMS_FRAC=0.5), one chunk's price of 0.0043 ns a byte, under a
+ * quarter of a fetch's, read it in place at 6 of the 30 steps measured, 2
+ * GiB or more over the link each time, none of them sampled: 1.14x
+ * `lru`'s step; 1.02 timed. Over 30 seeds at 1.5x, 2x and 3x at
+ * LMS_FRAC=0.5 (docs/PERFORMANCE.md, "Thirty-seventh round"), `flipped`
+ * went from 16 cells over 1.02x the better of `none` and `lru` to 2,
+ * `turned` from 44 to 42, `operands` and `random` none either way. */
+static void time_read(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool lent)
 {
     double spread;
-    if (lent && !*explore && can_price(ops, ctx) && (!ops->role_price || ops->role_price(ctx, c, &spread) < 0))
-        *explore = true;
+    if (p->explore || !can_price(ops, ctx))
+        return;
+    if (lent) {
+        if (!ops->role_price || ops->role_price(ctx, c, &spread) < 0)
+            p->explore = true;
+    } else if (p->now >= p->recheck_at && p->now - c->checked >= RECHECK) {
+        p->explore = true;   /* on its own price: checked again (see above) */
+        c->checked = p->now;
+        p->recheck_at = p->now + RECHECK_ANY;
+    }
 }
 
-static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
-                        bool *explore, int *against)
+static int blind_choice(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,
+                        int *against)
 {
     *against = LMS_BWAY_RULES;
     if (bp->all && bp->way != LMS_BWAY_RULES) {
@@ -1354,7 +1377,7 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
     bool lent;
     double price = blind_price(ops, ctx, c, bp, fetch, &lent);
     if (hidden(price, fetch)) {
-        time_lent(ops, ctx, c, lent, explore);
+        time_read(p, ops, ctx, c, lent);
         return BLIND_INPLACE;
     }
     if (!(bp->churn && c->used_n <= 1) && ops->reserve(ctx, c->charge))
@@ -1367,7 +1390,7 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
                 *against = d == BLIND_FETCH ? LMS_BWAY_FETCH : LMS_BWAY_INPLACE;
         }
         if (d == BLIND_INPLACE)
-            time_lent(ops, ctx, c, lent, explore);
+            time_read(p, ops, ctx, c, lent);
         return d;
     }
     bool dear = prior_dear(bp, fetch);
@@ -1377,7 +1400,7 @@ static int blind_choice(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, c
     if (learn < 0 && (dear || bp->way == LMS_BWAY_FETCH) && bp->seen < PRIOR_ODDS * dearer)
         learn = 0;   /* reading in place was dearer (the latest functions fitted, or measured), and it may not come back */
     if (learn) {
-        *explore = true;   /* made to teach the fit: wasted unless timed */
+        p->explore = true;   /* made to teach the fit: wasted unless timed */
         return learn > 0 ? BLIND_FETCH : BLIND_INPLACE;
     }
     int way = bp->way != LMS_BWAY_RULES ? bp->way : rules_way(ops, ctx, bp, fetch);
@@ -1525,7 +1548,7 @@ void lms_plan_launch(lms_plan *p, const lms_plan_ops *ops, void *ctx, uint64_t s
                     }
                     asked = true;
                     int against;
-                    int d = blind_choice(ops, ctx, c, &bp, &p->explore, &against);
+                    int d = blind_choice(p, ops, ctx, c, &bp, &against);
                     lms_plan_blind_decided(p, against);
                     if (d == BLIND_FETCH)
                         p->batch[nb++] = c;

@@ -40,6 +40,7 @@ typedef struct lms_plan_chunk {
     uint64_t no_take_until; /* ... a take whose fetch failed: no other before this launch */
     uint32_t took;        /* ... 1 + the acting-deep round in which it took another's room (0: none):
                            * none other in that round unless a device request evicted it */
+    uint64_t checked;     /* with nothing to act on: the launch that read it in place on its own price, timed (plan.c, time_read) */
     uint32_t fetched_n;   /* its fetches, ... */
     uint32_t used_n;      /* ... and the launches that used it, since it was made (lms_plan_dropped) */
 } lms_plan_chunk;
@@ -270,7 +271,8 @@ typedef struct lms_plan {
     uint64_t trial_period;           /* the step length the trials time, launches */
     bool trial_confirmed;            /* ... confirmed by repetition (the policy's step()) */
     uint64_t held_period, held_since;   /* the latest period not confirmed (of TRIAL_MIN+), the launch it replaced another at (0: none) */
-    bool explore;                       /* time the launch planned: shaped to teach its function's fit (blind_choice), or reading in place on a lent price (plan.c, can_price) */
+    uint64_t recheck_at;                /* no launch timed for an own price (time_read) before this one */
+    bool explore;                       /* time the launch planned: shaped to teach its function's fit (blind_choice), or reading in place on a lent price or, now and then, its own (plan.c, time_read) */
     uint64_t short_step, short_since;   /* a step under TRIAL_MIN confirmed without a break, since launch (trials.c, trial_length) */
     uint64_t trial_short;               /* the step under TRIAL_MIN the trials timed whole steps of (0: one of TRIAL_MIN+) */
     bool trial_longer;               /* the trials started on a confirmed step over 2x the one timed before */
