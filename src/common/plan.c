@@ -27,6 +27,7 @@
 #define TURNED 16        /* an own price under a fetch gives way to its position's agreed one this many times over it */
 #define RECHECK 16       /* launches between two timed reads in place of one chunk on its own price (time_read) ... */
 #define RECHECK_ANY 8    /* ... and of any chunk: at most one launch in this many timed so (timing.c samples one in 8) */
+#define RECHECK_DEFER 4  /* chances given up to the stalest chunk kept waiting before it is waited for no more */
 #define FAR_OVER 8       /* a price this many times a fetch's: fetched even where reading every chunk in place was chosen */
 #define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
 #define CHURN_MIN 8      /* fetches of chunks freed since, at least, ... */
@@ -1326,8 +1327,27 @@ static void time_read(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_
     if (lent) {
         if (!ops->role_price || ops->role_price(ctx, c, &spread) < 0)
             p->explore = true;
-    } else if (p->now >= p->recheck_at && p->now - c->checked >= RECHECK) {
-        p->explore = true;   /* on its own price: checked again (see above) */
+    } else if (p->now - c->checked >= RECHECK) {
+        /* On its own price (see above). Kept waiting by another's check,
+         * the stalest chunk goes first when the gate opens: one that came
+         * first in every step otherwise took every check, and a chunk
+         * read after it in the step was never checked. A waiter not back
+         * within RECHECK_DEFER chances (fetched since, or freed) is waited
+         * for no more. */
+        if (p->now < p->recheck_at) {
+            if (!p->waiting || c->checked + 1 < p->waiting)
+                p->waiting = c->checked + 1;
+            return;
+        }
+        if (p->waiting && c->checked + 1 > p->waiting) {
+            if (++p->deferred >= RECHECK_DEFER)
+                p->waiting = 0, p->deferred = 0;
+            return;
+        }
+        if (c->checked + 1 == p->waiting)
+            p->waiting = 0;   /* the stalest, or as stale */
+        p->deferred = 0;
+        p->explore = true;
         c->checked = p->now;
         p->recheck_at = p->now + RECHECK_ANY;
     }

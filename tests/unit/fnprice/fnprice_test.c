@@ -431,9 +431,11 @@ typedef struct fake {
     double fetch_cost;        /* ns per byte a demand fetch holds a launch */
 } fake;
 
+static uint32_t cheap_ids;   /* chunks other than 0 whose own price is 1 (cheaper than the fetch_cost of 2) */
+
 static double f_price(void *ctx, lms_plan_chunk *c)
 {
-    return c->id == 0 ? ((fake *)ctx)->own0 : 9;
+    return c->id == 0 ? ((fake *)ctx)->own0 : c->id < 32 && (cheap_ids >> c->id & 1u) ? 1 : 9;
 }
 
 static double role0 = -1;   /* chunk 0's price for its parameter position (others: none); negative: unknown */
@@ -936,8 +938,59 @@ static void blind_own_turned(void)
     role0 = -1;
 }
 
+/* Nothing to act on, a full room: chunks read in place on their own
+ * price (1, under the fetch's 2) time their launch now and then whatever
+ * the sampling (plan.c, time_read), at most once in 16 launches for a
+ * chunk and once in 8 for any, and every such chunk gets its turn: in
+ * steps of 16 launches whose launches 3, 5, 9 and 13 each read one of
+ * them (the others use a resident chunk), each is timed about once in 4
+ * steps. The gate's first form gave every check to the chunk that came
+ * first after it opened: those at 5 and 9 were never timed. */
+static void own_reads_checked(void)
+{
+    fake f = {.own0 = -1, .fn_price = -1, .fetch_cost = 2};
+    fake_room_init(&f.dev, 2, 20);
+    lms_plan_ops ops = priced_ops();
+    lms_plan plan;
+    CHECK(lms_plan_init(&plan, &blind_like));
+    priceable0 = true;
+    uint64_t seq = 0;
+    launch1(&plan, &ops, &f, ++seq, 10);   /* dear: fetched */
+    launch1(&plan, &ops, &f, ++seq, 11);
+    CHECK(f.dev.chunks[10].resident && f.dev.chunks[11].resident);
+    const uint32_t at[4] = {3, 5, 9, 13};
+    cheap_ids = 1u << 3 | 1u << 5 | 1u << 9 | 1u << 13;
+    int timed[4] = {0}, any = 0;
+    uint64_t last_any = 0, last[4] = {0};
+    bool gaps_kept = true;
+    for (int step = 0; step < 100; step++) {
+        for (uint32_t j = 0; j < 16; j++) {
+            int k = j == 3 ? 0 : j == 5 ? 1 : j == 9 ? 2 : j == 13 ? 3 : -1;
+            launch1(&plan, &ops, &f, ++seq, k >= 0 ? at[k] : 10);
+            if (k >= 0)
+                CHECK(!f.dev.chunks[at[k]].resident);   /* read in place */
+            if (!plan.explore)
+                continue;
+            CHECK(k >= 0);
+            if (k < 0)
+                continue;
+            gaps_kept &= (!last[k] || seq - last[k] >= 16) && (!last_any || seq - last_any >= 8);
+            last[k] = last_any = seq;
+            timed[k]++, any++;
+        }
+    }
+    CHECK(gaps_kept);
+    for (int k = 0; k < 4; k++)
+        CHECK(timed[k] >= 20 && timed[k] <= 40);   /* 200 checks in 1,600 launches, a quarter each */
+    CHECK(any >= 100 && any <= 200);
+    priceable0 = false;
+    cheap_ids = 0;
+    lms_plan_destroy(&plan);
+}
+
 static const test_case cases[] = {
     {"reread_priced", reread_priced},
+    {"own_reads_checked", own_reads_checked},
     {"flat_line_hidden", flat_line_hidden},
     {"line_in_bytes", line_in_bytes},
     {"first_prices", first_prices},
