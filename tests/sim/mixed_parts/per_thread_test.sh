@@ -8,7 +8,7 @@
 # per-thread default stream; counting launches in a row on one stream by
 # their handles (ops->alone, src/engine/residency.c) took the threads'
 # streams for one and timed launches the rule of src/common/plan.c
-# (time_lent) keeps to launches issued on one stream: 45.49 -> 47.89 ms
+# (time_read) keeps to launches issued on one stream: 45.49 -> 47.89 ms
 # (2 threads) and 38.80 -> 42.16 (4), an outside helper's finding.
 # docs/PERFORMANCE.md, "Twenty-fifth round". Every run's buffers are
 # right (the program checks them).

@@ -8,7 +8,7 @@
 # average. An outside helper found seed 1 at 1.81x: the re-read
 # operand took its function's price (the other's, read once) and was read
 # in place untimed for three steps, so that its position stayed
-# unpriced; such a launch is timed now (src/common/plan.c, time_lent).
+# unpriced; such a launch is timed now (src/common/plan.c, time_read).
 # Before: 48 rows over 1.02, the worst 2.02, 1.071 on average; now 18,
 # the worst 1.23 (the ways' trials inside the bench's 18 steps), 0.906
 # (docs/PERFORMANCE.md, "Twenty-fifth round"). The room under one
