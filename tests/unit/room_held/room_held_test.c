@@ -75,16 +75,47 @@ static void arrays_pools(void)
     CHECK_EQ_U(lms_account_room(&lms_accounts[LMS_MAX_DEVICES - 1]), 0);   /* never set up: no budget */
 }
 
+/* Sets the group `name` in a fresh directory (made into dir, a
+ * mkdtemp template) for lms_options_load to read, and installs the fake
+ * driver. */
+static void group_env(char *dir, const char *name)
+{
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("LMS_GROUP", name, 1);
+    setenv("LMS_GROUP_DIR", dir, 1);
+    lms_options_load();
+    fake_driver_install(NULL);
+}
+
+/* The group file of `name` in dir, mapped here as another member would
+ * see it (the caller unmaps it). */
+static lms_group_header *group_file(const char *dir, const char *name)
+{
+    char path[128];
+    CHECK(lms_groupfile_path(dir, name, path, sizeof path) == 0);
+    int gfd = open(path, O_RDWR);
+    CHECK(gfd >= 0);
+    lms_group_header *h = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, gfd, 0);
+    CHECK(h != MAP_FAILED);
+    close(gfd);
+    return h;
+}
+
+/* Unmaps h and removes the group's directory. */
+static void group_done(lms_group_header *h, const char *dir)
+{
+    munmap(h, LMS_GROUP_FILE_BYTES);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* In a group, another member's 100 MiB on the device is not this
  * process's room; its own managed charge is (its chunks can leave). */
 static void group_others(void)
 {
-    char dir[] = "/tmp/lmshim-room-held-XXXXXX", path[128];
-    CHECK(mkdtemp(dir) != NULL);
-    setenv("LMS_GROUP", "room", 1);
-    setenv("LMS_GROUP_DIR", dir, 1);
-    lms_options_load();
-    fake_driver_install(NULL);
+    char dir[] = "/tmp/lmshim-room-held-XXXXXX";
+    group_env(dir, "room");
     lms_group_open();
     CHECK(atomic_load(&lms_group_on));
     lms_account *a = lms_account_of(0);
@@ -92,12 +123,7 @@ static void group_others(void)
     CHECK(lms_account_reserve(a, 10 * MiB, a->budget));   /* a resident managed chunk of its own */
     CHECK_EQ_U(lms_account_room(a), 256 * MiB);
 
-    CHECK(lms_groupfile_path(dir, "room", path, sizeof path) == 0);
-    int gfd = open(path, O_RDWR);
-    CHECK(gfd >= 0);
-    lms_group_header *h = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, gfd, 0);
-    CHECK(h != MAP_FAILED);
-    close(gfd);
+    lms_group_header *h = group_file(dir, "room");
     CHECK_EQ_U(atomic_load(&h->charged[0]), 10 * MiB);
     atomic_fetch_add(&h->charged[0], 100 * MiB);   /* another member's charge */
     CHECK_EQ_U(lms_account_used(a), 110 * MiB);
@@ -107,10 +133,7 @@ static void group_others(void)
     atomic_fetch_sub(&h->charged[0], 300 * MiB);
     lms_account_release(a, 10 * MiB);
     CHECK_EQ_U(lms_account_room(a), 256 * MiB);
-    munmap(h, LMS_GROUP_FILE_BYTES);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    group_done(h, dir);
 }
 
 /* Charges made before joining the group (50 MiB here: a fork child's of
@@ -119,24 +142,15 @@ static void group_others(void)
  * member's 100 MiB stays 100 MiB against the room. */
 static void group_joined_late(void)
 {
-    char dir[] = "/tmp/lmshim-room-late-XXXXXX", path[128];
-    CHECK(mkdtemp(dir) != NULL);
-    setenv("LMS_GROUP", "late", 1);
-    setenv("LMS_GROUP_DIR", dir, 1);
-    lms_options_load();
-    fake_driver_install(NULL);
+    char dir[] = "/tmp/lmshim-room-late-XXXXXX";
+    group_env(dir, "late");
     lms_account *a = lms_account_of(0);
     CHECK(a && a->budget == 256 * MiB);
     CHECK(lms_account_reserve(a, 50 * MiB, a->budget));   /* before joining: its own budget */
     lms_group_open();
     CHECK(atomic_load(&lms_group_on));
     CHECK_EQ_U(lms_account_room(a), 256 * MiB);
-    CHECK(lms_groupfile_path(dir, "late", path, sizeof path) == 0);
-    int gfd = open(path, O_RDWR);
-    CHECK(gfd >= 0);
-    lms_group_header *h = mmap(NULL, LMS_GROUP_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, gfd, 0);
-    CHECK(h != MAP_FAILED);
-    close(gfd);
+    lms_group_header *h = group_file(dir, "late");
     CHECK(lms_account_reserve(a, 10 * MiB, a->budget));   /* the entry is found at the first charge in the group */
     CHECK_EQ_U(atomic_load(&h->charged[0]), 10 * MiB);
     atomic_fetch_add(&h->charged[0], 100 * MiB);   /* another member's charge */
@@ -144,10 +158,7 @@ static void group_joined_late(void)
     CHECK_EQ_U(lms_group_others(0), 100 * MiB);
     CHECK_EQ_U(lms_group_others(LMS_GROUP_DEVICES), 0);
     atomic_fetch_sub(&h->charged[0], 100 * MiB);
-    munmap(h, LMS_GROUP_FILE_BYTES);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    group_done(h, dir);
 }
 
 static const test_case cases[] = {
