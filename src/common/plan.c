@@ -1317,10 +1317,11 @@ static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
  * GiB or more over the link each time, none of them sampled: 1.14x
  * `lru`'s step. Timed, the first such launch priced it on the launch's
  * grid class (asked before the signature's own: price.c) at 0.28, 15
- * fetches, and it was fetched from then on: 1.02. Over 30 seeds at 1.5x, 2x and 3x at
- * LMS_FRAC=0.5 (docs/PERFORMANCE.md, "Thirty-seventh round"), `flipped`
- * went from 16 cells over 1.02x the better of `none` and `lru` to 2,
- * `turned` from 44 to 42, `operands` and `random` none either way. */
+ * fetches, and it was fetched from then on: 1.02. Over 30 seeds at 1.5x,
+ * 2x and 3x at LMS_FRAC=0.5 (docs/PERFORMANCE.md, "Thirty-seventh
+ * round"), `flipped` went from 16 cells over 1.02x the better of `none`
+ * and `lru` to 2, `turned` from 44 to 42, `operands` and `random` none
+ * either way. */
 static void time_read(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool lent)
 {
     double spread;
