@@ -27,7 +27,7 @@
 #define TURNED 16        /* an own price under a fetch gives way to its position's agreed one this many times over it */
 #define RECHECK 16       /* launches between two timed reads in place of one chunk on its own price (time_read) ... */
 #define RECHECK_ANY 8    /* ... and of any chunk: at most one launch in this many timed so (timing.c samples one in 8) */
-#define RECHECK_DEFER 4  /* chances given up to the stalest chunk kept waiting before it is waited for no more */
+#define RECHECK_DEFER 4  /* chunks turned away for the stalest kept waiting before the next stalest is waited for */
 #define FAR_OVER 8       /* a price this many times a fetch's: fetched even where reading every chunk in place was chosen */
 #define PRIOR_ODDS 9     /* 8 new functions all dear in place: the next cheap at about 1 in this many (blind_choice) */
 #define CHURN_MIN 8      /* fetches of chunks freed since, at least, ... */
@@ -1289,6 +1289,20 @@ static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
     return bp->fn_price;
 }
 
+/* Keeps a chunk's staleness `stale` (1 + its `checked`) among those
+ * waiting for time_read's gate: the stalest in p->waiting, the next in
+ * p->waiting2 (0: none). */
+static void keep_waiting(lms_plan *p, uint64_t stale)
+{
+    if (!p->waiting || stale < p->waiting) {
+        if (p->waiting && (!p->waiting2 || p->waiting < p->waiting2))
+            p->waiting2 = p->waiting;
+        p->waiting = stale;
+    } else if (stale > p->waiting && (!p->waiting2 || stale < p->waiting2)) {
+        p->waiting2 = stale;
+    }
+}
+
 /* With nothing to act on, chunk c is read in place on its function's
  * price (`lent`: blind_price found none of its own and none of its
  * position's that decides): where its parameter position has no price
@@ -1325,35 +1339,37 @@ static double blind_price(const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c,
 static void time_read(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, bool lent)
 {
     double spread;
-    if (p->explore || !can_price(ops, ctx))
+    if (!can_price(ops, ctx))
         return;
     if (lent) {
-        if (!ops->role_price || ops->role_price(ctx, c, &spread) < 0)
+        if (!p->explore && (!ops->role_price || ops->role_price(ctx, c, &spread) < 0))
             p->explore = true;
-    } else if (p->now - c->checked >= RECHECK) {
-        /* On its own price (see above). Kept waiting by another's check,
-         * the stalest chunk goes first when the gate opens: one that came
-         * first in every step otherwise took every check, and a chunk
-         * read after it in the step was never checked. A waiter not back
-         * within RECHECK_DEFER chances (fetched since, or freed) is waited
-         * for no more. */
-        if (p->now < p->recheck_at) {
-            if (!p->waiting || c->checked + 1 < p->waiting)
-                p->waiting = c->checked + 1;
-            return;
-        }
-        if (p->waiting && c->checked + 1 > p->waiting) {
-            if (++p->deferred >= RECHECK_DEFER)
-                p->waiting = 0, p->deferred = 0;
-            return;
-        }
-        if (c->checked + 1 == p->waiting)
-            p->waiting = 0;   /* the stalest, or as stale */
-        p->deferred = 0;
-        p->explore = true;
-        c->checked = p->now;
-        p->recheck_at = p->now + RECHECK_ANY;
+        return;
     }
+    /* On its own price (see above). A launch timed already (another
+     * chunk's check) checks it too. Kept waiting by the gate (a check in
+     * the last RECHECK_ANY launches), the stalest chunk goes first when it
+     * opens; one turned away for a staler one waits too; after
+     * RECHECK_DEFER chunks turned away (its waiter fetched since, or
+     * freed) the next stalest is waited for. A chunk never checked is the
+     * stalest of all: a stream of chunks each read once would take the
+     * checks (counting one first seen as checked RECHECK launches ago
+     * gave `flipped` at 3x, LMS_FRAC=0.5, 3 cells over 1.02 of 30, not 1). */
+    if (p->now - c->checked < RECHECK)
+        return;
+    uint64_t stale = c->checked + 1;
+    if (p->explore || (p->now >= p->recheck_at && (!p->waiting || stale <= p->waiting))) {
+        if (stale == p->waiting)
+            p->waiting = p->waiting2, p->waiting2 = 0;   /* the stalest, or as stale */
+        if (!p->explore)
+            p->deferred = 0, p->recheck_at = p->now + RECHECK_ANY;
+        p->explore = true;   /* timed already (another chunk's check), or by this one */
+        c->checked = p->now;
+        return;
+    }
+    keep_waiting(p, stale);
+    if (p->now >= p->recheck_at && ++p->deferred >= RECHECK_DEFER)   /* turned away for a staler one */
+        p->waiting = p->waiting2, p->waiting2 = 0, p->deferred = 0;
 }
 
 static int blind_choice(lms_plan *p, const lms_plan_ops *ops, void *ctx, lms_plan_chunk *c, const blind_prices *bp,

@@ -272,8 +272,8 @@ typedef struct lms_plan {
     bool trial_confirmed;            /* ... confirmed by repetition (the policy's step()) */
     uint64_t held_period, held_since;   /* the latest period not confirmed (of TRIAL_MIN+), the launch it replaced another at (0: none) */
     uint64_t recheck_at;                /* no launch timed for an own price (time_read) before this one ... */
-    uint64_t waiting;                   /* ... and then the stalest kept waiting: 1 + its `checked` (0: none) ... */
-    uint32_t deferred;                  /* ... and the chances given up to it */
+    uint64_t waiting, waiting2;         /* ... and then the stalest kept waiting, and the next: 1 + its `checked` (0: none) ... */
+    uint32_t deferred;                  /* ... and the chunks turned away for it */
     bool explore;                       /* time the launch planned: shaped to teach its function's fit (blind_choice), or reading in place on a lent price or, now and then, its own (plan.c, time_read) */
     uint64_t short_step, short_since;   /* a step under TRIAL_MIN confirmed without a break, since launch (trials.c, trial_length) */
     uint64_t trial_short;               /* the step under TRIAL_MIN the trials timed whole steps of (0: one of TRIAL_MIN+) */
