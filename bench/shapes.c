@@ -26,6 +26,8 @@
  *               [--budget-mib 1024] [--steps 18] [--warmup 12] [--compute-scale 1] [--l2-mib M]
  *               [--frac F]   (LMS_FRAC of the -dflt and defaults modes; else lmshim's default)
  *               [--trace-dir D]   (lmshim-lookahead writes its trace there: the bytes against MIN)
+ *               [--per-step]   (every mode's every step on stderr: "step LABEL RATIO MODE STEP ms
+ *                               to_dev to_host remote launches measured", MiB; measured 1 after the warm-up)
  *        shapes --worker ...   (one mode of one shape in this process)
  */
 #include <cuda_runtime_api.h>
@@ -50,11 +52,13 @@ typedef struct opts {
     const char *shape, *alloc, *shapes, *ratios;
     const char *frac;           /* LMS_FRAC of the modes at the default settings (NULL: lmshim's default) */
     const char *trace_dir;      /* lmshim-lookahead's traces go here (NULL: none) */
+    const char *step_label;     /* a worker prints each step's counters on stderr under it (NULL: not) */
     double ratio, scale, l2_mib;
     size_t budget_mib;
     int steps, warmup, seeds;   /* steps run, the first `warmup` not measured (0: all but the last 6) */
     unsigned seed;
     bool quick;
+    bool per_step;              /* the driver asks its workers for each step's counters (--per-step) */
 } opts;
 
 /* ---- the worker: one mode of one shape ----------------------------------- */
@@ -65,6 +69,20 @@ static const wl_shape *find_shape(const char *name)
         if (strcmp(wl_shapes[i].name, name) == 0)
             return &wl_shapes[i];
     return NULL;
+}
+
+/* Prints on stderr what step s (measured or not) added to the device's
+ * counters since *before, under `label`, and moves *before on. */
+static void step_line(const char *label, int s, bool measured, simgpu_counters *before)
+{
+    simgpu_counters now;
+    simgpu_get_counters(-1, &now);
+    fprintf(stderr, "step %s %d %.4f %.1f %.1f %.1f %llu %d\n", label, s, (now.modeled_ns - before->modeled_ns) / 1e6,
+            (double)(now.bytes_to_device - before->bytes_to_device) / MiB,
+            (double)(now.bytes_to_host - before->bytes_to_host) / MiB,
+            (double)(now.remote_bytes - before->remote_bytes) / MiB,
+            (unsigned long long)(now.launches - before->launches), measured);
+    *before = now;
 }
 
 static int worker(const opts *o)
@@ -86,7 +104,9 @@ static int worker(const opts *o)
     sh->step(&c, steps - 1);
     c.counting = false;
     c.ns_per_unit = c.units > 0 ? o->scale * ((double)c.working_set / LINK_BYTES_PER_NS) / c.units : 0;
-    simgpu_counters c0 = {0}, c1 = {0};
+    simgpu_counters c0 = {0}, c1 = {0}, before = {0};
+    if (o->step_label)
+        simgpu_get_counters(-1, &before);
     for (int s = 0; s < steps; s++) {
         if (sh->step(&c, s) != 0 || cudaDeviceSynchronize() != cudaSuccess) {
             printf("RESULT ok=0 error=%d\n", c.error);
@@ -94,6 +114,8 @@ static int worker(const opts *o)
         }
         if (s == warmup - 1)
             simgpu_get_counters(-1, &c0);
+        if (o->step_label)
+            step_line(o->step_label, s, s >= warmup, &before);
     }
     simgpu_get_counters(-1, &c1);
     double n = steps - warmup;
@@ -135,9 +157,12 @@ static void trace_path(char *out, size_t n, const char *dir, const char *shape, 
     snprintf(out, n, "%s/%s-%g-%u.jsonl", dir, shape, ratio, seed);
 }
 
-/* Runs one mode in a child process with its environment; parses RESULT. */
+/* Runs one mode in a child process with its environment; parses RESULT.
+ * With --per-step, the child prints its steps on stderr under the row's
+ * label (the seed named when `seed_named`: a seeded shape), the ratio
+ * and the mode's name. */
 static result run_mode(const char *self, const mode *m, const opts *o, double ratio, size_t budget_mib,
-                       const char *shape, unsigned seed)
+                       const char *shape, unsigned seed, bool seed_named)
 {
     result r = {0};
     worker_paths p;
@@ -176,9 +201,22 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
             env[nenv++] = (worker_env){"LMS_TRACE", trace};
         }
     }
-    char *argv[] = {(char *)self, "--worker", "--shape", (char *)shape, "--ratio", ratio_s, "--budget-mib",
-                    budget_s, "--steps", steps_s, "--warmup", warm_s, "--compute-scale", scale_s, "--seed", seed_s, "--alloc",
-                    (char *)m->alloc, o->quick ? "--quick" : NULL, NULL};
+    char label[160];   /* the row's label, its ratio and the mode: what each step line starts with */
+    if (seed_named)
+        snprintf(label, sizeof label, "%s/%u %g %s", shape, seed, ratio, m->name);
+    else
+        snprintf(label, sizeof label, "%s %g %s", shape, ratio, m->name);
+    char *argv[24] = {(char *)self, "--worker", "--shape", (char *)shape, "--ratio", ratio_s, "--budget-mib",
+                      budget_s, "--steps", steps_s, "--warmup", warm_s, "--compute-scale", scale_s, "--seed", seed_s, "--alloc",
+                      (char *)m->alloc};
+    int na = 18;
+    if (o->quick)
+        argv[na++] = "--quick";
+    if (o->per_step) {
+        argv[na++] = "--step-label";
+        argv[na++] = label;
+    }
+    argv[na] = NULL;
     char buf[1024];
     bool exited_ok = worker_run(argv, env, nenv, buf, sizeof buf);
     char *line = strstr(buf, "RESULT ok=1 ");
@@ -335,6 +373,10 @@ int main(int argc, char **argv)
             o.quick = true;
             continue;
         }
+        if (strcmp(a, "--per-step") == 0) {
+            o.per_step = true;
+            continue;
+        }
         if (!v) {
             fprintf(stderr, "shapes: %s needs a value\n", a);
             return 2;
@@ -354,6 +396,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--alloc") == 0) o.alloc = v;
         else if (strcmp(a, "--frac") == 0) o.frac = v;
         else if (strcmp(a, "--trace-dir") == 0) o.trace_dir = v;
+        else if (strcmp(a, "--step-label") == 0) o.step_label = v;
         else {
             fprintf(stderr, "shapes: unknown flag %s\n", a);
             return 2;
@@ -429,7 +472,7 @@ int main(int argc, char **argv)
                 w->budget_mib = sh->fixed_bytes ? (size_t)((double)sh->fixed_bytes / MiB / ratios[i])
                                                 : o.budget_mib;
                 for (int m = 0; m < NMODES; m++)
-                    w->r[m] = run_mode(self, &modes[m], &o, ratios[i], w->budget_mib, sh->name, seed);
+                    w->r[m] = run_mode(self, &modes[m], &o, ratios[i], w->budget_mib, sh->name, seed, sh->seeded);
                 for (int m = 0; m < NMODES; m++) {
                     const result *r = &w->r[m];
                     if (!r->ok) {
