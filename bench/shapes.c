@@ -417,6 +417,10 @@ int main(int argc, char **argv)
     }
     if (is_worker)
         return worker(&o);
+    if (o.step_label) {
+        fprintf(stderr, "shapes: --step-label is what the bench passes its workers; --per-step asks for the steps\n");
+        return 2;
+    }
     if (o.quick && o.seeds == 3)
         o.seeds = 1;
 

@@ -6,6 +6,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +50,30 @@ static void clear_lms_options(void)
     }
 }
 
+/* Opens /dev/null on whichever of fds 0-2 is closed, so that neither a
+ * pipe of this process nor a file a child opens takes a standard
+ * stream's number (run with stderr closed, a worker's lines on stderr
+ * went into the trace lmshim opened in the child, as fd 2). */
+static void std_fds_open(void)
+{
+    for (int f = 0; f <= 2; f++) {
+        if (fcntl(f, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int d = open("/dev/null", f == 0 ? O_RDONLY : O_WRONLY);
+        if (d >= 0 && d != f) {
+            dup2(d, f);
+            close(d);
+        }
+    }
+}
+
 /* Forks, applies env in the child and execs argv with stdout on a pipe
  * (or on this process's stdout when buf is NULL); the parent reads the pipe
  * into buf (the caller's) and reaps the child. */
 bool worker_run(char *const argv[], const worker_env *env, size_t n, char *buf, size_t size)
 {
     int fd[2] = {-1, -1};
+    std_fds_open();
     if (buf) {
         buf[0] = 0;
         if (pipe(fd) != 0)
