@@ -159,10 +159,9 @@ static void trace_path(char *out, size_t n, const char *dir, const char *shape, 
 
 /* Runs one mode in a child process with its environment; parses RESULT.
  * With --per-step, the child prints its steps on stderr under the row's
- * label (the seed named when `seed_named`: a seeded shape), the ratio
- * and the mode's name. */
+ * label (`row_label`, the caller's), the ratio and the mode's name. */
 static result run_mode(const char *self, const mode *m, const opts *o, double ratio, size_t budget_mib,
-                       const char *shape, unsigned seed, bool seed_named)
+                       const char *shape, unsigned seed, const char *row_label)
 {
     result r = {0};
     worker_paths p;
@@ -202,10 +201,7 @@ static result run_mode(const char *self, const mode *m, const opts *o, double ra
         }
     }
     char label[160];   /* the row's label, its ratio and the mode: what each step line starts with */
-    if (seed_named)
-        snprintf(label, sizeof label, "%s/%u %g %s", shape, seed, ratio, m->name);
-    else
-        snprintf(label, sizeof label, "%s %g %s", shape, ratio, m->name);
+    snprintf(label, sizeof label, "%s %g %s", row_label, ratio, m->name);
     char *argv[24] = {(char *)self, "--worker", "--shape", (char *)shape, "--ratio", ratio_s, "--budget-mib",
                       budget_s, "--steps", steps_s, "--warmup", warm_s, "--compute-scale", scale_s, "--seed", seed_s, "--alloc",
                       (char *)m->alloc};
@@ -476,7 +472,7 @@ int main(int argc, char **argv)
                 w->budget_mib = sh->fixed_bytes ? (size_t)((double)sh->fixed_bytes / MiB / ratios[i])
                                                 : o.budget_mib;
                 for (int m = 0; m < NMODES; m++)
-                    w->r[m] = run_mode(self, &modes[m], &o, ratios[i], w->budget_mib, sh->name, seed, sh->seeded);
+                    w->r[m] = run_mode(self, &modes[m], &o, ratios[i], w->budget_mib, sh->name, seed, w->label);
                 for (int m = 0; m < NMODES; m++) {
                     const result *r = &w->r[m];
                     if (!r->ok) {
